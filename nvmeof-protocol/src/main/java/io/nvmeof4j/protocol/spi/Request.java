@@ -1,0 +1,55 @@
+package io.nvmeof4j.protocol.spi;
+
+import io.nvmeof4j.protocol.command.CompletionQueueEntry;
+import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
+
+import java.nio.ByteBuffer;
+
+/**
+ * One command received by a controller-role transport, handed to the {@link QueueHandler} once every byte the
+ * host sends for it has arrived (in-capsule data, or data pulled by R2T/RDMA READ).
+ * <p>Request objects are preallocated per queue slot and reused: nothing here allocates. A request is valid from
+ * {@link QueueHandler#onCommand} until {@link #complete(int)}; the handler must not touch it afterwards.
+ */
+public interface Request {
+    /** The queue this command arrived on. */
+    TransportQueue queue();
+
+    /** The 64-byte submission queue entry, as received. */
+    SubmissionQueueEntry command();
+
+    /**
+     * The response being built. The handler may set DW0/DW1; the transport fills SQHD, SQID, CID and the
+     * status given to {@link #complete(int)}. DW0/DW1 start at zero.
+     */
+    CompletionQueueEntry response();
+
+    /**
+     * The data buffer, or {@code null} when the command transfers no data. Position 0, limit = the transfer
+     * length given by the command's SGL, little-endian. Host-to-controller: holds the host's data.
+     * Controller-to-host: contents undefined on entry; the handler fills all {@code limit()} bytes on success,
+     * and the transport sends them before the response. On an error status no data is sent.
+     */
+    ByteBuffer data();
+
+    /** Transfer length from the SGL (0 when there is no data). */
+    int dataLength();
+
+    /** {@link System#nanoTime()} when the command capsule was received (the start of its latency). */
+    long receivedNanos();
+
+    /**
+     * Finishes the command with an {@link io.nvmeof4j.protocol.command.NvmeStatus} code. Callable from any
+     * thread (a backend worker, a timer); the transport moves the completion to the queue's reactor thread.
+     * Exactly once per command. If the queue was closed meanwhile, the request is just released.
+     */
+    void complete(int nvmeStatus);
+
+    /**
+     * The handler's per-slot context. It survives reuse of the slot, so a handler can create its context the
+     * first time a slot is seen and find it again on every later command: no allocation per command.
+     */
+    Object attachment();
+
+    void attach(Object attachment);
+}

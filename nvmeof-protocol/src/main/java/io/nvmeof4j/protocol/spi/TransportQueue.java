@@ -1,0 +1,42 @@
+package io.nvmeof4j.protocol.spi;
+
+/**
+ * A controller-role queue pair as the command layer sees it: one TCP connection or one RDMA queue pair.
+ * Until a Fabrics Connect succeeds on it the queue has no identity; the handler tells the transport what the
+ * Connect established with {@link #connected}.
+ */
+public interface TransportQueue {
+    TransportType transportType();
+
+    /** The port (listen address) this queue came in on. */
+    TransportAddress localAddress();
+
+    /** The host's address, for logs and errors: {@code "10.0.2.15:51234"}. */
+    String peer();
+
+    /**
+     * Records the outcome of a successful Connect. Called on the queue's reactor thread, before the Connect
+     * request is completed.
+     *
+     * @param queueId 0 for the admin queue
+     * @param sqSize submission queue size, 1-based (Connect SQSIZE + 1)
+     * @param sqFlowControlDisabled Connect CATTR bit 2: SQHD is reported as 0xFFFF, and NVMe/TCP may complete a
+     *                              read with the C2HData SUCCESS flag instead of a response capsule
+     */
+    void connected(int queueId, int sqSize, boolean sqFlowControlDisabled);
+
+    /** The queue id set by {@link #connected}, or -1 before Connect. */
+    int queueId();
+
+    /** Bytes of in-capsule data this queue accepts (8 KiB on the admin queue, the port's inline size on I/O queues). */
+    int inCapsuleDataSize();
+
+    /**
+     * Closes the connection (keep-alive expiry, controller teardown, shutdown). Any thread, idempotent. In-flight
+     * requests still complete into nothing; {@link QueueHandler#onClosed} follows on the reactor thread.
+     */
+    void disconnect(String reason);
+
+    /** Runs a control-plane task on this queue's reactor thread (may allocate; not for the per-I/O path). */
+    void execute(Runnable task);
+}
