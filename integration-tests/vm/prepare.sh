@@ -224,7 +224,6 @@ mount -t devpts -o newinstance,ptmxmode=0666 devpts $R/dev/pts
 mount -t tmpfs tmpfs $R/dev/shm
 mount -t configfs configfs $R/sys/kernel/config 2>/dev/null || true
 mount -t tmpfs -o mode=0755 tmpfs $R/run
-mount -t tmpfs -o mode=1777 tmpfs $R/tmp
 # A plain tmpfs (not the overlay) for kernel-target backing files: on the overlay the block size reads as 1.
 mkdir -p $R/nvmeof4j-tmpfs
 mount -t tmpfs -o mode=1777,size=1536m tmpfs $R/nvmeof4j-tmpfs
