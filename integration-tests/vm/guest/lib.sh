@@ -1,0 +1,79 @@
+#!/bin/bash
+# Shared helpers for the guest-side scripts (sourced, not run). Bash; runs inside the QEMU guest as root.
+
+# ---- check bookkeeping ------------------------------------------------------------------------------------------
+PASSED=0
+FAILED=0
+FAILED_NAMES=()
+
+pass() { PASSED=$((PASSED + 1)); echo "PASS $1"; }
+fail() { # fail NAME REASON...
+    local name="$1"; shift
+    FAILED=$((FAILED + 1)); FAILED_NAMES+=("$name")
+    echo "FAIL $name: $*"
+}
+info() { echo "INFO $*"; }
+# check NAME COMMAND...: PASS when COMMAND exits 0, FAIL with its output otherwise.
+check() {
+    local name="$1"; shift
+    local out
+    if out="$("$@" 2>&1)"; then pass "$name"; return 0; fi
+    fail "$name" "command failed: $* :: $(echo "$out" | tail -n 5 | tr '\n' ' ')"
+    return 1
+}
+summary() { # prints the summary line; returns non-zero when anything failed
+    if [ "$FAILED" -gt 0 ]; then
+        echo "---- guest dmesg (last 40 lines) ----"
+        dmesg 2>/dev/null | tail -n 40
+        echo "-------------------------------------"
+        echo "FAILED CHECKS: ${FAILED_NAMES[*]}"
+    fi
+    echo "SUMMARY: $PASSED passed, $FAILED failed"
+    [ "$FAILED" -eq 0 ]
+}
+
+# ---- waiting ------------------------------------------------------------------------------------------------------
+# wait_for SECONDS COMMAND...: polls COMMAND every 0.2 s until it succeeds; non-zero after SECONDS.
+wait_for() {
+    local secs="$1"; shift
+    local deadline=$(( $(date +%s) + secs ))
+    while ! "$@" >/dev/null 2>&1; do
+        [ "$(date +%s)" -lt "$deadline" ] || return 1
+        sleep 0.2
+    done
+}
+# wait_tcp_port HOST PORT SECONDS
+wait_tcp_port() {
+    local host="$1" port="$2" secs="$3"
+    wait_for "$secs" bash -c "exec 3<>/dev/tcp/$host/$port" 2>/dev/null
+}
+
+# ---- NVMe host side (sysfs) ---------------------------------------------------------------------------------------
+# Controller names (nvme0 …) of live controllers of subsystem NQN.
+ctrls_of_subsys() {
+    local nqn="$1" c
+    for c in /sys/class/nvme/nvme*; do
+        [ -e "$c/subsysnqn" ] || continue
+        [ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$nqn" ] && basename "$c"
+    done
+    return 0
+}
+# Block device (/dev/nvmeXnY) of namespace NSID of subsystem NQN; works with and without native multipath.
+ns_blockdev() {
+    local nqn="$1" nsid="$2" b name
+    for b in /sys/block/nvme*; do
+        name="$(basename "$b")"
+        case "$name" in nvme*c*n*) continue ;; esac     # hidden per-path devices of a multipath head
+        [ -e "$b/device/subsysnqn" ] || continue
+        [ "$(cat "$b/device/subsysnqn" 2>/dev/null)" = "$nqn" ] || continue
+        [ "$(cat "$b/nsid" 2>/dev/null)" = "$nsid" ] || continue
+        [ -b "/dev/$name" ] || continue
+        echo "/dev/$name"
+        return 0
+    done
+    return 1
+}
+# Value of "field : value" in nvme-cli's normal output, trimmed.
+nvme_field() { # nvme_field FIELD < output
+    awk -v f="$1" -F: '{k=$1; gsub(/[ \t]+/, "", k); if (k == f) {sub(/^[^:]*:[ \t]*/, ""); sub(/[ \t]+$/, ""); print; exit}}'
+}
