@@ -1,0 +1,27 @@
+package io.nvmeof4j.target.backend;
+
+/**
+ * A namespace's storage: RAM, a file, a block device, or nothing (null). Block I/O is submitted with
+ * {@link #submit(BlockIo)} and completes through {@link BlockIo#complete(int)} with an NVMe status, inline or
+ * later from another thread. A device never blocks the caller (a reactor thread).
+ */
+public interface BlockDevice extends AutoCloseable {
+    /** For logs and the management API: {@code "ram 1 GiB"}, {@code "file /srv/ns1.img"}. */
+    String description();
+
+    /** Logical block size in bytes: 512 or 4096. */
+    int blockSize();
+
+    /** Capacity in logical blocks. */
+    long blockCount();
+
+    /** True when writes are cached and Flush (or FUA) is needed to make them durable (Identify VWC). */
+    boolean hasVolatileWriteCache();
+
+    /** Starts one block I/O. Completion: {@code io.complete(status)}, exactly once, from any thread. */
+    void submit(BlockIo io);
+
+    /** Waits (bounded) for in-flight I/O, makes written data durable, releases the storage. Idempotent. */
+    @Override
+    void close();
+}

@@ -1,0 +1,58 @@
+package io.nvmeof4j.target.backend;
+
+import java.nio.ByteBuffer;
+
+/**
+ * One block I/O handed to a {@link BlockDevice}: a reusable, caller-owned descriptor (one per queue slot), so
+ * submitting allocates nothing. Offsets and lengths are in bytes and block-aligned.
+ */
+public abstract class BlockIo {
+    public enum Op { READ, WRITE, FLUSH, WRITE_ZEROES, DEALLOCATE }
+
+    private Op op;
+    private long offset;
+    private long length;
+    private ByteBuffer buffer;
+    private boolean forceUnitAccess;
+
+    /** Sets up the descriptor for the next submission; returns this. */
+    public BlockIo prepare(Op op, long offset, long length, ByteBuffer buffer, boolean forceUnitAccess) {
+        this.op = op;
+        this.offset = offset;
+        this.length = length;
+        this.buffer = buffer;
+        this.forceUnitAccess = forceUnitAccess;
+        return this;
+    }
+
+    public Op op() {
+        return op;
+    }
+
+    /** Byte offset on the device. */
+    public long offset() {
+        return offset;
+    }
+
+    /** Byte count (READ/WRITE: equals buffer.remaining()). */
+    public long length() {
+        return length;
+    }
+
+    /**
+     * READ: {@link #length()} bytes filled from position; WRITE: {@link #length()} bytes written from position;
+     * null otherwise. Devices use absolute access or restore position and limit before completing: the caller
+     * finds the buffer as it handed it over (the transport sends a read's data from position 0 to limit).
+     */
+    public ByteBuffer buffer() {
+        return buffer;
+    }
+
+    /** WRITE/WRITE_ZEROES: durable before completion (NVMe FUA). */
+    public boolean forceUnitAccess() {
+        return forceUnitAccess;
+    }
+
+    /** Called by the device exactly once, from any thread, with an NVMe status code. */
+    public abstract void complete(int nvmeStatus);
+}

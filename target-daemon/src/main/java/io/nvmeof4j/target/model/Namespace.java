@@ -1,0 +1,70 @@
+package io.nvmeof4j.target.model;
+
+import io.nvmeof4j.target.backend.BlockDevice;
+
+import java.util.Objects;
+import java.util.UUID;
+
+/**
+ * An NVM namespace of a subsystem: an NSID over a block device, with the identifiers the host uses to tell
+ * namespaces apart across paths and restarts (Identify CNS 03h descriptors, Identify Namespace NGUID/EUI64).
+ */
+public final class Namespace {
+    private final int nsid;
+    private final BlockDevice device;
+    private final UUID uuid;
+    private final byte[] nguid;
+
+    /**
+     * @param nsid   1..0xFFFFFFFE
+     * @param uuid   never null (configuration generates a stable one when none is given)
+     * @param nguid  16 bytes, never null
+     */
+    public Namespace(int nsid, BlockDevice device, UUID uuid, byte[] nguid) {
+        if (nsid == 0 || nsid == -1) {
+            throw new IllegalArgumentException("nsid " + Integer.toUnsignedString(nsid) + " is reserved");
+        }
+        if (nguid.length != 16) {
+            throw new IllegalArgumentException("nguid must be 16 bytes, got " + nguid.length);
+        }
+        this.nsid = nsid;
+        this.device = Objects.requireNonNull(device, "device");
+        this.uuid = Objects.requireNonNull(uuid, "uuid");
+        this.nguid = nguid.clone();
+    }
+
+    public int nsid() {
+        return nsid;
+    }
+
+    public BlockDevice device() {
+        return device;
+    }
+
+    public UUID uuid() {
+        return uuid;
+    }
+
+    /** A copy of the 16-byte NGUID. */
+    public byte[] nguid() {
+        return nguid.clone();
+    }
+
+    public int blockSize() {
+        return device.blockSize();
+    }
+
+    /** log2 of the block size: Identify Namespace LBAF.LBADS. */
+    public int blockSizeShift() {
+        return Integer.numberOfTrailingZeros(device.blockSize());
+    }
+
+    public long blockCount() {
+        return device.blockCount();
+    }
+
+    @Override
+    public String toString() {
+        return "namespace " + Integer.toUnsignedString(nsid) + " (" + device.description() + ")";
+    }
+}

@@ -1,0 +1,150 @@
+package io.nvmeof4j.target.model;
+
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * An NVM subsystem: an NQN, identity strings, namespaces by NSID and the hosts allowed to connect.
+ * Namespaces and hosts may change while hosts are connected (management API); the data path reads them
+ * without locks.
+ * <p>Namespaces live in a copy-on-write array sorted by unsigned NSID: every I/O command looks its NSID up, and
+ * a binary search over a volatile array allocates nothing (a map keyed by {@code Integer} would box the NSID on
+ * every lookup). Changes are rare and rebuild the array under a lock.
+ */
+public final class Subsystem {
+    private static final Namespace[] NO_NAMESPACES = new Namespace[0];
+
+    private final String nqn;
+    private final String serialNumber;
+    private final String modelNumber;
+    private final String firmwareRevision;
+    private volatile boolean allowAnyHost;
+    private final Set<String> allowedHosts = ConcurrentHashMap.newKeySet();
+    private final Object namespaceLock = new Object();
+    /** Sorted by {@link Integer#compareUnsigned} of the NSID; replaced, never modified, under namespaceLock. */
+    private volatile Namespace[] namespaces = NO_NAMESPACES;
+
+    public Subsystem(String nqn, String serialNumber, String modelNumber, String firmwareRevision, boolean allowAnyHost) {
+        this.nqn = Objects.requireNonNull(nqn, "nqn");
+        this.serialNumber = Objects.requireNonNull(serialNumber, "serialNumber");
+        this.modelNumber = Objects.requireNonNull(modelNumber, "modelNumber");
+        this.firmwareRevision = Objects.requireNonNull(firmwareRevision, "firmwareRevision");
+        this.allowAnyHost = allowAnyHost;
+    }
+
+    public String nqn() {
+        return nqn;
+    }
+
+    public String serialNumber() {
+        return serialNumber;
+    }
+
+    public String modelNumber() {
+        return modelNumber;
+    }
+
+    public String firmwareRevision() {
+        return firmwareRevision;
+    }
+
+    public boolean allowAnyHost() {
+        return allowAnyHost;
+    }
+
+    public void allowAnyHost(boolean allow) {
+        this.allowAnyHost = allow;
+    }
+
+    /** True when the host may connect: {@code allow_any_host}, or its NQN is in the allow list. */
+    public boolean isHostAllowed(String hostNqn) {
+        return allowAnyHost || allowedHosts.contains(hostNqn);
+    }
+
+    public Set<String> allowedHosts() {
+        return Collections.unmodifiableSet(allowedHosts);
+    }
+
+    public boolean addAllowedHost(String hostNqn) {
+        return allowedHosts.add(hostNqn);
+    }
+
+    public boolean removeAllowedHost(String hostNqn) {
+        return allowedHosts.remove(hostNqn);
+    }
+
+    /** The namespace with this NSID, or null. Allocation-free and lock-free: safe on the I/O path. */
+    public Namespace namespace(int nsid) {
+        Namespace[] current = namespaces;
+        int i = indexOf(current, nsid);
+        return i >= 0 ? current[i] : null;
+    }
+
+    /** Namespaces in NSID order (a snapshot). */
+    public Collection<Namespace> namespaces() {
+        return Collections.unmodifiableList(Arrays.asList(namespaces));
+    }
+
+    /** Adds a namespace; false when the NSID is taken. */
+    public boolean addNamespace(Namespace namespace) {
+        Objects.requireNonNull(namespace, "namespace");
+        synchronized (namespaceLock) {
+            Namespace[] current = namespaces;
+            int i = indexOf(current, namespace.nsid());
+            if (i >= 0) {
+                return false;
+            }
+            int at = -(i + 1);
+            Namespace[] next = new Namespace[current.length + 1];
+            System.arraycopy(current, 0, next, 0, at);
+            next[at] = namespace;
+            System.arraycopy(current, at, next, at + 1, current.length - at);
+            namespaces = next;
+            return true;
+        }
+    }
+
+    /** Removes and returns the namespace, or null. The caller closes its device once I/O has drained. */
+    public Namespace removeNamespace(int nsid) {
+        synchronized (namespaceLock) {
+            Namespace[] current = namespaces;
+            int i = indexOf(current, nsid);
+            if (i < 0) {
+                return null;
+            }
+            Namespace removed = current[i];
+            Namespace[] next = current.length == 1 ? NO_NAMESPACES : new Namespace[current.length - 1];
+            System.arraycopy(current, 0, next, 0, i);
+            System.arraycopy(current, i + 1, next, i, current.length - i - 1);
+            namespaces = next;
+            return removed;
+        }
+    }
+
+    /** Binary search by unsigned NSID: the index, or -(insertion point) - 1. */
+    private static int indexOf(Namespace[] sorted, int nsid) {
+        int low = 0;
+        int high = sorted.length - 1;
+        while (low <= high) {
+            int mid = (low + high) >>> 1;
+            int cmp = Integer.compareUnsigned(sorted[mid].nsid(), nsid);
+            if (cmp < 0) {
+                low = mid + 1;
+            } else if (cmp > 0) {
+                high = mid - 1;
+            } else {
+                return mid;
+            }
+        }
+        return -(low + 1);
+    }
+
+    @Override
+    public String toString() {
+        return "subsystem " + nqn;
+    }
+}

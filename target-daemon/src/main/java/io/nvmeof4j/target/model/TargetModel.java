@@ -1,0 +1,66 @@
+package io.nvmeof4j.target.model;
+
+import java.util.Collection;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Everything the target exports: subsystems by NQN and the ports they are reachable through. Read by the
+ * command layer (Connect, discovery) and changed by configuration and the management API.
+ * {@link #discoveryGeneration()} counts changes a discovery log reader must notice (GENCTR).
+ */
+public final class TargetModel {
+    private final Map<String, Subsystem> subsystems = new ConcurrentHashMap<>();
+    private final List<Port> ports = new CopyOnWriteArrayList<>();
+    private final AtomicLong discoveryGeneration = new AtomicLong(1);
+
+    public Subsystem subsystem(String nqn) {
+        return subsystems.get(nqn);
+    }
+
+    public Collection<Subsystem> subsystems() {
+        return Collections.unmodifiableCollection(subsystems.values());
+    }
+
+    public void addSubsystem(Subsystem subsystem) {
+        if (Port.DISCOVERY_NQN.equals(subsystem.nqn())) {
+            throw new IllegalArgumentException("subsystem NQN " + Port.DISCOVERY_NQN + " is reserved for discovery");
+        }
+        if (subsystems.putIfAbsent(subsystem.nqn(), subsystem) != null) {
+            throw new IllegalArgumentException("subsystem " + subsystem.nqn() + " defined twice");
+        }
+        discoveryChanged();
+    }
+
+    public List<Port> ports() {
+        return Collections.unmodifiableList(ports);
+    }
+
+    public void addPort(Port port) {
+        ports.add(port);
+        discoveryChanged();
+    }
+
+    /** Replaces a port by its bound form (same portId), once its listener knows the real address. */
+    public void replacePort(Port old, Port bound) {
+        int i = ports.indexOf(old);
+        if (i < 0) {
+            throw new IllegalArgumentException("no port " + old.portId());
+        }
+        ports.set(i, bound);
+        discoveryChanged();
+    }
+
+    public long discoveryGeneration() {
+        return discoveryGeneration.get();
+    }
+
+    /** Call after any change a discovery log shows (ports, subsystems, allowed hosts). */
+    public void discoveryChanged() {
+        discoveryGeneration.incrementAndGet();
+    }
+}
