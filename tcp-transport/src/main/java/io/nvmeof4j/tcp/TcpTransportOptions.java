@@ -1,0 +1,61 @@
+package io.nvmeof4j.tcp;
+
+import io.nvmeof4j.protocol.tcp.ICRespPdu;
+
+/**
+ * NVMe/TCP settings of a {@link TcpControllerTransport}, on top of the transport-independent
+ * {@link io.nvmeof4j.protocol.spi.PortOptions}. Defaults can be overridden with the {@code *_PROP_NAME} system
+ * properties.
+ *
+ * @param maxH2CDataSize    MAXH2CDATA sent in ICResp: the largest H2CData PDU a host may send (at least 4096, a
+ *                          multiple of 4). nvmet sends 4 MiB; we default to 256 KiB, which bounds how much of one
+ *                          PDU a slow host can make us wait for.
+ * @param c2hDataPduSize    largest DATAL of one C2HData PDU; a read bigger than this goes out as several PDUs
+ * @param receiveBufferSize bytes of the per-connection receive buffer that PDU headers and small payloads are read
+ *                          into (larger payloads are read straight into the command's data buffer)
+ */
+public record TcpTransportOptions(int maxH2CDataSize, int c2hDataPduSize, int receiveBufferSize) {
+    public static final String MAX_H2C_DATA_SIZE_PROP_NAME = "nvmeof4j.tcp.max.h2c.data.size";
+    public static final int MAX_H2C_DATA_SIZE_DEFAULT = 0x40000;
+    public static final String C2H_DATA_PDU_SIZE_PROP_NAME = "nvmeof4j.tcp.c2h.data.pdu.size";
+    public static final int C2H_DATA_PDU_SIZE_DEFAULT = 128 * 1024;
+    public static final String RECEIVE_BUFFER_SIZE_PROP_NAME = "nvmeof4j.tcp.receive.buffer.size";
+    public static final int RECEIVE_BUFFER_SIZE_DEFAULT = 64 * 1024;
+
+    /** Smallest receive buffer: it must hold the largest PDU header with padding and digest, with room to spare. */
+    public static final int MIN_RECEIVE_BUFFER_SIZE = 4096;
+
+    public TcpTransportOptions {
+        if (maxH2CDataSize < ICRespPdu.MIN_MAX_H2C_DATA || (maxH2CDataSize & 3) != 0) {
+            throw new IllegalArgumentException("MAXH2CDATA " + maxH2CDataSize
+                + " must be at least 4096 and a multiple of 4 (the Linux host rejects anything else)");
+        }
+        if (c2hDataPduSize < 4096) {
+            throw new IllegalArgumentException("C2HData PDU size " + c2hDataPduSize + " below 4096");
+        }
+        if (receiveBufferSize < MIN_RECEIVE_BUFFER_SIZE) {
+            throw new IllegalArgumentException("receive buffer size " + receiveBufferSize + " below "
+                + MIN_RECEIVE_BUFFER_SIZE);
+        }
+    }
+
+    /** The defaults, each overridable by its system property. */
+    public static TcpTransportOptions defaults() {
+        return new TcpTransportOptions(
+            Integer.getInteger(MAX_H2C_DATA_SIZE_PROP_NAME, MAX_H2C_DATA_SIZE_DEFAULT),
+            Integer.getInteger(C2H_DATA_PDU_SIZE_PROP_NAME, C2H_DATA_PDU_SIZE_DEFAULT),
+            Integer.getInteger(RECEIVE_BUFFER_SIZE_PROP_NAME, RECEIVE_BUFFER_SIZE_DEFAULT));
+    }
+
+    public TcpTransportOptions withMaxH2CDataSize(int bytes) {
+        return new TcpTransportOptions(bytes, c2hDataPduSize, receiveBufferSize);
+    }
+
+    public TcpTransportOptions withC2HDataPduSize(int bytes) {
+        return new TcpTransportOptions(maxH2CDataSize, bytes, receiveBufferSize);
+    }
+
+    public TcpTransportOptions withReceiveBufferSize(int bytes) {
+        return new TcpTransportOptions(maxH2CDataSize, c2hDataPduSize, bytes);
+    }
+}
