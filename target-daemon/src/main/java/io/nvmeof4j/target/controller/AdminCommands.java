@@ -1,0 +1,771 @@
+package io.nvmeof4j.target.controller;
+
+import io.nvmeof4j.protocol.admin.ActiveNamespaceIdList;
+import io.nvmeof4j.protocol.admin.AdminOpcode;
+import io.nvmeof4j.protocol.admin.AsciiFields;
+import io.nvmeof4j.protocol.admin.ChangedNamespaceList;
+import io.nvmeof4j.protocol.admin.CommandsSupportedAndEffects;
+import io.nvmeof4j.protocol.admin.ErrorLogEntry;
+import io.nvmeof4j.protocol.admin.FeatureIdentifier;
+import io.nvmeof4j.protocol.admin.FirmwareSlotLog;
+import io.nvmeof4j.protocol.admin.GetFeaturesCommand;
+import io.nvmeof4j.protocol.admin.GetLogPageCommand;
+import io.nvmeof4j.protocol.admin.IdentifyCommand;
+import io.nvmeof4j.protocol.admin.IdentifyController;
+import io.nvmeof4j.protocol.admin.IdentifyNamespace;
+import io.nvmeof4j.protocol.admin.IoCommandSetIndependentNamespace;
+import io.nvmeof4j.protocol.admin.LogPageIdentifier;
+import io.nvmeof4j.protocol.admin.NamespaceIdDescriptorList;
+import io.nvmeof4j.protocol.admin.SetFeaturesCommand;
+import io.nvmeof4j.protocol.admin.SmartLog;
+import io.nvmeof4j.protocol.admin.SupportedLogPages;
+import io.nvmeof4j.protocol.command.NvmeStatus;
+import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
+import io.nvmeof4j.protocol.fabrics.ControllerRegisters;
+import io.nvmeof4j.protocol.fabrics.FabricsCommandType;
+import io.nvmeof4j.protocol.fabrics.PropertyCommand;
+import io.nvmeof4j.protocol.spi.PortOptions;
+import io.nvmeof4j.protocol.spi.Request;
+import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.target.discovery.DiscoveryLogBuilder;
+import io.nvmeof4j.target.model.Namespace;
+import io.nvmeof4j.target.model.Port;
+import io.nvmeof4j.target.model.Subsystem;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * The admin queue of one controller: fabrics property access, then the admin command set of an NVM I/O
+ * controller (wire reference 2.5–2.9) or of a discovery controller (2.10). Runs on the admin queue's reactor
+ * thread, one command at a time; the flyweights and the log scratch buffer here are used by that thread only.
+ * Statuses follow the Linux target (nvmet) wherever the host can tell the difference; the class comments name
+ * the places where we chose otherwise.
+ */
+final class AdminCommands {
+    private static final Logger LOG = LoggerFactory.getLogger(AdminCommands.class);
+
+    /** Recommended arbitration burst (nvmet's value). */
+    static final int RAB = 6;
+    /** Keep-alive granularity in 100 ms units: the timer here works in milliseconds, so 100 ms is honest. */
+    static final int KAS = 1;
+    /** ACL, 0-based: Abort is accepted but never aborts anything, so the spec minimum. */
+    static final int ACL = 3;
+    /** Error Information log entries (ELPE + 1); we keep no errors, so the log reads as empty entries. */
+    static final int ERROR_LOG_ENTRIES = 64;
+    /** NN when the subsystem's NSIDs are small: the Linux target's NVMET_MAX_NAMESPACES. */
+    static final int NN_DEFAULT = 1024;
+    /** FRMW: slot 1 read-only, one slot. */
+    static final int FRMW = IdentifyController.FRMW_SLOT1_READ_ONLY | 1 << 1;
+    /** DLFEAT: deallocated blocks read as zeroes, Write Zeroes may deallocate. */
+    static final int DLFEAT = IdentifyNamespace.DLFEAT_READ_ZEROES | IdentifyNamespace.DLFEAT_WRITE_ZEROES_DEALLOCATE;
+
+    static final int OPC_FLUSH = 0x00;
+    static final int OPC_WRITE = 0x01;
+    static final int OPC_READ = 0x02;
+    static final int OPC_COMPARE = 0x05;
+    static final int OPC_WRITE_ZEROES = 0x08;
+    static final int OPC_DATASET_MANAGEMENT = 0x09;
+
+    private static final String FIRMWARE_REVISION = firmwareRevision();
+
+    private final Controller controller;
+    private final IdentifyCommand identify = new IdentifyCommand();
+    private final GetLogPageCommand getLogPage = new GetLogPageCommand();
+    private final SetFeaturesCommand setFeatures = new SetFeaturesCommand();
+    private final GetFeaturesCommand getFeatures = new GetFeaturesCommand();
+    private final PropertyCommand property = new PropertyCommand();
+    private final IdentifyController identifyController = new IdentifyController();
+    private final IdentifyNamespace identifyNamespace = new IdentifyNamespace();
+    private final IoCommandSetIndependentNamespace independentNamespace = new IoCommandSetIndependentNamespace();
+    private final NamespaceIdDescriptorList descriptors = new NamespaceIdDescriptorList();
+    private final ActiveNamespaceIdList namespaceList = new ActiveNamespaceIdList();
+    private final ChangedNamespaceList changedNamespaces = new ChangedNamespaceList();
+    private final SmartLog smartLog = new SmartLog();
+    private final FirmwareSlotLog firmwareSlotLog = new FirmwareSlotLog();
+    private final CommandsSupportedAndEffects effects = new CommandsSupportedAndEffects();
+    private final SupportedLogPages supportedLogPages = new SupportedLogPages();
+    private final DiscoveryLogBuilder discoveryLog;
+    private ByteBuffer scratch = ByteBuffer.allocate(4096).order(ByteOrder.LITTLE_ENDIAN);
+
+    AdminCommands(Controller controller) {
+        this.controller = controller;
+        this.discoveryLog = controller.isDiscovery() ? new DiscoveryLogBuilder(controller.model()) : null;
+    }
+
+    void execute(Request r) {
+        SubmissionQueueEntry sqe = r.command();
+        if (sqe.isFabrics()) {
+            fabrics(r, sqe);
+            return;
+        }
+        if (!controller.isReady()) {
+            fail(r, NvmeStatus.COMMAND_SEQUENCE_ERROR | NvmeStatus.DNR, "controller not ready (CC.EN/CSTS.RDY)");
+            return;
+        }
+        int opcode = sqe.opcode();
+        if (controller.isDiscovery()) {
+            discoveryCommand(r, opcode);
+            return;
+        }
+        switch (opcode) {
+            case AdminOpcode.IDENTIFY:
+                identify(r);
+                return;
+            case AdminOpcode.GET_LOG_PAGE:
+                getLogPage(r);
+                return;
+            case AdminOpcode.SET_FEATURES:
+                setFeatures(r);
+                return;
+            case AdminOpcode.GET_FEATURES:
+                getFeatures(r);
+                return;
+            case AdminOpcode.ASYNC_EVENT_REQUEST:
+                asyncEventRequest(r);
+                return;
+            case AdminOpcode.KEEP_ALIVE:
+                keepAlive(r);
+                return;
+            case AdminOpcode.ABORT:
+                if (expectLength(r, 0)) {
+                    // Nothing is ever aborted: DW0 bit 0 = 1 says "command not aborted" (nvmet does the same).
+                    r.response().dw0(1);
+                    r.complete(NvmeStatus.SUCCESS);
+                }
+                return;
+            default:
+                fail(r, NvmeStatus.INVALID_OPCODE | NvmeStatus.DNR, "unsupported admin opcode");
+        }
+    }
+
+    private void discoveryCommand(Request r, int opcode) {
+        switch (opcode) {
+            case AdminOpcode.IDENTIFY:
+                if (!expectLength(r, IdentifyCommand.DATA_LENGTH)) {
+                    return;
+                }
+                identify.wrap(r.command());
+                if (identify.cns() != IdentifyCommand.CNS_CONTROLLER) {
+                    fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "discovery Identify CNS other than 01h");
+                    return;
+                }
+                identifyController(r);
+                return;
+            case AdminOpcode.GET_LOG_PAGE:
+                getLogPage(r);
+                return;
+            case AdminOpcode.SET_FEATURES:
+                setFeatures(r);
+                return;
+            case AdminOpcode.GET_FEATURES:
+                getFeatures(r);
+                return;
+            case AdminOpcode.ASYNC_EVENT_REQUEST:
+                asyncEventRequest(r);
+                return;
+            case AdminOpcode.KEEP_ALIVE:
+                keepAlive(r);
+                return;
+            default:
+                fail(r, NvmeStatus.INVALID_OPCODE | NvmeStatus.DNR, "opcode not served by a discovery controller");
+        }
+    }
+
+    // ---------------------------------------------------------------- fabrics: properties
+
+    private void fabrics(Request r, SubmissionQueueEntry sqe) {
+        int fctype = sqe.fabricsCommandType();
+        if (fctype != FabricsCommandType.PROPERTY_GET && fctype != FabricsCommandType.PROPERTY_SET) {
+            // Connect on a connected queue, Disconnect, authentication: not offered (nvmet: Invalid Opcode).
+            fail(r, NvmeStatus.INVALID_OPCODE | NvmeStatus.DNR, FabricsCommandType.name(fctype) + " on the admin queue");
+            return;
+        }
+        if (!expectLength(r, 0)) {
+            return;
+        }
+        property.wrap(sqe);
+        int offset = property.propertyOffset();
+        if (fctype == FabricsCommandType.PROPERTY_GET) {
+            if ((property.attributes() & 1) != 0) {
+                if (offset != ControllerRegisters.CAP) {
+                    fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "8-byte Property Get of offset " + offset);
+                    return;
+                }
+                r.response().result64(controller.capabilities());
+            } else {
+                long value = controller.readRegister4(offset);
+                if (value < 0) {
+                    fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "4-byte Property Get of offset " + offset);
+                    return;
+                }
+                r.response().result64(value);
+            }
+            r.complete(NvmeStatus.SUCCESS);
+            return;
+        }
+        // Only CC is writable, and it is 4 bytes (nvmet: Invalid Field for anything else, NSSR included).
+        if ((property.attributes() & 1) != 0 || offset != ControllerRegisters.CC) {
+            fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Property Set of offset " + offset);
+            return;
+        }
+        controller.writeControllerConfiguration((int) property.value());
+        r.complete(NvmeStatus.SUCCESS);
+    }
+
+    // ---------------------------------------------------------------- identify
+
+    private void identify(Request r) {
+        if (!expectLength(r, IdentifyCommand.DATA_LENGTH)) {
+            return;
+        }
+        identify.wrap(r.command());
+        int nsid = identify.nsid();
+        switch (identify.cns()) {
+            case IdentifyCommand.CNS_NAMESPACE:
+                identifyNamespace(r, nsid);
+                return;
+            case IdentifyCommand.CNS_CONTROLLER:
+                identifyController(r);
+                return;
+            case IdentifyCommand.CNS_ACTIVE_NAMESPACE_LIST:
+                activeNamespaceList(r, nsid, true);
+                return;
+            case IdentifyCommand.CNS_CSI_ACTIVE_NAMESPACE_LIST:
+                activeNamespaceList(r, nsid, identify.commandSetIdentifier() == IdentifyCommand.CSI_NVM);
+                return;
+            case IdentifyCommand.CNS_NAMESPACE_ID_DESCRIPTORS:
+                namespaceDescriptors(r, nsid);
+                return;
+            case IdentifyCommand.CNS_CSI_NAMESPACE:
+                // NVM command set specific Identify Namespace: nothing beyond CNS 00h to report, so zeroes.
+                if (identify.commandSetIdentifier() != IdentifyCommand.CSI_NVM) {
+                    fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Identify CNS 05h for CSI " + identify.commandSetIdentifier());
+                    return;
+                }
+                if (controller.subsystem().namespace(nsid) == null) {
+                    fail(r, NvmeStatus.INVALID_NAMESPACE | NvmeStatus.DNR, "Identify CNS 05h of an inactive NSID");
+                    return;
+                }
+                zeroData(r);
+                r.complete(NvmeStatus.SUCCESS);
+                return;
+            case IdentifyCommand.CNS_CSI_CONTROLLER:
+                // The Linux host asks CNS 06h CSI 0 and ignores errors; nvmet answers zeroes.
+                if (identify.commandSetIdentifier() != IdentifyCommand.CSI_NVM) {
+                    fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Identify CNS 06h for CSI " + identify.commandSetIdentifier());
+                    return;
+                }
+                zeroData(r);
+                r.complete(NvmeStatus.SUCCESS);
+                return;
+            case IdentifyCommand.CNS_CSI_INDEPENDENT_NAMESPACE:
+                independentNamespace(r, nsid);
+                return;
+            default:
+                fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Identify CNS " + identify.cns());
+        }
+    }
+
+    private void identifyController(Request r) {
+        Port port = controller.port();
+        PortOptions options = port.options();
+        boolean discovery = controller.isDiscovery();
+        Subsystem subsystem = controller.subsystem();
+        IdentifyController id = identifyController.wrap(r.data(), 0).clear();
+        id.serialNumber(ascii(discovery ? controller.registry().discoverySerialNumber() : subsystem.serialNumber(),
+                IdentifyController.SN_LENGTH))
+            .modelNumber(ascii(discovery ? "nvmeof4j discovery" : subsystem.modelNumber(), IdentifyController.MN_LENGTH))
+            .firmwareRevision(ascii(discovery ? FIRMWARE_REVISION : subsystem.firmwareRevision(),
+                IdentifyController.FR_LENGTH))
+            .controllerId(controller.cntlid())
+            .version(Controller.VERSION)
+            .optionalAsyncEvents(controller.optionalAsyncEvents())
+            .controllerType(discovery ? IdentifyController.CNTRLTYPE_DISCOVERY : IdentifyController.CNTRLTYPE_IO)
+            .asyncEventRequestLimit(Controller.ASYNC_EVENT_REQUEST_LIMIT - 1)
+            .keepAliveSupport(KAS)
+            .maxOutstandingCommands(options.maxQueueSize())
+            .sglSupport(sglSupport(controller.transportType(), options.inlineDataSize()))
+            .subsystemNqn(controller.subsystemNqn());
+        if (discovery) {
+            // The discovery controller's own fields (nvmet): extended Get Log Page for LPO/NUMDU, nothing else.
+            id.logPageAttributes(IdentifyController.LPA_EXTENDED_DATA);
+            r.complete(NvmeStatus.SUCCESS);
+            return;
+        }
+        id.recommendedArbitrationBurst(RAB)
+            // Several ports and several controllers per subsystem; no ANA (CMIC bit 3 stays clear: no ANA log).
+            .multiPathCapabilities(IdentifyController.CMIC_MULTI_PORT | IdentifyController.CMIC_MULTI_CONTROLLER)
+            .maximumDataTransferSize(Integer.numberOfTrailingZeros(options.maxDataTransferSize() / 4096))
+            // 128-bit host id; traffic-based keep-alive: every command restarts the timer, as in nvmet.
+            .controllerAttributes(IdentifyController.CTRATT_HOST_ID_128_BIT
+                | IdentifyController.CTRATT_TRAFFIC_BASED_KEEP_ALIVE)
+            .abortCommandLimit(ACL)
+            .firmwareUpdates(FRMW)
+            .logPageAttributes(IdentifyController.LPA_SMART_PER_NAMESPACE | IdentifyController.LPA_COMMANDS_EFFECTS
+                | IdentifyController.LPA_EXTENDED_DATA)
+            .errorLogPageEntries(ERROR_LOG_ENTRIES - 1)
+            .submissionQueueEntrySize(IdentifyController.SQES_NVM)
+            .completionQueueEntrySize(IdentifyController.CQES_NVM)
+            .numberOfNamespaces(numberOfNamespaces(subsystem))
+            .maxAllowedNamespaces(numberOfNamespaces(subsystem))
+            .optionalNvmCommands(IdentifyController.ONCS_COMPARE | IdentifyController.ONCS_DATASET_MANAGEMENT
+                | IdentifyController.ONCS_WRITE_ZEROES)
+            // Reported always, as nvmet does: a Flush the device did not need costs little, a lost write a lot.
+            .volatileWriteCache(IdentifyController.VWC_PRESENT)
+            .ioCommandCapsuleSize((64 + options.inlineDataSize()) / 16)
+            .ioResponseCapsuleSize(1)
+            .inCapsuleDataOffset(0)
+            .fabricsControllerAttributes(0)
+            .maxSglDataBlockDescriptors(1);
+        r.complete(NvmeStatus.SUCCESS);
+    }
+
+    /** SGLS: byte-aligned SGLs always; keyed SGLs on RDMA; the in-capsule offset form when the port takes in-capsule data. */
+    static int sglSupport(TransportType type, int inlineDataSize) {
+        int sgls = IdentifyController.SGLS_SUPPORTED_BYTE_ALIGNED;
+        if (type == TransportType.RDMA) {
+            sgls |= IdentifyController.SGLS_KEYED_DATA_BLOCK;
+        }
+        if (inlineDataSize > 0) {
+            sgls |= IdentifyController.SGLS_OFFSET_SUPPORTED;
+        }
+        return sgls;
+    }
+
+    /** NN: at least 1024, and never below the highest NSID in use (NSIDs may be sparse). */
+    static int numberOfNamespaces(Subsystem subsystem) {
+        int nn = NN_DEFAULT;
+        for (Namespace ns : subsystem.namespaces()) {
+            if (Integer.compareUnsigned(ns.nsid(), nn) > 0) {
+                nn = ns.nsid();
+            }
+        }
+        return nn;
+    }
+
+    private void identifyNamespace(Request r, int nsid) {
+        if (nsid == 0 || nsid == -1) {
+            // The spec's answer for both; nvmet returns zeroes for NSID 0, which no host relies on.
+            fail(r, NvmeStatus.INVALID_NAMESPACE | NvmeStatus.DNR, "Identify Namespace of NSID " + Integer.toUnsignedString(nsid));
+            return;
+        }
+        IdentifyNamespace id = identifyNamespace.wrap(r.data(), 0).clear();
+        Namespace ns = controller.subsystem().namespace(nsid);
+        if (ns != null) {
+            long blocks = ns.blockCount();
+            id.size(blocks)
+                .capacity(blocks)
+                .utilization(blocks)
+                .lbaFormatCount(0)
+                .formattedLbaSize(0)
+                .multiPathCapabilities(IdentifyNamespace.NMIC_SHARED)
+                .deallocateFeatures(DLFEAT)
+                .nguid(ns.nguid())
+                .lbaFormat(0, 0, ns.blockSizeShift(), 0);
+        }
+        // An inactive NSID reads as all zeroes (NVMe Base 2.0, 5.17.2.1).
+        r.complete(NvmeStatus.SUCCESS);
+    }
+
+    private void activeNamespaceList(Request r, int nsid, boolean matchingCommandSet) {
+        if (nsid == 0xFFFF_FFFE || nsid == -1) {
+            fail(r, NvmeStatus.INVALID_NAMESPACE | NvmeStatus.DNR, "active namespace list above NSID "
+                + Integer.toUnsignedString(nsid));
+            return;
+        }
+        ActiveNamespaceIdList list = namespaceList.wrap(r.data(), 0).clear();
+        if (matchingCommandSet) {
+            int i = 0;
+            for (Namespace ns : controller.subsystem().namespaces()) {
+                if (Integer.compareUnsigned(ns.nsid(), nsid) > 0) {
+                    list.nsid(i++, ns.nsid());
+                    if (i == ActiveNamespaceIdList.MAX_ENTRIES) {
+                        break;
+                    }
+                }
+            }
+        }
+        r.complete(NvmeStatus.SUCCESS);
+    }
+
+    private void namespaceDescriptors(Request r, int nsid) {
+        Namespace ns = controller.subsystem().namespace(nsid);
+        if (ns == null) {
+            fail(r, NvmeStatus.INVALID_NAMESPACE | NvmeStatus.DNR, "descriptor list of an inactive NSID");
+            return;
+        }
+        NamespaceIdDescriptorList list = descriptors.wrap(r.data(), 0).clear();
+        // nvmet's order: UUID, NGUID (when not all zero), CSI. The model has no EUI-64.
+        list.addUuid(ns.uuid());
+        byte[] nguid = ns.nguid();
+        if (!allZero(nguid)) {
+            list.addNguid(nguid);
+        }
+        list.addCommandSetIdentifier(IdentifyCommand.CSI_NVM);
+        r.complete(NvmeStatus.SUCCESS);
+    }
+
+    private void independentNamespace(Request r, int nsid) {
+        Namespace ns = controller.subsystem().namespace(nsid);
+        if (ns == null) {
+            fail(r, NvmeStatus.INVALID_NAMESPACE | NvmeStatus.DNR, "Identify CNS 08h of an inactive NSID");
+            return;
+        }
+        independentNamespace.wrap(r.data(), 0).clear()
+            .multiPathCapabilities(IdentifyNamespace.NMIC_SHARED)
+            .status(IoCommandSetIndependentNamespace.NSTAT_READY);
+        r.complete(NvmeStatus.SUCCESS);
+    }
+
+    // ---------------------------------------------------------------- get log page
+
+    private void getLogPage(Request r) {
+        GetLogPageCommand cmd = getLogPage.wrap(r.command());
+        long length = cmd.lengthBytes();
+        if (length != r.dataLength() || r.data() == null) {
+            fail(r, NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR, "Get Log Page of " + length
+                + " bytes with an SGL of " + r.dataLength());
+            return;
+        }
+        int valid = cmd.validate();
+        if (valid != NvmeStatus.SUCCESS) {
+            fail(r, valid, "Get Log Page offset " + cmd.logPageOffset() + " not dword aligned");
+            return;
+        }
+        int lid = cmd.logPageId();
+        if (controller.isDiscovery()) {
+            if (lid != LogPageIdentifier.DISCOVERY) {
+                fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "discovery Get Log Page of LID " + lid);
+                return;
+            }
+            Port port = currentPort();
+            String localTraddr = controller.localAddress() == null ? null : controller.localAddress().traddr();
+            scratch = discoveryLog.build(port, controller.hostNqn(), localTraddr, scratch);
+            if (sendLog(r, cmd, scratch.limit())) {
+                controller.discoveryLogRead(cmd.retainAsyncEvent());
+            }
+            return;
+        }
+        int pageLength = logLength(lid);
+        if (pageLength < 0) {
+            // nvmet (and NVMe 2.0) answer an unsupported LID with Invalid Field, not Invalid Log Page.
+            fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Get Log Page of unsupported LID " + lid);
+            return;
+        }
+        if (Long.compareUnsigned(cmd.logPageOffset(), pageLength) > 0) {
+            // Checked before building: reading log 04h clears it, which must not happen for a failed read.
+            fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "log page offset "
+                + Long.toUnsignedString(cmd.logPageOffset()) + " beyond the " + pageLength + "-byte log " + lid);
+            return;
+        }
+        ByteBuffer page = scratch(pageLength);
+        switch (lid) {
+            case LogPageIdentifier.SUPPORTED_LOG_PAGES:
+                SupportedLogPages supported = supportedLogPages.wrap(page, 0).clear();
+                for (int l = LogPageIdentifier.SUPPORTED_LOG_PAGES; l <= LogPageIdentifier.COMMANDS_SUPPORTED_AND_EFFECTS; l++) {
+                    supported.descriptor(l, SupportedLogPages.LSUPP);
+                }
+                break;
+            case LogPageIdentifier.ERROR_INFORMATION:
+                // No error is recorded: ELPE + 1 empty entries (ERROR COUNT 0 marks an entry unused).
+                AsciiFields.zero(page, 0, pageLength);
+                break;
+            case LogPageIdentifier.SMART_HEALTH: {
+                int nsid = r.command().nsid();
+                if (nsid != 0 && nsid != -1 && controller.subsystem().namespace(nsid) == null) {
+                    fail(r, NvmeStatus.INVALID_NAMESPACE | NvmeStatus.DNR, "SMART log of an inactive NSID");
+                    return;
+                }
+                // No device statistics yet: counters stay zero. Spare reported full so tools show no warning.
+                smartLog.wrap(page, 0).clear().availableSpare(100).availableSpareThreshold(10);
+                break;
+            }
+            case LogPageIdentifier.FIRMWARE_SLOT:
+                firmwareSlotLog.wrap(page, 0).clear()
+                    .activeFirmwareInfo(1)
+                    .revision(1, ascii(controller.subsystem().firmwareRevision(), FirmwareSlotLog.FRS_LENGTH));
+                break;
+            case LogPageIdentifier.CHANGED_NAMESPACE_LIST:
+                controller.readChangedNamespaces(changedNamespaces.wrap(page, 0), cmd.retainAsyncEvent());
+                break;
+            case LogPageIdentifier.COMMANDS_SUPPORTED_AND_EFFECTS:
+                if (cmd.commandSetIdentifier() != IdentifyCommand.CSI_NVM) {
+                    fail(r, NvmeStatus.INVALID_LOG_PAGE | NvmeStatus.DNR, "effects log for CSI " + cmd.commandSetIdentifier());
+                    return;
+                }
+                writeEffects(effects.wrap(page, 0).clear());
+                break;
+            default:
+                throw new AssertionError(lid);
+        }
+        scratch.limit(pageLength);
+        sendLog(r, cmd, pageLength);
+    }
+
+    /** Size of the log pages of an I/O controller, or -1 for a LID we do not serve. */
+    static int logLength(int lid) {
+        switch (lid) {
+            case LogPageIdentifier.SUPPORTED_LOG_PAGES:
+                return SupportedLogPages.LENGTH;
+            case LogPageIdentifier.ERROR_INFORMATION:
+                return ERROR_LOG_ENTRIES * ErrorLogEntry.LENGTH;
+            case LogPageIdentifier.SMART_HEALTH:
+                return SmartLog.LENGTH;
+            case LogPageIdentifier.FIRMWARE_SLOT:
+                return FirmwareSlotLog.LENGTH;
+            case LogPageIdentifier.CHANGED_NAMESPACE_LIST:
+                return ChangedNamespaceList.LENGTH;
+            case LogPageIdentifier.COMMANDS_SUPPORTED_AND_EFFECTS:
+                return CommandsSupportedAndEffects.LENGTH;
+            default:
+                return -1;
+        }
+    }
+
+    static void writeEffects(CommandsSupportedAndEffects log) {
+        int[] admin = {AdminOpcode.GET_LOG_PAGE, AdminOpcode.IDENTIFY, AdminOpcode.ABORT, AdminOpcode.SET_FEATURES,
+            AdminOpcode.GET_FEATURES, AdminOpcode.ASYNC_EVENT_REQUEST, AdminOpcode.KEEP_ALIVE};
+        for (int opcode : admin) {
+            log.admin(opcode, CommandsSupportedAndEffects.CSUPP);
+        }
+        log.io(OPC_FLUSH, CommandsSupportedAndEffects.CSUPP);
+        log.io(OPC_READ, CommandsSupportedAndEffects.CSUPP);
+        log.io(OPC_COMPARE, CommandsSupportedAndEffects.CSUPP);
+        log.io(OPC_DATASET_MANAGEMENT, CommandsSupportedAndEffects.CSUPP);
+        log.io(OPC_WRITE, CommandsSupportedAndEffects.CSUPP | CommandsSupportedAndEffects.LBCC);
+        log.io(OPC_WRITE_ZEROES, CommandsSupportedAndEffects.CSUPP | CommandsSupportedAndEffects.LBCC);
+    }
+
+    /**
+     * Sends bytes [LPO, LPO + length) of the page held in {@link #scratch} (positions 0..pageLength), zero-filling
+     * past its end; an LPO beyond the page is Invalid Field (NVMe Base 2.0, 5.16).
+     */
+    private boolean sendLog(Request r, GetLogPageCommand cmd, int pageLength) {
+        long lpo = cmd.logPageOffset();
+        if (Long.compareUnsigned(lpo, pageLength) > 0) {
+            fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "log page offset " + Long.toUnsignedString(lpo)
+                + " beyond the " + pageLength + "-byte log " + cmd.logPageId());
+            return false;
+        }
+        ByteBuffer data = r.data();
+        int length = r.dataLength();
+        int copy = (int) Math.min(length, pageLength - lpo);
+        data.put(0, scratch, (int) lpo, copy);
+        AsciiFields.zero(data, copy, length - copy);
+        r.complete(NvmeStatus.SUCCESS);
+        return true;
+    }
+
+    private ByteBuffer scratch(int length) {
+        if (scratch.capacity() < length) {
+            scratch = ByteBuffer.allocate(length).order(ByteOrder.LITTLE_ENDIAN);
+        }
+        scratch.clear();
+        return scratch;
+    }
+
+    private Port currentPort() {
+        // The daemon may replace a port by its bound form (real service id) after this controller connected.
+        Port connected = controller.port();
+        for (Port p : controller.model().ports()) {
+            if (p.portId() == connected.portId()) {
+                return p;
+            }
+        }
+        return connected;
+    }
+
+    // ---------------------------------------------------------------- features
+
+    private void setFeatures(Request r) {
+        SetFeaturesCommand cmd = setFeatures.wrap(r.command());
+        int fid = cmd.featureId();
+        boolean discovery = controller.isDiscovery();
+        if (fid == FeatureIdentifier.HOST_IDENTIFIER && !discovery) {
+            // Fabrics hosts give their id in the Connect data; nvmet refuses to change it.
+            fail(r, NvmeStatus.COMMAND_SEQUENCE_ERROR | NvmeStatus.DNR, "Set Features Host Identifier on fabrics");
+            return;
+        }
+        boolean supported = fid == FeatureIdentifier.KEEP_ALIVE_TIMER || fid == FeatureIdentifier.ASYNC_EVENT_CONFIGURATION
+            || (!discovery && fid == FeatureIdentifier.NUMBER_OF_QUEUES);
+        if (!supported) {
+            fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Set Features " + FeatureIdentifier.name(fid));
+            return;
+        }
+        if (cmd.save()) {
+            // Nothing survives a reset here, so no feature is saveable (nvmet ignores SV; the spec wants this).
+            fail(r, NvmeStatus.FEATURE_NOT_SAVEABLE | NvmeStatus.DNR, "Set Features " + FeatureIdentifier.name(fid) + " with SV");
+            return;
+        }
+        if (!expectLength(r, 0)) {
+            return;
+        }
+        int value = cmd.value();
+        switch (fid) {
+            case FeatureIdentifier.NUMBER_OF_QUEUES: {
+                int nsqr = FeatureIdentifier.requestedSubmissionQueues0Based(value);
+                int ncqr = FeatureIdentifier.requestedCompletionQueues0Based(value);
+                if (nsqr == FeatureIdentifier.NUMBER_OF_QUEUES_INVALID || ncqr == FeatureIdentifier.NUMBER_OF_QUEUES_INVALID) {
+                    fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Number of Queues 0xFFFF");
+                    return;
+                }
+                long result = controller.setNumberOfQueues(nsqr, ncqr);
+                if (result < 0) {
+                    fail(r, NvmeStatus.COMMAND_SEQUENCE_ERROR | NvmeStatus.DNR, "Number of Queues after I/O queues exist");
+                    return;
+                }
+                r.response().dw0((int) result);
+                break;
+            }
+            case FeatureIdentifier.ASYNC_EVENT_CONFIGURATION:
+                if ((value & ~controller.asyncEventConfigMask()) != 0) {
+                    fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Async Event Configuration 0x"
+                        + Integer.toHexString(value));
+                    return;
+                }
+                controller.asyncEventConfig(value);
+                r.response().dw0(value);
+                break;
+            case FeatureIdentifier.KEEP_ALIVE_TIMER:
+                controller.keepAliveTimeoutMillis(value & 0xFFFF_FFFFL);
+                break;
+            default:
+                throw new AssertionError(fid);
+        }
+        r.complete(NvmeStatus.SUCCESS);
+    }
+
+    private void getFeatures(Request r) {
+        GetFeaturesCommand cmd = getFeatures.wrap(r.command());
+        int fid = cmd.featureId();
+        int sel = cmd.select();
+        boolean discovery = controller.isDiscovery();
+        boolean supported = fid == FeatureIdentifier.KEEP_ALIVE_TIMER || fid == FeatureIdentifier.ASYNC_EVENT_CONFIGURATION
+            || (!discovery && (fid == FeatureIdentifier.NUMBER_OF_QUEUES || fid == FeatureIdentifier.VOLATILE_WRITE_CACHE
+                || fid == FeatureIdentifier.HOST_IDENTIFIER));
+        if (!supported) {
+            fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Get Features " + FeatureIdentifier.name(fid));
+            return;
+        }
+        boolean hostId = fid == FeatureIdentifier.HOST_IDENTIFIER && sel != GetFeaturesCommand.SEL_SUPPORTED_CAPABILITIES;
+        if (!expectLength(r, hostId ? FeatureIdentifier.HOST_IDENTIFIER_LENGTH : 0)) {
+            return;
+        }
+        if (sel > GetFeaturesCommand.SEL_SUPPORTED_CAPABILITIES) {
+            fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Get Features SEL " + sel);
+            return;
+        }
+        if (sel == GetFeaturesCommand.SEL_SUPPORTED_CAPABILITIES) {
+            boolean changeable = fid != FeatureIdentifier.VOLATILE_WRITE_CACHE && fid != FeatureIdentifier.HOST_IDENTIFIER;
+            r.response().dw0(changeable ? GetFeaturesCommand.CAPABILITY_CHANGEABLE : 0);
+            r.complete(NvmeStatus.SUCCESS);
+            return;
+        }
+        // Nothing is saveable, so "saved" reports the default (NVMe Base 2.0, 5.15).
+        boolean current = sel == GetFeaturesCommand.SEL_CURRENT;
+        switch (fid) {
+            case FeatureIdentifier.NUMBER_OF_QUEUES: {
+                int granted = current ? controller.grantedIoQueues() : controller.maxIoQueues();
+                r.response().dw0(FeatureIdentifier.numberOfQueuesResult(granted, granted));
+                break;
+            }
+            case FeatureIdentifier.ASYNC_EVENT_CONFIGURATION:
+                r.response().dw0(current ? controller.asyncEventConfig() : controller.defaultAsyncEventConfig());
+                break;
+            case FeatureIdentifier.KEEP_ALIVE_TIMER:
+                r.response().dw0(current ? (int) controller.keepAliveTimeoutMillis() : 0);
+                break;
+            case FeatureIdentifier.VOLATILE_WRITE_CACHE:
+                r.response().dw0(1);
+                break;
+            case FeatureIdentifier.HOST_IDENTIFIER:
+                if ((cmd.cdw11() & FeatureIdentifier.HOST_IDENTIFIER_EXTENDED) == 0) {
+                    // Only the 128-bit form exists here (CTRATT bit 0), as in nvmet.
+                    fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Get Features Host Identifier without EXHID");
+                    return;
+                }
+                controller.hostId().write(r.data(), 0);
+                break;
+            default:
+                throw new AssertionError(fid);
+        }
+        r.complete(NvmeStatus.SUCCESS);
+    }
+
+    // ---------------------------------------------------------------- events, keep-alive
+
+    private void asyncEventRequest(Request r) {
+        if (!expectLength(r, 0)) {
+            return;
+        }
+        if (!controller.parkAsyncEventRequest(r)) {
+            fail(r, NvmeStatus.ASYNC_EVENT_REQUEST_LIMIT_EXCEEDED | NvmeStatus.DNR, "more than AERL + 1 requests");
+        }
+    }
+
+    private void keepAlive(Request r) {
+        if (!expectLength(r, 0)) {
+            return;
+        }
+        if (controller.keepAliveTimeoutMillis() == 0) {
+            // No DNR: the host may set a KATO and try again (nvmet).
+            r.complete(NvmeStatus.KEEP_ALIVE_INVALID);
+            return;
+        }
+        controller.keepAliveReceived();
+        r.complete(NvmeStatus.SUCCESS);
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    /** nvmet_check_transfer_len: the SGL must describe exactly the bytes the command moves. */
+    private boolean expectLength(Request r, int length) {
+        if (r.dataLength() != length || (length > 0 && r.data() == null)) {
+            fail(r, NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR, "SGL of " + r.dataLength()
+                + " bytes where " + length + " are transferred");
+            return false;
+        }
+        return true;
+    }
+
+    private void fail(Request r, int status, String why) {
+        if (LOG.isDebugEnabled()) {
+            SubmissionQueueEntry sqe = r.command();
+            LOG.debug("controller {} ({}): admin {} cid {} failed with {}: {}", controller.cntlid(), controller.peer(),
+                sqe.isFabrics() ? FabricsCommandType.name(sqe.fabricsCommandType()) : AdminOpcode.name(sqe.opcode()),
+                sqe.commandId(), NvmeStatus.describe(status), why);
+        }
+        r.complete(status);
+    }
+
+    private static void zeroData(Request r) {
+        AsciiFields.zero(r.data(), 0, r.dataLength());
+    }
+
+    private static boolean allZero(byte[] bytes) {
+        for (byte b : bytes) {
+            if (b != 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Printable ASCII, cut to {@code max} bytes: Identify strings must never make the command fail. */
+    static String ascii(String text, int max) {
+        StringBuilder sb = new StringBuilder(Math.min(text.length(), max));
+        for (int i = 0; i < text.length() && sb.length() < max; i++) {
+            char c = text.charAt(i);
+            sb.append(c >= 0x20 && c <= 0x7E ? c : '?');
+        }
+        return sb.toString();
+    }
+
+    private static String firmwareRevision() {
+        String version = AdminCommands.class.getPackage().getImplementationVersion();
+        return ascii(version == null ? "0.1.0" : version, IdentifyController.FR_LENGTH);
+    }
+}

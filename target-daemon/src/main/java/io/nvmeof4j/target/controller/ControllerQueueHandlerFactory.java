@@ -1,0 +1,260 @@
+package io.nvmeof4j.target.controller;
+
+import io.nvmeof4j.protocol.HostId;
+import io.nvmeof4j.protocol.Nqn;
+import io.nvmeof4j.protocol.command.NvmeStatus;
+import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
+import io.nvmeof4j.protocol.fabrics.ConnectCommand;
+import io.nvmeof4j.protocol.fabrics.ConnectData;
+import io.nvmeof4j.protocol.fabrics.ConnectResponse;
+import io.nvmeof4j.protocol.fabrics.FabricsCommandType;
+import io.nvmeof4j.protocol.spi.QueueHandler;
+import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
+import io.nvmeof4j.protocol.spi.Request;
+import io.nvmeof4j.protocol.spi.TransportQueue;
+import io.nvmeof4j.target.io.NvmCommandExecutor;
+import io.nvmeof4j.target.model.Port;
+import io.nvmeof4j.target.model.Subsystem;
+import io.nvmeof4j.target.model.TargetModel;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.nio.ByteOrder;
+import java.util.Objects;
+
+/**
+ * The controller side of the target for one port: gives every accepted queue a handler, and runs the Fabrics
+ * Connect that turns a queue into an admin queue (creating a {@link Controller}) or an I/O queue of an existing
+ * controller (NVMe-oF 1.1, 3.3; wire reference 2.2).
+ * <p>Connect checks, in this order, with the status the host sees (all with DNR):
+ * <ul>
+ *   <li>anything but Connect on a new queue: Command Sequence Error (nvmet answers Invalid Opcode);</li>
+ *   <li>RECFMT ≠ 0: Incompatible Format (0x180); the SGL not exactly 1024 bytes: SGL Data Length Invalid;</li>
+ *   <li>admin queue: CNTLID ≠ 0xFFFF → Connect Invalid Parameters (0x182) naming the data field at 16;
+ *       an NQN field without NUL → 0x182 at 256 or 512; SUBNQN unknown or not exported by this port (the
+ *       discovery NQN is served everywhere) → 0x182 at 256; HOSTNQN malformed or not allowed → Connect Invalid
+ *       Host (0x184) at 512; SQSIZE 0 or above the admin queue limit → 0x182 at SQE offset 44; target shutting
+ *       down → Controller Busy (0x181, retryable); no free CNTLID → 0x181 + DNR;</li>
+ *   <li>I/O queue: the same NQN checks; a discovery NQN has no I/O queues → 0x182 at SQE offset 42; no live
+ *       controller with that CNTLID, subsystem and host NQN → 0x182 at data offset 16; host id differs from the
+ *       admin queue's → 0x182 at data offset 0; QID above the queues granted by Set Features 07h → 0x182 at
+ *       SQE offset 42; controller not enabled → Command Sequence Error; SQSIZE 0 or above MQES → 0x182 at 44;
+ *       QID already connected → Command Sequence Error.</li>
+ * </ul>
+ * Success: the transport learns QID, queue size and CATTR bit 2 through {@link TransportQueue#connected}, and DW0
+ * carries the CNTLID.
+ */
+public final class ControllerQueueHandlerFactory implements QueueHandlerFactory {
+    private static final Logger LOG = LoggerFactory.getLogger(ControllerQueueHandlerFactory.class);
+
+    /**
+     * Largest admin queue accepted, in entries, when the port allows less. Fabrics bounds the admin queue by the
+     * discovery entry's ASQSZ (32), not by MQES; the Linux host always asks for 32.
+     */
+    public static final int ADMIN_QUEUE_ENTRIES_MIN_LIMIT = 32;
+
+    private final TargetModel model;
+    private final Port port;
+    private final NvmCommandExecutor nvm;
+    private final ControllerRegistry registry;
+
+    public ControllerQueueHandlerFactory(TargetModel model, Port port, NvmCommandExecutor nvm, ControllerRegistry registry) {
+        this.model = Objects.requireNonNull(model, "model");
+        this.port = Objects.requireNonNull(port, "port");
+        this.nvm = Objects.requireNonNull(nvm, "nvm");
+        this.registry = Objects.requireNonNull(registry, "registry");
+    }
+
+    @Override
+    public QueueHandler open(TransportQueue queue) {
+        return new ControllerQueueHandler(this, queue, nvm);
+    }
+
+    /** The port as the model holds it now (the daemon replaces it by its bound form once listening). */
+    Port currentPort() {
+        for (Port p : model.ports()) {
+            if (p.portId() == port.portId()) {
+                return p;
+            }
+        }
+        return port;
+    }
+
+    /** First command(s) of a queue (its reactor thread). */
+    void connect(ControllerQueueHandler handler, Request request) {
+        SubmissionQueueEntry sqe = request.command();
+        TransportQueue queue = handler.queue();
+        if (!sqe.isFabrics() || sqe.fabricsCommandType() != FabricsCommandType.CONNECT) {
+            reject(handler, request, "command before Connect ("
+                    + (sqe.isFabrics() ? FabricsCommandType.name(sqe.fabricsCommandType()) : String.format("opcode 0x%02x", sqe.opcode()))
+                    + ")", NvmeStatus.COMMAND_SEQUENCE_ERROR | NvmeStatus.DNR, -1, null);
+            return;
+        }
+        ConnectCommand cmd = handler.connectCommand.wrap(sqe);
+        if (cmd.recordFormat() != ConnectCommand.RECFMT_0) {
+            reject(handler, request, "RECFMT " + cmd.recordFormat(),
+                NvmeStatus.FABRICS_INCOMPATIBLE_FORMAT | NvmeStatus.DNR, -1, null);
+            return;
+        }
+        if (request.dataLength() != ConnectData.LENGTH || request.data() == null) {
+            reject(handler, request, "Connect data of " + request.dataLength() + " bytes",
+                NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR, -1, null);
+            return;
+        }
+        if (request.data().order() != ByteOrder.LITTLE_ENDIAN) {
+            request.data().order(ByteOrder.LITTLE_ENDIAN);
+        }
+        ConnectData data = handler.connectData.wrap(request.data(), 0);
+        int unterminated = data.firstUnterminatedField();
+        if (unterminated >= 0) {
+            reject(handler, request, (unterminated == ConnectData.SUBNQN_OFFSET ? "SUBNQN" : "HOSTNQN")
+                    + " without a terminating NUL", NvmeStatus.FABRICS_CONNECT_INVALID_PARAMETERS | NvmeStatus.DNR,
+                ConnectResponse.invalidDataField(unterminated), null);
+            return;
+        }
+        if (cmd.queueId() == 0) {
+            adminConnect(handler, request, cmd, data, queue);
+        } else {
+            ioConnect(handler, request, cmd, data, queue);
+        }
+    }
+
+    private void adminConnect(ControllerQueueHandler handler, Request request, ConnectCommand cmd, ConnectData data,
+                              TransportQueue queue) {
+        String subnqn = data.subsystemNqn();
+        String hostnqn = data.hostNqn();
+        String who = "subsystem " + subnqn + ", host " + hostnqn;
+        if (data.controllerId() != ConnectData.CNTLID_DYNAMIC) {
+            reject(handler, request, "admin Connect with CNTLID " + String.format("0x%04x", data.controllerId())
+                    + " (dynamic controller model needs 0xFFFF), " + who,
+                NvmeStatus.FABRICS_CONNECT_INVALID_PARAMETERS | NvmeStatus.DNR,
+                ConnectResponse.invalidDataField(ConnectData.CNTLID_OFFSET), null);
+            return;
+        }
+        Port current = currentPort();
+        boolean discovery = Port.DISCOVERY_NQN.equals(subnqn);
+        Subsystem subsystem = null;
+        if (!discovery) {
+            subsystem = model.subsystem(subnqn);
+            if (subsystem == null || !current.exports(subnqn)) {
+                reject(handler, request, (subsystem == null ? "unknown " : "not exported on port " + current.portId() + ": ")
+                        + who, NvmeStatus.FABRICS_CONNECT_INVALID_PARAMETERS | NvmeStatus.DNR,
+                    ConnectResponse.invalidDataField(ConnectData.SUBNQN_OFFSET), null);
+                return;
+            }
+        }
+        if (!Nqn.isValid(hostnqn) || (subsystem != null && !subsystem.isHostAllowed(hostnqn))) {
+            reject(handler, request, (Nqn.isValid(hostnqn) ? "host not allowed: " : "malformed host NQN: ") + who,
+                NvmeStatus.FABRICS_CONNECT_INVALID_HOST | NvmeStatus.DNR,
+                ConnectResponse.invalidDataField(ConnectData.HOSTNQN_OFFSET), null);
+            return;
+        }
+        int sqsize = cmd.submissionQueueSize();
+        int adminLimit = Math.max(ADMIN_QUEUE_ENTRIES_MIN_LIMIT, current.options().maxQueueSize());
+        if (sqsize == 0 || sqsize + 1 > adminLimit) {
+            reject(handler, request, "admin SQSIZE " + sqsize + " (0-based; limit " + (adminLimit - 1) + "), " + who,
+                NvmeStatus.FABRICS_CONNECT_INVALID_PARAMETERS | NvmeStatus.DNR,
+                ConnectResponse.invalidCommandField(ConnectCommand.SQSIZE_OFFSET), null);
+            return;
+        }
+        if (!registry.isAcceptingConnects()) {
+            reject(handler, request, "target shutting down, " + who, NvmeStatus.FABRICS_CONTROLLER_BUSY, -1, null);
+            return;
+        }
+        HostId hostId = data.hostId();
+        long kato = cmd.keepAliveTimeoutMillis();
+        Subsystem s = subsystem;
+        Controller controller = registry.register(cntlid -> new Controller(registry, cntlid, s, subnqn, hostnqn, hostId,
+            current, queue.transportType(), queue.localAddress(), queue.peer(), kato, model));
+        if (controller == null) {
+            reject(handler, request, "no free controller id, " + who,
+                NvmeStatus.FABRICS_CONTROLLER_BUSY | NvmeStatus.DNR, -1, null);
+            return;
+        }
+        controller.attachAdminQueue(handler);
+        handler.connected(controller, 0);
+        queue.connected(0, sqsize + 1, cmd.sqFlowControlDisabled());
+        controller.startKeepAlive();
+        LOG.info("controller {} created: {} {} for host {} (hostid {}) from {} on port {}, KATO {} ms", controller.cntlid(),
+            discovery ? "discovery" : "subsystem", subnqn, hostnqn, hostId, queue.peer(), current.portId(),
+            controller.keepAliveTimeoutMillis());
+        if (handler.isClosed()) {
+            // The connection dropped while we were creating the controller: onClosed has already run.
+            controller.destroy("admin queue closed during Connect", false);
+        }
+        request.response().dw0(ConnectResponse.success(controller.cntlid()));
+        request.complete(NvmeStatus.SUCCESS);
+    }
+
+    private void ioConnect(ControllerQueueHandler handler, Request request, ConnectCommand cmd, ConnectData data,
+                           TransportQueue queue) {
+        int qid = cmd.queueId();
+        String subnqn = data.subsystemNqn();
+        String hostnqn = data.hostNqn();
+        int cntlid = data.controllerId();
+        String who = "I/O queue " + qid + " of controller " + cntlid + ", subsystem " + subnqn + ", host " + hostnqn;
+        if (Port.DISCOVERY_NQN.equals(subnqn)) {
+            reject(handler, request, "discovery controllers have no I/O queues: " + who,
+                NvmeStatus.FABRICS_CONNECT_INVALID_PARAMETERS | NvmeStatus.DNR,
+                ConnectResponse.invalidCommandField(ConnectCommand.QID_OFFSET), null);
+            return;
+        }
+        Subsystem subsystem = model.subsystem(subnqn);
+        if (subsystem == null || !currentPort().exports(subnqn)) {
+            reject(handler, request, "unknown or unexported subsystem: " + who,
+                NvmeStatus.FABRICS_CONNECT_INVALID_PARAMETERS | NvmeStatus.DNR,
+                ConnectResponse.invalidDataField(ConnectData.SUBNQN_OFFSET), null);
+            return;
+        }
+        Controller controller = registry.find(subnqn, cntlid);
+        if (controller == null || !controller.hostNqn().equals(hostnqn)) {
+            reject(handler, request, "no such controller for this host: " + who,
+                NvmeStatus.FABRICS_CONNECT_INVALID_PARAMETERS | NvmeStatus.DNR,
+                ConnectResponse.invalidDataField(ConnectData.CNTLID_OFFSET), null);
+            return;
+        }
+        if (!controller.hostId().equals(data.hostId())) {
+            reject(handler, request, "host id " + data.hostId() + " differs from the admin queue's " + controller.hostId()
+                    + ": " + who, NvmeStatus.FABRICS_CONNECT_INVALID_PARAMETERS | NvmeStatus.DNR,
+                ConnectResponse.invalidDataField(ConnectData.HOSTID_OFFSET), controller);
+            return;
+        }
+        int[] sqeField = {-1};
+        int status = controller.connectIoQueue(handler, qid, cmd.submissionQueueSize(), sqeField);
+        if (status != NvmeStatus.SUCCESS) {
+            int dw0 = sqeField[0] >= 0 ? ConnectResponse.invalidCommandField(sqeField[0])
+                : NvmeStatus.code(status) == NvmeStatus.FABRICS_CONNECT_INVALID_PARAMETERS
+                    ? ConnectResponse.invalidDataField(ConnectData.CNTLID_OFFSET) : -1;
+            String why = sqeField[0] == ConnectCommand.QID_OFFSET ? "QID beyond the " + controller.grantedIoQueues()
+                    + " granted I/O queues"
+                : sqeField[0] == ConnectCommand.SQSIZE_OFFSET ? "SQSIZE " + cmd.submissionQueueSize() + " (0-based)"
+                : NvmeStatus.code(status) == NvmeStatus.COMMAND_SEQUENCE_ERROR
+                    ? (controller.isReady() ? "QID already connected" : "controller not enabled") : "controller gone";
+            reject(handler, request, why + ": " + who, status, dw0, controller);
+            return;
+        }
+        handler.connected(controller, qid);
+        queue.connected(qid, cmd.submissionQueueSize() + 1, cmd.sqFlowControlDisabled());
+        LOG.debug("controller {}: I/O queue {} (SQSIZE {}) connected from {}", controller.cntlid(), qid,
+            cmd.submissionQueueSize() + 1, queue.peer());
+        if (handler.isClosed()) {
+            controller.queueClosed(handler, "closed during Connect");
+        }
+        request.response().dw0(ConnectResponse.success(controller.cntlid()));
+        request.complete(NvmeStatus.SUCCESS);
+    }
+
+    private static void reject(ControllerQueueHandler handler, Request request, String why, int status, int dw0,
+                               Controller controller) {
+        SubmissionQueueEntry sqe = request.command();
+        boolean connect = sqe.isFabrics() && sqe.fabricsCommandType() == FabricsCommandType.CONNECT;
+        LOG.warn("{} from {} rejected with {}: {}", connect ? "Connect" : "command on an unconnected queue",
+            handler.queue().peer(), NvmeStatus.describe(status), why);
+        if (dw0 != -1) {
+            request.response().dw0(dw0);
+        } else if (controller != null) {
+            request.response().dw0(controller.cntlid());
+        }
+        request.complete(status);
+    }
+}
