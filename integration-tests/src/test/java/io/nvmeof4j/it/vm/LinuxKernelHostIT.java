@@ -1,0 +1,178 @@
+package io.nvmeof4j.it.vm;
+
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The Linux kernel NVMe/TCP host (nvme-cli, fio, in a QEMU guest running Debian's stock kernel) against our
+ * daemon running on this machine: discovery, connects with 1 and 4 I/O queues with and without header+data
+ * digests, Identify values, fio write+verify at 4 KiB / 128 KiB / 1 MiB and QD 1 / 32, discard, flush,
+ * disconnect; then a pattern is written, the daemon is stopped with SIGTERM and restarted on the same
+ * configuration, and the pattern must still be on the file namespace.
+ *
+ * <p>The guest reaches the daemon's 127.0.0.1 ports at 10.0.2.2 (QEMU user-mode networking). Checks run in
+ * {@code integration-tests/vm/guest/kernel-host-vs-target.sh}; this class asserts on its PASS/FAIL lines.
+ * Set {@code NVMEOF4J_SKIP_VM_TESTS=1} to skip (it needs qemu and about 5 minutes of software emulation);
+ * {@code -Dnvmeof4j.it.daemon=PATH} runs another launcher than {@code bin/nvmeof-target} (same command line).
+ */
+class LinuxKernelHostIT {
+    private static final String SUBNQN = "nqn.2014-08.io.nvmeof4j:vm-it";
+    private static final String MODEL = "nvmeof4j";
+    private static final String SERIAL = "nvmeof4jvmit0001";
+    private static final long NS_BYTES = 64L << 20;
+    private static final Duration PREPARE_TIMEOUT = Duration.ofMinutes(30);
+    private static final Duration DAEMON_START_TIMEOUT =
+        Duration.ofSeconds(Long.getLong("nvmeof4j.it.daemonStartSeconds", 600));
+    private static final Duration GUEST_TIMEOUT = Duration.ofSeconds(Long.getLong("nvmeof4j.it.guestSeconds", 480));
+
+    private static Path repo;
+    private static Path vm;
+
+    @BeforeAll
+    static void prepareGuest() throws Exception {
+        Assumptions.assumeFalse("1".equals(System.getenv("NVMEOF4J_SKIP_VM_TESTS")), "NVMEOF4J_SKIP_VM_TESTS=1");
+        Assumptions.assumeTrue(System.getProperty("os.name").toLowerCase().contains("linux"), "needs Linux");
+        repo = VmHarness.repoRoot();
+        vm = repo.resolve("integration-tests/vm");
+        VmHarness.Result prepared = VmHarness.run(List.of(vm.resolve("prepare.sh").toString()), Map.of(),
+            PREPARE_TIMEOUT, "[prepare] ", null);
+        Assumptions.assumeFalse(prepared.exitCode() == VmHarness.PREPARE_NEEDS_ROOT,
+            "the VM harness needs Debian packages that only root can install:\n" + prepared.tail(3));
+        assertThat(prepared.exitCode()).as("prepare.sh exit code; output:\n%s", prepared.tail(30)).isZero();
+    }
+
+    @Test
+    void shouldPassTheKernelHostChecksAndKeepDataAcrossADaemonRestart() throws Exception {
+        Path launcher = Path.of(System.getProperty("nvmeof4j.it.daemon", repo.resolve("bin/nvmeof-target").toString()));
+        assertThat(launcher).as("the daemon launcher").isExecutable();
+        Path work = Path.of("target", "vm-it-" + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")))
+            .toAbsolutePath();
+        Files.createDirectories(work.resolve("results"));
+        int ioPort = VmHarness.freePort();
+        int discoveryPort = VmHarness.freePort();
+        while (discoveryPort == ioPort) {
+            discoveryPort = VmHarness.freePort();
+        }
+        String hostId = UUID.randomUUID().toString();
+        String hostNqn = "nqn.2014-08.org.nvmexpress:uuid:" + hostId;
+        Path config = work.resolve("nvmeof-target.json");
+        Files.writeString(config, config(ioPort, discoveryPort, hostNqn, work.resolve("ns1.img")));
+
+        Map<String, String> env = new LinkedHashMap<>();
+        env.put("SUBNQN", SUBNQN);
+        env.put("TARGET_ADDR", "10.0.2.2");
+        env.put("TARGET_PORT", Integer.toString(ioPort));
+        env.put("DISCOVERY_PORT", Integer.toString(discoveryPort));
+        env.put("HOSTNQN", hostNqn);
+        env.put("HOSTID", hostId);
+        env.put("EXPECT_MODEL", MODEL);
+        env.put("EXPECT_SERIAL", SERIAL);
+        // nsid 1: 64 MiB file with 4 KiB blocks; nsid 2: 64 MiB of RAM with 512-byte blocks
+        env.put("EXPECT_NAMESPACES", "1:" + (NS_BYTES >> 12) + ":12 2:" + (NS_BYTES >> 9) + ":9");
+        env.put("NSID", "1");
+        env.put("PATTERN_SEED", UUID.randomUUID().toString());
+
+        VmHarness.Daemon daemon = VmHarness.Daemon.start(repo, launcher, config, work.resolve("daemon-1.log"));
+        try {
+            assertThat(daemon.waitForPorts(DAEMON_START_TIMEOUT, ioPort, discoveryPort))
+                .as("daemon listening on 127.0.0.1:%d and :%d; log:\n%s", ioPort, discoveryPort, daemon.logTail(40))
+                .isTrue();
+
+            env.put("PHASE", "interop write-pattern");
+            VmHarness.Result first = runGuest(env, work, "guest-1.log");
+            assertGuestPassed(first, daemon, List.of(
+                "PASS discover",
+                "PASS connect-q1-digest-off", "PASS connect-q4-digest-on",
+                "PASS id-ctrl-q1-digest-off", "PASS id-ns-q1-digest-off", "PASS list-subsys-q1-digest-off",
+                "PASS fio-verify-q1-digest-off-bs4k-qd1", "PASS fio-verify-q1-digest-off-bs4k-qd32",
+                "PASS fio-verify-q1-digest-off-bs128k-qd1", "PASS fio-verify-q1-digest-off-bs128k-qd32",
+                "PASS fio-verify-q1-digest-off-bs1m-qd1", "PASS fio-verify-q1-digest-off-bs1m-qd32",
+                "PASS fio-verify-q4-digest-on-bs4k-qd32", "PASS fio-verify-q4-digest-on-bs1m-qd32",
+                "PASS discard-zeroes-q1-digest-off", "PASS flush-q1-digest-off", "PASS disconnect-q1-digest-off",
+                "PASS disconnect-q4-digest-on", "PASS write-pattern"));
+
+            int exit = daemon.stop(Duration.ofSeconds(60));
+            assertThat(exit).as("daemon exit code after SIGTERM; log:\n%s", daemon.logTail(40)).isIn(0, 143);
+        } finally {
+            daemon.close();
+        }
+
+        VmHarness.Daemon restarted = VmHarness.Daemon.start(repo, launcher, config, work.resolve("daemon-2.log"));
+        try {
+            assertThat(restarted.waitForPorts(DAEMON_START_TIMEOUT, ioPort, discoveryPort))
+                .as("restarted daemon listening; log:\n%s", restarted.logTail(40)).isTrue();
+            env.put("PHASE", "check-pattern");
+            VmHarness.Result second = runGuest(env, work, "guest-2.log");
+            assertGuestPassed(second, restarted, List.of("PASS connect-check-pattern", "PASS check-pattern",
+                "PASS disconnect-check-pattern"));
+            int exit = restarted.stop(Duration.ofSeconds(60));
+            assertThat(exit).as("restarted daemon exit code after SIGTERM; log:\n%s", restarted.logTail(40))
+                .isIn(0, 143);
+        } finally {
+            restarted.close();
+        }
+    }
+
+    private static VmHarness.Result runGuest(Map<String, String> env, Path work, String logName) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(vm.resolve("run-guest.sh").toString(),
+            "--timeout", Long.toString(GUEST_TIMEOUT.toSeconds()), "--results", work.resolve("results").toString()));
+        env.forEach((k, v) -> {
+            cmd.add("--env");
+            cmd.add(k + "=" + v);
+        });
+        cmd.add(vm.resolve("guest/kernel-host-vs-target.sh").toString());
+        // run-guest.sh kills qemu itself at --timeout; this outer limit only catches a stuck wrapper.
+        return VmHarness.run(cmd, Map.of(), GUEST_TIMEOUT.plusSeconds(90), "[guest] ", work.resolve(logName));
+    }
+
+    private static void assertGuestPassed(VmHarness.Result guest, VmHarness.Daemon daemon, List<String> expected) {
+        List<String> failures = guest.lines().stream().filter(l -> l.startsWith("FAIL ")).toList();
+        assertThat(guest.timedOut()).as("run-guest.sh hung past its own timeout").isFalse();
+        assertThat(failures).as("FAIL lines from the guest; daemon log tail:\n%s", daemon.logTail(40)).isEmpty();
+        assertThat(guest.lines()).as("guest output (exit %d), tail:\n%s", guest.exitCode(), guest.tail(40))
+            .containsAll(expected);
+        assertThat(guest.exitCode()).as("guest script exit code; tail:\n%s", guest.tail(40)).isZero();
+    }
+
+    /** nvmetcli save-file shape: one I/O port, one discovery-only port, a FILE and a RAM namespace. */
+    private static String config(int ioPort, int discoveryPort, String hostNqn, Path nsFile) {
+        return """
+            {
+              "hosts": [ {"nqn": "%s"} ],
+              "ports": [
+                {"portid": 1,
+                 "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "%d", "treq": "not specified"},
+                 "param": {"inline_data_size": "16384"}, "referrals": [], "subsystems": ["%s"]},
+                {"portid": 2,
+                 "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "%d"},
+                 "referrals": [], "subsystems": ["nqn.2014-08.org.nvmexpress.discovery"]}
+              ],
+              "subsystems": [
+                {"nqn": "%s",
+                 "attr": {"allow_any_host": "1", "serial": "%s", "model": "%s", "version": "1.3"},
+                 "allowed_hosts": [],
+                 "namespaces": [
+                   {"nsid": 1, "enable": 1,
+                    "device": {"path": "%s", "uuid": "%s", "size": "64M", "block_size": 4096}},
+                   {"nsid": 2, "enable": 1, "device": {"backend": "ram", "size": "64M", "block_size": 512}}
+                 ]}
+              ]
+            }
+            """.formatted(hostNqn, ioPort, SUBNQN, discoveryPort, SUBNQN, SERIAL, MODEL, nsFile,
+            UUID.nameUUIDFromBytes(nsFile.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+    }
+}

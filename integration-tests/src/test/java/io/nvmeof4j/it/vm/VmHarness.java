@@ -1,0 +1,232 @@
+package io.nvmeof4j.it.vm;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Drives the QEMU guest harness of {@code integration-tests/vm} (see its README) and our daemon process from a
+ * test: {@code prepare.sh}, {@code run-guest.sh}, {@code bin/nvmeof-target}. Every wait has a timeout, and every
+ * process started here is stopped by PID (with its descendants) when it is closed.
+ */
+final class VmHarness {
+    /** Exit code of {@code prepare.sh} when it is not root and Debian packages are missing. */
+    static final int PREPARE_NEEDS_ROOT = 3;
+
+    private VmHarness() {
+    }
+
+    /** The repository root: the nearest folder, walking up from the working directory, holding {@code bin/nvmeof-target}. */
+    static Path repoRoot() {
+        Path p = Path.of("").toAbsolutePath();
+        for (Path d = p; d != null; d = d.getParent()) {
+            if (Files.exists(d.resolve("bin/nvmeof-target")) && Files.isDirectory(d.resolve("integration-tests/vm"))) {
+                return d;
+            }
+        }
+        for (Path d = p; d != null; d = d.getParent()) {   // before the daemon script exists: the harness alone
+            if (Files.isDirectory(d.resolve("integration-tests/vm"))) {
+                return d;
+            }
+        }
+        throw new IllegalStateException("no folder containing bin/nvmeof-target above " + p);
+    }
+
+    static Path vmDir() {
+        return repoRoot().resolve("integration-tests/vm");
+    }
+
+    /** What a finished child process left: its exit code and everything it printed (stdout and stderr merged). */
+    record Result(int exitCode, List<String> lines, boolean timedOut) {
+        String output() {
+            return String.join("\n", lines);
+        }
+
+        String tail(int n) {
+            return String.join("\n", lines.subList(Math.max(0, lines.size() - n), lines.size()));
+        }
+    }
+
+    /**
+     * Runs a command to completion, echoing its output line by line (with a prefix) to stdout and, when
+     * {@code log} is given, to that file. Kills it and its descendants after {@code timeout}.
+     */
+    static Result run(List<String> command, Map<String, String> env, Duration timeout, String prefix, Path log)
+        throws IOException, InterruptedException {
+        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true)
+            .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
+        pb.environment().putAll(env);
+        Process process = pb.start();
+        List<String> lines = Collections.synchronizedList(new ArrayList<>());
+        Thread pump = new Thread(() -> {
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+                 var w = log == null ? null : Files.newBufferedWriter(log, StandardCharsets.UTF_8)) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    lines.add(line);
+                    System.out.println(prefix + line);
+                    if (w != null) {
+                        w.write(line);
+                        w.newLine();
+                        w.flush();
+                    }
+                }
+            } catch (IOException e) {
+                lines.add("<output pump failed: " + e + ">");
+            }
+        }, "output-" + prefix.trim());
+        pump.setDaemon(true);
+        pump.start();
+        boolean finished = false;
+        try {
+            finished = process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        } finally {
+            if (!finished) {
+                killTree(process, Duration.ofSeconds(20));
+            }
+        }
+        pump.join(10_000);
+        return new Result(finished ? process.exitValue() : -1, List.copyOf(lines), !finished);
+    }
+
+    /** SIGTERM to a process and its descendants (deepest first), then SIGKILL to whatever is left after {@code grace}. */
+    static void killTree(Process process, Duration grace) {
+        List<ProcessHandle> all = new ArrayList<>(process.descendants().toList());
+        Collections.reverse(all);
+        all.add(process.toHandle());
+        all.forEach(ProcessHandle::destroy);
+        long deadline = System.nanoTime() + grace.toNanos();
+        for (ProcessHandle h : all) {
+            long left = deadline - System.nanoTime();
+            try {
+                if (left > 0) {
+                    h.onExit().get(left, TimeUnit.NANOSECONDS);
+                }
+            } catch (Exception ignored) {
+                // fall through to SIGKILL
+            }
+            if (h.isAlive()) {
+                h.destroyForcibly();
+            }
+        }
+    }
+
+    static int freePort() {
+        try (ServerSocket s = new ServerSocket()) {
+            s.setReuseAddress(false);
+            s.bind(new InetSocketAddress("127.0.0.1", 0));
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Waits until 127.0.0.1:{@code port} accepts a connection; false on timeout or when {@code owner} died. */
+    static boolean waitForPort(int port, Duration timeout, Process owner) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline) {
+            try (Socket s = new Socket()) {
+                s.connect(new InetSocketAddress("127.0.0.1", port), 1000);
+                return true;
+            } catch (IOException notYet) {
+                if (owner != null && !owner.isAlive()) {
+                    return false;
+                }
+                Thread.sleep(250);
+            }
+        }
+        return false;
+    }
+
+    /** Our daemon, {@code bin/nvmeof-target --config FILE}, run as a child process with its output in a log file. */
+    static final class Daemon implements AutoCloseable {
+        private final Process process;
+        private final Path log;
+
+        private Daemon(Process process, Path log) {
+            this.process = process;
+            this.log = log;
+        }
+
+        static Daemon start(Path repoRoot, Path launcher, Path config, Path log) throws IOException {
+            ProcessBuilder pb = new ProcessBuilder(launcher.toString(), "--config", config.toString())
+                .directory(repoRoot.toFile())
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
+                .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
+            return new Daemon(pb.start(), log);
+        }
+
+        Process process() {
+            return process;
+        }
+
+        boolean waitForPorts(Duration timeout, int... ports) throws InterruptedException {
+            long deadline = System.nanoTime() + timeout.toNanos();
+            for (int port : ports) {
+                Duration left = Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));
+                if (!waitForPort(port, left, process)) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        /**
+         * SIGTERM (what {@link Process#destroy()} sends) to the launcher and wait; returns its exit code, or -1 when
+         * it had to be killed after {@code timeout}. Processes the launcher started and left behind are given a few
+         * seconds, then killed, so a restart on the same ports is not blocked by a leftover JVM.
+         */
+        int stop(Duration timeout) throws InterruptedException {
+            List<ProcessHandle> children = process.descendants().toList();
+            if (!process.isAlive()) {
+                return process.exitValue();
+            }
+            process.destroy();
+            boolean exited = process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
+            for (ProcessHandle c : children) {
+                try {
+                    c.onExit().get(10, TimeUnit.SECONDS);
+                } catch (Exception e) {
+                    System.out.println("[daemon] killing leftover process " + c.pid() + " "
+                        + c.info().commandLine().orElse(""));
+                    c.destroyForcibly();
+                }
+            }
+            if (exited) {
+                return process.exitValue();
+            }
+            killTree(process, Duration.ofSeconds(5));
+            return -1;
+        }
+
+        String logTail(int n) {
+            try {
+                List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
+                return String.join("\n", lines.subList(Math.max(0, lines.size() - n), lines.size()));
+            } catch (IOException e) {
+                return "<no log: " + e + ">";
+            }
+        }
+
+        @Override
+        public void close() {
+            if (process.isAlive()) {
+                killTree(process, Duration.ofSeconds(15));
+            }
+        }
+    }
+}

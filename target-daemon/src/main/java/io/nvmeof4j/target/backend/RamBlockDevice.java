@@ -1,0 +1,207 @@
+package io.nvmeof4j.target.backend;
+
+import io.nvmeof4j.protocol.command.NvmeStatus;
+
+import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+
+/**
+ * A namespace in memory, off-heap and thin-provisioned: the capacity is a table of 1 MiB chunks, each a direct
+ * buffer created by the first write that touches it, so an untouched 1 GiB namespace costs a 1024-entry table.
+ * Reads of never-written chunks return zeros. Write Zeroes and Deallocate drop every chunk they cover whole
+ * and zero the bytes of partly covered ones.
+ * <p>I/O completes inline on the caller's (reactor's) thread and allocates nothing except a chunk's one-time
+ * creation. Several reactors may use one device: chunks are published with a CAS, bytes are copied with absolute
+ * bulk operations that never move a shared buffer's position.
+ * <p>Dropped chunks are returned to the operating system when the garbage collector reclaims their buffer (a
+ * concurrent reader may still be copying out of it, so they cannot be freed eagerly). Chunk creation counts
+ * against {@code -XX:MaxDirectMemorySize}; a write that cannot get memory fails with Capacity Exceeded.
+ */
+public final class RamBlockDevice implements BlockDevice {
+    public static final int CHUNK_SHIFT = 20;
+    public static final int CHUNK_SIZE = 1 << CHUNK_SHIFT;
+    private static final long CHUNK_MASK = CHUNK_SIZE - 1;
+
+    private final String name;
+    private final long capacityBytes;
+    private final int blockSize;
+    private final AtomicReferenceArray<ByteBuffer> chunks;
+    private final AtomicLong committedBytes = new AtomicLong();
+    private volatile boolean closed;
+
+    /**
+     * @param name      for logs ("subsystem nsid" or a path); may be empty
+     * @param sizeBytes a positive multiple of {@code blockSize}
+     * @param blockSize 512 or 4096 (any power of two in 512..65536)
+     */
+    public RamBlockDevice(String name, long sizeBytes, int blockSize) {
+        DeviceSupport.checkGeometry(sizeBytes, blockSize);
+        long chunkCount = (sizeBytes + CHUNK_SIZE - 1) >>> CHUNK_SHIFT;
+        if (chunkCount > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("size " + sizeBytes + " is too large for a RAM device");
+        }
+        this.name = name;
+        this.capacityBytes = sizeBytes;
+        this.blockSize = blockSize;
+        this.chunks = new AtomicReferenceArray<>((int) chunkCount);
+    }
+
+    @Override
+    public String description() {
+        return "ram " + DeviceSupport.formatSize(capacityBytes) + (name.isEmpty() ? "" : " " + name);
+    }
+
+    @Override
+    public int blockSize() {
+        return blockSize;
+    }
+
+    @Override
+    public long blockCount() {
+        return capacityBytes / blockSize;
+    }
+
+    /** Data lives in memory only: there is nothing a Flush could make more durable. */
+    @Override
+    public boolean hasVolatileWriteCache() {
+        return false;
+    }
+
+    /** Bytes of chunks currently held (written and not dropped since). */
+    public long committedBytes() {
+        return committedBytes.get();
+    }
+
+    @Override
+    public void submit(BlockIo io) {
+        if (closed) {
+            io.complete(DeviceSupport.STATUS_CLOSED);
+            return;
+        }
+        int status = DeviceSupport.check(io, capacityBytes, blockSize);
+        if (status == NvmeStatus.SUCCESS) {
+            switch (io.op()) {
+                case READ:
+                    read(io.offset(), (int) io.length(), io.buffer());
+                    break;
+                case WRITE:
+                    status = write(io.offset(), (int) io.length(), io.buffer());
+                    break;
+                case WRITE_ZEROES:
+                case DEALLOCATE:
+                    zero(io.offset(), io.length());
+                    break;
+                case FLUSH:
+                default:
+                    break;
+            }
+        }
+        io.complete(status);
+    }
+
+    private void read(long offset, int length, ByteBuffer dst) {
+        int index = dst.position();
+        while (length > 0) {
+            int chunkIndex = (int) (offset >>> CHUNK_SHIFT);
+            int chunkOffset = (int) (offset & CHUNK_MASK);
+            int n = Math.min(length, CHUNK_SIZE - chunkOffset);
+            ByteBuffer chunk = chunks.get(chunkIndex);
+            if (chunk == null) {
+                DeviceSupport.zero(dst, index, n);
+            } else {
+                dst.put(index, chunk, chunkOffset, n);
+            }
+            offset += n;
+            index += n;
+            length -= n;
+        }
+    }
+
+    private int write(long offset, int length, ByteBuffer src) {
+        int index = src.position();
+        while (length > 0) {
+            int chunkIndex = (int) (offset >>> CHUNK_SHIFT);
+            int chunkOffset = (int) (offset & CHUNK_MASK);
+            int n = Math.min(length, CHUNK_SIZE - chunkOffset);
+            ByteBuffer chunk = chunks.get(chunkIndex);
+            if (chunk == null) {
+                chunk = createChunk(chunkIndex);
+                if (chunk == null) {
+                    return NvmeStatus.CAPACITY_EXCEEDED | NvmeStatus.DNR;
+                }
+            }
+            chunk.put(chunkOffset, src, index, n);
+            offset += n;
+            index += n;
+            length -= n;
+        }
+        return NvmeStatus.SUCCESS;
+    }
+
+    private void zero(long offset, long length) {
+        while (length > 0) {
+            int chunkIndex = (int) (offset >>> CHUNK_SHIFT);
+            int chunkOffset = (int) (offset & CHUNK_MASK);
+            int chunkLength = chunkLength(chunkIndex);
+            int n = (int) Math.min(length, chunkLength - chunkOffset);
+            if (chunkOffset == 0 && n == chunkLength) {
+                ByteBuffer dropped = chunks.getAndSet(chunkIndex, null);
+                if (dropped != null) {
+                    committedBytes.addAndGet(-dropped.capacity());
+                }
+            } else {
+                ByteBuffer chunk = chunks.get(chunkIndex);
+                if (chunk != null) {
+                    DeviceSupport.zero(chunk, chunkOffset, n);
+                }
+            }
+            offset += n;
+            length -= n;
+        }
+    }
+
+    private int chunkLength(int chunkIndex) {
+        return (int) Math.min(CHUNK_SIZE, capacityBytes - ((long) chunkIndex << CHUNK_SHIFT));
+    }
+
+    /** Creates and publishes a zeroed chunk; returns the published one (ours or a racing writer's), or null. */
+    private ByteBuffer createChunk(int chunkIndex) {
+        ByteBuffer created;
+        try {
+            created = ByteBuffer.allocateDirect(chunkLength(chunkIndex));
+        } catch (OutOfMemoryError e) {
+            // Direct memory limit reached (-XX:MaxDirectMemorySize): a thin-provisioned device out of space.
+            return null;
+        }
+        while (true) {
+            if (chunks.compareAndSet(chunkIndex, null, created)) {
+                committedBytes.addAndGet(created.capacity());
+                return created;
+            }
+            ByteBuffer winner = chunks.get(chunkIndex);
+            if (winner != null) {
+                return winner;
+            }
+            // A racing Deallocate dropped the winner again: publish ours after all.
+        }
+    }
+
+    /** Drops every chunk. In-flight I/O (inline, on other threads) finishes on the buffers it already holds. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (int i = 0; i < chunks.length(); i++) {
+            chunks.set(i, null);
+        }
+        committedBytes.set(0);
+    }
+
+    @Override
+    public String toString() {
+        return description();
+    }
+}

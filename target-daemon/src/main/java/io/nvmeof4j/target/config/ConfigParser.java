@@ -1,0 +1,834 @@
+package io.nvmeof4j.target.config;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.nvmeof4j.protocol.Nqn;
+import io.nvmeof4j.protocol.spi.AddressFamily;
+import io.nvmeof4j.protocol.spi.PortOptions;
+import io.nvmeof4j.protocol.spi.TransportAddress;
+import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.target.model.Port;
+import io.nvmeof4j.target.reactor.IdleStrategy;
+
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+
+/**
+ * Turns the JSON tree of a configuration into a validated {@link TargetConfig}, or throws a
+ * {@link ConfigException} naming the JSON path of the first problem. Nothing is opened here; the only contact
+ * with the machine is looking at the files file namespaces name ({@link TargetConfig#checkEnvironment()}).
+ * <p>Values are accepted the way nvmetcli writes them (every attribute a string: {@code "allow_any_host": "1"},
+ * {@code "inline_data_size": "16384"}) and the way people write them (numbers and booleans).
+ * Keys nvmetcli writes that nvmeof4j does not use are accepted and reported as notices (logged at info); keys
+ * nobody knows are reported too (logged at warn), except in the {@code "nvmeof4j"} object, which is ours and
+ * strict.
+ */
+final class ConfigParser {
+    private static final Pattern IPV4 = Pattern.compile(
+        "(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)(\\.(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)){3}");
+    private static final Pattern UUID_TEXT = Pattern.compile(
+        "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}");
+    private static final Pattern VERSION = Pattern.compile("\\d{1,5}\\.\\d{1,3}(\\.\\d{1,3})?");
+    private static final Set<String> TREQ_VALUES = Set.of("not specified", "required", "not required");
+    private static final long MAX_NSID = 0xFFFFFFFEL;
+    private static final int MAX_SERIAL = 20;
+    private static final int MAX_MODEL = 40;
+    private static final int MAX_FIRMWARE = 8;
+
+    /** Keys nvmetcli writes that nvmeof4j accepts without using them, with the reason given in the notice. */
+    private static final Map<String, String> IGNORED_PORT = Map.of(
+        "referrals", "discovery referrals are not supported",
+        "ana_groups", "asymmetric namespace access (ANA) is not supported");
+    private static final Map<String, String> IGNORED_ADDR = Map.of();
+    private static final Map<String, String> IGNORED_PARAM = Map.of(
+        "pi_enable", "protection information is not supported");
+    private static final Map<String, String> IGNORED_SUBSYSTEM_ATTR = Map.of(
+        "ieee_oui", "the IEEE OUI is not reported",
+        "pi_enable", "protection information is not supported");
+    private static final Map<String, String> IGNORED_NAMESPACE = Map.of(
+        "ana_grpid", "asymmetric namespace access (ANA) is not supported",
+        "ana", "asymmetric namespace access (ANA) is not supported",
+        "resv", "reservations are not supported");
+    private static final Map<String, String> IGNORED_DEVICE = Map.of(
+        "p2pmem", "peer-to-peer memory is not supported",
+        "buffered_io", "file namespaces always go through the page cache");
+    private static final Map<String, String> IGNORED_HOST = Map.of(
+        "dhchap", "DH-HMAC-CHAP authentication is not supported");
+
+    private final Path baseDirectory;
+    private final List<TargetConfig.Notice> notices = new ArrayList<>();
+
+    ConfigParser(Path baseDirectory) {
+        this.baseDirectory = baseDirectory.toAbsolutePath().normalize();
+    }
+
+    TargetConfig parse(JsonNode root, Path source) throws ConfigException {
+        requireObject(root, "");
+        DaemonSettings settings = daemonSettings(root.get("nvmeof4j"), "nvmeof4j");
+        List<String> hosts = hosts(root.get("hosts"), "hosts");
+        List<SubsystemConfig> subsystems = subsystems(root.get("subsystems"), "subsystems");
+        List<PortConfig> ports = ports(root.get("ports"), "ports", subsystems, settings);
+        reportKeys(root, "", Set.of("nvmeof4j", "hosts", "subsystems", "ports"), Map.of());
+        checkBufferPool(settings, ports);
+        reportUnreachable(subsystems, ports, hosts);
+        TargetConfig config = new TargetConfig(source, hosts, ports, subsystems, settings, notices);
+        config.checkEnvironment();
+        return config;
+    }
+
+    // ---------------------------------------------------------------------------------------------- nvmeof4j
+
+    private DaemonSettings daemonSettings(JsonNode node, String where) throws ConfigException {
+        DaemonSettings d = DaemonSettings.defaults();
+        if (node == null || node.isNull()) {
+            return d;
+        }
+        requireObject(node, where);
+        Set<String> known = Set.of(DaemonSettings.REACTORS, DaemonSettings.IDLE_STRATEGY, DaemonSettings.IDLE_SPIN_US,
+            DaemonSettings.BUFFER_POOL_MIB, DaemonSettings.MAX_DATA_TRANSFER_KIB, DaemonSettings.FILE_WORKERS,
+            DaemonSettings.SHUTDOWN_TIMEOUT_MS);
+        for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
+            String name = names.next();
+            if (!known.contains(name)) {
+                throw new ConfigException(at(where, name), "unknown setting (known: " + String.join(", ",
+                    new java.util.TreeSet<>(known)) + ")");
+            }
+        }
+        int reactors = (int) optionalInteger(node, where, DaemonSettings.REACTORS, 1, DaemonSettings.MAX_REACTORS,
+            d.reactors());
+        IdleStrategy idle = d.idleStrategy();
+        JsonNode idleNode = node.get(DaemonSettings.IDLE_STRATEGY);
+        if (idleNode != null) {
+            String text = text(idleNode, at(where, DaemonSettings.IDLE_STRATEGY));
+            try {
+                idle = IdleStrategy.fromConfigName(text);
+            } catch (IllegalArgumentException e) {
+                throw new ConfigException(at(where, DaemonSettings.IDLE_STRATEGY), quote(text)
+                    + " is not an idle strategy (expected \"adaptive\" or \"busy\")");
+            }
+        }
+        long spinUs = optionalInteger(node, where, DaemonSettings.IDLE_SPIN_US, 0, 1_000_000,
+            TimeUnit.NANOSECONDS.toMicros(d.idleSpinNanos()));
+        long poolMib = optionalInteger(node, where, DaemonSettings.BUFFER_POOL_MIB, 1, 1 << 20,
+            d.bufferPoolBytes() >> 20);
+        String mdtsWhere = at(where, DaemonSettings.MAX_DATA_TRANSFER_KIB);
+        long mdtsKib = optionalInteger(node, where, DaemonSettings.MAX_DATA_TRANSFER_KIB, 4, 16384,
+            d.maxDataTransferSize() >> 10);
+        if (Long.bitCount(mdtsKib) != 1) {
+            throw new ConfigException(mdtsWhere, mdtsKib + " is not a power of two (4, 8, ... 16384)");
+        }
+        int workers = (int) optionalInteger(node, where, DaemonSettings.FILE_WORKERS, 1, 64, d.fileWorkers());
+        long shutdownMs = optionalInteger(node, where, DaemonSettings.SHUTDOWN_TIMEOUT_MS, 0, 600_000,
+            d.shutdownTimeout().toMillis());
+        return new DaemonSettings(reactors, idle, TimeUnit.MICROSECONDS.toNanos(spinUs), poolMib << 20,
+            (int) mdtsKib << 10, workers, Duration.ofMillis(shutdownMs));
+    }
+
+    private void checkBufferPool(DaemonSettings settings, List<PortConfig> ports) throws ConfigException {
+        long largest = TargetConfig.largestBuffer(settings, ports);
+        if (settings.bufferPoolBytes() < largest) {
+            throw new ConfigException(at("nvmeof4j", DaemonSettings.BUFFER_POOL_MIB), (settings.bufferPoolBytes() >> 20)
+                + " MiB cannot hold one buffer of " + Sizes.format(largest)
+                + " (the largest data transfer or in-capsule data size)");
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------- hosts
+
+    private List<String> hosts(JsonNode node, String where) throws ConfigException {
+        List<String> hosts = new ArrayList<>();
+        if (node == null || node.isNull()) {
+            return hosts;
+        }
+        requireArray(node, where);
+        for (int i = 0; i < node.size(); i++) {
+            String hw = where + "[" + i + "]";
+            JsonNode host = node.get(i);
+            requireObject(host, hw);
+            String nqn = nqn(required(host, hw, "nqn"), at(hw, "nqn"));
+            JsonNode dhchap = host.get("dhchap");
+            if (dhchap != null && dhchap.isObject()) {
+                for (Iterator<Map.Entry<String, JsonNode>> it = dhchap.fields(); it.hasNext(); ) {
+                    Map.Entry<String, JsonNode> e = it.next();
+                    if (e.getKey().contains("key") && e.getValue().isTextual() && !e.getValue().asText().isBlank()) {
+                        // Serving a host without the authentication its configuration demands would open the
+                        // subsystem to anyone who can claim its NQN.
+                        throw new ConfigException(at(at(hw, "dhchap"), e.getKey()),
+                            "DH-HMAC-CHAP authentication is not supported by nvmeof4j; remove the key to allow this "
+                                + "host without authentication");
+                    }
+                }
+            }
+            reportKeys(host, hw, Set.of("nqn"), IGNORED_HOST);
+            if (!hosts.contains(nqn)) {
+                hosts.add(nqn);
+            }
+        }
+        return hosts;
+    }
+
+    // ---------------------------------------------------------------------------------------------- subsystems
+
+    private List<SubsystemConfig> subsystems(JsonNode node, String where) throws ConfigException {
+        List<SubsystemConfig> result = new ArrayList<>();
+        if (node == null || node.isNull()) {
+            return result;
+        }
+        requireArray(node, where);
+        Map<String, String> seen = new HashMap<>();
+        Map<Path, String> devicePaths = new HashMap<>();
+        for (int i = 0; i < node.size(); i++) {
+            String sw = where + "[" + i + "]";
+            JsonNode s = node.get(i);
+            requireObject(s, sw);
+            String nqnWhere = at(sw, "nqn");
+            String nqn = nqn(required(s, sw, "nqn"), nqnWhere);
+            if (Port.DISCOVERY_NQN.equals(nqn)) {
+                throw new ConfigException(nqnWhere, nqn + " is the discovery subsystem's NQN; the target serves it "
+                    + "on every port by itself");
+            }
+            String earlier = seen.putIfAbsent(nqn, sw);
+            if (earlier != null) {
+                throw new ConfigException(nqnWhere, nqn + " is already the NQN of " + earlier);
+            }
+            JsonNode passthru = s.get("passthru");
+            if (passthru != null && !(passthru.isArray() && passthru.isEmpty()) && !passthru.isNull()) {
+                throw new ConfigException(at(sw, "passthru"), "passthru subsystems are not supported");
+            }
+            result.add(subsystem(s, sw, nqn, devicePaths));
+            reportKeys(s, sw, Set.of("nqn", "attr", "allowed_hosts", "namespaces", "passthru"), Map.of());
+        }
+        return result;
+    }
+
+    private SubsystemConfig subsystem(JsonNode s, String sw, String nqn, Map<Path, String> devicePaths)
+        throws ConfigException {
+        JsonNode attr = s.get("attr");
+        String aw = at(sw, "attr");
+        if (attr == null || attr.isNull()) {
+            attr = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
+        }
+        requireObject(attr, aw);
+        boolean allowAny = attr.has("allow_any_host") && bool(attr.get("allow_any_host"), at(aw, "allow_any_host"));
+        String serial = ascii(attr, aw, "serial", MAX_SERIAL, TargetConfig.derivedSerial(nqn));
+        String model = ascii(attr, aw, "model", MAX_MODEL, TargetConfig.MODEL_DEFAULT);
+        String firmware = ascii(attr, aw, "firmware", MAX_FIRMWARE, TargetConfig.firmwareDefault());
+        String version = null;
+        if (attr.has("version")) {
+            version = text(attr.get("version"), at(aw, "version"));
+            if (!VERSION.matcher(version).matches()) {
+                throw new ConfigException(at(aw, "version"), quote(version)
+                    + " is not an NVMe version (major.minor or major.minor.tertiary, e.g. \"1.3\")");
+            }
+            notice(false, at(aw, "version") + ": ignored (the controller reports the NVMe version it implements)");
+        }
+        int cntlidMin = (int) optionalInteger(attr, aw, "cntlid_min", 1, 0xFFEF, 1);
+        int cntlidMax = (int) optionalInteger(attr, aw, "cntlid_max", 1, 0xFFEF, 0xFFEF);
+        if (cntlidMin > cntlidMax) {
+            throw new ConfigException(at(aw, "cntlid_min"), cntlidMin + " is greater than cntlid_max " + cntlidMax);
+        }
+        if (cntlidMin != 1 || cntlidMax != 0xFFEF) {
+            notice(false, aw + ".cntlid_min/cntlid_max: ignored (controller ids are allocated target-wide in 1..65519)");
+        }
+        int qidMax = (int) optionalInteger(attr, aw, "qid_max", 1, 0xFFFF, TargetConfig.QID_MAX_DEFAULT);
+        reportKeys(attr, aw, Set.of("allow_any_host", "serial", "model", "firmware", "version", "cntlid_min",
+            "cntlid_max", "qid_max"), IGNORED_SUBSYSTEM_ATTR);
+
+        List<String> allowed = new ArrayList<>();
+        JsonNode hostsNode = s.get("allowed_hosts");
+        String hw = at(sw, "allowed_hosts");
+        if (hostsNode != null && !hostsNode.isNull()) {
+            requireArray(hostsNode, hw);
+            for (int j = 0; j < hostsNode.size(); j++) {
+                String host = nqn(hostsNode.get(j), hw + "[" + j + "]");
+                if (!allowed.contains(host)) {
+                    allowed.add(host);
+                }
+            }
+        }
+        if (allowAny && !allowed.isEmpty()) {
+            // nvmet refuses this combination too ("Can't set allow_any_host when explicit hosts are set").
+            throw new ConfigException(at(aw, "allow_any_host"), "is 1 but allowed_hosts lists " + allowed.size()
+                + " host(s); choose one: any host, or only the listed ones");
+        }
+
+        List<NamespaceConfig> namespaces = new ArrayList<>();
+        JsonNode nsNode = s.get("namespaces");
+        String nw = at(sw, "namespaces");
+        if (nsNode != null && !nsNode.isNull()) {
+            requireArray(nsNode, nw);
+            Map<Long, String> nsids = new HashMap<>();
+            for (int j = 0; j < nsNode.size(); j++) {
+                NamespaceConfig ns = namespace(nsNode.get(j), nw + "[" + j + "]", nqn);
+                String earlier = nsids.putIfAbsent(Integer.toUnsignedLong(ns.nsid()), ns.where());
+                if (earlier != null) {
+                    throw new ConfigException(at(ns.where(), "nsid"), Integer.toUnsignedString(ns.nsid())
+                        + " is already the NSID of " + earlier);
+                }
+                if (ns.enabled() && ns.path() != null) {
+                    String other = devicePaths.putIfAbsent(ns.path(), ns.where());
+                    if (other != null) {
+                        throw new ConfigException(at(at(ns.where(), "device"), "path"), ns.path()
+                            + " is already the device of " + other);
+                    }
+                }
+                namespaces.add(ns);
+            }
+        }
+        return new SubsystemConfig(nqn, allowAny, allowed, serial, model, firmware, version, cntlidMin, cntlidMax,
+            qidMax, namespaces);
+    }
+
+    private NamespaceConfig namespace(JsonNode n, String where, String subsystemNqn) throws ConfigException {
+        requireObject(n, where);
+        long nsid = integer(required(n, where, "nsid"), at(where, "nsid"), 1, MAX_NSID);
+        boolean enabled = !n.has("enable") || bool(n.get("enable"), at(where, "enable"));
+        reportKeys(n, where, Set.of("nsid", "enable", "device"), IGNORED_NAMESPACE);
+
+        String dw = at(where, "device");
+        JsonNode device = required(n, where, "device");
+        requireObject(device, dw);
+        reportKeys(device, dw, Set.of("path", "uuid", "nguid", "backend", "size", "block_size"), IGNORED_DEVICE);
+
+        Path path = null;
+        if (device.has("path")) {
+            String pathText = text(device.get("path"), at(dw, "path"));
+            if (pathText.isEmpty()) {
+                throw new ConfigException(at(dw, "path"), "is empty");
+            }
+            try {
+                path = baseDirectory.resolve(pathText).normalize();
+            } catch (InvalidPathException e) {
+                throw new ConfigException(at(dw, "path"), quote(pathText) + " is not a valid path: " + e.getReason());
+            }
+        }
+        BackendType backend;
+        if (device.has("backend")) {
+            String b = text(device.get("backend"), at(dw, "backend"));
+            backend = BackendType.fromConfigName(b);
+            if (backend == null) {
+                throw new ConfigException(at(dw, "backend"), quote(b)
+                    + " is not a backend (expected \"file\", \"ram\" or \"null\")");
+            }
+        } else if (path != null) {
+            backend = BackendType.FILE;
+        } else {
+            throw new ConfigException(dw, "needs a path (a file or block device) or a backend (\"ram\", \"null\")");
+        }
+        if (backend == BackendType.FILE && path == null) {
+            throw new ConfigException(at(dw, "path"), "is required for a file namespace");
+        }
+        if (backend != BackendType.FILE && path != null) {
+            notice(false, at(dw, "path") + ": ignored (a " + backend.configName() + " namespace has no file)");
+            path = null;
+        }
+
+        int blockSize = backend == BackendType.FILE ? TargetConfig.FILE_BLOCK_SIZE_DEFAULT
+            : TargetConfig.MEMORY_BLOCK_SIZE_DEFAULT;
+        if (device.has("block_size")) {
+            String bw = at(dw, "block_size");
+            JsonNode bs = device.get("block_size");
+            long value = integerOrNegative(bs);
+            if (value != 512 && value != 4096) {
+                throw new ConfigException(bw, bs + " is not a supported block size (512 or 4096)");
+            }
+            blockSize = (int) value;
+        }
+
+        long size = 0;
+        String zw = at(dw, "size");
+        if (device.has("size")) {
+            JsonNode sizeNode = device.get("size");
+            size = sizeNode.isIntegralNumber() && sizeNode.canConvertToLong() ? sizeNode.asLong()
+                : sizeNode.isTextual() ? Sizes.parse(sizeNode.asText()) : -1;
+            if (size < 0) {
+                throw new ConfigException(zw, sizeNode + " is not a size (examples: \"1G\", \"64M\", \"4096\")");
+            }
+            if (size == 0) {
+                throw new ConfigException(zw, "must be positive");
+            }
+            if (size % blockSize != 0) {
+                throw new ConfigException(zw, sizeNode + " (" + size + " bytes) is not a multiple of the block size "
+                    + blockSize);
+            }
+        } else if (backend != BackendType.FILE) {
+            throw new ConfigException(zw, "is required for a " + backend.configName() + " namespace");
+        }
+
+        UUID uuid = null;
+        if (device.has("uuid")) {
+            String u = text(device.get("uuid"), at(dw, "uuid"));
+            if (!UUID_TEXT.matcher(u).matches()) {
+                throw new ConfigException(at(dw, "uuid"), quote(u) + " is not a UUID (8-4-4-4-12 hex digits)");
+            }
+            uuid = UUID.fromString(u);
+            if (uuid.getMostSignificantBits() == 0 && uuid.getLeastSignificantBits() == 0) {
+                uuid = null;
+            }
+        }
+        if (uuid == null) {
+            uuid = TargetConfig.derivedUuid(subsystemNqn, (int) nsid);
+        }
+        byte[] nguid = null;
+        if (device.has("nguid")) {
+            String g = text(device.get("nguid"), at(dw, "nguid"));
+            nguid = parseNguid(g);
+            if (nguid == null) {
+                throw new ConfigException(at(dw, "nguid"), quote(g)
+                    + " is not an NGUID (32 hex digits, optionally separated by '-' or ':')");
+            }
+            boolean zero = true;
+            for (byte b : nguid) {
+                zero &= b == 0;
+            }
+            if (zero) {
+                // nvmet writes zeros when no NGUID was set; a zero NGUID means "none" to hosts.
+                nguid = null;
+            }
+        }
+        if (nguid == null) {
+            nguid = TargetConfig.derivedNguid(subsystemNqn, (int) nsid);
+        }
+        if (!enabled) {
+            notice(false, where + ": enable is 0; namespace " + nsid + " is not exported");
+        }
+        return new NamespaceConfig(where, (int) nsid, enabled, backend, path, size, blockSize, uuid, nguid);
+    }
+
+    /** nvmet's NGUID syntax: 16 hex byte pairs, each optionally followed by '-' or ':'. */
+    static byte[] parseNguid(String text) {
+        byte[] out = new byte[16];
+        int p = 0;
+        for (int i = 0; i < 16; i++) {
+            if (p + 2 > text.length()) {
+                return null;
+            }
+            int hi = Character.digit(text.charAt(p), 16);
+            int lo = Character.digit(text.charAt(p + 1), 16);
+            if (hi < 0 || lo < 0) {
+                return null;
+            }
+            out[i] = (byte) (hi << 4 | lo);
+            p += 2;
+            if (i < 15 && p < text.length() && (text.charAt(p) == '-' || text.charAt(p) == ':')) {
+                p++;
+            }
+        }
+        return p == text.length() ? out : null;
+    }
+
+    // ---------------------------------------------------------------------------------------------- ports
+
+    private List<PortConfig> ports(JsonNode node, String where, List<SubsystemConfig> subsystems,
+                                   DaemonSettings settings) throws ConfigException {
+        if (node == null || node.isNull() || (node.isArray() && node.isEmpty())) {
+            throw new ConfigException(where, "no port is configured: nothing to serve");
+        }
+        requireArray(node, where);
+        Set<String> nqns = new LinkedHashSet<>();
+        for (SubsystemConfig s : subsystems) {
+            nqns.add(s.nqn());
+        }
+        List<PortConfig> ports = new ArrayList<>();
+        Map<Integer, String> portIds = new HashMap<>();
+        for (int i = 0; i < node.size(); i++) {
+            String pw = where + "[" + i + "]";
+            JsonNode p = node.get(i);
+            requireObject(p, pw);
+            int portId = (int) integer(required(p, pw, "portid"), at(pw, "portid"), 0, 0xFFFF);
+            String earlier = portIds.putIfAbsent(portId, pw);
+            if (earlier != null) {
+                throw new ConfigException(at(pw, "portid"), portId + " is already the portid of " + earlier);
+            }
+            PortConfig port = port(p, pw, portId, nqns, settings);
+            for (PortConfig other : ports) {
+                if (sameListenAddress(port, other)) {
+                    throw new ConfigException(at(pw, "addr"), "listens on " + port.address() + ", as "
+                        + other.where() + " does already");
+                }
+            }
+            ports.add(port);
+            reportKeys(p, pw, Set.of("portid", "addr", "param", "subsystems"), IGNORED_PORT);
+        }
+        if (ports.stream().noneMatch(PortConfig::isServable)) {
+            throw new ConfigException(where, "nothing to serve: every port is RDMA, and RDMA is not available in "
+                + "this build (NVMe/TCP only)");
+        }
+        return ports;
+    }
+
+    private PortConfig port(JsonNode p, String pw, int portId, Set<String> nqns, DaemonSettings settings)
+        throws ConfigException {
+        String aw = at(pw, "addr");
+        JsonNode addr = required(p, pw, "addr");
+        requireObject(addr, aw);
+        String trtypeText = text(required(addr, aw, "trtype"), at(aw, "trtype"));
+        TransportType trtype;
+        try {
+            trtype = TransportType.fromConfigName(trtypeText);
+        } catch (IllegalArgumentException e) {
+            trtype = null;
+        }
+        if (trtype != TransportType.TCP && trtype != TransportType.RDMA) {
+            throw new ConfigException(at(aw, "trtype"), quote(trtypeText)
+                + " is not a supported transport type (expected \"tcp\" or \"rdma\")");
+        }
+        String traddr = text(required(addr, aw, "traddr"), at(aw, "traddr"));
+        AddressFamily family = addressFamily(addr, aw, traddr);
+        String svcWhere = at(aw, "trsvcid");
+        int trsvcid;
+        if (addr.has("trsvcid")) {
+            trsvcid = (int) integer(addr.get("trsvcid"), svcWhere, 0, 65535);
+        } else {
+            trsvcid = -1; // chosen below, once we know whether the port serves discovery only
+        }
+        String treq = "not specified";
+        if (addr.has("treq")) {
+            treq = text(addr.get("treq"), at(aw, "treq")).toLowerCase(Locale.ROOT);
+            if (!TREQ_VALUES.contains(treq)) {
+                throw new ConfigException(at(aw, "treq"), quote(treq)
+                    + " is not a treq value (\"not specified\", \"required\", \"not required\")");
+            }
+            if (treq.equals("required")) {
+                throw new ConfigException(at(aw, "treq"), "\"required\" demands a secure channel (TLS), which "
+                    + "nvmeof4j does not support");
+            }
+        }
+        if (addr.has("tsas")) {
+            String tsas = text(addr.get("tsas"), at(aw, "tsas"));
+            if (!tsas.isEmpty() && !tsas.equals("none") && !tsas.equals("reserved") && !tsas.equals("connected")) {
+                throw new ConfigException(at(aw, "tsas"), quote(tsas) + " is not supported (TLS is not available)");
+            }
+        }
+        reportKeys(addr, aw, Set.of("trtype", "adrfam", "traddr", "trsvcid", "treq", "tsas"), IGNORED_ADDR);
+
+        String prw = at(pw, "param");
+        int inline = PortOptions.INLINE_DATA_SIZE_DEFAULT;
+        int queueSize = PortOptions.MAX_QUEUE_SIZE_DEFAULT;
+        JsonNode param = p.get("param");
+        if (param != null && !param.isNull()) {
+            requireObject(param, prw);
+            if (param.has("inline_data_size")) {
+                String iw = at(prw, "inline_data_size");
+                long v = integer(param.get("inline_data_size"), iw, Integer.MIN_VALUE, Integer.MAX_VALUE);
+                if (v >= 0) {
+                    // nvmet writes -1 for "the transport's default".
+                    if (v > 1 << 20) {
+                        throw new ConfigException(iw, v + " is outside 0..1048576 (-1: the default, "
+                            + PortOptions.INLINE_DATA_SIZE_DEFAULT + ")");
+                    }
+                    inline = (int) v;
+                } else if (v != -1) {
+                    throw new ConfigException(iw, v + " is outside 0..1048576 (-1: the default, "
+                        + PortOptions.INLINE_DATA_SIZE_DEFAULT + ")");
+                }
+            }
+            if (param.has("max_queue_size")) {
+                String qw = at(prw, "max_queue_size");
+                long v = integer(param.get("max_queue_size"), qw, Integer.MIN_VALUE, Integer.MAX_VALUE);
+                if (v != -1) {
+                    if (v < 2 || v > 65536) {
+                        throw new ConfigException(qw, v + " is outside 2..65536 (-1: the default, "
+                            + PortOptions.MAX_QUEUE_SIZE_DEFAULT + ")");
+                    }
+                    queueSize = (int) v;
+                }
+            }
+            reportKeys(param, prw, Set.of("inline_data_size", "max_queue_size"), IGNORED_PARAM);
+        }
+
+        List<String> exported = new ArrayList<>();
+        JsonNode subsNode = p.get("subsystems");
+        String sw = at(pw, "subsystems");
+        if (subsNode != null && !subsNode.isNull()) {
+            requireArray(subsNode, sw);
+            for (int j = 0; j < subsNode.size(); j++) {
+                String jw = sw + "[" + j + "]";
+                String nqn = text(subsNode.get(j), jw);
+                if (!nqn.equals(Port.DISCOVERY_NQN) && !nqns.contains(nqn)) {
+                    throw new ConfigException(jw, "no subsystem " + quote(nqn) + " is configured");
+                }
+                if (!exported.contains(nqn)) {
+                    exported.add(nqn);
+                }
+            }
+        }
+        if (trsvcid < 0) {
+            boolean discoveryOnly = exported.stream().allMatch(Port.DISCOVERY_NQN::equals);
+            // The Linux host's defaults: 8009 for TCP discovery, 4420 otherwise.
+            trsvcid = discoveryOnly && trtype == TransportType.TCP ? 8009 : 4420;
+        }
+        TransportAddress address = new TransportAddress(trtype, family, traddr, Integer.toString(trsvcid));
+        PortOptions options = new PortOptions(inline, queueSize, settings.maxDataTransferSize());
+        return new PortConfig(pw, portId, address, treq, options, exported);
+    }
+
+    private static AddressFamily addressFamily(JsonNode addr, String aw, String traddr) throws ConfigException {
+        String tw = at(aw, "traddr");
+        AddressFamily actual;
+        if (IPV4.matcher(traddr).matches()) {
+            actual = AddressFamily.IPV4;
+        } else if (traddr.indexOf(':') >= 0 && (traddr.charAt(0) == ':' || Character.digit(traddr.charAt(0), 16) >= 0)) {
+            try {
+                // Starting with a hex digit or ':' and holding a ':', the JDK parses it as an IPv6 literal and
+                // never asks DNS.
+                InetAddress.getByName(traddr);
+            } catch (UnknownHostException e) {
+                throw new ConfigException(tw, quote(traddr) + " is not an IPv6 address");
+            }
+            actual = AddressFamily.IPV6;
+        } else {
+            throw new ConfigException(tw, quote(traddr) + " is not an IP address (host names are not resolved: give "
+                + "an address such as \"127.0.0.1\", \"0.0.0.0\" or \"::1\")");
+        }
+        if (addr.has("adrfam")) {
+            String text = text(addr.get("adrfam"), at(aw, "adrfam"));
+            AddressFamily configured;
+            try {
+                configured = AddressFamily.fromConfigName(text);
+            } catch (IllegalArgumentException e) {
+                configured = null;
+            }
+            if (configured != AddressFamily.IPV4 && configured != AddressFamily.IPV6) {
+                throw new ConfigException(at(aw, "adrfam"), quote(text) + " is not supported (expected \"ipv4\" or "
+                    + "\"ipv6\")");
+            }
+            if (configured != actual) {
+                throw new ConfigException(at(aw, "adrfam"), quote(text) + " does not match traddr " + quote(traddr));
+            }
+        }
+        return actual;
+    }
+
+    /** Two ports that would bind the same socket (a fixed port on the same or a wildcard address). */
+    private static boolean sameListenAddress(PortConfig a, PortConfig b) {
+        if (a.transportType() != b.transportType() || a.address().port() == 0
+            || a.address().port() != b.address().port()) {
+            return false;
+        }
+        try {
+            InetAddress x = InetAddress.getByName(a.address().traddr());
+            InetAddress y = InetAddress.getByName(b.address().traddr());
+            return x.equals(y) || x.isAnyLocalAddress() || y.isAnyLocalAddress();
+        } catch (UnknownHostException e) {
+            return a.address().traddr().equals(b.address().traddr());
+        }
+    }
+
+    private void reportUnreachable(List<SubsystemConfig> subsystems, List<PortConfig> ports, List<String> hosts) {
+        for (int i = 0; i < subsystems.size(); i++) {
+            SubsystemConfig s = subsystems.get(i);
+            boolean exported = ports.stream().anyMatch(p -> p.isServable() && p.subsystems().contains(s.nqn()));
+            if (!exported) {
+                notice(true, "subsystems[" + i + "]: " + s.nqn() + " is not exported by any NVMe/TCP port");
+            }
+            if (!s.allowAnyHost() && s.allowedHosts().isEmpty()) {
+                notice(true, "subsystems[" + i + "]: " + s.nqn() + " allows no host (attr.allow_any_host is 0 "
+                    + "and allowed_hosts is empty)");
+            }
+            for (String h : s.allowedHosts()) {
+                if (!hosts.contains(h)) {
+                    notice(false, "subsystems[" + i + "].allowed_hosts: " + h + " is not listed in hosts[] "
+                        + "(nvmet would need it there; nvmeof4j does not)");
+                }
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------- values
+
+    private void reportKeys(JsonNode object, String where, Set<String> used, Map<String, String> ignored) {
+        for (Iterator<Map.Entry<String, JsonNode>> it = object.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> e = it.next();
+            String key = e.getKey();
+            if (used.contains(key)) {
+                continue;
+            }
+            String reason = ignored.get(key);
+            if (reason != null) {
+                if (!isEmpty(e.getValue())) {
+                    notice(false, at(where, key) + ": ignored (" + reason + ")");
+                }
+            } else {
+                notice(true, at(where, key) + ": unknown key, ignored");
+            }
+        }
+    }
+
+    private static boolean isEmpty(JsonNode node) {
+        return node.isNull() || (node.isContainerNode() && node.isEmpty())
+            || (node.isTextual() && (node.asText().isEmpty() || node.asText().equals("0")))
+            || (node.isNumber() && node.asLong() == 0);
+    }
+
+    private void notice(boolean warning, String text) {
+        notices.add(new TargetConfig.Notice(warning, text));
+    }
+
+    static String at(String where, String key) {
+        return where.isEmpty() ? key : where + "." + key;
+    }
+
+    private static String quote(String text) {
+        return "\"" + text + "\"";
+    }
+
+    private static JsonNode required(JsonNode object, String where, String key) throws ConfigException {
+        JsonNode v = object.get(key);
+        if (v == null || v.isNull()) {
+            throw new ConfigException(at(where, key), "is required");
+        }
+        return v;
+    }
+
+    private static void requireObject(JsonNode node, String where) throws ConfigException {
+        if (node == null || !node.isObject()) {
+            throw new ConfigException(where, "must be a JSON object, not " + describe(node));
+        }
+    }
+
+    private static void requireArray(JsonNode node, String where) throws ConfigException {
+        if (!node.isArray()) {
+            throw new ConfigException(where, "must be a JSON array, not " + describe(node));
+        }
+    }
+
+    private static String describe(JsonNode node) {
+        if (node == null || node.isMissingNode()) {
+            return "nothing";
+        }
+        String type = node.getNodeType().name().toLowerCase(Locale.ROOT);
+        return node.isContainerNode() ? type : type + " " + node;
+    }
+
+    /** A scalar as text (nvmetcli writes every attribute as a string; people write numbers too). */
+    private static String text(JsonNode node, String where) throws ConfigException {
+        if (node.isTextual()) {
+            return node.asText();
+        }
+        if (node.isNumber() || node.isBoolean()) {
+            return node.asText();
+        }
+        throw new ConfigException(where, "must be a string, not " + describe(node));
+    }
+
+    private static String nqn(JsonNode node, String where) throws ConfigException {
+        String text = text(node, where);
+        try {
+            return Nqn.of(text).value();
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException(where, e.getMessage());
+        }
+    }
+
+    private static String ascii(JsonNode attr, String aw, String key, int max, String fallback)
+        throws ConfigException {
+        if (!attr.has(key)) {
+            return fallback;
+        }
+        String w = at(aw, key);
+        String v = text(attr.get(key), w);
+        if (v.isEmpty() || v.length() > max) {
+            throw new ConfigException(w, quote(v) + " must be 1 to " + max + " characters");
+        }
+        for (int i = 0; i < v.length(); i++) {
+            char c = v.charAt(i);
+            if (c < 0x20 || c > 0x7E) {
+                throw new ConfigException(w, quote(v) + " must be printable ASCII (NVMe Base 1.5)");
+            }
+        }
+        return v;
+    }
+
+    /** 0/1, true/false and the strings nvmet's kstrtobool takes ("0", "1", "y", "n", "on", "off", ...). */
+    private static boolean bool(JsonNode node, String where) throws ConfigException {
+        if (node.isBoolean()) {
+            return node.asBoolean();
+        }
+        if (node.isIntegralNumber() && (node.asLong() == 0 || node.asLong() == 1)) {
+            return node.asLong() == 1;
+        }
+        if (node.isTextual()) {
+            switch (node.asText().trim().toLowerCase(Locale.ROOT)) {
+                case "1": case "y": case "yes": case "on": case "true":
+                    return true;
+                case "0": case "n": case "no": case "off": case "false":
+                    return false;
+                default:
+                    break;
+            }
+        }
+        throw new ConfigException(where, node + " is not a boolean (expected 0 or 1)");
+    }
+
+    private static long optionalInteger(JsonNode object, String where, String key, long min, long max,
+                                        long fallback) throws ConfigException {
+        JsonNode v = object.get(key);
+        return v == null || v.isNull() ? fallback : integer(v, at(where, key), min, max);
+    }
+
+    /** An integer given as a JSON number or a decimal (or 0x-hex) string, within [min, max]. */
+    private static long integer(JsonNode node, String where, long min, long max) throws ConfigException {
+        Long value = integerValue(node);
+        if (value == null) {
+            throw new ConfigException(where, node + " is not an integer");
+        }
+        if (value < min || value > max) {
+            throw new ConfigException(where, value + " is outside " + min + ".." + max);
+        }
+        return value;
+    }
+
+    private static long integerOrNegative(JsonNode node) {
+        Long v = integerValue(node);
+        return v == null ? -1 : v;
+    }
+
+    private static Long integerValue(JsonNode node) {
+        if (node.isIntegralNumber()) {
+            return node.canConvertToLong() ? node.asLong() : null;
+        }
+        if (!node.isTextual()) {
+            return null;
+        }
+        String t = node.asText().trim();
+        try {
+            if (t.startsWith("0x") || t.startsWith("0X")) {
+                return Long.parseLong(t.substring(2), 16);
+            }
+            return Long.parseLong(t);
+        } catch (NumberFormatException e) {
+            return null;
+        }
+    }
+
+    /** 16 bytes of MD5 over {@code name}: stable identifiers derived from names. */
+    static byte[] md5(String name) {
+        try {
+            return MessageDigest.getInstance("MD5").digest(name.getBytes(StandardCharsets.UTF_8));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("MD5 is a required JDK algorithm", e);
+        }
+    }
+
+    static String hex(byte[] bytes) {
+        return HexFormat.of().formatHex(bytes);
+    }
+}

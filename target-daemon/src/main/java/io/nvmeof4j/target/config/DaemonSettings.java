@@ -1,0 +1,66 @@
+package io.nvmeof4j.target.config;
+
+import io.nvmeof4j.target.reactor.IdleStrategy;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The daemon's own settings: the top-level {@code "nvmeof4j"} object of the configuration (an extension nvmetcli
+ * does not know; nvmetcli ignores it).
+ *
+ * @param reactors              {@code reactors}: data-path threads, each with its poll group and buffer pool
+ * @param idleStrategy          {@code idle_strategy}: {@code "adaptive"} or {@code "busy"}
+ * @param idleSpinNanos         {@code idle_spin_us}: how long an adaptive reactor spins before it blocks
+ * @param bufferPoolBytes       {@code buffer_pool_mib}: most off-heap data-buffer memory per reactor (allocated
+ *                              lazily, in 1 MiB slabs, as load needs it)
+ * @param maxDataTransferSize   {@code max_data_transfer_kib}: the largest data transfer of one command (MDTS)
+ * @param fileWorkers           {@code file_workers}: I/O threads per file namespace
+ * @param shutdownTimeout       {@code shutdown_timeout_ms}: how long a shutdown waits for commands in flight
+ */
+public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleSpinNanos, long bufferPoolBytes,
+                             int maxDataTransferSize, int fileWorkers, Duration shutdownTimeout) {
+    public static final String REACTORS = "reactors";
+    public static final String IDLE_STRATEGY = "idle_strategy";
+    public static final String IDLE_SPIN_US = "idle_spin_us";
+    public static final String BUFFER_POOL_MIB = "buffer_pool_mib";
+    public static final String MAX_DATA_TRANSFER_KIB = "max_data_transfer_kib";
+    public static final String FILE_WORKERS = "file_workers";
+    public static final String SHUTDOWN_TIMEOUT_MS = "shutdown_timeout_ms";
+
+    public static final int MAX_REACTORS = 256;
+    public static final IdleStrategy IDLE_STRATEGY_DEFAULT = IdleStrategy.ADAPTIVE;
+    public static final long IDLE_SPIN_US_DEFAULT = 50;
+    public static final int BUFFER_POOL_MIB_DEFAULT = 64;
+    public static final int MAX_DATA_TRANSFER_KIB_DEFAULT = 1024;
+    public static final int FILE_WORKERS_DEFAULT = 2;
+    public static final long SHUTDOWN_TIMEOUT_MS_DEFAULT = 5_000;
+
+    public DaemonSettings {
+        if (reactors < 1 || reactors > MAX_REACTORS) {
+            throw new IllegalArgumentException("reactors " + reactors + " outside 1.." + MAX_REACTORS);
+        }
+        Objects.requireNonNull(idleStrategy, "idleStrategy");
+        Objects.requireNonNull(shutdownTimeout, "shutdownTimeout");
+    }
+
+    /**
+     * Reactors when the configuration names none: 1 on a machine with up to 2 CPUs, else half the CPUs.
+     * <p>Why: a reactor that has work spins (and an adaptive one spins 50 µs after each command), so each reactor
+     * can take a CPU when busy. The rest of the daemon needs CPU too: the kernel's TCP stack (softirq work runs
+     * on whichever CPU the packets land), file-namespace worker threads doing the system calls, acceptor and
+     * keep-alive threads and the JIT/GC. On 2 CPUs, two reactors would leave nothing for those and for an
+     * initiator on the same machine; half the CPUs leaves the other half to them. More reactors than connections
+     * gain nothing: a queue is served by one reactor.
+     */
+    public static int defaultReactors(int cpus) {
+        return cpus <= 2 ? 1 : Math.min(MAX_REACTORS, cpus / 2);
+    }
+
+    public static DaemonSettings defaults() {
+        return new DaemonSettings(defaultReactors(Runtime.getRuntime().availableProcessors()), IDLE_STRATEGY_DEFAULT,
+            TimeUnit.MICROSECONDS.toNanos(IDLE_SPIN_US_DEFAULT), (long) BUFFER_POOL_MIB_DEFAULT << 20,
+            MAX_DATA_TRANSFER_KIB_DEFAULT << 10, FILE_WORKERS_DEFAULT, Duration.ofMillis(SHUTDOWN_TIMEOUT_MS_DEFAULT));
+    }
+}

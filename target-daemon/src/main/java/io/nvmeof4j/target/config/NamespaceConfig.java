@@ -1,0 +1,71 @@
+package io.nvmeof4j.target.config;
+
+import java.nio.file.Path;
+import java.util.Objects;
+import java.util.UUID;
+
+/**
+ * One {@code subsystems[i].namespaces[j]} entry, validated.
+ *
+ * @param where     its JSON path ({@code subsystems[0].namespaces[1]}), for messages at open time
+ * @param nsid      1..0xFFFFFFFE (an int holding the unsigned value)
+ * @param enabled   {@code enable}: a disabled namespace is validated but neither opened nor exported
+ * @param backend   file, ram or null
+ * @param path      the file or block device (absolute); null for ram/null devices
+ * @param sizeBytes namespace size; 0 for a file device means "the file's size"
+ * @param blockSize 512 or 4096
+ * @param uuid      as configured, or derived from the subsystem NQN and NSID
+ * @param nguid     16 bytes, as configured or derived
+ */
+public record NamespaceConfig(String where, int nsid, boolean enabled, BackendType backend, Path path, long sizeBytes,
+                              int blockSize, UUID uuid, byte[] nguid) {
+    public NamespaceConfig {
+        Objects.requireNonNull(where, "where");
+        Objects.requireNonNull(backend, "backend");
+        Objects.requireNonNull(uuid, "uuid");
+        if (nguid == null || nguid.length != 16) {
+            throw new IllegalArgumentException("nguid must be 16 bytes");
+        }
+        if (backend == BackendType.FILE && path == null) {
+            throw new IllegalArgumentException("a file namespace needs a path");
+        }
+        nguid = nguid.clone();
+    }
+
+    /** A copy of the 16-byte NGUID. */
+    @Override
+    public byte[] nguid() {
+        return nguid.clone();
+    }
+
+    /** The NGUID as 32 hex digits in nvmet's UUID-like layout ({@code 8-4-4-4-12}). */
+    public String nguidText() {
+        StringBuilder sb = new StringBuilder(36);
+        for (int i = 0; i < 16; i++) {
+            if (i == 4 || i == 6 || i == 8 || i == 10) {
+                sb.append('-');
+            }
+            sb.append(Character.forDigit((nguid[i] >> 4) & 0xF, 16)).append(Character.forDigit(nguid[i] & 0xF, 16));
+        }
+        return sb.toString();
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof NamespaceConfig n && n.where.equals(where) && n.nsid == nsid && n.enabled == enabled
+            && n.backend == backend && Objects.equals(n.path, path) && n.sizeBytes == sizeBytes
+            && n.blockSize == blockSize && n.uuid.equals(uuid) && java.util.Arrays.equals(n.nguid, nguid);
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(where, nsid, backend, path, sizeBytes, blockSize, uuid);
+    }
+
+    @Override
+    public String toString() {
+        return "namespace " + Integer.toUnsignedString(nsid) + " (" + backend.configName()
+            + (path != null ? " " + path : "") + (sizeBytes > 0 ? ", " + Sizes.format(sizeBytes) : "")
+            + ", " + blockSize + " B blocks" + (enabled ? "" : ", disabled") + ")";
+    }
+}

@@ -1,0 +1,362 @@
+package io.nvmeof4j.target.reactor;
+
+import io.nvmeof4j.protocol.spi.PollGroup;
+import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * One data-path thread (architecture: reactors): an agent loop whose {@link #doWork()} polls the reactor's
+ * {@link PollGroup}s and runs tasks other threads handed it through a bounded lock-free queue
+ * ({@link #execute(Runnable)}; Agrona's {@link ManyToOneConcurrentArrayQueue}: any thread offers, only the reactor
+ * polls, nothing allocated per task), returning how much work it found; an {@link IdleStrategy} decides what an empty
+ * round costs.
+ *
+ * <h2>Idling</h2>
+ * {@link IdleStrategy#BUSY} spins. {@link IdleStrategy#ADAPTIVE} spins for {@code spinNanos} after the last work,
+ * then blocks in {@link PollGroup#await(long)} of the <em>first</em> poll group. A thread can block on one
+ * primitive only (a selector, an RDMA completion channel) and pure Java cannot wait on several, so with more than
+ * one group the wait is bounded by {@value #AWAIT_MILLIS_SEVERAL_GROUPS} ms: work arriving on another group is
+ * then noticed within a millisecond instead of never. With one group the wait is
+ * {@value #AWAIT_MILLIS_ONE_GROUP} ms, a bound that only matters if a wakeup were lost. After every wake the
+ * reactor spins again, because the next command usually follows soon.
+ *
+ * <h2>Failures</h2>
+ * A {@link RuntimeException} out of {@link PollGroup#poll()} is taken as transient: logged (the 1st, 10th, 100th…
+ * consecutive one, with the reactor and group named) and the loop goes on. A poll group is expected to deal with
+ * its own queues' failures (disconnect the queue) without throwing; so an {@link Error}, or
+ * {@value #FATAL_CONSECUTIVE_FAILURES} failures in a row, is taken as fatal for that group: it is closed (its
+ * queues disconnect and hosts reconnect), dropped from the loop, and logged at error. The reactor keeps running
+ * its other groups and tasks. A task that throws is logged and skipped.
+ *
+ * <h2>Lifecycle</h2>
+ * Add poll groups and owned resources, {@link #start()}, later {@link #stop(Duration)} (bounded join, never an
+ * interrupt: an interrupt closes NIO channels). On its way out the reactor thread runs the tasks still queued,
+ * then closes what it owns in reverse order of registration (so a poll group closes before the buffer pool it
+ * draws from).
+ * <p>CPU pinning is not done: pure Java cannot set a thread's affinity. Run the daemon under {@code taskset} to
+ * confine it; a native helper can pin later.
+ */
+public final class Reactor implements Executor, AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(Reactor.class);
+
+    public static final long SPIN_NANOS_DEFAULT = TimeUnit.MICROSECONDS.toNanos(50);
+    public static final int TASK_QUEUE_CAPACITY = 1024;
+    static final long AWAIT_MILLIS_ONE_GROUP = 100;
+    static final long AWAIT_MILLIS_SEVERAL_GROUPS = 1;
+    static final int FATAL_CONSECUTIVE_FAILURES = 1000;
+    private static final int MAX_TASKS_PER_ROUND = 64;
+    public static final Duration STOP_TIMEOUT_DEFAULT = Duration.ofSeconds(5);
+
+    private enum Lifecycle { NEW, RUNNING, STOPPED }
+
+    private final String name;
+    private final IdleStrategy idleStrategy;
+    private final long spinNanos;
+    private final ManyToOneConcurrentArrayQueue<Runnable> tasks = new ManyToOneConcurrentArrayQueue<>(TASK_QUEUE_CAPACITY);
+    private final List<AutoCloseable> owned = new ArrayList<>();
+    private final Thread thread;
+
+    /** Written before start or by the reactor thread only. */
+    private PollGroup[] groups = new PollGroup[0];
+    private int[] consecutiveFailures = new int[0];
+
+    private volatile Lifecycle lifecycle = Lifecycle.NEW;
+    private volatile boolean running;
+    private volatile boolean sleeping;
+    private long rounds;
+
+    public Reactor(String name, IdleStrategy idleStrategy, long spinNanos) {
+        if (spinNanos < 0) {
+            throw new IllegalArgumentException("negative spin time");
+        }
+        this.name = Objects.requireNonNull(name, "name");
+        this.idleStrategy = Objects.requireNonNull(idleStrategy, "idleStrategy");
+        this.spinNanos = spinNanos;
+        this.thread = new Thread(this::run, name);
+        this.thread.setDaemon(true);
+    }
+
+    public Reactor(String name) {
+        this(name, IdleStrategy.ADAPTIVE, SPIN_NANOS_DEFAULT);
+    }
+
+    public String name() {
+        return name;
+    }
+
+    public IdleStrategy idleStrategy() {
+        return idleStrategy;
+    }
+
+    /** Adds a poll group this reactor polls and owns (closes when it stops). Before {@link #start()} only. */
+    public synchronized Reactor add(PollGroup group) {
+        requireNew();
+        groups = Arrays.copyOf(groups, groups.length + 1);
+        groups[groups.length - 1] = Objects.requireNonNull(group, "group");
+        consecutiveFailures = new int[groups.length];
+        owned.add(group);
+        return this;
+    }
+
+    /** Registers a resource closed by the reactor thread when it stops, in reverse order. Before start only. */
+    public synchronized Reactor own(AutoCloseable resource) {
+        requireNew();
+        owned.add(Objects.requireNonNull(resource, "resource"));
+        return this;
+    }
+
+    public List<PollGroup> pollGroups() {
+        return List.of(groups);
+    }
+
+    private void requireNew() {
+        if (lifecycle != Lifecycle.NEW) {
+            throw new IllegalStateException("reactor " + name + " already started");
+        }
+    }
+
+    public synchronized void start() {
+        requireNew();
+        running = true;
+        lifecycle = Lifecycle.RUNNING;
+        thread.start();
+        LOG.debug("reactor {} started: {} poll group(s), idle strategy {}", name, groups.length,
+            idleStrategy.configName());
+    }
+
+    public boolean isReactorThread() {
+        return Thread.currentThread() == thread;
+    }
+
+    public boolean isRunning() {
+        return running && thread.isAlive();
+    }
+
+    /** Rounds of {@link #doWork()} so far (read from any thread: approximate). */
+    public long rounds() {
+        return rounds;
+    }
+
+    /**
+     * Runs {@code task} on the reactor thread, soon. Any thread; does not allocate beyond what the caller did.
+     *
+     * @throws RejectedExecutionException when the reactor is not running or its task queue is full
+     */
+    @Override
+    public void execute(Runnable task) {
+        Objects.requireNonNull(task, "task");
+        if (!running) {
+            throw new RejectedExecutionException("reactor " + name + " is not running");
+        }
+        if (!tasks.offer(task)) {
+            throw new RejectedExecutionException("reactor " + name + " task queue is full ("
+                + tasks.capacity() + ")");
+        }
+        // The reactor publishes "sleeping" and then re-checks the queue; we offered and now check "sleeping".
+        if (sleeping) {
+            wakeup();
+        }
+    }
+
+    private void wakeup() {
+        PollGroup[] gs = groups;
+        if (gs.length == 0) {
+            LockSupport.unpark(thread);
+            return;
+        }
+        try {
+            gs[0].wakeup();
+        } catch (RuntimeException e) {
+            LOG.warn("reactor {}: waking poll group {} failed", name, gs[0], e);
+        }
+    }
+
+    /** One round: polls every group and runs up to 64 queued tasks. Reactor thread only (or tests). */
+    public int doWork() {
+        int work = 0;
+        PollGroup[] gs = groups;
+        for (int i = 0; i < gs.length; i++) {
+            try {
+                work += gs[i].poll();
+                consecutiveFailures[i] = 0;
+            } catch (RuntimeException e) {
+                if (onPollFailure(i, e)) {
+                    break; // groups changed; the next round sees the new array
+                }
+            } catch (Error e) {
+                dropGroup(i, e);
+                break;
+            }
+        }
+        work += runTasks(MAX_TASKS_PER_ROUND);
+        rounds++;
+        return work;
+    }
+
+    private int runTasks(int max) {
+        int n = 0;
+        Runnable task;
+        while (n < max && (task = tasks.poll()) != null) {
+            n++;
+            try {
+                task.run();
+            } catch (RuntimeException e) {
+                LOG.error("reactor {}: task {} failed", name, task, e);
+            }
+        }
+        return n;
+    }
+
+    /** @return true when the group was dropped */
+    private boolean onPollFailure(int index, RuntimeException e) {
+        int failures = ++consecutiveFailures[index];
+        if (failures >= FATAL_CONSECUTIVE_FAILURES) {
+            dropGroup(index, e);
+            return true;
+        }
+        if (failures == 1 || failures == 10 || failures == 100) {
+            LOG.warn("reactor {}: poll group {} threw ({} in a row); continuing", name, groups[index], failures, e);
+        }
+        return false;
+    }
+
+    private void dropGroup(int index, Throwable cause) {
+        PollGroup group = groups[index];
+        LOG.error("reactor {}: poll group {} failed fatally; closing it (its queues disconnect)", name, group, cause);
+        PollGroup[] next = new PollGroup[groups.length - 1];
+        System.arraycopy(groups, 0, next, 0, index);
+        System.arraycopy(groups, index + 1, next, index, groups.length - index - 1);
+        synchronized (this) {
+            owned.remove(group);
+        }
+        groups = next;
+        consecutiveFailures = new int[next.length];
+        closeQuietly(group);
+    }
+
+    private void run() {
+        boolean idling = false;
+        long idleStart = 0;
+        try {
+            while (running) {
+                if (doWork() > 0) {
+                    idling = false;
+                    continue;
+                }
+                if (idleStrategy == IdleStrategy.BUSY) {
+                    Thread.onSpinWait();
+                    continue;
+                }
+                long now = System.nanoTime();
+                if (!idling) {
+                    idling = true;
+                    idleStart = now;
+                } else if (now - idleStart < spinNanos) {
+                    Thread.onSpinWait();
+                } else {
+                    block();
+                    idling = false;
+                }
+            }
+            runTasks(TASK_QUEUE_CAPACITY);
+        } catch (Throwable t) {
+            LOG.error("reactor {} stopped by an unexpected failure", name, t);
+        } finally {
+            running = false;
+            closeOwned();
+            lifecycle = Lifecycle.STOPPED;
+        }
+    }
+
+    private void block() {
+        sleeping = true;
+        try {
+            if (!tasks.isEmpty() || !running) {
+                return;
+            }
+            PollGroup[] gs = groups;
+            if (gs.length == 0) {
+                LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(AWAIT_MILLIS_ONE_GROUP));
+            } else {
+                long millis = gs.length == 1 ? AWAIT_MILLIS_ONE_GROUP : AWAIT_MILLIS_SEVERAL_GROUPS;
+                try {
+                    gs[0].await(TimeUnit.MILLISECONDS.toNanos(millis));
+                } catch (RuntimeException e) {
+                    LOG.warn("reactor {}: await on poll group {} threw", name, gs[0], e);
+                }
+            }
+        } finally {
+            sleeping = false;
+        }
+    }
+
+    private void closeOwned() {
+        List<AutoCloseable> toClose;
+        synchronized (this) {
+            toClose = new ArrayList<>(owned);
+            owned.clear();
+        }
+        for (int i = toClose.size() - 1; i >= 0; i--) {
+            closeQuietly(toClose.get(i));
+        }
+    }
+
+    private void closeQuietly(AutoCloseable resource) {
+        try {
+            resource.close();
+        } catch (Exception | Error e) {
+            LOG.error("reactor {}: closing {} failed", name, resource, e);
+        }
+    }
+
+    /**
+     * Stops the loop and waits up to {@code timeout} for the thread to close what it owns and end.
+     *
+     * @return true when the reactor has stopped (or never started; then its resources are closed here)
+     */
+    public boolean stop(Duration timeout) {
+        synchronized (this) {
+            if (lifecycle == Lifecycle.NEW) {
+                lifecycle = Lifecycle.STOPPED;
+                closeOwned();
+                return true;
+            }
+        }
+        running = false;
+        wakeup();
+        if (isReactorThread()) {
+            return false;
+        }
+        try {
+            thread.join(Math.max(1, timeout.toMillis()));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (thread.isAlive()) {
+            LOG.error("reactor {} did not stop within {} ms; its poll groups stay open", name, timeout.toMillis());
+            return false;
+        }
+        return true;
+    }
+
+    @Override
+    public void close() {
+        stop(STOP_TIMEOUT_DEFAULT);
+    }
+
+    @Override
+    public String toString() {
+        return "reactor " + name;
+    }
+}

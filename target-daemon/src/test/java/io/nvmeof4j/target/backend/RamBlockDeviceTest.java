@@ -1,0 +1,203 @@
+package io.nvmeof4j.target.backend;
+
+import io.nvmeof4j.protocol.command.NvmeStatus;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static io.nvmeof4j.target.backend.BlockIo.Op.DEALLOCATE;
+import static io.nvmeof4j.target.backend.BlockIo.Op.FLUSH;
+import static io.nvmeof4j.target.backend.BlockIo.Op.READ;
+import static io.nvmeof4j.target.backend.BlockIo.Op.WRITE;
+import static io.nvmeof4j.target.backend.BlockIo.Op.WRITE_ZEROES;
+import static io.nvmeof4j.target.backend.RamBlockDevice.CHUNK_SIZE;
+import static org.assertj.core.api.Assertions.assertThat;
+
+class RamBlockDeviceTest {
+    private static final long GIB = 1L << 30;
+
+    @Test
+    void shouldCommitNothingUntilWritten() {
+        try (RamBlockDevice device = new RamBlockDevice("", GIB, 512)) {
+            assertThat(device.committedBytes()).isZero();
+            assertThat(device.blockCount()).isEqualTo(GIB / 512);
+            ByteBuffer buf = ByteBuffer.allocateDirect(4096);
+            fill(buf, (byte) 0x5A);
+            assertThat(SyncIo.run(device, READ, GIB - 4096, 4096, buf, false)).isEqualTo(NvmeStatus.SUCCESS);
+            assertThat(SyncIo.allZero(buf, 0, 4096)).as("never-written range reads as zeros").isTrue();
+            assertThat(device.committedBytes()).as("reads do not commit memory").isZero();
+
+            assertThat(SyncIo.run(device, WRITE, 5L * CHUNK_SIZE + 512, 4096, SyncIo.pattern(4096, 1), false))
+                .isEqualTo(NvmeStatus.SUCCESS);
+            assertThat(device.committedBytes()).isEqualTo(CHUNK_SIZE);
+        }
+    }
+
+    @Test
+    void shouldWriteAcrossChunkBoundaryIntoTwoChunks() {
+        try (RamBlockDevice device = new RamBlockDevice("", 8L * CHUNK_SIZE, 4096)) {
+            ByteBuffer data = SyncIo.pattern(3 * 4096, 2);
+            long offset = CHUNK_SIZE - 4096;
+            assertThat(SyncIo.run(device, WRITE, offset, data.remaining(), data, false)).isZero();
+            assertThat(device.committedBytes()).isEqualTo(2L * CHUNK_SIZE);
+            ByteBuffer back = ByteBuffer.allocateDirect(3 * 4096);
+            assertThat(SyncIo.run(device, READ, offset, back.remaining(), back, false)).isZero();
+            assertThat(back).isEqualTo(data);
+            assertThat(back.position()).as("position untouched").isZero();
+            assertThat(back.limit()).isEqualTo(3 * 4096);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {512, 4096})
+    void shouldMatchAReferenceModelOverRandomReadsWritesAndZeroing(int blockSize) {
+        long size = 4L * CHUNK_SIZE + 3L * 4096; // last chunk is short
+        byte[] model = new byte[(int) size];
+        Random random = new Random(blockSize);
+        try (RamBlockDevice device = new RamBlockDevice("model", size, blockSize)) {
+            for (int round = 0; round < 300; round++) {
+                long blocks = size / blockSize;
+                long slba = (long) (random.nextDouble() * blocks);
+                long maxBlocks = Math.min(blocks - slba, (3L * CHUNK_SIZE) / blockSize);
+                int count = 1 + random.nextInt((int) maxBlocks);
+                int offset = (int) (slba * blockSize);
+                int length = count * blockSize;
+                int kind = random.nextInt(10);
+                if (kind < 5) {
+                    ByteBuffer data = SyncIo.pattern(length, random.nextLong());
+                    assertThat(SyncIo.run(device, WRITE, offset, length, data, false)).isZero();
+                    data.get(0, model, offset, length);
+                } else if (kind < 7) {
+                    BlockIo.Op op = kind == 5 ? WRITE_ZEROES : DEALLOCATE;
+                    assertThat(SyncIo.run(device, op, offset, length, null, false)).isZero();
+                    java.util.Arrays.fill(model, offset, offset + length, (byte) 0);
+                } else {
+                    ByteBuffer back = ByteBuffer.allocate(length);
+                    fill(back, (byte) 0x77);
+                    assertThat(SyncIo.run(device, READ, offset, length, back, false)).isZero();
+                    assertThat(back.array()).as("read %d at %d", length, offset)
+                        .isEqualTo(java.util.Arrays.copyOfRange(model, offset, offset + length));
+                }
+            }
+            ByteBuffer all = ByteBuffer.allocate((int) size);
+            assertThat(SyncIo.run(device, READ, 0, size, all, false)).isZero();
+            assertThat(all.array()).isEqualTo(model);
+        }
+    }
+
+    @Test
+    void shouldReturnChunkMemoryOnWholeChunkDeallocateAndZeroPartialRanges() {
+        try (RamBlockDevice device = new RamBlockDevice("", 4L * CHUNK_SIZE, 512)) {
+            ByteBuffer data = SyncIo.pattern(2 * CHUNK_SIZE, 3);
+            assertThat(SyncIo.run(device, WRITE, 0, data.remaining(), data, false)).isZero();
+            assertThat(device.committedBytes()).isEqualTo(2L * CHUNK_SIZE);
+
+            // Partial: bytes zeroed, chunk kept.
+            assertThat(SyncIo.run(device, DEALLOCATE, 4096, 8192, null, false)).isZero();
+            assertThat(device.committedBytes()).isEqualTo(2L * CHUNK_SIZE);
+            ByteBuffer back = ByteBuffer.allocate(16384);
+            assertThat(SyncIo.run(device, READ, 0, 16384, back, false)).isZero();
+            assertThat(SyncIo.allZero(back, 4096, 8192)).isTrue();
+            assertThat(back.get(0)).isEqualTo(data.get(0));
+            assertThat(back.get(12288)).isEqualTo(data.get(12288));
+
+            // Whole chunk 1 plus part of chunk 0: chunk 1 dropped.
+            assertThat(SyncIo.run(device, WRITE_ZEROES, CHUNK_SIZE - 512, CHUNK_SIZE + 512, null, false)).isZero();
+            assertThat(device.committedBytes()).isEqualTo(CHUNK_SIZE);
+            ByteBuffer tail = ByteBuffer.allocate(CHUNK_SIZE);
+            fill(tail, (byte) 1);
+            assertThat(SyncIo.run(device, READ, CHUNK_SIZE, CHUNK_SIZE, tail, false)).isZero();
+            assertThat(SyncIo.allZero(tail, 0, CHUNK_SIZE)).isTrue();
+        }
+    }
+
+    @Test
+    void shouldRejectOutOfRangeAndMisalignedIo() {
+        try (RamBlockDevice device = new RamBlockDevice("", CHUNK_SIZE, 4096)) {
+            ByteBuffer buf = ByteBuffer.allocate(8192);
+            assertThat(SyncIo.run(device, READ, CHUNK_SIZE - 4096, 8192, buf, false))
+                .isEqualTo(NvmeStatus.LBA_OUT_OF_RANGE | NvmeStatus.DNR);
+            assertThat(SyncIo.run(device, WRITE, 512, 4096, buf, false))
+                .isEqualTo(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+            assertThat(SyncIo.run(device, FLUSH, 0, 0, null, false)).isZero();
+            assertThat(device.hasVolatileWriteCache()).isFalse();
+        }
+    }
+
+    @Test
+    void shouldFailIoAfterCloseWithRetryableStatus() {
+        RamBlockDevice device = new RamBlockDevice("", CHUNK_SIZE, 512);
+        assertThat(SyncIo.run(device, WRITE, 0, 512, SyncIo.pattern(512, 4), false)).isZero();
+        device.close();
+        device.close();
+        assertThat(device.committedBytes()).isZero();
+        assertThat(SyncIo.run(device, READ, 0, 512, ByteBuffer.allocate(512), false))
+            .isEqualTo(NvmeStatus.NAMESPACE_NOT_READY);
+    }
+
+    @Test
+    void shouldKeepEveryThreadsDataUnderConcurrentIo() throws Exception {
+        int threads = 6;
+        long size = 4L * CHUNK_SIZE;
+        int blocks = (int) (size / 4096);
+        try (RamBlockDevice device = new RamBlockDevice("", size, 512)) {
+            ExecutorService pool = Executors.newFixedThreadPool(threads);
+            try {
+                List<Future<?>> futures = new ArrayList<>();
+                for (int t = 0; t < threads; t++) {
+                    int id = t;
+                    futures.add(pool.submit(() -> {
+                        // Thread t owns blocks b with b % threads == t, visited chunk by chunk in a rotating order
+                        // so every thread races the others to create every chunk.
+                        SyncIo io = new SyncIo();
+                        for (int i = 0; i < blocks; i++) {
+                            int block = (i * 257 + id * 64) % blocks;
+                            if (block % threads != id) {
+                                continue;
+                            }
+                            ByteBuffer data = SyncIo.pattern(4096, block);
+                            assertThat(io.submitAndWait(device, WRITE, block * 4096L, 4096, data, false)).isZero();
+                            ByteBuffer back = ByteBuffer.allocateDirect(4096);
+                            assertThat(io.submitAndWait(device, READ, block * 4096L, 4096, back, false)).isZero();
+                            assertThat(back).isEqualTo(data);
+                        }
+                        return null;
+                    }));
+                }
+                for (Future<?> f : futures) {
+                    f.get(30, TimeUnit.SECONDS);
+                }
+            } finally {
+                pool.shutdownNow();
+            }
+            assertThat(device.committedBytes()).isEqualTo(size);
+            for (int block = 0; block < blocks; block++) {
+                ByteBuffer back = ByteBuffer.allocateDirect(4096);
+                assertThat(SyncIo.run(device, READ, block * 4096L, 4096, back, false)).isZero();
+                assertThat(back).as("block %d", block).isEqualTo(SyncIo.pattern(4096, block));
+            }
+        }
+    }
+
+    @Test
+    void shouldDescribeItself() {
+        try (RamBlockDevice device = new RamBlockDevice("", GIB, 512)) {
+            assertThat(device.description()).isEqualTo("ram 1 GiB");
+        }
+    }
+
+    static void fill(ByteBuffer b, byte value) {
+        for (int i = 0; i < b.limit(); i++) {
+            b.put(i, value);
+        }
+    }
+}

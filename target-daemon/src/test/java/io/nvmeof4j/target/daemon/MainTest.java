@@ -1,0 +1,129 @@
+package io.nvmeof4j.target.daemon;
+
+import io.nvmeof4j.protocol.spi.TransportAddress;
+import io.nvmeof4j.target.config.BuildVersion;
+import io.nvmeof4j.target.model.Port;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static io.nvmeof4j.target.daemon.TargetDaemonTest.canBind;
+import static io.nvmeof4j.target.daemon.TargetDaemonTest.config;
+import static io.nvmeof4j.target.daemon.TargetDaemonTest.port;
+import static io.nvmeof4j.target.daemon.TargetDaemonTest.ram;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Runs {@link Main} in this JVM: exit statuses come back from picocli, nothing calls System.exit. */
+class MainTest {
+    private static final String NQN = "nqn.2014-08.io.nvmeof4j:daemon-test";
+
+    @TempDir
+    Path dir;
+
+    private final StringWriter out = new StringWriter();
+    private final StringWriter err = new StringWriter();
+
+    private int run(String... args) {
+        return Main.run(new PrintWriter(out, true), new PrintWriter(err, true), args);
+    }
+
+    @Test
+    void shouldExitWith2AndNameTheFieldForABadConfiguration() throws Exception {
+        Path bad = dir.resolve("bad.json");
+        Files.writeString(bad, config(port(1, 0, NQN), "{\"nsid\": 1, \"device\": {\"backend\": \"ram\", "
+            + "\"size\": \"12Q\"}}"));
+        assertThat(run("--config", bad.toString())).isEqualTo(2);
+        assertThat(err.toString()).isEqualTo("nvmeof-target: error: subsystems[0].namespaces[0].device.size: \"12Q\" "
+            + "is not a size (examples: \"1G\", \"64M\", \"4096\")" + System.lineSeparator());
+        assertThat(out.toString()).isEmpty();
+    }
+
+    @Test
+    void shouldExitWith2ForAMissingConfigurationFile() {
+        Path missing = dir.resolve("missing.json");
+        assertThat(run("-c", missing.toString())).isEqualTo(2);
+        assertThat(err.toString()).startsWith("nvmeof-target: error: ").contains(missing.toString());
+    }
+
+    @Test
+    void shouldExitWith2ForAnUnknownOption() {
+        assertThat(run("--bogus")).isEqualTo(2);
+        assertThat(err.toString()).contains("--bogus");
+    }
+
+    @Test
+    void shouldPrintHelpAndVersion() {
+        assertThat(run("--help")).isZero();
+        assertThat(out.toString()).contains("nvmeof-target", "--config", "--check", "--version", "Exit status");
+        out.getBuffer().setLength(0);
+        assertThat(run("--version")).isZero();
+        assertThat(out.toString()).startsWith("nvmeof-target " + BuildVersion.version());
+        assertThat(BuildVersion.version()).as("filtered from the POM").isNotEqualTo("unknown");
+    }
+
+    @Test
+    void shouldCheckAConfigurationWithoutStartingAnything() throws Exception {
+        Path good = dir.resolve("good.json");
+        Files.writeString(good, config(port(1, 0, NQN), ram(1)));
+        assertThat(run("--check", "--config", good.toString())).isZero();
+        assertThat(out.toString()).startsWith("configuration OK: 1 subsystem(s), 1 NVMe/TCP port(s)");
+    }
+
+    @Test
+    void shouldExitWith1NamingTheAddressWhenThePortIsInUse() throws Exception {
+        try (ServerSocket taken = new ServerSocket()) {
+            taken.bind(new InetSocketAddress("127.0.0.1", 0));
+            int busy = taken.getLocalPort();
+            Path file = dir.resolve("busy.json");
+            Files.writeString(file, config(port(1, busy, NQN), ram(1)));
+            assertThat(run("--config", file.toString())).isEqualTo(1);
+            assertThat(err.toString()).startsWith("nvmeof-target: error: ").contains("127.0.0.1:" + busy)
+                .contains("in use");
+        }
+    }
+
+    @Test
+    void shouldPrintHowToConnectThenStopWithStatus0() throws Exception {
+        Path file = dir.resolve("run.json");
+        Files.writeString(file, config(port(1, 0, NQN) + ", " + port(2, 0, Port.DISCOVERY_NQN), ram(1)));
+        Main main = new Main(false);
+        AtomicInteger status = new AtomicInteger(-1);
+        Thread runner = new Thread(() -> status.set(Main.commandLine(main)
+            .setOut(new PrintWriter(out, true)).setErr(new PrintWriter(err, true))
+            .execute("--config", file.toString())), "main-under-test");
+        runner.start();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!out.toString().contains("Stop with") && System.nanoTime() - deadline < 0 && runner.isAlive()) {
+            Thread.sleep(10);
+        }
+        assertThat(out.toString()).as("stderr: %s", err).contains("Stop with");
+        List<TransportAddress> addresses = main.daemon().listenAddresses();
+        int io = addresses.get(0).port();
+        int discovery = addresses.get(1).port();
+        List<String> lines = out.toString().lines().toList();
+        assertThat(lines).contains(
+            "nvme discover -t tcp -a 127.0.0.1 -s " + io,
+            "nvme connect -t tcp -a 127.0.0.1 -s " + io + " -n " + NQN,
+            "nvme discover -t tcp -a 127.0.0.1 -s " + discovery);
+        assertThat(lines).filteredOn(l -> l.startsWith("nvme connect")).hasSize(1);
+        assertThat(lines).anySatisfy(l -> assertThat(l).contains("tcp://127.0.0.1:" + io, "portid 1"));
+        assertThat(canBind(io)).isFalse();
+
+        main.requestStop();
+        runner.join(30_000);
+        assertThat(runner.isAlive()).isFalse();
+        assertThat(status.get()).isZero();
+        assertThat(canBind(io)).isTrue();
+        assertThat(canBind(discovery)).isTrue();
+        assertThat(main.daemon().isClosed()).isTrue();
+    }
+}

@@ -1,0 +1,371 @@
+package io.nvmeof4j.target.reactor;
+
+import io.nvmeof4j.protocol.spi.PollGroup;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class ReactorTest {
+    private static final Duration STOP = Duration.ofSeconds(5);
+
+    private final List<Reactor> reactors = new ArrayList<>();
+    private final List<String> closeLog = new CopyOnWriteArrayList<>();
+
+    @AfterEach
+    void stopReactors() {
+        for (Reactor r : reactors) {
+            r.stop(STOP);
+        }
+    }
+
+    private Reactor reactor(String name, IdleStrategy idle) {
+        Reactor r = new Reactor(name, idle, TimeUnit.MICROSECONDS.toNanos(50));
+        reactors.add(r);
+        return r;
+    }
+
+    private static void await(String what, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new AssertionError("timed out after 10 s waiting for: " + what);
+            }
+            Thread.sleep(1);
+        }
+    }
+
+    @Test
+    void shouldPollEveryGroupOnTheReactorThread() throws Exception {
+        FakeGroup a = new FakeGroup("a");
+        FakeGroup b = new FakeGroup("b");
+        Reactor reactor = reactor("reactor-poll", IdleStrategy.BUSY).add(a).add(b);
+        reactor.start();
+        await("both groups polled", () -> a.polls.get() > 100 && b.polls.get() > 100);
+        assertThat(a.pollThread.get().getName()).isEqualTo("reactor-poll");
+        assertThat(b.pollThread.get()).isSameAs(a.pollThread.get());
+        assertThat(reactor.pollGroups()).containsExactly(a, b);
+        assertThat(reactor.isRunning()).isTrue();
+    }
+
+    @Test
+    void shouldNeverBlockWithTheBusyStrategy() throws Exception {
+        FakeGroup group = new FakeGroup("busy");
+        Reactor reactor = reactor("reactor-busy", IdleStrategy.BUSY).add(group);
+        reactor.start();
+        await("many idle rounds", () -> group.polls.get() > 10_000);
+        assertThat(group.awaits.get()).isZero();
+    }
+
+    @Test
+    void shouldBlockInTheFirstGroupWhenIdleAndWakeOnExecute() throws Exception {
+        FakeGroup first = new FakeGroup("first");
+        FakeGroup second = new FakeGroup("second");
+        Reactor reactor = reactor("reactor-idle", IdleStrategy.ADAPTIVE).add(first).add(second);
+        reactor.start();
+        await("the reactor blocks in the first group", () -> first.inAwait.get());
+        assertThat(second.awaits.get()).as("only the first group is waited on").isZero();
+        long timeout = first.lastAwaitTimeoutNanos.get();
+        assertThat(timeout).as("bounded wait with several groups").isEqualTo(TimeUnit.MILLISECONDS.toNanos(1));
+
+        CountDownLatch ran = new CountDownLatch(1);
+        AtomicReference<Thread> taskThread = new AtomicReference<>();
+        first.waitForever(); // from now on only a wakeup() ends an await
+        await("blocked for good", () -> first.inAwait.get() && first.waitingForever.get());
+        reactor.execute(() -> {
+            taskThread.set(Thread.currentThread());
+            ran.countDown();
+        });
+        assertThat(ran.await(10, TimeUnit.SECONDS)).as("task ran after wakeup").isTrue();
+        assertThat(first.wakeups.get()).isGreaterThanOrEqualTo(1);
+        assertThat(first.awaitsEndedByWakeup.get()).isGreaterThanOrEqualTo(1);
+        assertThat(taskThread.get().getName()).isEqualTo("reactor-idle");
+    }
+
+    @Test
+    void shouldWaitLongerWithOneGroupAndWakeWhenTheGroupHasWork() throws Exception {
+        FakeGroup group = new FakeGroup("only");
+        Reactor reactor = reactor("reactor-one", IdleStrategy.ADAPTIVE).add(group);
+        reactor.start();
+        await("blocked", () -> group.inAwait.get());
+        assertThat(group.lastAwaitTimeoutNanos.get()).isEqualTo(TimeUnit.MILLISECONDS.toNanos(100));
+
+        group.waitForever();
+        await("blocked for good", () -> group.inAwait.get() && group.waitingForever.get());
+        long pollsBefore = group.polls.get();
+        Thread.sleep(50);
+        assertThat(group.polls.get()).as("an idle reactor does not poll").isEqualTo(pollsBefore);
+
+        // What a transport does when a socket becomes readable: work arrives, and the selector wakes up.
+        group.pendingWork.set(3);
+        group.wakeup();
+        await("the work was polled", () -> group.workDone.get() == 3);
+    }
+
+    @Test
+    void shouldRunSubmittedTasksOnTheReactorThreadInOrderPerProducer() throws Exception {
+        FakeGroup group = new FakeGroup("g");
+        Reactor reactor = reactor("reactor-tasks", IdleStrategy.ADAPTIVE).add(group);
+        reactor.start();
+        int producers = 4;
+        int perProducer = 500;
+        List<List<Integer>> seen = new ArrayList<>();
+        for (int p = 0; p < producers; p++) {
+            seen.add(Collections.synchronizedList(new ArrayList<>()));
+        }
+        AtomicInteger offReactor = new AtomicInteger();
+        CountDownLatch all = new CountDownLatch(producers * perProducer);
+        List<Thread> threads = new ArrayList<>();
+        for (int p = 0; p < producers; p++) {
+            int producer = p;
+            Thread t = new Thread(() -> {
+                for (int i = 0; i < perProducer; i++) {
+                    int value = i;
+                    Runnable task = () -> {
+                        if (!reactor.isReactorThread()) {
+                            offReactor.incrementAndGet();
+                        }
+                        seen.get(producer).add(value);
+                        all.countDown();
+                    };
+                    while (true) {
+                        try {
+                            reactor.execute(task);
+                            break;
+                        } catch (RejectedExecutionException full) {
+                            Thread.onSpinWait(); // bounded queue full: the producer retries
+                        }
+                    }
+                }
+            }, "producer-" + p);
+            threads.add(t);
+            t.start();
+        }
+        assertThat(all.await(10, TimeUnit.SECONDS)).isTrue();
+        for (Thread t : threads) {
+            t.join(10_000);
+        }
+        assertThat(offReactor.get()).isZero();
+        for (List<Integer> values : seen) {
+            assertThat(values).hasSize(perProducer).isSorted();
+        }
+    }
+
+    @Test
+    void shouldRejectTasksUnlessRunning() {
+        Reactor reactor = reactor("reactor-reject", IdleStrategy.ADAPTIVE);
+        assertThatThrownBy(() -> reactor.execute(() -> { })).isInstanceOf(RejectedExecutionException.class)
+            .hasMessageContaining("reactor-reject");
+        reactor.start();
+        assertThat(reactor.stop(STOP)).isTrue();
+        assertThatThrownBy(() -> reactor.execute(() -> { })).isInstanceOf(RejectedExecutionException.class);
+    }
+
+    @Test
+    void shouldKeepRunningWhenATaskThrows() throws Exception {
+        Reactor reactor = reactor("reactor-task-fail", IdleStrategy.ADAPTIVE).add(new FakeGroup("g"));
+        reactor.start();
+        CountDownLatch after = new CountDownLatch(1);
+        reactor.execute(() -> {
+            throw new IllegalStateException("task failure (expected by the test)");
+        });
+        reactor.execute(after::countDown);
+        assertThat(after.await(10, TimeUnit.SECONDS)).isTrue();
+        assertThat(reactor.isRunning()).isTrue();
+    }
+
+    @Test
+    void shouldStopPromptlyWhileBlockedAndCloseGroupsInReverseOrderOnItsThread() throws Exception {
+        FakeGroup a = new FakeGroup("a");
+        FakeGroup b = new FakeGroup("b");
+        Reactor reactor = reactor("reactor-stop", IdleStrategy.ADAPTIVE)
+            .add(a)
+            .own(() -> closeLog.add("pool"))
+            .add(b);
+        reactor.start();
+        await("blocked", () -> a.inAwait.get());
+        a.waitForever();
+        await("blocked for good", () -> a.inAwait.get() && a.waitingForever.get());
+
+        long start = System.nanoTime();
+        assertThat(reactor.stop(STOP)).isTrue();
+        long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        assertThat(millis).as("stop wakes the blocked reactor").isLessThan(2_000);
+        assertThat(reactor.isRunning()).isFalse();
+        assertThat(closeLog).containsExactly("b", "pool", "a");
+        assertThat(a.closeThread.get().getName()).isEqualTo("reactor-stop");
+        assertThat(b.closeThread.get().getName()).isEqualTo("reactor-stop");
+        assertThat(reactor.stop(STOP)).as("idempotent").isTrue();
+        assertThat(closeLog).hasSize(3);
+    }
+
+    @Test
+    void shouldRunTasksQueuedBeforeStop() throws Exception {
+        FakeGroup group = new FakeGroup("g");
+        Reactor reactor = reactor("reactor-drain", IdleStrategy.ADAPTIVE).add(group);
+        reactor.start();
+        AtomicInteger ran = new AtomicInteger();
+        for (int i = 0; i < 100; i++) {
+            reactor.execute(ran::incrementAndGet);
+        }
+        assertThat(reactor.stop(STOP)).isTrue();
+        assertThat(ran.get()).isEqualTo(100);
+    }
+
+    @Test
+    void shouldCloseWhatItOwnsWhenStoppedBeforeStart() {
+        Reactor reactor = reactor("reactor-never", IdleStrategy.ADAPTIVE)
+            .add(new FakeGroup("a"))
+            .own(() -> closeLog.add("pool"))
+            .add(new FakeGroup("b"));
+        assertThat(reactor.stop(STOP)).isTrue();
+        assertThat(closeLog).containsExactly("b", "pool", "a");
+        assertThatThrownBy(reactor::start).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void shouldRefuseNewGroupsOnceStarted() {
+        Reactor reactor = reactor("reactor-started", IdleStrategy.ADAPTIVE).add(new FakeGroup("a"));
+        reactor.start();
+        assertThatThrownBy(() -> reactor.add(new FakeGroup("late"))).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void shouldDropAndCloseAGroupThatKeepsFailingButServeTheOthers() throws Exception {
+        FakeGroup healthy = new FakeGroup("healthy");
+        FakeGroup broken = new FakeGroup("broken");
+        broken.failure.set(new IllegalStateException("poll failure (expected by the test)"));
+        Reactor reactor = reactor("reactor-faulty", IdleStrategy.BUSY).add(broken).add(healthy);
+        reactor.start();
+        await("broken group closed", () -> closeLog.contains("broken"));
+        assertThat(broken.polls.get()).isEqualTo(Reactor.FATAL_CONSECUTIVE_FAILURES);
+        long before = healthy.polls.get();
+        await("healthy group still polled", () -> healthy.polls.get() > before + 100);
+        assertThat(reactor.pollGroups()).containsExactly(healthy);
+        assertThat(reactor.stop(STOP)).isTrue();
+        assertThat(closeLog).containsExactly("broken", "healthy");
+    }
+
+    @Test
+    void shouldDropAGroupAtOnceOnAnError() throws Exception {
+        FakeGroup healthy = new FakeGroup("healthy");
+        FakeGroup broken = new FakeGroup("broken");
+        broken.error.set(new AssertionError("poll error (expected by the test)"));
+        Reactor reactor = reactor("reactor-error", IdleStrategy.BUSY).add(healthy).add(broken);
+        reactor.start();
+        await("broken group closed", () -> closeLog.contains("broken"));
+        assertThat(broken.polls.get()).isEqualTo(1);
+        assertThat(reactor.isRunning()).isTrue();
+    }
+
+    @Test
+    void shouldToleratePollFailuresThatStop() throws Exception {
+        FakeGroup flaky = new FakeGroup("flaky");
+        flaky.failuresLeft.set(5);
+        flaky.failure.set(new IllegalStateException("transient poll failure (expected by the test)"));
+        Reactor reactor = reactor("reactor-flaky", IdleStrategy.BUSY).add(flaky);
+        reactor.start();
+        await("polled past the failures", () -> flaky.polls.get() > 100);
+        assertThat(closeLog).isEmpty();
+    }
+
+    /** A poll group double: counts, records threads, and blocks in await on a semaphore that wakeup() releases. */
+    private final class FakeGroup implements PollGroup {
+        final String name;
+        final AtomicLong polls = new AtomicLong();
+        final AtomicInteger awaits = new AtomicInteger();
+        final AtomicInteger wakeups = new AtomicInteger();
+        final AtomicInteger awaitsEndedByWakeup = new AtomicInteger();
+        final AtomicInteger pendingWork = new AtomicInteger();
+        final AtomicInteger workDone = new AtomicInteger();
+        final AtomicInteger failuresLeft = new AtomicInteger(Integer.MAX_VALUE);
+        final AtomicReference<RuntimeException> failure = new AtomicReference<>();
+        final AtomicReference<Error> error = new AtomicReference<>();
+        final AtomicLong lastAwaitTimeoutNanos = new AtomicLong();
+        final AtomicReference<Thread> pollThread = new AtomicReference<>();
+        final AtomicReference<Thread> closeThread = new AtomicReference<>();
+        final java.util.concurrent.atomic.AtomicBoolean inAwait = new java.util.concurrent.atomic.AtomicBoolean();
+        final java.util.concurrent.atomic.AtomicBoolean waitingForever = new java.util.concurrent.atomic.AtomicBoolean();
+        private final Semaphore wake = new Semaphore(0);
+        private volatile boolean forever;
+
+        FakeGroup(String name) {
+            this.name = name;
+        }
+
+        /** From now on await() ignores its timeout and returns only on wakeup(): a lost wakeup would hang. */
+        void waitForever() {
+            forever = true;
+        }
+
+        @Override
+        public int poll() {
+            polls.incrementAndGet();
+            pollThread.set(Thread.currentThread());
+            Error e = error.get();
+            if (e != null) {
+                throw e;
+            }
+            RuntimeException f = failure.get();
+            if (f != null && failuresLeft.getAndDecrement() > 0) {
+                throw f;
+            }
+            int work = pendingWork.getAndSet(0);
+            workDone.addAndGet(work);
+            return work;
+        }
+
+        @Override
+        public void await(long timeoutNanos) {
+            awaits.incrementAndGet();
+            lastAwaitTimeoutNanos.set(timeoutNanos);
+            boolean f = forever;
+            waitingForever.set(f);
+            inAwait.set(true);
+            try {
+                boolean woken = f ? wake.tryAcquire(30, TimeUnit.SECONDS) : wake.tryAcquire(timeoutNanos,
+                    TimeUnit.NANOSECONDS);
+                if (woken) {
+                    awaitsEndedByWakeup.incrementAndGet();
+                    wake.drainPermits();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } finally {
+                inAwait.set(false);
+            }
+        }
+
+        @Override
+        public void wakeup() {
+            wakeups.incrementAndGet();
+            wake.release();
+        }
+
+        @Override
+        public void close() {
+            closeThread.set(Thread.currentThread());
+            closeLog.add(name);
+        }
+
+        @Override
+        public String toString() {
+            return name;
+        }
+    }
+}
