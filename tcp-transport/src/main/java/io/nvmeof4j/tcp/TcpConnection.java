@@ -21,6 +21,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.SelectionKey;
@@ -57,6 +59,15 @@ import static io.nvmeof4j.protocol.tcp.TermReqPdu.FES_UNSUPPORTED_PARAMETER;
  */
 final class TcpConnection implements TransportQueue {
     private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
+    private static final VarHandle OUTSTANDING;
+
+    static {
+        try {
+            OUTSTANDING = MethodHandles.lookup().findVarHandle(TcpConnection.class, "outstanding", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     // Lifecycle.
     private static final int AWAITING_ICREQ = 0;
@@ -110,6 +121,9 @@ final class TcpConnection implements TransportQueue {
     private int sqSize;
     private boolean sqFlowControlDisabled;
     private int sqHead;
+    /** Slots not FREE. Written by the reactor thread with release semantics, read by any thread with acquire. */
+    @SuppressWarnings("unused")
+    private int outstanding;
 
     // Receive.
     private final ByteBuffer receiveBuffer;
@@ -201,6 +215,11 @@ final class TcpConnection implements TransportQueue {
     public int inCapsuleDataSize() {
         // Admin queue, and any queue before its Connect (Connect data is always in-capsule on TCP): 8 KiB.
         return queueId > 0 ? portOptions.inlineDataSize() : PortOptions.ADMIN_IN_CAPSULE_DATA_SIZE;
+    }
+
+    @Override
+    public int commandsOutstanding() {
+        return (int) OUTSTANDING.getAcquire(this);
     }
 
     @Override
@@ -506,6 +525,7 @@ final class TcpConnection implements TransportQueue {
             return false;
         }
         TcpRequest request = slots[freeSlots[--freeSlotCount]];
+        OUTSTANDING.setRelease(this, (int) OUTSTANDING.get(this) + 1);
         request.begin(receiveBuffer, base + CapsuleCmdPdu.SQE_OFFSET, System.nanoTime());
         readIndex = base + dataStart;
         if (++sqHead >= commandLimit) {
@@ -855,6 +875,7 @@ final class TcpConnection implements TransportQueue {
         releaseData(request);
         if (request.state() != TcpRequest.FREE) {
             request.state(TcpRequest.FREE);
+            OUTSTANDING.setRelease(this, (int) OUTSTANDING.get(this) - 1);
             if (lifecycle != CLOSED) {
                 freeSlots[freeSlotCount++] = request.tag;
             }

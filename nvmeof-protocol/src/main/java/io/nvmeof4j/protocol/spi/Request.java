@@ -46,8 +46,9 @@ public interface Request {
     void complete(int nvmeStatus);
 
     /**
-     * The handler's per-slot context. It survives reuse of the slot, so a handler can create its context the
-     * first time a slot is seen and find it again on every later command: no allocation per command.
+     * The command layer's per-slot context. It survives reuse of the slot, so the layer can create its context the
+     * first time a slot is seen and find it again on every later command: no allocation per command. One owner:
+     * the NVM command executor keeps its I/O context here.
      */
     Object attachment();
 

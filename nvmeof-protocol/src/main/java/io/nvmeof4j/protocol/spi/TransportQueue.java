@@ -32,6 +32,13 @@ public interface TransportQueue {
     int inCapsuleDataSize();
 
     /**
+     * Commands the host submitted on this queue that are not answered yet: still receiving their data (R2T),
+     * executing, or with a response not yet fully written to the network. Any thread (a snapshot); the daemon's
+     * shutdown waits for it to reach zero before it disconnects the queue.
+     */
+    int commandsOutstanding();
+
+    /**
      * Closes the connection (keep-alive expiry, controller teardown, shutdown). Any thread, idempotent. In-flight
      * requests still complete into nothing; {@link QueueHandler#onClosed} follows on the reactor thread.
      */

@@ -80,8 +80,11 @@ public final class Controller {
     private ScheduledFuture<?> keepAliveTask;
     /** Identifies the current timer chain: a check from a cancelled chain that already started does nothing. */
     private long keepAliveEpoch;
-    /** Shutdown is draining: new Asynchronous Event Requests end at once instead of being parked. */
-    private boolean draining;
+    /**
+     * Target shutdown is draining: new commands end at once (Aborted – SQ Deletion) instead of executing or being
+     * parked, so the queues empty. Written under {@link #lock}, read by the data path without it.
+     */
+    private volatile boolean draining;
 
     private final Request[] parkedAsyncEvents = new Request[ASYNC_EVENT_REQUEST_LIMIT];
     private int parkedAsyncEventCount;
@@ -177,6 +180,11 @@ public final class Controller {
         synchronized (lock) {
             return csts;
         }
+    }
+
+    /** True once the target's shutdown started draining this controller. */
+    boolean isDraining() {
+        return draining;
     }
 
     /** CC.EN = 1 and CSTS.RDY = 1: the controller processes admin and I/O commands. */
@@ -660,10 +668,10 @@ public final class Controller {
     }
 
     /**
-     * Shutdown: completes every parked Asynchronous Event Request with Aborted – SQ Deletion, and any later one
-     * at once, so they do not count as in flight while the registry drains.
+     * Shutdown: completes every parked Asynchronous Event Request with Aborted – SQ Deletion, and from now on any
+     * new command at once, so only the commands already executing remain in flight while the registry drains.
      */
-    void abortAsyncEventRequests() {
+    void drain() {
         List<Request> aborted = new ArrayList<>();
         synchronized (lock) {
             draining = true;

@@ -18,19 +18,16 @@ import java.lang.invoke.VarHandle;
  * only Connect; afterwards the admin queue goes to its controller's {@link AdminCommands} and an I/O queue
  * straight to the NVM executor.
  * <p>The I/O path ({@link #onCommand} on an I/O queue) checks the flags, the controller's readiness and the
- * NSID, then delegates: no allocation, no lock, no logging. Two counters per queue (commands received, written
- * only by the reactor; commands completed, from any thread) give the keep-alive timer its traffic and the
- * shutdown its in-flight count.
+ * NSID, then delegates: no allocation, no lock, no logging. A counter of commands received (written only by the
+ * reactor) gives the keep-alive timer its traffic; the shutdown's in-flight count comes from the transport
+ * ({@link TransportQueue#commandsOutstanding()}), which also sees writes still receiving their data.
  */
 final class ControllerQueueHandler implements QueueHandler {
     private static final VarHandle RECEIVED;
-    private static final VarHandle COMPLETED;
 
     static {
         try {
-            MethodHandles.Lookup lookup = MethodHandles.lookup();
-            RECEIVED = lookup.findVarHandle(ControllerQueueHandler.class, "received", long.class);
-            COMPLETED = lookup.findVarHandle(ControllerQueueHandler.class, "completed", long.class);
+            RECEIVED = MethodHandles.lookup().findVarHandle(ControllerQueueHandler.class, "received", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -48,11 +45,9 @@ final class ControllerQueueHandler implements QueueHandler {
     private volatile int queueId = -1;
     private volatile boolean closed;
 
-    /** Written by the reactor thread only (release), read by the keep-alive timer and shutdown (acquire). */
+    /** Written by the reactor thread only (release), read by the keep-alive timer (acquire). */
     @SuppressWarnings("unused") // through RECEIVED
     private long received;
-    @SuppressWarnings("unused") // through COMPLETED
-    private long completed;
     /** Last {@link #received} value the keep-alive timer saw; accessed under the controller's lock. */
     long keepAliveSeen;
 
@@ -88,23 +83,14 @@ final class ControllerQueueHandler implements QueueHandler {
         return (long) RECEIVED.getAcquire(this);
     }
 
-    long completedCount() {
-        return (long) COMPLETED.getVolatile(this);
-    }
-
-    /** Commands received and not yet completed. */
+    /** Commands received and not yet answered, as the transport counts them. */
     long inFlight() {
-        return receivedCount() - completedCount();
-    }
-
-    void commandCompleted() {
-        COMPLETED.getAndAdd(this, 1L);
+        return queue.commandsOutstanding();
     }
 
     @Override
-    public void onCommand(Request transportRequest) {
+    public void onCommand(Request request) {
         RECEIVED.setRelease(this, (long) RECEIVED.getOpaque(this) + 1);
-        Request request = tracked(transportRequest);
         SubmissionQueueEntry sqe = request.command();
         int flags = sqe.flags();
         // Fabrics: data is always described by SGLs (PSDT 01b) and nvmet supports no fused operations.
@@ -116,6 +102,11 @@ final class ControllerQueueHandler implements QueueHandler {
         Controller c = controller;
         if (c == null) {
             factory.connect(this, request);
+            return;
+        }
+        if (c.isDraining() && !sqe.isFabrics()) {
+            // Target shutdown: commands already in flight finish; new ones end now so the queue drains.
+            request.complete(NvmeStatus.ABORTED_SQ_DELETION);
             return;
         }
         if (queueId != 0) {
@@ -141,19 +132,6 @@ final class ControllerQueueHandler implements QueueHandler {
             return;
         }
         nvm.execute(request, namespace);
-    }
-
-    private Request tracked(Request transportRequest) {
-        Object attachment = transportRequest.attachment();
-        if (attachment instanceof TrackedRequest) {
-            TrackedRequest tracked = (TrackedRequest) attachment;
-            if (tracked.handler() == this && tracked.delegate() == transportRequest) {
-                return tracked;
-            }
-        }
-        TrackedRequest tracked = new TrackedRequest(transportRequest, this);
-        transportRequest.attach(tracked);
-        return tracked;
     }
 
     @Override

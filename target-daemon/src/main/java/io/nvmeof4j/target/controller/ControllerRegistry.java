@@ -188,8 +188,9 @@ public final class ControllerRegistry implements AutoCloseable {
     }
 
     /**
-     * Orderly shutdown (SIGTERM): stops accepting Connects, ends the parked Asynchronous Event Requests, waits up
-     * to {@code timeout} for every command in flight to complete, then disconnects every queue of every
+     * Orderly shutdown (SIGTERM): stops accepting Connects, ends the parked Asynchronous Event Requests and answers
+     * new commands with Aborted – SQ Deletion, waits up to {@code timeout} until every command in flight (writes
+     * still receiving their data included) is answered on the wire, then disconnects every queue of every
      * controller and stops the keep-alive timer.
      *
      * @return true when every queue drained within the timeout
@@ -199,7 +200,7 @@ public final class ControllerRegistry implements AutoCloseable {
         long deadline = System.nanoTime() + timeout.toNanos();
         List<Controller> all = new ArrayList<>(controllers.values());
         for (Controller c : all) {
-            c.abortAsyncEventRequests();
+            c.drain();
         }
         boolean drained = false;
         while (true) {

@@ -13,7 +13,6 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The NVM command set I/O commands (NVMe NVM Command Set 1.0, 3; wire reference 3): Flush, Write, Read, Compare,
@@ -67,18 +66,6 @@ public final class NvmCommands implements NvmCommandExecutor {
     public static final int DSM_RANGE_LENGTH_OFFSET = 4;
     public static final int DSM_RANGE_SLBA_OFFSET = 8;
     public static final int COMPARE_CHUNK_SIZE = 64 * 1024;
-
-    /**
-     * For a command layer that keeps its own per-slot object in {@link Request#attachment()}: implement this on
-     * that object and this executor keeps its slot context there instead.
-     */
-    public interface SlotContextHolder {
-        Object nvmSlotContext();
-
-        void nvmSlotContext(Object context);
-    }
-
-    private final AtomicBoolean warnedForeignAttachment = new AtomicBoolean();
 
     @Override
     public void execute(Request request, Namespace namespace) {
@@ -197,31 +184,15 @@ public final class NvmCommands implements NvmCommandExecutor {
         return buffer.order() == ByteOrder.LITTLE_ENDIAN ? v : Long.reverseBytes(v);
     }
 
-    private IoSlot slot(Request request) {
+    /** The slot's I/O context, created the first time the slot carries an I/O command. */
+    private static IoSlot slot(Request request) {
         Object attachment = request.attachment();
         if (attachment instanceof IoSlot) {
             return (IoSlot) attachment;
         }
-        if (attachment == null) {
-            IoSlot slot = new IoSlot();
-            request.attach(slot);
-            return slot;
-        }
-        if (attachment instanceof SlotContextHolder) {
-            SlotContextHolder holder = (SlotContextHolder) attachment;
-            Object context = holder.nvmSlotContext();
-            if (context instanceof IoSlot) {
-                return (IoSlot) context;
-            }
-            IoSlot slot = new IoSlot();
-            holder.nvmSlotContext(slot);
-            return slot;
-        }
-        if (warnedForeignAttachment.compareAndSet(false, true)) {
-            LOG.warn("request attachment is a {} (not an NvmCommands.SlotContextHolder): I/O commands will allocate "
-                + "a context per command", attachment.getClass().getName());
-        }
-        return new IoSlot();
+        IoSlot slot = new IoSlot();
+        request.attach(slot);
+        return slot;
     }
 
     /**

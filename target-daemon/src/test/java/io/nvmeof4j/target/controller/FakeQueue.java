@@ -24,6 +24,8 @@ public final class FakeQueue implements TransportQueue {
     private volatile String disconnectReason;
     private final CountDownLatch disconnected = new CountDownLatch(1);
     private boolean closedNotified;
+    /** Like a transport: requests made on this queue and not yet completed. */
+    final java.util.concurrent.atomic.AtomicInteger outstanding = new java.util.concurrent.atomic.AtomicInteger();
 
     public FakeQueue(TransportType type, TransportAddress local, String peer) {
         this.type = type;
@@ -77,6 +79,11 @@ public final class FakeQueue implements TransportQueue {
     @Override
     public int inCapsuleDataSize() {
         return queueId == 0 ? PortOptions.ADMIN_IN_CAPSULE_DATA_SIZE : PortOptions.INLINE_DATA_SIZE_DEFAULT;
+    }
+
+    @Override
+    public int commandsOutstanding() {
+        return outstanding.get();
     }
 
     @Override

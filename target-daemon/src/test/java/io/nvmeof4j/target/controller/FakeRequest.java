@@ -26,6 +26,9 @@ public final class FakeRequest implements Request {
 
     public FakeRequest(TransportQueue queue, int dataLength) {
         this.queue = queue;
+        if (queue instanceof FakeQueue) {
+            ((FakeQueue) queue).outstanding.incrementAndGet();
+        }
         this.sqe.wrap(ByteBuffer.allocate(SubmissionQueueEntry.LENGTH).order(ByteOrder.LITTLE_ENDIAN), 0);
         this.cqe.wrap(ByteBuffer.allocate(CompletionQueueEntry.LENGTH).order(ByteOrder.LITTLE_ENDIAN), 0);
         this.dataLength = dataLength;
@@ -73,6 +76,9 @@ public final class FakeRequest implements Request {
         if (completions.incrementAndGet() == 1) {
             status = nvmeStatus;
             cqe.status(nvmeStatus);
+            if (queue instanceof FakeQueue) {
+                ((FakeQueue) queue).outstanding.decrementAndGet();
+            }
             done.countDown();
         }
     }
