@@ -23,7 +23,7 @@ for arg in "$@"; do
     case "$arg" in
         --refresh) REFRESH=1 ;;
         --quiet) QUIET=1 ;;
-        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "prepare.sh: unknown argument: $arg" >&2; exit 2 ;;
     esac
 done
@@ -220,6 +220,11 @@ mount -t proc proc $R/proc
 mount -t sysfs sysfs $R/sys
 mount -t devtmpfs devtmpfs $R/dev
 mkdir -p $R/dev/pts $R/dev/shm
+# devtmpfs has no /dev/fd & co (udev makes them on a normal system); bash process substitution needs /dev/fd.
+ln -sfn /proc/self/fd $R/dev/fd
+ln -sfn /proc/self/fd/0 $R/dev/stdin
+ln -sfn /proc/self/fd/1 $R/dev/stdout
+ln -sfn /proc/self/fd/2 $R/dev/stderr
 mount -t devpts -o newinstance,ptmxmode=0666 devpts $R/dev/pts
 mount -t tmpfs tmpfs $R/dev/shm
 mount -t configfs configfs $R/sys/kernel/config 2>/dev/null || true

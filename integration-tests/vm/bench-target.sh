@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): the guest's Linux kernel NVMe/TCP host with fio against
+#   1. the Linux kernel target (nvmet-tcp, 127.0.0.1:4420 inside the guest), then
+#   2. our target daemon (bin/nvmeof-target), started inside the same guest (default) or on the host (--ours host,
+#      reached from the guest at 10.0.2.2),
+# each with a 256 MiB tmpfs-file-backed namespace, in ONE guest run. Prints a table (IOPS, ratio ours/kernel,
+# p50/p99 completion latency) and writes bench-summary.json (plus each fio JSON) into the results directory.
+#
+#   integration-tests/vm/bench-target.sh [options]
+#     --ours guest|host    where our daemon runs (default guest)
+#     --runtime S          seconds per fio job (default 8)        --warmup S   JVM warm-up fio run (default 15)
+#     --size SIZE          namespace size (default 256M)          --results DIR (default integration-tests/target/bench-results/<time>)
+#     --timeout S          hard limit for the guest run (default 900)
+#     --ours-backend file|ram   backend of our namespace (default file, on the guest's tmpfs / host /dev/shm)
+#     --ours-settings JSON the daemon's own settings object (config key "nvmeof4j"), e.g. '{"idle_strategy": "busy"}'
+#     --no-prebuild        do not start bin/nvmeof-target once on the host first (that builds the project if needed)
+#
+# NVMEOF4J_TARGET_LAUNCHER=PATH runs another launcher than bin/nvmeof-target (same "--config FILE" command line).
+# Software emulation (TCG): absolute numbers mean little; compare the two columns of one run.
+set -uo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PROJECT="$(cd "$HERE/../.." && pwd)"
+LAUNCHER="${NVMEOF4J_TARGET_LAUNCHER:-$PROJECT/bin/nvmeof-target}"
+SUBNQN_KERNEL="nqn.2014-08.io.nvmeof4j:bench-kernel"
+SUBNQN_OURS="nqn.2014-08.io.nvmeof4j:bench"
+# workload name : rw : bs : iodepth
+WORKLOADS="4k-randread-qd1:randread:4k:1 4k-randread-qd16:randread:4k:16 128k-seqread-qd8:read:128k:8"
+
+# =================================================================================================================
+# Guest side
+# =================================================================================================================
+guest_main() {
+    . "$HERE/guest/lib.sh"
+    . "$HERE/guest/nvmet.sh"
+    local runtime="${BENCH_RUNTIME:-8}" warmup="${BENCH_WARMUP:-15}" size="${BENCH_SIZE:-256M}"
+    local ours_where="${BENCH_OURS:-guest}" backend="${BENCH_OURS_BACKEND:-file}"
+    local res="${RESULTS_DIR:-/tmp}" tmpfs="${NVMEOF4J_GUEST_TMPFS:-/nvmeof4j-tmpfs}"
+    local hostid; hostid="$(cat /proc/sys/kernel/random/uuid)"
+    local hostnqn="nqn.2014-08.org.nvmexpress:uuid:$hostid"
+    local rc=0
+    echo "BENCH kernel $(uname -r), $(nproc) vCPUs, runtime ${runtime}s per job, namespace $size, ours in the $ours_where"
+
+    fill() { # fill FILE SIZE: non-zero data, so reads touch real pages on both targets
+        { yes "nvmeof4j-bench-fill-0123456789abcdef" 2>/dev/null || true; } | head -c "$(numfmt --from=iec "$2")" > "$1"
+    }
+    connect_dev() { # connect_dev ADDR PORT NQN -> prints the block device
+        timeout 90 nvme connect -t tcp -a "$1" -s "$2" -n "$3" --hostnqn="$hostnqn" --hostid="$hostid" \
+            --nr-io-queues=2 >/dev/null || return 1
+        wait_for 30 ns_blockdev "$3" 1 || return 1
+        ns_blockdev "$3" 1
+    }
+    run_jobs() { # run_jobs LABEL DEV
+        local label="$1" dev="$2" w name rw bs qd
+        for w in $WORKLOADS; do
+            IFS=: read -r name rw bs qd <<< "$w"
+            if ! timeout $((runtime + 120)) fio --name="$name" --filename="$dev" --ioengine=libaio --direct=1 \
+                    --rw="$rw" --bs="$bs" --iodepth="$qd" --numjobs=1 --time_based --runtime="$runtime" \
+                    --ramp_time=1 --norandommap --randrepeat=0 --lat_percentiles=1 --clat_percentiles=1 --output-format=json \
+                    --output="$res/bench-$label-$name.json" >/dev/null 2>"$res/bench-$label-$name.err"; then
+                echo "BENCH fio $label $name failed: $(tail -n 3 "$res/bench-$label-$name.err" | tr '\n' ' ')"
+                rm -f "$res/bench-$label-$name.json"
+                rc=1
+            else
+                echo "BENCH $label $name: $(python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]["read"]; print("%.0f IOPS" % j["iops"])' "$res/bench-$label-$name.json")"
+            fi
+        done
+    }
+    warm() { # warm DEV SECONDS
+        timeout $(($2 + 60)) fio --name=warmup --filename="$1" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
+            --iodepth=16 --numjobs=1 --time_based --runtime="$2" --norandommap --output-format=terse >/dev/null 2>&1
+    }
+
+    # ---- 1. the Linux kernel target ----
+    nvmet_clear
+    fill "$tmpfs/kernel.img" "$size"
+    if nvmet_subsystem "$SUBNQN_KERNEL" "linux-nvmet" "kernelbench00001" \
+        && nvmet_file_ns "$SUBNQN_KERNEL" 1 "$tmpfs/kernel.img" \
+        && nvmet_port 1 tcp 127.0.0.1 4420 && nvmet_link 1 "$SUBNQN_KERNEL"; then
+        local dev
+        if dev="$(connect_dev 127.0.0.1 4420 "$SUBNQN_KERNEL")"; then
+            echo "BENCH kernel target on $dev"
+            warm "$dev" 2
+            run_jobs kernel "$dev"
+        else
+            echo "BENCH cannot connect to the kernel target"; rc=1
+        fi
+        timeout 60 nvme disconnect -n "$SUBNQN_KERNEL" >/dev/null
+    else
+        echo "BENCH kernel target setup failed"; rc=1
+    fi
+    nvmet_clear
+    rm -f "$tmpfs/kernel.img"
+
+    # ---- 2. our target ----
+    local addr port daemon_pid=""
+    if [ "$ours_where" = host ]; then
+        addr=10.0.2.2; port="${BENCH_OURS_PORT:?}"
+    else
+        addr=127.0.0.1; port=4421
+        local cfg="$tmpfs/ours-config.json" device
+        if [ "$backend" = ram ]; then
+            device="{\"backend\": \"ram\", \"size\": \"$size\", \"block_size\": 4096}"
+        else
+            fill "$tmpfs/ours.img" "$size"
+            device="{\"path\": \"$tmpfs/ours.img\", \"size\": \"$size\", \"block_size\": 4096}"
+        fi
+        local extra=""
+        [ -n "${BENCH_OURS_SETTINGS:-}" ] && extra=", \"nvmeof4j\": $BENCH_OURS_SETTINGS"
+        cat > "$cfg" <<EOF
+{ "hosts": [],
+  "ports": [ {"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "$port", "treq": "not specified"},
+              "param": {"inline_data_size": "16384"}, "referrals": [], "subsystems": ["$SUBNQN_OURS"]} ],
+  "subsystems": [ {"nqn": "$SUBNQN_OURS",
+      "attr": {"allow_any_host": "1", "serial": "nvmeof4jbench0001", "model": "nvmeof4j", "version": "1.3"},
+      "allowed_hosts": [],
+      "namespaces": [ {"nsid": 1, "enable": 1, "device": $device} ] } ]$extra }
+EOF
+        echo "BENCH starting $LAUNCHER --config $cfg (log: $res/ours-daemon.log)"
+        "$LAUNCHER" --config "$cfg" > "$res/ours-daemon.log" 2>&1 &
+        daemon_pid=$!
+        local t0; t0=$(date +%s)
+        local deadline=$(( t0 + ${BENCH_STARTUP_TIMEOUT:-300} ))
+        while ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null \
+              && kill -0 "$daemon_pid" 2>/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do
+            sleep 0.5
+        done
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            echo "BENCH our daemon did not open 127.0.0.1:$port within ${BENCH_STARTUP_TIMEOUT:-300}s; log tail:"
+            tail -n 20 "$res/ours-daemon.log"
+            kill -TERM "$daemon_pid" 2>/dev/null; daemon_pid=""; rc=1; port=""
+        else
+            echo "BENCH our daemon listening after $(( $(date +%s) - t0 ))s"
+        fi
+    fi
+    if [ -n "$port" ]; then
+        local dev
+        if dev="$(connect_dev "$addr" "$port" "$SUBNQN_OURS")"; then
+            echo "BENCH our target on $dev ($addr:$port); JVM warm-up ${warmup}s"
+            warm "$dev" "$warmup"
+            run_jobs ours "$dev"
+        else
+            echo "BENCH cannot connect to our target at $addr:$port"; rc=1
+        fi
+        timeout 60 nvme disconnect -n "$SUBNQN_OURS" >/dev/null
+    fi
+    if [ -n "$daemon_pid" ]; then
+        kill -TERM "$daemon_pid" 2>/dev/null
+        for _ in $(seq 1 150); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.2; done
+        if kill -0 "$daemon_pid" 2>/dev/null; then
+            echo "BENCH our daemon ignored SIGTERM for 30 s; killing it"; kill -KILL "$daemon_pid"
+        fi
+        wait "$daemon_pid" 2>/dev/null
+        echo "BENCH our daemon exit code $?"
+    fi
+
+    # ---- 3. the table ----
+    python3 - "$res" "$runtime" "$ours_where" "$backend" "$size" "$(uname -r)" "$WORKLOADS" "${BENCH_OURS_SETTINGS:-}" <<'PY' || rc=1
+import json, os, sys
+res, runtime, where, backend, size, kver, workloads, settings = sys.argv[1:9]
+def load(label, name):
+    p = os.path.join(res, "bench-%s-%s.json" % (label, name))
+    if not os.path.exists(p):
+        return None
+    r = json.load(open(p))["jobs"][0]["read"]
+    # "lat" is submission to completion. fio's "clat" alone misleads here: on the guest's loopback the kernel host
+    # often completes a QD1 read inside io_submit, so clat is ~5 us while slat carries the real time.
+    def pct(kind, key):
+        v = r.get(kind, {}).get("percentile", {}).get(key)
+        return None if v is None else round(v / 1000.0, 1)
+    mean = lambda kind: round(r.get(kind, {}).get("mean", 0) / 1000.0, 1)
+    return {"iops": round(r["iops"], 1), "bw_kib_s": r["bw"],
+            "p50_us": pct("lat_ns", "50.000000"), "p99_us": pct("lat_ns", "99.000000"), "mean_us": mean("lat_ns"),
+            "clat_p50_us": pct("clat_ns", "50.000000"), "clat_p99_us": pct("clat_ns", "99.000000"),
+            "slat_mean_us": mean("slat_ns")}
+rows, out = [], {"kernel": kver, "runtime_s": int(runtime), "namespace_size": size, "ours_location": where,
+                 "ours_backend": backend, "ours_settings": json.loads(settings) if settings else None, "workloads": {}}
+fmt = lambda v, f="%.0f": "-" if v is None else f % v
+print("latency: submission to completion (fio lat), microseconds")
+print("%-18s %12s %12s %8s %18s %18s" % ("workload", "kernel IOPS", "ours IOPS", "ratio", "kernel p50/p99 us", "ours p50/p99 us"))
+for w in workloads.split():
+    name = w.split(":")[0]
+    k, o = load("kernel", name), load("ours", name)
+    ratio = round(o["iops"] / k["iops"], 3) if k and o and k["iops"] else None
+    out["workloads"][name] = {"kernel": k, "ours": o, "ratio_ours_kernel": ratio}
+    print("%-18s %12s %12s %8s %18s %18s" % (name, fmt(k and k["iops"]), fmt(o and o["iops"]), fmt(ratio, "%.2f"),
+          "%s/%s" % (fmt(k and k["p50_us"], "%.1f"), fmt(k and k["p99_us"], "%.1f")),
+          "%s/%s" % (fmt(o and o["p50_us"], "%.1f"), fmt(o and o["p99_us"], "%.1f"))))
+json.dump(out, open(os.path.join(res, "bench-summary.json"), "w"), indent=2)
+print("BENCH summary written to %s" % os.path.join(res, "bench-summary.json"))
+PY
+    return $rc
+}
+
+if [ "${NVMEOF4J_IN_GUEST:-0}" = 1 ] && [ "${BENCH_GUEST:-0}" = 1 ]; then
+    guest_main
+    exit $?
+fi
+
+# =================================================================================================================
+# Host side
+# =================================================================================================================
+OURS=guest; RUNTIME=8; WARMUP=15; SIZE=256M; TIMEOUT=900; BACKEND="file"; PREBUILD=1; SETTINGS=""
+RESULTS="$PROJECT/integration-tests/target/bench-results/$(date +%Y%m%d-%H%M%S)"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --ours) OURS="$2"; shift 2 ;;
+        --runtime) RUNTIME="$2"; shift 2 ;;
+        --warmup) WARMUP="$2"; shift 2 ;;
+        --size) SIZE="$2"; shift 2 ;;
+        --results) RESULTS="$2"; shift 2 ;;
+        --timeout) TIMEOUT="$2"; shift 2 ;;
+        --ours-backend) BACKEND="$2"; shift 2 ;;
+        --ours-settings) SETTINGS="$2"; shift 2 ;;
+        --no-prebuild) PREBUILD=0; shift ;;
+        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+        *) echo "bench-target.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+case "$OURS" in guest|host) ;; *) echo "--ours must be guest or host" >&2; exit 2 ;; esac
+mkdir -p "$RESULTS"
+RESULTS="$(readlink -f "$RESULTS")"
+"$HERE/prepare.sh" --quiet >/dev/null || exit 1
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { # wait_port PORT SECONDS PID
+    local deadline=$(( $(date +%s) + $2 ))
+    while ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do
+        kill -0 "$3" 2>/dev/null || return 1
+        [ "$(date +%s)" -lt "$deadline" ] || return 1
+        sleep 0.5
+    done
+}
+HOST_PID=""
+HOST_DIR=""
+cleanup() {
+    if [ -n "$HOST_PID" ] && kill -0 "$HOST_PID" 2>/dev/null; then
+        kill -TERM "$HOST_PID" 2>/dev/null
+        for _ in $(seq 1 60); do kill -0 "$HOST_PID" 2>/dev/null || break; sleep 0.5; done
+        kill -KILL "$HOST_PID" 2>/dev/null
+    fi
+    [ -n "$HOST_DIR" ] && rm -rf "$HOST_DIR"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+write_config() { # write_config FILE PORT DEVICE_JSON
+    local extra=""
+    [ -n "$SETTINGS" ] && extra=", \"nvmeof4j\": $SETTINGS"
+    cat > "$1" <<EOF
+{ "hosts": [],
+  "ports": [ {"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "$2", "treq": "not specified"},
+              "param": {"inline_data_size": "16384"}, "referrals": [], "subsystems": ["$SUBNQN_OURS"]} ],
+  "subsystems": [ {"nqn": "$SUBNQN_OURS",
+      "attr": {"allow_any_host": "1", "serial": "nvmeof4jbench0001", "model": "nvmeof4j", "version": "1.3"},
+      "allowed_hosts": [], "namespaces": [ {"nsid": 1, "enable": 1, "device": $3} ] } ]$extra }
+EOF
+}
+
+[ -x "$LAUNCHER" ] || { echo "bench-target.sh: $LAUNCHER not found" >&2; exit 1; }
+HOST_DIR="$(mktemp -d /dev/shm/nvmeof4j-bench.XXXXXX 2>/dev/null || mktemp -d)"
+if [ "$PREBUILD" = 1 ] || [ "$OURS" = host ]; then
+    # Start the daemon on the host: builds the project if needed (the guest sees the build output through 9p).
+    PORT="$(free_port)"
+    if [ "$OURS" = host ]; then
+        if [ "$BACKEND" = ram ]; then DEVICE="{\"backend\": \"ram\", \"size\": \"$SIZE\", \"block_size\": 4096}"
+        else
+            { yes "nvmeof4j-bench-fill-0123456789abcdef" 2>/dev/null || true; } | head -c "$(numfmt --from=iec "$SIZE")" > "$HOST_DIR/ours.img"
+            DEVICE="{\"path\": \"$HOST_DIR/ours.img\", \"size\": \"$SIZE\", \"block_size\": 4096}"
+        fi
+    else
+        DEVICE="{\"backend\": \"ram\", \"size\": \"16M\", \"block_size\": 4096}"
+    fi
+    write_config "$HOST_DIR/config.json" "$PORT" "$DEVICE"
+    echo "bench-target.sh: starting bin/nvmeof-target on the host (127.0.0.1:$PORT); log $RESULTS/host-daemon.log"
+    "$LAUNCHER" --config "$HOST_DIR/config.json" > "$RESULTS/host-daemon.log" 2>&1 &
+    HOST_PID=$!
+    if ! wait_port "$PORT" 900 "$HOST_PID"; then
+        echo "bench-target.sh: the daemon did not open port $PORT; log tail:" >&2
+        tail -n 30 "$RESULTS/host-daemon.log" >&2
+        exit 1
+    fi
+    if [ "$OURS" = guest ]; then cleanup; HOST_PID=""; fi
+fi
+
+ARGS=(--timeout "$TIMEOUT" --results "$RESULTS" --env BENCH_GUEST=1 --env BENCH_OURS="$OURS"
+      --env BENCH_RUNTIME="$RUNTIME" --env BENCH_WARMUP="$WARMUP" --env BENCH_SIZE="$SIZE"
+      --env BENCH_OURS_BACKEND="$BACKEND")
+[ -n "$SETTINGS" ] && ARGS+=(--env BENCH_OURS_SETTINGS="$SETTINGS")
+[ -n "${NVMEOF4J_TARGET_LAUNCHER:-}" ] && ARGS+=(--env NVMEOF4J_TARGET_LAUNCHER="$LAUNCHER")
+[ "$OURS" = host ] && ARGS+=(--env BENCH_OURS_PORT="$PORT")
+"$HERE/run-guest.sh" "${ARGS[@]}" "$HERE/bench-target.sh"
+RC=$?
+echo "bench-target.sh: results in $RESULTS (exit $RC)"
+exit $RC
