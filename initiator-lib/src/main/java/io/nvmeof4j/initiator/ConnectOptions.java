@@ -1,0 +1,148 @@
+package io.nvmeof4j.initiator;
+
+import io.nvmeof4j.protocol.spi.host.HostQueueOptions;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * How to connect to a controller (and, for {@link NvmeofHost#discover}, to a discovery controller). Defaults follow
+ * the Linux host ({@code nvme connect}) where it has one; change them with the {@code with*} methods.
+ *
+ * @param ioQueues              I/O queues to create (Linux: one per CPU), each its own connection; the controller may
+ *                              grant fewer (Set Features Number of Queues)
+ * @param queueDepth            entries per I/O queue (Linux {@code queue_size} 128), clamped to MQES + 1 and MAXCMD
+ * @param keepAliveTimeout      KATO sent in the admin Connect (Linux 5 s); the host sends Keep Alive every KATO/2.
+ *                              Zero disables keep-alive (the default for discovery)
+ * @param headerDigest          CRC32C header digests ({@code --hdr-digest})
+ * @param dataDigest            CRC32C data digests ({@code --data-digest})
+ * @param disableSqFlowControl  Connect with CATTR bit 2 (what libnvme does when the discovery entry's TREQ bit 2 is
+ *                              set): the controller may then finish a read with the C2HData SUCCESS flag, saving a PDU
+ * @param connectTimeout        bound on each queue's transport connect and on each bring-up command
+ * @param commandTimeout        per I/O command (Linux {@code io_timeout} 30 s): a command without completion in time
+ *                              fails with HOST_ABORTED_COMMAND, and the controller is reset and reconnected
+ * @param adminTimeout          per admin command (Linux 60 s)
+ * @param reconnectDelay        first wait before reconnecting after a failure (Linux {@code reconnect_delay} 10 s); each
+ *                              failed attempt doubles it, up to {@code maxReconnectDelay}
+ * @param maxReconnectDelay     back-off ceiling
+ * @param controllerLossTimeout how long to keep reconnecting (Linux {@code ctrl_loss_tmo} 600 s); then waiting I/O fails
+ * @param maxOutstandingRequests per I/O queue: requests the callback API accepts at once (queued in the host when
+ *                              the queue is full); preallocated, so it bounds memory
+ */
+public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTimeout, boolean headerDigest,
+                             boolean dataDigest, boolean disableSqFlowControl, Duration connectTimeout,
+                             Duration commandTimeout, Duration adminTimeout, Duration reconnectDelay,
+                             Duration maxReconnectDelay, Duration controllerLossTimeout, int maxOutstandingRequests) {
+    public static final int QUEUE_DEPTH_DEFAULT = 128;
+    public static final Duration KEEP_ALIVE_TIMEOUT_DEFAULT = Duration.ofSeconds(5);
+    public static final Duration COMMAND_TIMEOUT_DEFAULT = Duration.ofSeconds(30);
+    public static final Duration ADMIN_TIMEOUT_DEFAULT = Duration.ofSeconds(60);
+    public static final Duration RECONNECT_DELAY_DEFAULT = Duration.ofSeconds(10);
+    public static final Duration MAX_RECONNECT_DELAY_DEFAULT = Duration.ofSeconds(60);
+    public static final Duration CONTROLLER_LOSS_TIMEOUT_DEFAULT = Duration.ofSeconds(600);
+
+    public ConnectOptions {
+        if (ioQueues < 1 || ioQueues > 256) {
+            throw new IllegalArgumentException("I/O queues " + ioQueues + " outside 1..256");
+        }
+        if (queueDepth < 2 || queueDepth > HostQueueOptions.MAX_DEPTH) {
+            throw new IllegalArgumentException("queue depth " + queueDepth + " outside 2.." + HostQueueOptions.MAX_DEPTH);
+        }
+        positive(connectTimeout, "connectTimeout");
+        positive(commandTimeout, "commandTimeout");
+        positive(adminTimeout, "adminTimeout");
+        positive(reconnectDelay, "reconnectDelay");
+        positive(maxReconnectDelay, "maxReconnectDelay");
+        Objects.requireNonNull(keepAliveTimeout, "keepAliveTimeout");
+        Objects.requireNonNull(controllerLossTimeout, "controllerLossTimeout");
+        if (keepAliveTimeout.isNegative() || controllerLossTimeout.isNegative()) {
+            throw new IllegalArgumentException("negative keep-alive or controller-loss timeout");
+        }
+        if (keepAliveTimeout.toMillis() > 0xFFFF_FFFFL) {
+            throw new IllegalArgumentException("keep-alive timeout " + keepAliveTimeout + " does not fit KATO");
+        }
+        if (maxOutstandingRequests < 1) {
+            throw new IllegalArgumentException("max outstanding requests " + maxOutstandingRequests + " below 1");
+        }
+    }
+
+    private static void positive(Duration d, String name) {
+        Objects.requireNonNull(d, name);
+        if (d.isNegative() || d.isZero()) {
+            throw new IllegalArgumentException(name + " " + d + " must be positive");
+        }
+    }
+
+    /** Linux host defaults; I/O queues: one per CPU, at most 4. */
+    public static ConnectOptions defaults() {
+        return new ConnectOptions(Math.min(4, Runtime.getRuntime().availableProcessors()), QUEUE_DEPTH_DEFAULT,
+            KEEP_ALIVE_TIMEOUT_DEFAULT, false, false, false, HostQueueOptions.CONNECT_TIMEOUT_DEFAULT,
+            COMMAND_TIMEOUT_DEFAULT, ADMIN_TIMEOUT_DEFAULT, RECONNECT_DELAY_DEFAULT, MAX_RECONNECT_DELAY_DEFAULT,
+            CONTROLLER_LOSS_TIMEOUT_DEFAULT, 1024);
+    }
+
+    /** For {@link NvmeofHost#discover}: no keep-alive, as {@code nvme discover} without {@code --persistent}. */
+    public static ConnectOptions discoveryDefaults() {
+        return defaults().withKeepAliveTimeout(Duration.ZERO);
+    }
+
+    public ConnectOptions withIoQueues(int n) {
+        return new ConnectOptions(n, queueDepth, keepAliveTimeout, headerDigest, dataDigest, disableSqFlowControl,
+            connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
+            maxOutstandingRequests);
+    }
+
+    public ConnectOptions withQueueDepth(int depth) {
+        return new ConnectOptions(ioQueues, depth, keepAliveTimeout, headerDigest, dataDigest, disableSqFlowControl,
+            connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
+            maxOutstandingRequests);
+    }
+
+    public ConnectOptions withKeepAliveTimeout(Duration kato) {
+        return new ConnectOptions(ioQueues, queueDepth, kato, headerDigest, dataDigest, disableSqFlowControl,
+            connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
+            maxOutstandingRequests);
+    }
+
+    public ConnectOptions withDigests(boolean header, boolean data) {
+        return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, header, data, disableSqFlowControl,
+            connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
+            maxOutstandingRequests);
+    }
+
+    public ConnectOptions withDisableSqFlowControl(boolean disable) {
+        return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest, disable,
+            connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
+            maxOutstandingRequests);
+    }
+
+    public ConnectOptions withConnectTimeout(Duration timeout) {
+        return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
+            disableSqFlowControl, timeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay,
+            controllerLossTimeout, maxOutstandingRequests);
+    }
+
+    public ConnectOptions withCommandTimeout(Duration timeout) {
+        return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
+            disableSqFlowControl, connectTimeout, timeout, adminTimeout, reconnectDelay, maxReconnectDelay,
+            controllerLossTimeout, maxOutstandingRequests);
+    }
+
+    public ConnectOptions withAdminTimeout(Duration timeout) {
+        return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
+            disableSqFlowControl, connectTimeout, commandTimeout, timeout, reconnectDelay, maxReconnectDelay,
+            controllerLossTimeout, maxOutstandingRequests);
+    }
+
+    public ConnectOptions withReconnect(Duration delay, Duration maxDelay, Duration lossTimeout) {
+        return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
+            disableSqFlowControl, connectTimeout, commandTimeout, adminTimeout, delay, maxDelay, lossTimeout,
+            maxOutstandingRequests);
+    }
+
+    public ConnectOptions withMaxOutstandingRequests(int n) {
+        return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
+            disableSqFlowControl, connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay,
+            controllerLossTimeout, n);
+    }
+}

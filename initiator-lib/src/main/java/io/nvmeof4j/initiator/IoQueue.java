@@ -1,0 +1,402 @@
+package io.nvmeof4j.initiator;
+
+import io.nvmeof4j.protocol.command.CompletionQueueEntry;
+import io.nvmeof4j.protocol.command.NvmeStatus;
+import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
+import io.nvmeof4j.protocol.spi.host.HostCommandCallback;
+import io.nvmeof4j.protocol.spi.host.HostQueue;
+import io.nvmeof4j.protocol.spi.host.HostQueueListener;
+import io.nvmeof4j.protocol.spi.host.HostStatus;
+import org.agrona.concurrent.ManyToManyConcurrentArrayQueue;
+import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.function.Consumer;
+
+/**
+ * One I/O queue of a controller, as the data path sees it: survives reconnects (the transport queue under it is
+ * replaced), owns a pool of preallocated {@link IoRequest}s and belongs to one {@link HostReactor}.
+ * <p>Submission: a thread takes a request from the pool (an MPMC ring), fills it and either starts it at once (on
+ * the reactor thread) or offers it to the MPSC ring the reactor drains; both rings are Agrona array queues, so the
+ * hand-off allocates nothing. On the reactor, a request goes to the pending FIFO and is cut into commands (MDTS, 65536
+ * blocks) as transport slots free up. Completions arrive as {@link HostCommandCallback} calls; when the last command
+ * of a request is back, the request returns to the pool and its {@link IoCallback} runs.
+ * <p>Failures: a command with no completion within the command timeout fails its request with
+ * HOST_ABORTED_COMMAND and makes the controller reset the connection (as the Linux host does). A command that comes
+ * back with a path error (the connection dropped) requeues its whole request, which is submitted again after the
+ * reconnect, unless the controller is lost or closed.
+ */
+final class IoQueue implements HostCommandCallback, HostQueueListener {
+    private static final Logger LOG = LoggerFactory.getLogger(IoQueue.class);
+
+    static final int OP_FLUSH = 0x00;
+    static final int OP_WRITE = 0x01;
+    static final int OP_READ = 0x02;
+    static final int OP_COMPARE = 0x05;
+    static final int OP_WRITE_ZEROES = 0x08;
+    static final int OP_DSM = 0x09;
+    /** NLB is 16 bits (0-based). */
+    static final int MAX_BLOCKS_PER_COMMAND = 65536;
+
+    final NvmeofController controller;
+    final int qid;
+    final HostReactor reactor;
+    private final long commandTimeoutNanos;
+    private final ManyToManyConcurrentArrayQueue<IoRequest> free;
+    private final ManyToOneConcurrentArrayQueue<IoRequest> inbound;
+    private final Consumer<IoRequest> starter = this::start;
+    private final SubmissionQueueEntry sqe = new SubmissionQueueEntry()
+        .wrap(ByteBuffer.allocateDirect(SubmissionQueueEntry.LENGTH).order(ByteOrder.LITTLE_ENDIAN), 0);
+
+    /** The transport queue; replaced on the reactor thread after a reconnect. */
+    private volatile HostQueue transport;
+    /** The controller closed: the reactor no longer drains this queue on its own. */
+    private volatile boolean retired;
+    private IoRequest pendingHead;
+    private IoRequest pendingTail;
+    private IoRequest[] tracked = new IoRequest[0];
+    private long[] deadlines = new long[0];
+    private int[] trackedCid = new int[0];
+
+    IoQueue(NvmeofController controller, int qid, HostReactor reactor, int maxOutstanding, long commandTimeoutNanos) {
+        this.controller = controller;
+        this.qid = qid;
+        this.reactor = reactor;
+        this.commandTimeoutNanos = commandTimeoutNanos;
+        this.free = new ManyToManyConcurrentArrayQueue<>(Math.max(2, maxOutstanding));
+        this.inbound = new ManyToOneConcurrentArrayQueue<>(Math.max(2, maxOutstanding));
+        for (int i = 0; i < maxOutstanding; i++) {
+            free.offer(new IoRequest(this));
+        }
+    }
+
+    // ---- any thread --------------------------------------------------------------------------------------------
+
+    /**
+     * Hands one request to the queue. Allocation-free on every thread.
+     *
+     * @return false when {@code maxOutstandingRequests} requests are already in the queue
+     */
+    boolean submit(int opcode, int nsid, long lba, long blocks, int blockShift, int cdw12Flags, int cdw11,
+                   ByteBuffer buffer, IoCallback callback, Object context) {
+        IoRequest r = free.poll();
+        if (r == null) {
+            return false;
+        }
+        r.opcode = opcode;
+        r.nsid = nsid;
+        r.lba = lba;
+        r.blocks = blocks;
+        r.blockShift = blockShift;
+        r.cdw12Flags = cdw12Flags;
+        r.cdw11 = cdw11;
+        r.callback = callback;
+        r.context = context;
+        if (buffer != null) {
+            r.buffer = buffer;
+            r.bufferPosition = buffer.position();
+            r.bufferLimit = buffer.limit();
+        }
+        if (opcode == OP_DSM) {
+            r.dsmRange.putInt(0, 0).putInt(4, (int) blocks).putLong(8, lba);
+        }
+        if (reactor.inReactorThread()) {
+            start(r);
+        } else {
+            inbound.offer(r); // never full: the ring holds as many requests as the pool
+            if (retired) {
+                // Raced with close (offer, then read retired; close writes retired, then drains): fail it ourselves.
+                failRetired();
+            } else {
+                reactor.wake();
+            }
+        }
+        return true;
+    }
+
+    /**
+     * The controller is closed: the reactor stops polling this queue after one last {@link #failWaiting}. Any
+     * thread.
+     */
+    void retire() {
+        retired = true;
+        failRetired();
+        reactor.removeQueue(this);
+    }
+
+    private void failRetired() {
+        try {
+            reactor.execute(this::failWaiting);
+        } catch (IllegalStateException e) {
+            throw new IllegalStateException("the host is closed", e);
+        }
+    }
+
+    /** Closes the transport queue (any thread); outstanding commands come back with a path error. */
+    void closeTransport(String reason) {
+        HostQueue q = transport;
+        if (q != null) {
+            q.close(reason);
+        }
+    }
+
+    HostQueue transport() {
+        return transport;
+    }
+
+    // ---- reactor thread ----------------------------------------------------------------------------------------
+
+    /** Puts a (new or reconnected) transport queue under this I/O queue and submits what waits. */
+    void attach(HostQueue queue) {
+        if (tracked.length < queue.depth()) {
+            tracked = new IoRequest[queue.depth()];
+            deadlines = new long[queue.depth()];
+            trackedCid = new int[queue.depth()];
+        }
+        transport = queue;
+        pump();
+    }
+
+    int drainInbound() {
+        return inbound.isEmpty() ? 0 : inbound.drain(starter);
+    }
+
+    boolean hasInbound() {
+        return !inbound.isEmpty();
+    }
+
+    private void start(IoRequest r) {
+        if (!controller.mayRetry()) {
+            r.status = HostStatus.HOST_PATH_ERROR | NvmeStatus.DNR;
+            r.errorDetail = controller.unavailableReason();
+            finish(r);
+            return;
+        }
+        appendPending(r);
+        pump();
+    }
+
+    private void appendPending(IoRequest r) {
+        r.inPending = true;
+        r.nextPending = null;
+        if (pendingTail == null) {
+            pendingHead = r;
+        } else {
+            pendingTail.nextPending = r;
+        }
+        pendingTail = r;
+    }
+
+    private void popPending() {
+        IoRequest r = pendingHead;
+        pendingHead = r.nextPending;
+        if (pendingHead == null) {
+            pendingTail = null;
+        }
+        r.nextPending = null;
+        r.inPending = false;
+    }
+
+    /** Submits commands of pending requests while the transport has free slots. */
+    private void pump() {
+        while (pendingHead != null) {
+            IoRequest r = pendingHead;
+            if (r.status != 0 || r.retry) {
+                popPending(); // failed (or to be redone) part-way: submit nothing more of it
+                if (r.inFlight == 0) {
+                    settle(r);
+                }
+                continue;
+            }
+            HostQueue q = transport;
+            if (q == null || !q.isOpen() || !submitNext(q, r)) {
+                return;
+            }
+            if (r.submittedAll) {
+                popPending();
+            }
+        }
+    }
+
+    private boolean submitNext(HostQueue q, IoRequest r) {
+        long remaining = r.blocks - r.nextBlock;
+        int chunk = 0;
+        ByteBuffer data = null;
+        int dataOffset = 0;
+        int dataLength = 0;
+        SubmissionQueueEntry command = sqe.clear().opcode(r.opcode).flags(SubmissionQueueEntry.FLAGS_PSDT_SGL)
+            .nsid(r.nsid);
+        switch (r.opcode) {
+            case OP_FLUSH:
+                break;
+            case OP_DSM:
+                command.cdw(10, 0).cdw(11, r.cdw11); // NR 0: one range
+                data = r.dsmRange;
+                dataLength = 16;
+                chunk = (int) remaining;
+                break;
+            case OP_WRITE_ZEROES:
+                chunk = (int) Math.min(remaining, MAX_BLOCKS_PER_COMMAND);
+                command.cdw10And11(r.lba + r.nextBlock).cdw(12, (chunk - 1) | r.cdw12Flags);
+                break;
+            default: // read, write, compare
+                int maxBlocks = (int) Math.min(MAX_BLOCKS_PER_COMMAND,
+                    Math.max(1L, controller.maxTransferBytes() >>> r.blockShift));
+                chunk = (int) Math.min(remaining, maxBlocks);
+                command.cdw10And11(r.lba + r.nextBlock).cdw(12, (chunk - 1) | r.cdw12Flags);
+                data = r.buffer;
+                dataOffset = r.bufferPosition + (int) (r.nextBlock << r.blockShift);
+                dataLength = chunk << r.blockShift;
+                break;
+        }
+        int cid = q.submit(command, data, dataOffset, dataLength, this, r);
+        if (cid < 0) {
+            return false;
+        }
+        int tag = cid & 0xFFF;
+        tracked[tag] = r;
+        trackedCid[tag] = cid;
+        deadlines[tag] = System.nanoTime() + commandTimeoutNanos;
+        r.inFlight++;
+        r.nextBlock += chunk;
+        if (r.nextBlock >= r.blocks) {
+            r.submittedAll = true;
+        }
+        return true;
+    }
+
+    @Override
+    public void onCompletion(CompletionQueueEntry cqe, Object context) {
+        IoRequest r = (IoRequest) context;
+        int tag = cqe.commandId() & 0xFFF;
+        if (tag < tracked.length && tracked[tag] == r) {
+            tracked[tag] = null;
+        }
+        r.inFlight--;
+        int status = cqe.status();
+        if (status != 0) {
+            if (status == HostStatus.HOST_PATH_ERROR && controller.mayRetry()) {
+                r.retry = true; // the connection dropped: redo the request after the reconnect
+            } else if (r.status == 0) {
+                r.status = status;
+                if (status == HostStatus.HOST_PATH_ERROR) {
+                    r.status |= NvmeStatus.DNR;
+                    r.errorDetail = controller.unavailableReason();
+                }
+            }
+        }
+        if (!r.inPending && r.inFlight == 0) {
+            settle(r);
+        }
+        pump();
+    }
+
+    /** Every command of the request is back (or none was sent): finish it, or requeue it for a retry. */
+    private void settle(IoRequest r) {
+        if (r.status == 0 && r.retry) {
+            if (controller.mayRetry()) {
+                r.retry = false;
+                r.nextBlock = 0;
+                r.submittedAll = false;
+                appendPending(r);
+                return;
+            }
+            r.status = HostStatus.HOST_PATH_ERROR | NvmeStatus.DNR;
+            r.errorDetail = controller.unavailableReason();
+        }
+        finish(r);
+    }
+
+    private void finish(IoRequest r) {
+        ByteBuffer buffer = r.buffer;
+        if (buffer != null) {
+            buffer.limit(r.bufferLimit);
+            buffer.position(r.bufferPosition);
+        }
+        IoCallback callback = r.callback;
+        Object context = r.context;
+        int status = r.status;
+        String detail = r.errorDetail;
+        r.reset();
+        free.offer(r);
+        if (detail != null && context instanceof ErrorDetailAware) {
+            ((ErrorDetailAware) context).errorDetail(detail);
+        }
+        try {
+            callback.onComplete(status, context);
+        } catch (RuntimeException e) {
+            LOG.error("I/O callback failed (queue {} of {})", qid, controller, e);
+        }
+    }
+
+    /** Reactor timer: fails commands past their deadline and has the controller reset the connection. */
+    void checkTimeouts(long now) {
+        String timedOut = null;
+        IoRequest[] t = tracked;
+        for (int tag = 0; tag < t.length; tag++) {
+            IoRequest r = t[tag];
+            if (r != null && now - deadlines[tag] > 0) {
+                t[tag] = null;
+                String detail = String.format("%s command (CID %d, namespace %d, LBA %d) on I/O queue %d to %s "
+                        + "got no completion within %d ms", opName(r.opcode), trackedCid[tag], r.nsid, r.lba, qid,
+                    controller.peer(), commandTimeoutNanos / 1_000_000);
+                if (r.status == 0) {
+                    r.status = HostStatus.HOST_ABORTED_COMMAND | NvmeStatus.DNR;
+                    r.errorDetail = detail;
+                }
+                if (timedOut == null) {
+                    timedOut = detail;
+                }
+            }
+        }
+        if (timedOut != null) {
+            LOG.warn("{}; resetting the controller connection", timedOut);
+            // Recovery first, so that whoever sees the timed-out I/O fail also sees the controller reconnecting.
+            controller.startRecovery("command timeout: " + timedOut);
+            closeTransport("command timeout: " + timedOut);
+        }
+    }
+
+    /** The controller is lost or closed: fail everything waiting here (reactor thread). */
+    void failWaiting() {
+        drainInbound(); // start() fails these at once
+        while (pendingHead != null) {
+            IoRequest r = pendingHead;
+            popPending();
+            if (r.status == 0) {
+                r.status = HostStatus.HOST_PATH_ERROR | NvmeStatus.DNR;
+                r.errorDetail = controller.unavailableReason();
+            }
+            if (r.inFlight == 0) {
+                finish(r);
+            }
+        }
+    }
+
+    @Override
+    public void onClosed(HostQueue queue, String reason) {
+        if (queue == transport) {
+            controller.onQueueClosed(qid, reason);
+        }
+    }
+
+    static String opName(int opcode) {
+        switch (opcode) {
+            case OP_FLUSH: return "Flush";
+            case OP_WRITE: return "Write";
+            case OP_READ: return "Read";
+            case OP_COMPARE: return "Compare";
+            case OP_WRITE_ZEROES: return "Write Zeroes";
+            case OP_DSM: return "Dataset Management";
+            default: return String.format("opcode 0x%02x", opcode);
+        }
+    }
+
+    /** A context object that wants the text explaining a host-side failure (the future API uses it). */
+    interface ErrorDetailAware {
+        void errorDetail(String detail);
+    }
+}

@@ -1,0 +1,274 @@
+package io.nvmeof4j.initiator;
+
+import io.nvmeof4j.protocol.discovery.DiscoveryLogEntry;
+import io.nvmeof4j.protocol.discovery.DiscoveryLogPage;
+import io.nvmeof4j.protocol.admin.IdentifyController;
+import io.nvmeof4j.protocol.admin.LogPageIdentifier;
+import io.nvmeof4j.protocol.spi.TransportAddress;
+import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.protocol.spi.host.HostTransport;
+import io.nvmeof4j.tcp.host.TcpHostTransport;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The entry point of the initiator: one host identity, its data-path threads (host reactors) and its control
+ * threads, shared by every controller it connects.
+ * <pre>{@code
+ * try (NvmeofHost host = NvmeofHost.create()) {                       // identity from ~/.config/nvmeof4j
+ *     List<DiscoveryEntry> entries = host.discover(TransportAddress.tcp("10.0.0.5", 8009));
+ *     try (NvmeofController ctrl = host.connect(entries.get(0).address(), entries.get(0).subsystemNqn(),
+ *                                               ConnectOptions.defaults())) {
+ *         NvmeofNamespace ns = ctrl.namespaces().get(0);
+ *         ByteBuffer block = ns.read(0, 1).get(30, TimeUnit.SECONDS);
+ *     }
+ * }
+ * }</pre>
+ */
+public final class NvmeofHost implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(NvmeofHost.class);
+    /** The well-known discovery subsystem NQN. */
+    public static final String DISCOVERY_NQN = "nqn.2014-08.org.nvmexpress.discovery";
+    /** Re-reads of the discovery log when its generation counter keeps changing (libnvme retries 10 times). */
+    static final int DISCOVERY_RETRIES = 10;
+    /** libnvme reads discovery log entries in chunks of this many bytes. */
+    static final int DISCOVERY_CHUNK = 4096;
+
+    private final HostIdentity identity;
+    private final HostTransport transport = new TcpHostTransport();
+    private final List<HostReactor> reactors = new ArrayList<>();
+    private final ScheduledExecutorService timer;
+    private final ExecutorService control;
+    private final List<NvmeofController> controllers = new CopyOnWriteArrayList<>();
+    private volatile boolean closed;
+
+    private NvmeofHost(HostIdentity identity, int reactorThreads) {
+        this.identity = Objects.requireNonNull(identity, "identity");
+        if (reactorThreads < 1 || reactorThreads > 256) {
+            throw new IllegalArgumentException("reactor threads " + reactorThreads + " outside 1..256");
+        }
+        for (int i = 0; i < reactorThreads; i++) {
+            reactors.add(new HostReactor("nvmeof-host-reactor-" + i, transport.createPollGroup()));
+        }
+        timer = Executors.newSingleThreadScheduledExecutor(daemon("nvmeof-host-timer"));
+        control = Executors.newCachedThreadPool(daemon("nvmeof-host-control"));
+        LOG.debug("host {} started with {} reactor thread(s)", identity, reactorThreads);
+    }
+
+    /** A host with the persisted default identity ({@link HostIdentity#defaultIdentity()}). */
+    public static NvmeofHost create() {
+        return create(HostIdentity.defaultIdentity());
+    }
+
+    public static NvmeofHost create(HostIdentity identity) {
+        return create(identity, defaultReactorThreads(Runtime.getRuntime().availableProcessors()));
+    }
+
+    /**
+     * @param reactorThreads data-path threads; I/O queues are spread over them round-robin. Each spins briefly when
+     *                       idle, so more threads than spare CPUs only costs.
+     */
+    public static NvmeofHost create(HostIdentity identity, int reactorThreads) {
+        return new NvmeofHost(identity, reactorThreads);
+    }
+
+    /** One reactor up to 2 CPUs, else half the CPUs (the rest for the application and the TCP stack). */
+    public static int defaultReactorThreads(int cpus) {
+        return cpus <= 2 ? 1 : Math.min(64, cpus / 2);
+    }
+
+    public HostIdentity identity() {
+        return identity;
+    }
+
+    /** Controllers connected and not closed. */
+    public List<NvmeofController> controllers() {
+        return Collections.unmodifiableList(controllers);
+    }
+
+    public List<DiscoveryEntry> discover(TransportAddress address) throws IOException {
+        return discover(address, ConnectOptions.discoveryDefaults());
+    }
+
+    /**
+     * Reads the discovery log of the discovery controller at {@code address}, the way libnvme does: the header
+     * (GENCTR, NUMREC), the entries by LPO in 4096-byte chunks (RAE set on all but the last read), the header again,
+     * and everything again (up to 10 times) if GENCTR changed meanwhile. Then disconnects.
+     *
+     * @throws NvmeofException naming the peer, the step and the status
+     */
+    public List<DiscoveryEntry> discover(TransportAddress address, ConnectOptions options) throws IOException {
+        checkOpen();
+        String step = "Get Log Page (discovery)";
+        AdminConnection a = AdminConnection.open(transport, reactor(0).group, address, DISCOVERY_NQN, identity,
+            options, null);
+        try {
+            boolean extended = (a.info.logPageAttributes() & IdentifyController.LPA_EXTENDED_DATA) != 0;
+            ByteBuffer header = Commands.direct(DiscoveryLogPage.HEADER_FIELDS_LENGTH);
+            for (int attempt = 0; attempt < DISCOVERY_RETRIES; attempt++) {
+                a.getLogPage(step, LogPageIdentifier.DISCOVERY, 0, header, DiscoveryLogPage.HEADER_FIELDS_LENGTH, 0,
+                    true);
+                DiscoveryLogPage page = new DiscoveryLogPage().wrap(header, 0);
+                long generation = page.generationCounter();
+                long records = page.numberOfRecords();
+                if (records < 0 || records > 1024) {
+                    throw new NvmeofException(a.peer, step, NvmeofException.NO_STATUS,
+                        "implausible NUMREC " + records, null);
+                }
+                int bytes = (int) records * DiscoveryLogEntry.LENGTH;
+                ByteBuffer entries = Commands.direct(Math.max(bytes, DiscoveryLogEntry.LENGTH));
+                if (extended) {
+                    for (int offset = 0; offset < bytes; offset += DISCOVERY_CHUNK) {
+                        int length = Math.min(DISCOVERY_CHUNK, bytes - offset);
+                        ByteBuffer chunk = Commands.direct(length);
+                        a.getLogPage(step, LogPageIdentifier.DISCOVERY, 0, chunk, length,
+                            DiscoveryLogPage.ENTRIES_OFFSET + offset, true);
+                        entries.put(offset, chunk, 0, length);
+                    }
+                } else if (bytes > 0) {
+                    // Without LPO support the whole log comes in one read from offset 0.
+                    ByteBuffer whole = Commands.direct(DiscoveryLogPage.HEADER_LENGTH + bytes);
+                    a.getLogPage(step, LogPageIdentifier.DISCOVERY, 0, whole, DiscoveryLogPage.HEADER_LENGTH + bytes,
+                        0, true);
+                    entries.put(0, whole, DiscoveryLogPage.HEADER_LENGTH, bytes);
+                }
+                a.getLogPage(step, LogPageIdentifier.DISCOVERY, 0, header, DiscoveryLogPage.HEADER_FIELDS_LENGTH, 0,
+                    false);
+                if (page.generationCounter() != generation) {
+                    LOG.debug("{}: discovery log changed while read (GENCTR {} -> {}); reading again", a.peer,
+                        generation, page.generationCounter());
+                    continue;
+                }
+                List<DiscoveryEntry> result = new ArrayList<>();
+                DiscoveryLogEntry entry = new DiscoveryLogEntry();
+                for (int i = 0; i < records; i++) {
+                    entry.wrap(entries, i * DiscoveryLogEntry.LENGTH);
+                    result.add(new DiscoveryEntry(entry.transportType(), entry.addressFamily(),
+                        entry.subsystemType(), entry.transportRequirements(), entry.portId(), entry.controllerId(),
+                        entry.adminMaxSqSize(), entry.transportServiceId().trim(), entry.subsystemNqn(),
+                        entry.transportAddress().trim()));
+                }
+                return Collections.unmodifiableList(result);
+            }
+            throw new NvmeofException(a.peer, step, NvmeofException.NO_STATUS, "the discovery log kept changing "
+                + "(GENCTR differed across " + DISCOVERY_RETRIES + " reads)", null);
+        } finally {
+            a.shutdownAndClose("discovery done");
+        }
+    }
+
+    public NvmeofController connect(TransportAddress address, String subsystemNqn) throws IOException {
+        return connect(address, subsystemNqn, ConnectOptions.defaults());
+    }
+
+    /**
+     * Connects to subsystem {@code subsystemNqn} at {@code address}: admin queue, I/O queues, namespace scan,
+     * keep-alive and asynchronous events. Blocks until done or failed (each step bounded by the connect timeout).
+     *
+     * @throws NvmeofException naming the peer, the step and the status: wrong address, refused connection, unknown
+     *                         NQN (Connect 0x182 with IPO 256), host not allowed (0x184), timeout
+     */
+    public NvmeofController connect(TransportAddress address, String subsystemNqn, ConnectOptions options)
+        throws IOException {
+        checkOpen();
+        Objects.requireNonNull(address, "address");
+        Objects.requireNonNull(subsystemNqn, "subsystemNqn");
+        Objects.requireNonNull(options, "options");
+        if (address.type() != TransportType.TCP) {
+            throw new IllegalArgumentException("transport " + address.type().configName()
+                + " is not available in this build (NVMe/TCP only)");
+        }
+        NvmeofController controller = NvmeofController.connect(this, address, subsystemNqn, options);
+        controllers.add(controller);
+        return controller;
+    }
+
+    /** Closes every controller, then the reactor and control threads. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (NvmeofController controller : new ArrayList<>(controllers)) {
+            try {
+                controller.close();
+            } catch (RuntimeException e) {
+                LOG.warn("closing {} failed", controller, e);
+            }
+        }
+        timer.shutdownNow();
+        control.shutdownNow();
+        for (HostReactor reactor : reactors) {
+            reactor.close();
+        }
+        transport.close();
+        try {
+            control.awaitTermination(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("host is closed");
+        }
+    }
+
+    // ---- for controllers -----------------------------------------------------------------------------------------
+
+    HostTransport transport() {
+        return transport;
+    }
+
+    /** Reactor for the {@code index}-th queue of a controller: round-robin over the reactors. */
+    HostReactor reactor(int index) {
+        return reactors.get(Math.floorMod(index, reactors.size()));
+    }
+
+    ScheduledExecutorService timer() {
+        return timer;
+    }
+
+    ExecutorService control() {
+        return control;
+    }
+
+    boolean isReactorThread() {
+        Thread current = Thread.currentThread();
+        for (HostReactor reactor : reactors) {
+            if (reactor.thread() == current) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    void forget(NvmeofController controller) {
+        controllers.remove(controller);
+    }
+
+    private static ThreadFactory daemon(String name) {
+        AtomicInteger n = new AtomicInteger();
+        return r -> {
+            Thread t = new Thread(r, name + "-" + n.getAndIncrement());
+            t.setDaemon(true);
+            return t;
+        };
+    }
+}

@@ -1,0 +1,294 @@
+package io.nvmeof4j.initiator;
+
+import io.nvmeof4j.protocol.command.NvmeStatus;
+
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * One active namespace of a connected controller, with block I/O in two styles.
+ *
+ * <h2>Callback API ({@code submit*})</h2>
+ * For hot loops: the caller supplies the buffer (direct buffers avoid a JDK copy) and a long-lived
+ * {@link IoCallback}; nothing is allocated per I/O in steady state. The data range is
+ * {@code [buffer.position(), buffer.position() + blocks × blockSize)}; while the I/O is in flight the buffer's
+ * position and limit belong to the library (restored before the callback). A {@code submit*} method returns false,
+ * without side effects, when its queue already holds {@link ConnectOptions#maxOutstandingRequests()} requests.
+ * Large transfers are split at the controller's MDTS into several commands, transparently.
+ *
+ * <h2>Future API</h2>
+ * Convenience methods returning a {@link CompletableFuture}, completed on the queue's reactor thread (use the
+ * {@code *Async} stages for blocking work). A failed I/O completes exceptionally with an {@link NvmeofIoException}
+ * naming the operation, namespace, controller and status.
+ * <p>Both styles may be used from any thread at once; see the package documentation for the threading model.
+ */
+public final class NvmeofNamespace {
+    private static final IoCallback FUTURE_CALLBACK = (status, context) -> ((FutureIo) context).complete(status);
+
+    private final NvmeofController controller;
+    private final int nsid;
+    private final int blockShift;
+    private final long blockCount;
+    private final byte[] nguid;
+    private final UUID uuid;
+    private final byte[] eui64;
+
+    NvmeofNamespace(NvmeofController controller, int nsid, int blockShift, long blockCount, byte[] nguid, UUID uuid,
+                    byte[] eui64) {
+        this.controller = controller;
+        this.nsid = nsid;
+        this.blockShift = blockShift;
+        this.blockCount = blockCount;
+        this.nguid = nguid;
+        this.uuid = uuid;
+        this.eui64 = eui64;
+    }
+
+    public NvmeofController controller() {
+        return controller;
+    }
+
+    public int nsid() {
+        return nsid;
+    }
+
+    /** Bytes per logical block (512, 4096, ...). */
+    public int blockSize() {
+        return 1 << blockShift;
+    }
+
+    /** NSZE: the namespace size in logical blocks. */
+    public long blockCount() {
+        return blockCount;
+    }
+
+    public long sizeBytes() {
+        return blockCount << blockShift;
+    }
+
+    /** NGUID (16 bytes), or null when the controller reports none (all zero). */
+    public byte[] nguid() {
+        return nguid == null ? null : nguid.clone();
+    }
+
+    /** The namespace UUID (Identify CNS 03h), or null. */
+    public UUID uuid() {
+        return uuid;
+    }
+
+    /** EUI-64 (8 bytes), or null. */
+    public byte[] eui64() {
+        return eui64 == null ? null : eui64.clone();
+    }
+
+    boolean sameGeometry(NvmeofNamespace other) {
+        return other != null && other.blockShift == blockShift && other.blockCount == blockCount
+            && Arrays.equals(other.nguid, nguid) && Objects.equals(other.uuid, uuid);
+    }
+
+    // ---- callback API ------------------------------------------------------------------------------------------
+
+    /** Reads {@code blocks} blocks at {@code lba} into {@code dst} from its position. */
+    public boolean submitRead(long lba, int blocks, ByteBuffer dst, IoCallback callback, Object context) {
+        checkData(blocks, dst);
+        if (dst.isReadOnly()) {
+            throw new IllegalArgumentException("cannot read into a read-only buffer");
+        }
+        return queue().submit(IoQueue.OP_READ, nsid, lba, blocks, blockShift, 0, 0, dst, callback, context);
+    }
+
+    /** Writes {@code blocks} blocks from {@code src}'s position to {@code lba}; FUA: durable before completion. */
+    public boolean submitWrite(long lba, int blocks, ByteBuffer src, boolean forceUnitAccess, IoCallback callback,
+                               Object context) {
+        checkData(blocks, src);
+        return queue().submit(IoQueue.OP_WRITE, nsid, lba, blocks, blockShift, forceUnitAccess ? 1 << 30 : 0, 0, src,
+            callback, context);
+    }
+
+    /** Compares {@code blocks} blocks at {@code lba} with {@code src}: status 0x285 (COMPARE_FAILURE) on mismatch. */
+    public boolean submitCompare(long lba, int blocks, ByteBuffer src, IoCallback callback, Object context) {
+        checkData(blocks, src);
+        return queue().submit(IoQueue.OP_COMPARE, nsid, lba, blocks, blockShift, 0, 0, src, callback, context);
+    }
+
+    /** Flush: makes completed writes durable (meaningful when the controller reports a volatile write cache). */
+    public boolean submitFlush(IoCallback callback, Object context) {
+        Objects.requireNonNull(callback, "callback");
+        return queue().submit(IoQueue.OP_FLUSH, nsid, 0, 0, blockShift, 0, 0, null, callback, context);
+    }
+
+    /** Write Zeroes; with {@code deallocate} the controller may deallocate the blocks instead (DEAC). */
+    public boolean submitWriteZeroes(long lba, int blocks, boolean deallocate, IoCallback callback, Object context) {
+        checkBlocks(blocks);
+        Objects.requireNonNull(callback, "callback");
+        return queue().submit(IoQueue.OP_WRITE_ZEROES, nsid, lba, blocks, blockShift, deallocate ? 1 << 25 : 0, 0,
+            null, callback, context);
+    }
+
+    /** Deallocate (Dataset Management with AD, one range): what a discard/TRIM becomes. */
+    public boolean submitDeallocate(long lba, int blocks, IoCallback callback, Object context) {
+        checkBlocks(blocks);
+        Objects.requireNonNull(callback, "callback");
+        return queue().submit(IoQueue.OP_DSM, nsid, lba, blocks, blockShift, 0, 1 << 2, null, callback, context);
+    }
+
+    private IoQueue queue() {
+        return controller.selectQueue();
+    }
+
+    private static void checkBlocks(int blocks) {
+        if (blocks < 1) {
+            throw new IllegalArgumentException("block count " + blocks + " below 1");
+        }
+    }
+
+    private void checkData(int blocks, ByteBuffer buffer) {
+        checkBlocks(blocks);
+        Objects.requireNonNull(buffer, "buffer");
+        long bytes = (long) blocks << blockShift;
+        if (buffer.remaining() < bytes) {
+            throw new IllegalArgumentException(blocks + " blocks of " + blockSize() + " bytes need " + bytes
+                + " bytes; the buffer has " + buffer.remaining() + " remaining");
+        }
+    }
+
+    // ---- future API ----------------------------------------------------------------------------------------------
+
+    /** Reads {@code dst.remaining()} bytes (a whole number of blocks) at {@code lba} into {@code dst}. */
+    public CompletableFuture<Void> read(long lba, ByteBuffer dst) {
+        int blocks = wholeBlocks(dst);
+        FutureIo io = new FutureIo(this, IoQueue.OP_READ, lba, blocks);
+        submitWithRetry(io, () -> submitRead(lba, blocks, dst, FUTURE_CALLBACK, io));
+        return io.thenApply(ok -> null);
+    }
+
+    /** Reads {@code blocks} blocks at {@code lba} into a new direct buffer (position 0, limit = the bytes read). */
+    public CompletableFuture<ByteBuffer> read(long lba, int blocks) {
+        checkBlocks(blocks);
+        ByteBuffer dst = ByteBuffer.allocateDirect(Math.toIntExact((long) blocks << blockShift));
+        return read(lba, dst).thenApply(v -> dst);
+    }
+
+    public CompletableFuture<Void> write(long lba, ByteBuffer src) {
+        return write(lba, src, false);
+    }
+
+    /** Writes {@code src.remaining()} bytes (a whole number of blocks) to {@code lba}. */
+    public CompletableFuture<Void> write(long lba, ByteBuffer src, boolean forceUnitAccess) {
+        int blocks = wholeBlocks(src);
+        FutureIo io = new FutureIo(this, IoQueue.OP_WRITE, lba, blocks);
+        submitWithRetry(io, () -> submitWrite(lba, blocks, src, forceUnitAccess, FUTURE_CALLBACK, io));
+        return io.thenApply(ok -> null);
+    }
+
+    /** True when the blocks at {@code lba} equal {@code src}, false on a miscompare (status 0x285). */
+    public CompletableFuture<Boolean> compare(long lba, ByteBuffer src) {
+        int blocks = wholeBlocks(src);
+        FutureIo io = new FutureIo(this, IoQueue.OP_COMPARE, lba, blocks);
+        submitWithRetry(io, () -> submitCompare(lba, blocks, src, FUTURE_CALLBACK, io));
+        return io;
+    }
+
+    public CompletableFuture<Void> flush() {
+        FutureIo io = new FutureIo(this, IoQueue.OP_FLUSH, 0, 0);
+        submitWithRetry(io, () -> submitFlush(FUTURE_CALLBACK, io));
+        return io.thenApply(ok -> null);
+    }
+
+    public CompletableFuture<Void> writeZeroes(long lba, int blocks) {
+        FutureIo io = new FutureIo(this, IoQueue.OP_WRITE_ZEROES, lba, blocks);
+        submitWithRetry(io, () -> submitWriteZeroes(lba, blocks, false, FUTURE_CALLBACK, io));
+        return io.thenApply(ok -> null);
+    }
+
+    public CompletableFuture<Void> deallocate(long lba, int blocks) {
+        FutureIo io = new FutureIo(this, IoQueue.OP_DSM, lba, blocks);
+        submitWithRetry(io, () -> submitDeallocate(lba, blocks, FUTURE_CALLBACK, io));
+        return io.thenApply(ok -> null);
+    }
+
+    private int wholeBlocks(ByteBuffer buffer) {
+        Objects.requireNonNull(buffer, "buffer");
+        int bytes = buffer.remaining();
+        if (bytes == 0 || (bytes & (blockSize() - 1)) != 0) {
+            throw new IllegalArgumentException("buffer holds " + bytes + " bytes, not a positive multiple of the "
+                + blockSize() + "-byte block size");
+        }
+        return bytes >>> blockShift;
+    }
+
+    /**
+     * Submits, waiting (off the reactor threads) for room in the queue's request pool up to the command timeout.
+     * On a reactor thread waiting would deadlock: a full pool fails the future at once.
+     */
+    private void submitWithRetry(FutureIo io, java.util.function.BooleanSupplier submit) {
+        if (submit.getAsBoolean()) {
+            return;
+        }
+        if (controller.isReactorThread()) {
+            io.completeExceptionally(new NvmeofIoException(io.describe() + ": the queue is full ("
+                + controller.options().maxOutstandingRequests() + " requests outstanding)", -1));
+            return;
+        }
+        long deadline = System.nanoTime() + controller.options().commandTimeout().toNanos();
+        while (System.nanoTime() - deadline < 0) {
+            LockSupport.parkNanos(TimeUnit.MICROSECONDS.toNanos(50));
+            if (submit.getAsBoolean()) {
+                return;
+            }
+        }
+        io.completeExceptionally(new NvmeofIoException(io.describe() + ": the queue stayed full for "
+            + controller.options().commandTimeout().toMillis() + " ms", -1));
+    }
+
+    @Override
+    public String toString() {
+        return "NvmeofNamespace[nsid=" + nsid + " blocks=" + blockCount + " x " + blockSize() + " B on "
+            + controller.subsystemNqn() + "]";
+    }
+
+    /** One future-API I/O: the future, and what to say when it fails. */
+    private static final class FutureIo extends CompletableFuture<Boolean> implements IoQueue.ErrorDetailAware {
+        private final NvmeofNamespace namespace;
+        private final int opcode;
+        private final long lba;
+        private final long blocks;
+        private volatile String detail;
+
+        FutureIo(NvmeofNamespace namespace, int opcode, long lba, long blocks) {
+            this.namespace = namespace;
+            this.opcode = opcode;
+            this.lba = lba;
+            this.blocks = blocks;
+        }
+
+        @Override
+        public void errorDetail(String text) {
+            detail = text;
+        }
+
+        String describe() {
+            String what = opcode == IoQueue.OP_FLUSH ? "Flush" : IoQueue.opName(opcode) + " of " + blocks
+                + " blocks at LBA " + lba;
+            return what + " on namespace " + namespace.nsid + " of " + namespace.controller.subsystemNqn() + " at "
+                + namespace.controller.address();
+        }
+
+        void complete(int status) {
+            if (status == 0) {
+                complete(Boolean.TRUE);
+            } else if (opcode == IoQueue.OP_COMPARE && NvmeStatus.code(status) == NvmeStatus.COMPARE_FAILURE) {
+                complete(Boolean.FALSE);
+            } else {
+                String text = detail;
+                completeExceptionally(new NvmeofIoException(describe() + ": " + IoStatus.describe(status)
+                    + (text == null ? "" : ": " + text), status));
+            }
+        }
+    }
+}

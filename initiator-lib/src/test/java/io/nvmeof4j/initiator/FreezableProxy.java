@@ -1,0 +1,126 @@
+package io.nvmeof4j.initiator;
+
+import io.nvmeof4j.protocol.spi.TransportAddress;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * A TCP proxy on 127.0.0.1 in front of a target. {@link #freeze()} makes it stop forwarding in both directions
+ * without closing anything: to the host the controller just goes silent (what a hung target looks like).
+ */
+final class FreezableProxy implements AutoCloseable {
+    private final ServerSocket server;
+    private final TransportAddress target;
+    private final List<Socket> sockets = new CopyOnWriteArrayList<>();
+    private final Object gate = new Object();
+    private volatile boolean frozen;
+    private volatile boolean closed;
+
+    FreezableProxy(TransportAddress target) throws IOException {
+        this.target = target;
+        this.server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+        Thread acceptor = new Thread(this::accept, "proxy-acceptor");
+        acceptor.setDaemon(true);
+        acceptor.start();
+    }
+
+    TransportAddress address() {
+        return TransportAddress.tcp("127.0.0.1", server.getLocalPort());
+    }
+
+    void freeze() {
+        frozen = true;
+    }
+
+    void thaw() {
+        synchronized (gate) {
+            frozen = false;
+            gate.notifyAll();
+        }
+    }
+
+    private void accept() {
+        while (!closed) {
+            try {
+                Socket client = server.accept();
+                Socket upstream = new Socket();
+                upstream.connect(new InetSocketAddress(target.traddr(), target.port()), 5_000);
+                client.setTcpNoDelay(true);
+                upstream.setTcpNoDelay(true);
+                sockets.add(client);
+                sockets.add(upstream);
+                pump(client, upstream);
+                pump(upstream, client);
+            } catch (IOException e) {
+                if (closed) {
+                    return;
+                }
+            }
+        }
+    }
+
+    private void pump(Socket from, Socket to) {
+        Thread t = new Thread(() -> {
+            byte[] buffer = new byte[64 * 1024];
+            try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
+                int n;
+                while ((n = in.read(buffer)) >= 0) {
+                    synchronized (gate) {
+                        long deadline = System.currentTimeMillis() + 60_000;
+                        while (frozen && !closed && System.currentTimeMillis() < deadline) {
+                            gate.wait(100);
+                        }
+                    }
+                    out.write(buffer, 0, n);
+                }
+            } catch (IOException | InterruptedException e) {
+                // connection over
+            } finally {
+                closeQuietly(from);
+                closeQuietly(to);
+            }
+        }, "proxy-pump");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    /** Drops every proxied connection (the host sees its queues close). */
+    void dropConnections() {
+        for (Socket s : sockets) {
+            closeQuietly(s);
+        }
+        sockets.clear();
+    }
+
+    private static void closeQuietly(Socket s) {
+        try {
+            s.close();
+        } catch (IOException ignored) {
+            // closing anyway
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        thaw();
+        closeQuietly2(server);
+        dropConnections();
+    }
+
+    private static void closeQuietly2(ServerSocket s) {
+        try {
+            s.close();
+        } catch (IOException ignored) {
+            // closing anyway
+        }
+    }
+}

@@ -1,0 +1,205 @@
+package io.nvmeof4j.tcp.host;
+
+import io.nvmeof4j.protocol.spi.host.HostPollGroup;
+import io.nvmeof4j.protocol.tcp.Crc32cDigest;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.function.Consumer;
+
+/**
+ * The NVMe/TCP host share of one host reactor thread: a {@link Selector} with the queues registered on it.
+ * {@link #poll()} runs control tasks, reads ready sockets (selectNow with a reused consumer: no selected-key set,
+ * no iterator garbage), which parses PDUs and runs completion callbacks, then flushes every queue that has PDUs to
+ * send, with gathering writes. Commands submitted on this thread between polls are sent by the next poll's flush
+ * (or by {@link #flush()} when the caller wants them out at once). Nothing allocates once queues are set up.
+ */
+public final class TcpHostPollGroup implements HostPollGroup {
+    private static final Logger LOG = LoggerFactory.getLogger(TcpHostPollGroup.class);
+    private static final int IOV_LENGTH = 64;
+
+    final Crc32cDigest crc = new Crc32cDigest();
+    final ByteBuffer[] iov = new ByteBuffer[IOV_LENGTH];
+
+    private final Selector selector;
+    private final Consumer<SelectionKey> readyKeyHandler = this::onKeyReady;
+    private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    private final List<TcpHostQueue> queues = new ArrayList<>();
+    private TcpHostQueue[] flushList = new TcpHostQueue[16];
+    private int flushCount;
+    private volatile Thread thread;
+    private volatile boolean closed;
+
+    TcpHostPollGroup() {
+        try {
+            selector = Selector.open();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot open a selector for an NVMe/TCP host poll group", e);
+        }
+    }
+
+    @Override
+    public int poll() {
+        bindThread();
+        int work = 0;
+        if (!tasks.isEmpty()) {
+            work += runTasks();
+        }
+        try {
+            work += selector.selectNow(readyKeyHandler);
+        } catch (IOException e) {
+            throw new UncheckedIOException("NVMe/TCP host poll group selector failed", e);
+        }
+        work += flush();
+        return work;
+    }
+
+    /** Sends what queues of this group have queued. Poll-group thread only. */
+    public int flush() {
+        int count = flushCount;
+        if (count == 0) {
+            return 0;
+        }
+        int work = 0;
+        for (int i = 0; i < count; i++) {
+            TcpHostQueue queue = flushList[i];
+            flushList[i] = null;
+            queue.inFlushList = false;
+            work += queue.flush();
+        }
+        int later = flushCount - count;
+        System.arraycopy(flushList, count, flushList, 0, later);
+        Arrays.fill(flushList, later, flushCount, null);
+        flushCount = later;
+        return work;
+    }
+
+    @Override
+    public void await(long timeoutNanos) {
+        bindThread();
+        if (!tasks.isEmpty() || flushCount > 0) {
+            return;
+        }
+        try {
+            if (timeoutNanos <= 0) {
+                selector.selectNow(readyKeyHandler);
+            } else {
+                selector.select(readyKeyHandler, Math.max(1L, (timeoutNanos + 999_999L) / 1_000_000L));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("NVMe/TCP host poll group selector failed", e);
+        }
+    }
+
+    @Override
+    public void wakeup() {
+        selector.wakeup();
+    }
+
+    @Override
+    public void execute(Runnable task) {
+        if (closed) {
+            throw new IllegalStateException("NVMe/TCP host poll group is closed");
+        }
+        tasks.add(task);
+        selector.wakeup();
+    }
+
+    @Override
+    public boolean inPollGroupThread() {
+        return thread == Thread.currentThread();
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    /** Closes every queue (their commands complete with a path error) and the selector. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        runTasks();
+        for (TcpHostQueue queue : new ArrayList<>(queues)) {
+            queue.closeNow("host poll group closed");
+        }
+        try {
+            selector.close();
+        } catch (IOException e) {
+            LOG.debug("error closing an NVMe/TCP host selector", e);
+        }
+    }
+
+    private void bindThread() {
+        if (thread == null) {
+            thread = Thread.currentThread();
+        }
+    }
+
+    private int runTasks() {
+        int n = 0;
+        Runnable task;
+        while ((task = tasks.poll()) != null) {
+            n++;
+            try {
+                task.run();
+            } catch (RuntimeException e) {
+                LOG.error("task on an NVMe/TCP host poll group failed", e);
+            }
+        }
+        return n;
+    }
+
+    void register(TcpHostQueue queue) throws IOException {
+        if (closed) {
+            throw new IOException("host poll group is closed");
+        }
+        queue.key = queue.channel.register(selector, SelectionKey.OP_READ, queue);
+        queues.add(queue);
+        if (flushList.length < queues.size() + 1) {
+            flushList = Arrays.copyOf(flushList, queues.size() * 2);
+        }
+    }
+
+    void unregister(TcpHostQueue queue) {
+        queues.remove(queue);
+    }
+
+    void requestFlush(TcpHostQueue queue) {
+        queue.inFlushList = true;
+        if (flushCount == flushList.length) {
+            flushList = Arrays.copyOf(flushList, flushCount * 2);
+        }
+        flushList[flushCount++] = queue;
+    }
+
+    private void onKeyReady(SelectionKey key) {
+        if (!key.isValid()) {
+            return;
+        }
+        TcpHostQueue queue = (TcpHostQueue) key.attachment();
+        int ready = key.readyOps();
+        if ((ready & SelectionKey.OP_WRITE) != 0) {
+            queue.flush();
+        }
+        if ((ready & SelectionKey.OP_READ) != 0 && key.isValid()) {
+            queue.onReadable();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "TcpHostPollGroup[queues=" + queues.size() + "]";
+    }
+}
