@@ -1,0 +1,52 @@
+package io.nvmeof4j.initiator.cli;
+
+import io.nvmeof4j.initiator.ConnectOptions;
+import io.nvmeof4j.initiator.NvmeofHost;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.Spec;
+
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+
+/** A subcommand: the connection options, and every failure turned into one line and an exit status. */
+abstract class CliCommand implements Callable<Integer> {
+    @Mixin
+    ConnectionOptions connection;
+
+    @ParentCommand
+    NvmeofCli cli;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public final Integer call() {
+        try {
+            return execute();
+        } catch (Exception e) {
+            return CliErrors.report(err(), e, connection.verbose);
+        }
+    }
+
+    abstract int execute() throws Exception;
+
+    PrintWriter out() {
+        return spec.commandLine().getOut();
+    }
+
+    PrintWriter err() {
+        return spec.commandLine().getErr();
+    }
+
+    NvmeofHost createHost(int reactorThreads) {
+        return NvmeofHost.create(connection.identity(), reactorThreads);
+    }
+
+    /** A bound on waiting for one I/O of the future API: its command timeout plus slack for the hand-offs. */
+    static Duration ioWait(ConnectOptions options) {
+        return options.commandTimeout().plusSeconds(5);
+    }
+}

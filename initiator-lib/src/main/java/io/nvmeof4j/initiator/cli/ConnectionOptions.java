@@ -1,0 +1,151 @@
+package io.nvmeof4j.initiator.cli;
+
+import io.nvmeof4j.initiator.ConnectOptions;
+import io.nvmeof4j.initiator.HostIdentity;
+import io.nvmeof4j.protocol.spi.TransportAddress;
+import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.protocol.spi.host.HostQueueOptions;
+import picocli.CommandLine.Option;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.UUID;
+
+/**
+ * The connection options of every subcommand, named as nvme-cli's {@code nvme connect} names them. They are given
+ * after the subcommand (as with nvme-cli), so {@code -n} is the subsystem NQN and {@code -s} the port everywhere;
+ * I/O options that nvme-cli abbreviates with the same letters ({@code -n/--namespace-id}, {@code -s/--start-block})
+ * are long-only here.
+ */
+public final class ConnectionOptions {
+    /** nvme-cli's default NVMe/TCP I/O port ({@code nvme connect} without {@code -s}). */
+    public static final int IO_PORT_DEFAULT = 4420;
+    /** The discovery port the Linux host uses when {@code nvme discover} is given no {@code -s}. */
+    public static final int DISCOVERY_PORT_DEFAULT = 8009;
+    public static final long CONNECT_TIMEOUT_MS_DEFAULT = HostQueueOptions.CONNECT_TIMEOUT_DEFAULT.toMillis();
+
+    @Option(names = {"-t", "--transport"}, paramLabel = "TRTYPE", defaultValue = "tcp",
+        description = "Transport: tcp (rdma is not available in this build). Default: ${DEFAULT-VALUE}.")
+    String transport;
+
+    @Option(names = {"-a", "--traddr"}, paramLabel = "TRADDR", required = true,
+        description = "Address of the target (IPv4, IPv6 or host name).")
+    String traddr;
+
+    @Option(names = {"-s", "--trsvcid"}, paramLabel = "TRSVCID",
+        description = "Port of the target. Default: 8009 for discover, 4420 otherwise.")
+    Integer trsvcid;
+
+    @Option(names = {"-n", "--nqn"}, paramLabel = "SUBNQN",
+        description = "Subsystem NQN (required except for discover).")
+    String nqn;
+
+    @Option(names = {"-q", "--hostnqn"}, paramLabel = "HOSTNQN",
+        description = "Host NQN. Default: the persisted identity (~/.config/nvmeof4j/hostnqn).")
+    String hostnqn;
+
+    @Option(names = {"-I", "--hostid"}, paramLabel = "UUID",
+        description = "Host id. Default: the persisted one, or with -q the NQN's UUID (uuid-form NQN) or a UUID "
+            + "derived from the NQN.")
+    String hostid;
+
+    @Option(names = "--hdr-digest", description = "CRC32C header digests.")
+    boolean headerDigest;
+
+    @Option(names = "--data-digest", description = "CRC32C data digests.")
+    boolean dataDigest;
+
+    @Option(names = {"-i", "--nr-io-queues"}, paramLabel = "N",
+        description = "I/O queues to create. Default: 1 (perf: --queues).")
+    Integer ioQueues;
+
+    @Option(names = {"-Q", "--queue-size"}, paramLabel = "N",
+        description = "Entries per I/O queue. Default: 128 (perf: at least --queue-depth + 1).")
+    Integer queueSize;
+
+    @Option(names = {"-k", "--keep-alive-tmo"}, paramLabel = "SECONDS",
+        description = "Keep-alive timeout. Default: 5 (discover: 0, no keep-alive).")
+    Integer keepAliveSeconds;
+
+    @Option(names = "--connect-timeout", paramLabel = "MS",
+        description = "Bound on each connect step (TCP connect, ICReq, each bring-up command). Default: "
+            + "10000.")
+    Long connectTimeoutMs;
+
+    @Option(names = {"-v", "--verbose"}, description = "Debug logging, and stack traces with errors.")
+    boolean verbose;
+
+    TransportAddress address(int defaultPort) {
+        TransportType type;
+        try {
+            type = TransportType.fromConfigName(transport);
+        } catch (IllegalArgumentException e) {
+            throw new CliUsageException("unknown transport '" + transport + "' (expected tcp)");
+        }
+        if (type != TransportType.TCP) {
+            throw new CliUsageException("transport '" + type.configName() + "' is not available in this build "
+                + "(NVMe/TCP only)");
+        }
+        int port = trsvcid == null ? defaultPort : trsvcid;
+        if (port < 1 || port > 65535) {
+            throw new CliUsageException("-s/--trsvcid " + port + " is not a TCP port (1..65535)");
+        }
+        String host = traddr.startsWith("[") && traddr.endsWith("]") ? traddr.substring(1, traddr.length() - 1)
+            : traddr;
+        return TransportAddress.tcp(host, port);
+    }
+
+    String requireNqn() {
+        if (nqn == null || nqn.isBlank()) {
+            throw new CliUsageException("-n/--nqn (the subsystem NQN) is required; 'nvmeof discover' lists them");
+        }
+        return nqn;
+    }
+
+    HostIdentity identity() {
+        try {
+            if (hostnqn == null && hostid == null) {
+                return HostIdentity.defaultIdentity();
+            }
+            if (hostnqn == null) {
+                return HostIdentity.of(HostIdentity.defaultIdentity().hostNqn().value(), UUID.fromString(hostid));
+            }
+            UUID id;
+            if (hostid != null) {
+                id = UUID.fromString(hostid);
+            } else {
+                int at = hostnqn.toLowerCase(Locale.ROOT).lastIndexOf(":uuid:");
+                id = at >= 0 ? UUID.fromString(hostnqn.substring(at + 6))
+                    : UUID.nameUUIDFromBytes(hostnqn.getBytes(StandardCharsets.UTF_8));
+            }
+            return HostIdentity.of(hostnqn, id);
+        } catch (IllegalArgumentException e) {
+            throw new CliUsageException("invalid host identity: " + e.getMessage());
+        }
+    }
+
+    /**
+     * @param minQueueSize entries per queue at least (perf: its depth + 1), unless {@code -Q} says otherwise
+     * @param minOutstanding requests per queue the callback API must accept at once
+     */
+    ConnectOptions connectOptions(boolean discovery, int defaultIoQueues, int minQueueSize, int minOutstanding) {
+        try {
+            ConnectOptions o = discovery ? ConnectOptions.discoveryDefaults() : ConnectOptions.defaults();
+            o = o.withIoQueues(ioQueues != null ? ioQueues : defaultIoQueues)
+                .withQueueDepth(queueSize != null ? queueSize
+                    : Math.min(HostQueueOptions.MAX_DEPTH, Math.max(ConnectOptions.QUEUE_DEPTH_DEFAULT, minQueueSize)))
+                .withDigests(headerDigest, dataDigest)
+                .withMaxOutstandingRequests(Math.max(o.maxOutstandingRequests(), minOutstanding));
+            if (keepAliveSeconds != null) {
+                o = o.withKeepAliveTimeout(Duration.ofSeconds(keepAliveSeconds));
+            }
+            if (connectTimeoutMs != null) {
+                o = o.withConnectTimeout(Duration.ofMillis(connectTimeoutMs));
+            }
+            return o;
+        } catch (IllegalArgumentException e) {
+            throw new CliUsageException(e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,439 @@
+package io.nvmeof4j.initiator.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.nvmeof4j.initiator.ConnectOptions;
+import io.nvmeof4j.initiator.IoStatus;
+import io.nvmeof4j.initiator.NvmeofController;
+import io.nvmeof4j.initiator.NvmeofHost;
+import io.nvmeof4j.initiator.NvmeofIoException;
+import io.nvmeof4j.initiator.NvmeofNamespace;
+import org.HdrHistogram.Histogram;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.PrintWriter;
+import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * {@code nvmeof perf}: a load generator in the manner of SPDK's perf. Each of {@code --queues} workers owns one I/O
+ * queue, served by its own host reactor thread, and keeps {@code --queue-depth} I/Os in flight through the
+ * allocation-free callback API. Latency is recorded on the completing thread into a per-worker HdrHistogram
+ * recorder; the main thread merges them each second for the progress line and at the end for the summary.
+ */
+@Command(name = "perf", sortOptions = false, mixinStandardHelpOptions = true,
+    description = {"Generate block I/O load (like SPDK's perf); print IOPS, MiB/s and latency",
+        "percentiles each second and at the end. Each queue has its own host thread.",
+        "Write workloads overwrite the namespace.", ""})
+final class PerfCommand extends CliCommand {
+    /** What to do: sequential or random, reads and/or writes. */
+    enum Workload {
+        READ(false, 100), WRITE(false, 0), RANDREAD(true, 100), RANDWRITE(true, 0), RANDRW(true, -1);
+
+        final boolean random;
+        final int readPercent;
+
+        Workload(boolean random, int readPercent) {
+            this.random = random;
+            this.readPercent = readPercent;
+        }
+
+        String label() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
+    /** Bound on the direct buffers of one run (every slot of every queue has its own). */
+    static final long MAX_BUFFER_BYTES = 1L << 30;
+    static final double[] PERCENTILES = {50, 90, 99, 99.9, 99.99};
+    static final String[] PERCENTILE_KEYS = {"p50", "p90", "p99", "p99.9", "p99.99"};
+
+    @Option(names = "--queue-depth", paramLabel = "N", defaultValue = "32",
+        description = "I/Os kept in flight per queue. Default: ${DEFAULT-VALUE}.")
+    int queueDepth;
+
+    @Option(names = {"-o", "--io-size"}, paramLabel = "BYTES", defaultValue = "4096", converter = Sizes.class,
+        description = "Bytes per I/O (K, M suffixes), a multiple of the block size. Default: ${DEFAULT-VALUE}.")
+    long ioSize;
+
+    @Option(names = {"-w", "--workload"}, paramLabel = "W", defaultValue = "randread",
+        description = "read, write, randread, randwrite or randrw. Default: ${DEFAULT-VALUE}.")
+    String workloadName;
+
+    @Option(names = {"-M", "--rwmix"}, paramLabel = "PERCENT",
+        description = "Reads in percent, for randrw. Default: 50.")
+    Integer rwmix;
+
+    @Option(names = "--time", paramLabel = "SECONDS", defaultValue = "10",
+        description = "Run time. Default: ${DEFAULT-VALUE}.")
+    int seconds;
+
+    @Option(names = "--queues", paramLabel = "N", defaultValue = "1",
+        description = "I/O queues, each with its own host reactor thread. Default: ${DEFAULT-VALUE}.")
+    int queues;
+
+    @Option(names = "--namespace-id", paramLabel = "NSID", defaultValue = "1",
+        description = "Namespace id. Default: ${DEFAULT-VALUE}.")
+    int namespaceId;
+
+    @Option(names = "--json", description = "Print the summary as one JSON object on stdout (progress to stderr).")
+    boolean json;
+
+    private static final com.sun.management.ThreadMXBean THREADS =
+        (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+
+    @Override
+    int execute() throws Exception {
+        String nqn = connection.requireNqn();
+        Workload workload = workload();
+        int readPercent = readPercent(workload);
+        if (queueDepth < 1 || queueDepth > 4096) {
+            throw new CliUsageException("--queue-depth " + queueDepth + " outside 1..4096");
+        }
+        if (seconds < 1 || seconds > 86_400) {
+            throw new CliUsageException("--time " + seconds + " outside 1..86400 seconds");
+        }
+        if (queues < 1 || queues > 64) {
+            throw new CliUsageException("--queues " + queues + " outside 1..64");
+        }
+        if (ioSize < 1 || ioSize > (64 << 20)) {
+            throw new CliUsageException("--io-size " + ioSize + " outside 1 byte..64 MiB");
+        }
+        if ((long) queues * queueDepth * ioSize > MAX_BUFFER_BYTES) {
+            throw new CliUsageException("--queues x --queue-depth x --io-size = " + queues * queueDepth * ioSize
+                + " bytes of I/O buffers, more than the " + (MAX_BUFFER_BYTES >> 20) + " MiB perf allows");
+        }
+        ConnectOptions options = connection.connectOptions(false, queues, queueDepth + 1, queueDepth);
+        PrintWriter progress = json ? err() : out();
+        try (NvmeofHost host = createHost(queues);
+             NvmeofController ctrl = host.connect(connection.address(ConnectionOptions.IO_PORT_DEFAULT), nqn,
+                 options)) {
+            NvmeofNamespace ns = BlockIoCommand.namespace(ctrl, namespaceId);
+            if (ioSize % ns.blockSize() != 0 || ioSize / ns.blockSize() > ns.blockCount()) {
+                throw new CliUsageException("--io-size " + ioSize + " is not a multiple of namespace " + ns.nsid()
+                    + "'s " + ns.blockSize() + "-byte blocks, or larger than the namespace");
+            }
+            int ioBytes = (int) ioSize;
+            PerfWorker[] workers = new PerfWorker[queues];
+            for (int i = 0; i < queues; i++) {
+                workers[i] = new PerfWorker(i, ns, workload, readPercent, ioBytes, queueDepth, queues);
+            }
+            Run run = new Run(workers, ctrl.ioQueueCount(), options);
+            progress.printf(Locale.ROOT, "nvmeof perf: %s, %d-byte I/O, queue depth %d x %d queue(s), %d s, "
+                    + "namespace %d (%d x %d B) of %s%n", workload == Workload.RANDRW
+                    ? "randrw " + readPercent + "% reads" : workload.label(), ioBytes, queueDepth, queues,
+                seconds, ns.nsid(), ns.blockCount(), ns.blockSize(), ctrl.peer());
+            progress.flush();
+            Result result = run.execute(seconds, progress, ioBytes);
+            ObjectNode summary = summary(result, workload, readPercent, ioBytes, ns, ctrl);
+            if (json) {
+                out().println(new ObjectMapper().writeValueAsString(summary));
+            } else {
+                printSummary(out(), result, ioBytes);
+            }
+            out().flush();
+            if (result.errors > 0) {
+                throw new NvmeofIoException(result.errors + " I/O(s) failed on namespace " + ns.nsid() + " of "
+                    + ctrl.peer() + "; the first with " + (result.firstErrorStatus < 0
+                    ? "the request pool full" : IoStatus.describe(result.firstErrorStatus)),
+                    result.firstErrorStatus);
+            }
+        }
+        return NvmeofCli.EXIT_OK;
+    }
+
+    private Workload workload() {
+        try {
+            return Workload.valueOf(workloadName.trim().toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new CliUsageException("--workload '" + workloadName
+                + "' is not one of read, write, randread, randwrite, randrw");
+        }
+    }
+
+    private int readPercent(Workload workload) {
+        if (workload != Workload.RANDRW) {
+            if (rwmix != null) {
+                throw new CliUsageException("--rwmix applies to --workload randrw only");
+            }
+            return workload.readPercent;
+        }
+        int mix = rwmix == null ? 50 : rwmix;
+        if (mix < 0 || mix > 100) {
+            throw new CliUsageException("--rwmix " + mix + " outside 0..100");
+        }
+        return mix;
+    }
+
+    /** What a run measured. */
+    static final class Result {
+        Histogram latency;
+        double elapsedSeconds;
+        long reads;
+        long writes;
+        long errors;
+        int firstErrorStatus;
+        long allocatedBytes = -1;
+        List<String> threads = new ArrayList<>();
+
+        long ios() {
+            return latency.getTotalCount();
+        }
+    }
+
+    /** One run: driver threads start the workers' first I/Os; the main thread times, reports and stops. */
+    static final class Run {
+        private final PerfWorker[] workers;
+        private final int ioQueueCount;
+        private final ConnectOptions options;
+        private final CountDownLatch go = new CountDownLatch(1);
+        private final CountDownLatch stopped = new CountDownLatch(1);
+        private final long[] driverAllocated;
+
+        Run(PerfWorker[] workers, int ioQueueCount, ConnectOptions options) {
+            this.workers = workers;
+            this.ioQueueCount = ioQueueCount;
+            this.options = options;
+            this.driverAllocated = new long[workers.length];
+        }
+
+        Result execute(int seconds, PrintWriter progress, int ioBytes) throws Exception {
+            long waitMillis = options.commandTimeout().toMillis() + 5_000;
+            CountDownLatch probed = new CountDownLatch(workers.length);
+            int[][] probeStatus = new int[workers.length][1];
+            Thread[] drivers = new Thread[workers.length];
+            for (int i = 0; i < workers.length; i++) {
+                PerfWorker w = workers[i];
+                int index = i;
+                Runnable body = () -> {
+                    try {
+                        w.probe(w.probeCallback(probed, probeStatus[index]));
+                    } catch (RuntimeException e) {
+                        probeStatus[index][0] = -1;
+                        probed.countDown();
+                        return;
+                    }
+                    try {
+                        if (!go.await(waitMillis, TimeUnit.MILLISECONDS)) {
+                            return;
+                        }
+                        long before = THREADS.getCurrentThreadAllocatedBytes();
+                        w.start();
+                        long after = THREADS.getCurrentThreadAllocatedBytes();
+                        // Kept alive (and measured) until the run ends; it does nothing more meanwhile.
+                        stopped.await(seconds * 1000L + 2 * waitMillis, TimeUnit.MILLISECONDS);
+                        driverAllocated[index] = after - before;
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                };
+                drivers[i] = driverFor(i % ioQueueCount, body, "nvmeof-perf-driver-" + i);
+                drivers[i].setDaemon(true);
+            }
+            for (Thread d : drivers) {
+                d.start();
+            }
+            Result result = new Result();
+            try {
+                if (!probed.await(waitMillis, TimeUnit.MILLISECONDS)) {
+                    throw new java.util.concurrent.TimeoutException("the first I/O did not complete within "
+                        + waitMillis + " ms");
+                }
+                for (int[] s : probeStatus) {
+                    if (s[0] != 0) {
+                        throw new NvmeofIoException("the first read failed: " + (s[0] < 0
+                            ? "the queue did not accept it" : IoStatus.describe(s[0])), s[0]);
+                    }
+                }
+                Set<Thread> reactors = new LinkedHashSet<>();
+                for (PerfWorker w : workers) {
+                    reactors.add(w.callbackThread);
+                }
+                long reactorBefore = allocated(reactors);
+                Histogram total = new Histogram(1, PerfWorker.HIGHEST_TRACKABLE_NANOS, 3);
+                Histogram interval = new Histogram(1, PerfWorker.HIGHEST_TRACKABLE_NANOS, 3);
+                Histogram[] recycled = new Histogram[workers.length];
+                for (PerfWorker w : workers) {
+                    w.recorder.reset();
+                }
+                long start = System.nanoTime();
+                go.countDown();
+                for (int tick = 1; tick <= seconds; tick++) {
+                    long due = start + TimeUnit.SECONDS.toNanos(tick);
+                    for (long left = due - System.nanoTime(); left > 0; left = due - System.nanoTime()) {
+                        LockSupport.parkNanos(left);
+                    }
+                    if (tick == seconds) {
+                        for (PerfWorker w : workers) {
+                            w.requestStop();
+                        }
+                    }
+                    interval.reset();
+                    for (int i = 0; i < workers.length; i++) {
+                        recycled[i] = workers[i].recorder.getIntervalHistogram(recycled[i]);
+                        interval.add(recycled[i]);
+                    }
+                    total.add(interval);
+                    long n = interval.getTotalCount();
+                    progress.printf(Locale.ROOT, "[%3d s] %,10d IOPS %10.2f MiB/s   p50 %8.2f us   p99 %8.2f us%n",
+                        tick, n, n * (double) ioBytes / (1 << 20), micros(total.getValueAtPercentile(50)),
+                        micros(total.getValueAtPercentile(99)));
+                    progress.flush();
+                }
+                result.elapsedSeconds = (System.nanoTime() - start) / 1e9;
+                long drainDeadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMillis);
+                for (PerfWorker w : workers) {
+                    while (w.active.get() > 0) {
+                        if (System.nanoTime() - drainDeadline > 0) {
+                            throw new java.util.concurrent.TimeoutException(w.active.get() + " I/O(s) of queue "
+                                + w.index + " did not complete within " + waitMillis + " ms after the run");
+                        }
+                        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+                    }
+                }
+                // Completions between the last tick and the stop flag: count them too.
+                for (int i = 0; i < workers.length; i++) {
+                    recycled[i] = workers[i].recorder.getIntervalHistogram(recycled[i]);
+                    total.add(recycled[i]);
+                }
+                long reactorAfter = allocated(reactors);
+                stopped.countDown();
+                for (Thread d : drivers) {
+                    d.join(waitMillis);
+                }
+                long driverBytes = 0;
+                for (long a : driverAllocated) {
+                    driverBytes += a;
+                }
+                result.latency = total;
+                for (PerfWorker w : workers) {
+                    result.reads += w.reads;
+                    result.writes += w.writes;
+                    if (w.errors.get() > 0 && result.errors == 0) {
+                        result.firstErrorStatus = w.firstErrorStatus;
+                    }
+                    result.errors += w.errors.get();
+                }
+                if (reactorBefore >= 0 && reactorAfter >= 0) {
+                    result.allocatedBytes = reactorAfter - reactorBefore + driverBytes;
+                }
+                for (Thread t : reactors) {
+                    result.threads.add(t.getName());
+                }
+                for (Thread d : drivers) {
+                    result.threads.add(d.getName());
+                }
+                return result;
+            } finally {
+                for (PerfWorker w : workers) {
+                    w.requestStop();
+                }
+                go.countDown();
+                stopped.countDown();
+            }
+        }
+
+        /**
+         * A thread the library maps to I/O queue {@code queue}: a non-reactor thread submits to the queue its
+         * thread id selects (id modulo the queue count), and the worker's callbacks then stay on that queue's
+         * reactor. Thread ids are sequential, so a few tries find one; if not, the worker shares a queue.
+         */
+        private Thread driverFor(int queue, Runnable body, String name) {
+            Thread candidate = null;
+            for (int attempt = 0; attempt < 64 * ioQueueCount; attempt++) {
+                candidate = new Thread(body, name);
+                if (candidate.getId() % ioQueueCount == queue) {
+                    return candidate;
+                }
+            }
+            return candidate;
+        }
+
+        private static long allocated(Set<Thread> threads) {
+            if (!THREADS.isThreadAllocatedMemorySupported() || !THREADS.isThreadAllocatedMemoryEnabled()) {
+                return -1;
+            }
+            long sum = 0;
+            for (Thread t : threads) {
+                long a = THREADS.getThreadAllocatedBytes(t.getId());
+                if (a < 0) {
+                    return -1;
+                }
+                sum += a;
+            }
+            return sum;
+        }
+    }
+
+    static double micros(long nanos) {
+        return nanos / 1000.0;
+    }
+
+    private ObjectNode summary(Result r, Workload workload, int readPercent, int ioBytes, NvmeofNamespace ns,
+                               NvmeofController ctrl) {
+        ObjectMapper mapper = new ObjectMapper();
+        ObjectNode o = mapper.createObjectNode();
+        o.put("target", ctrl.peer());
+        o.put("namespace_id", ns.nsid());
+        o.put("workload", workload.label());
+        o.put("read_percent", readPercent);
+        o.put("io_size", ioBytes);
+        o.put("queue_depth", queueDepth);
+        o.put("queues", queues);
+        o.put("io_queues_granted", ctrl.ioQueueCount());
+        o.put("time_s", r.elapsedSeconds);
+        o.put("ios", r.ios());
+        o.put("reads", r.reads);
+        o.put("writes", r.writes);
+        o.put("errors", r.errors);
+        o.put("iops", r.ios() / r.elapsedSeconds);
+        o.put("mib_per_s", r.ios() * (double) ioBytes / (1 << 20) / r.elapsedSeconds);
+        ObjectNode lat = o.putObject("latency_us");
+        Histogram h = r.latency;
+        lat.put("min", h.getTotalCount() == 0 ? 0 : micros(h.getMinValue()));
+        lat.put("mean", h.getTotalCount() == 0 ? 0 : h.getMean() / 1000.0);
+        for (int i = 0; i < PERCENTILES.length; i++) {
+            lat.put(PERCENTILE_KEYS[i], micros(h.getValueAtPercentile(PERCENTILES[i])));
+        }
+        lat.put("max", micros(h.getMaxValue()));
+        o.put("allocated_bytes", r.allocatedBytes);
+        o.put("allocated_bytes_per_io", r.allocatedBytes < 0 || r.ios() == 0 ? -1
+            : (double) r.allocatedBytes / r.ios());
+        ArrayNode threads = o.putArray("measured_threads");
+        r.threads.forEach(threads::add);
+        return o;
+    }
+
+    private static void printSummary(PrintWriter out, Result r, int ioBytes) {
+        Histogram h = r.latency;
+        double iops = r.ios() / r.elapsedSeconds;
+        out.println("========================================================================");
+        out.printf(Locale.ROOT, "Total       : %,d I/Os (%,d reads, %,d writes) in %.2f s, %d errors%n", r.ios(),
+            r.reads, r.writes, r.elapsedSeconds, r.errors);
+        out.printf(Locale.ROOT, "IOPS        : %,.0f%n", iops);
+        out.printf(Locale.ROOT, "Throughput  : %.2f MiB/s%n", iops * ioBytes / (1 << 20));
+        StringBuilder lat = new StringBuilder();
+        lat.append(String.format(Locale.ROOT, "min %.2f  avg %.2f", micros(h.getMinValue()), h.getMean() / 1000.0));
+        for (int i = 0; i < PERCENTILES.length; i++) {
+            lat.append(String.format(Locale.ROOT, "  %s %.2f", PERCENTILE_KEYS[i],
+                micros(h.getValueAtPercentile(PERCENTILES[i]))));
+        }
+        lat.append(String.format(Locale.ROOT, "  max %.2f", micros(h.getMaxValue())));
+        out.println("Latency (us): " + lat);
+        if (r.allocatedBytes >= 0 && r.ios() > 0) {
+            out.printf(Locale.ROOT, "Allocation  : %.4f bytes per I/O (%,d bytes over %,d I/Os on %s)%n",
+                (double) r.allocatedBytes / r.ios(), r.allocatedBytes, r.ios(), String.join(", ", r.threads));
+        } else {
+            out.println("Allocation  : not measurable (per-thread allocation counters unavailable)");
+        }
+    }
+}

@@ -1,0 +1,107 @@
+package io.nvmeof4j.initiator.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** {@code nvmeof perf} for 2 s: progress lines, a summary with ordered percentiles, and one JSON object. */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class PerfTest {
+    private CliTarget target;
+
+    @BeforeAll
+    void start(@TempDir Path dir) throws Exception {
+        target = new CliTarget(dir);
+    }
+
+    @AfterAll
+    void stop() {
+        target.close();
+    }
+
+    @Test
+    void shouldReportIopsAndOrderedPercentilesAtQueueDepth1() {
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--workload", "randread",
+            "--io-size", "4K", "--queue-depth", "1", "--time", "2"));
+        assertThat(r.status()).as(r.toString()).isZero();
+        assertThat(r.out()).contains("[  1 s]").contains("[  2 s]").contains("IOPS        : ")
+            .contains("Throughput  : ").contains("Allocation  : ");
+        Matcher iops = Pattern.compile("IOPS        : ([0-9,]+)").matcher(r.out());
+        assertThat(iops.find()).isTrue();
+        assertThat(Long.parseLong(iops.group(1).replace(",", ""))).isPositive();
+        Matcher lat = Pattern.compile("Latency \\(us\\): min ([0-9.]+)  avg ([0-9.]+)  p50 ([0-9.]+)  p90 ([0-9.]+)  "
+            + "p99 ([0-9.]+)  p99.9 ([0-9.]+)  p99.99 ([0-9.]+)  max ([0-9.]+)").matcher(r.out());
+        assertThat(lat.find()).as(r.out()).isTrue();
+        double previous = Double.parseDouble(lat.group(1));
+        for (int g = 3; g <= 8; g++) {
+            double v = Double.parseDouble(lat.group(g));
+            assertThat(v).as("latency group %d", g).isGreaterThanOrEqualTo(previous);
+            previous = v;
+        }
+        assertThat(Double.parseDouble(lat.group(3))).isPositive();
+    }
+
+    @Test
+    void shouldPrintOneJsonObjectAtQueueDepth32() throws Exception {
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--workload", "randread",
+            "--io-size", "4096", "--queue-depth", "32", "--time", "2", "--json"));
+        assertThat(r.status()).as(r.toString()).isZero();
+        JsonNode s = new ObjectMapper().readTree(r.out());
+        assertThat(r.out().trim().split("\n")).hasSize(1);
+        assertThat(r.err()).contains("[  2 s]"); // progress goes to stderr with --json
+        assertThat(s.get("workload").asText()).isEqualTo("randread");
+        assertThat(s.get("queue_depth").asInt()).isEqualTo(32);
+        assertThat(s.get("io_size").asInt()).isEqualTo(4096);
+        assertThat(s.get("errors").asLong()).isZero();
+        assertThat(s.get("ios").asLong()).isPositive();
+        assertThat(s.get("reads").asLong()).isEqualTo(s.get("ios").asLong());
+        assertThat(s.get("iops").asDouble()).isPositive();
+        assertThat(s.get("mib_per_s").asDouble()).isCloseTo(s.get("iops").asDouble() * 4096 / (1 << 20),
+            org.assertj.core.data.Percentage.withPercentage(0.1));
+        JsonNode lat = s.get("latency_us");
+        double previous = lat.get("min").asDouble();
+        for (String key : new String[] {"p50", "p90", "p99", "p99.9", "p99.99", "max"}) {
+            assertThat(lat.get(key).asDouble()).as(key).isGreaterThanOrEqualTo(previous);
+            previous = lat.get(key).asDouble();
+        }
+        assertThat(lat.get("p50").asDouble()).isPositive();
+        // The callback data path allocates nothing per I/O (CallbackAllocationTest holds it to < 1 byte); here
+        // the whole run counts, class loading and JIT warm-up included.
+        assertThat(s.get("allocated_bytes_per_io").asDouble()).isBetween(0.0, 16.0);
+        assertThat(s.get("measured_threads").toString()).contains("nvmeof-host-reactor-0")
+            .contains("nvmeof-perf-driver-0");
+    }
+
+    @Test
+    void shouldMixReadsAndWritesOverTwoQueues() throws Exception {
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
+            "--workload", "randrw", "--rwmix", "70", "--io-size", "8K", "--queue-depth", "4", "--queues", "2",
+            "--time", "1", "--json"));
+        assertThat(r.status()).as(r.toString()).isZero();
+        JsonNode s = new ObjectMapper().readTree(r.out());
+        long reads = s.get("reads").asLong();
+        long writes = s.get("writes").asLong();
+        assertThat(reads + writes).isEqualTo(s.get("ios").asLong()).isPositive();
+        assertThat((double) reads / (reads + writes)).isBetween(0.6, 0.8);
+        assertThat(s.get("io_queues_granted").asInt()).isEqualTo(2);
+        assertThat(s.get("measured_threads").toString()).contains("nvmeof-host-reactor-1");
+    }
+
+    @Test
+    void shouldRejectAnIoSizeThatIsNotWholeBlocks() {
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
+            "--io-size", "512", "--time", "1"));
+        assertThat(r.status()).isEqualTo(NvmeofCli.EXIT_USAGE);
+        assertThat(r.err()).contains("--io-size 512 is not a multiple of namespace 2's 4096-byte blocks");
+    }
+}
