@@ -229,6 +229,11 @@ class FileBlockDeviceTest {
             } finally {
                 pool.shutdownNow();
             }
+            // A worker counts an I/O out just after its completion callback returns: wait for the last one.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (device.inFlight() != 0 && System.nanoTime() < deadline) {
+                Thread.sleep(1);
+            }
             assertThat(device.inFlight()).isZero();
             ByteBuffer all = ByteBuffer.allocateDirect(blocks * 4096);
             assertThat(SyncIo.run(device, READ, 0, blocks * 4096L, all, false)).isZero();
