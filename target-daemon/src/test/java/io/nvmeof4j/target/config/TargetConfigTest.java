@@ -220,7 +220,7 @@ class TargetConfigTest {
         assertThat(d.idleSpinNanos()).isEqualTo(TimeUnit.MICROSECONDS.toNanos(50));
         assertThat(d.bufferPoolBytes()).isEqualTo(64L << 20);
         assertThat(d.maxDataTransferSize()).isEqualTo(1 << 20);
-        assertThat(d.fileWorkers()).isEqualTo(2);
+        assertThat(d.fileWorkers()).isEqualTo(DaemonSettings.defaultFileWorkers(Runtime.getRuntime().availableProcessors()));
         assertThat(d.shutdownTimeout()).isEqualTo(Duration.ofSeconds(5));
         SubsystemConfig s = config.subsystems().get(0);
         assertThat(s.model()).isEqualTo("nvmeof4j");
@@ -238,6 +238,13 @@ class TargetConfigTest {
         assertThat(DaemonSettings.defaultReactors(2)).isEqualTo(1);
         assertThat(DaemonSettings.defaultReactors(4)).isEqualTo(2);
         assertThat(DaemonSettings.defaultReactors(16)).isEqualTo(8);
+    }
+
+    @Test
+    void shouldChooseFileWorkersFromTheCpuCount() {
+        assertThat(DaemonSettings.defaultFileWorkers(1)).isEqualTo(1);
+        assertThat(DaemonSettings.defaultFileWorkers(2)).isEqualTo(1);
+        assertThat(DaemonSettings.defaultFileWorkers(4)).isEqualTo(2);
     }
 
     @Test
