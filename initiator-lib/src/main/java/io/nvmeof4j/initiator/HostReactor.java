@@ -65,6 +65,20 @@ final class HostReactor implements AutoCloseable {
     }
 
     private void run() {
+        try {
+            loop();
+        } catch (Throwable t) {
+            LOG.error("host reactor {} stopped by an unexpected failure; closing its queues", thread.getName(), t);
+        } finally {
+            try {
+                group.close();
+            } catch (RuntimeException e) {
+                LOG.warn("closing the poll group of {} failed", thread.getName(), e);
+            }
+        }
+    }
+
+    private void loop() {
         long idleSince = 0;
         long nextTimer = System.nanoTime() + TIMER_PERIOD_NANOS;
         while (running) {
@@ -113,11 +127,6 @@ final class HostReactor implements AutoCloseable {
                     break;
                 }
             }
-        }
-        try {
-            group.close();
-        } catch (RuntimeException e) {
-            LOG.warn("closing the poll group of {} failed", thread.getName(), e);
         }
     }
 

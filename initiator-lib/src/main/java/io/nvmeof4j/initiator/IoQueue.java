@@ -103,16 +103,18 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
         if (opcode == OP_DSM) {
             r.dsmRange.putInt(0, 0).putInt(4, (int) blocks).putLong(8, lba);
         }
-        if (reactor.inReactorThread()) {
+        if (reactor.inReactorThread() && controller.mayRetry()) {
             start(r);
+            return true;
+        }
+        // Other threads hand over through the ring. So does a reactor-thread submit that would fail at once: a
+        // callback that resubmits on failure then loops through the ring instead of recursing into itself.
+        inbound.offer(r); // never full: the ring holds as many requests as the pool
+        if (retired) {
+            // Raced with close (offer, then read retired; close writes retired, then drains): fail it ourselves.
+            failRetired();
         } else {
-            inbound.offer(r); // never full: the ring holds as many requests as the pool
-            if (retired) {
-                // Raced with close (offer, then read retired; close writes retired, then drains): fail it ourselves.
-                failRetired();
-            } else {
-                reactor.wake();
-            }
+            reactor.wake();
         }
         return true;
     }
@@ -327,7 +329,9 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
         }
         try {
             callback.onComplete(status, context);
-        } catch (RuntimeException e) {
+        } catch (Throwable e) {
+            // Whatever an application callback throws (an AssertionError too) must not end the reactor thread:
+            // every queue on it, and every timeout check, would stop.
             LOG.error("I/O callback failed (queue {} of {})", qid, controller, e);
         }
     }

@@ -100,6 +100,7 @@ final class TcpConnection implements TransportQueue {
     final TcpPollGroup group;
     final TcpListener listener;
     private final SocketChannel channel;
+    private final TransportAddress localAddress;
     private final String peer;
     private final PortOptions portOptions;
     private final int maxH2CDataSize;
@@ -158,6 +159,7 @@ final class TcpConnection implements TransportQueue {
     TcpConnection(TcpPollGroup group, TcpListener listener, SocketChannel channel, String peer) {
         this.group = group;
         this.listener = listener;
+        this.localAddress = connectedAddress(channel, listener.address());
         this.channel = channel;
         this.peer = peer;
         this.portOptions = listener.options();
@@ -180,7 +182,22 @@ final class TcpConnection implements TransportQueue {
 
     @Override
     public TransportAddress localAddress() {
-        return listener.address();
+        return localAddress;
+    }
+
+    /** The address the host reached (a wildcard listener's real address); the listen address if unknown. */
+    private static TransportAddress connectedAddress(SocketChannel channel, TransportAddress listenAddress) {
+        try {
+            java.net.InetSocketAddress local = (java.net.InetSocketAddress) channel.getLocalAddress();
+            if (local == null) {
+                return listenAddress;
+            }
+            String traddr = local.getAddress().getHostAddress();
+            int scope = traddr.indexOf('%');
+            return TransportAddress.tcp(scope < 0 ? traddr : traddr.substring(0, scope), local.getPort());
+        } catch (IOException e) {
+            return listenAddress;
+        }
     }
 
     @Override
@@ -579,6 +596,11 @@ final class TcpConnection implements TransportQueue {
      */
     private int mapData(TcpRequest request, int inCapsuleBytes) {
         SubmissionQueueEntry sqe = request.command();
+        if (sqe.psdt() != 1 || sqe.fuse() != 0) {
+            // Fabrics data is always SGL-described (PSDT 01b) and nothing here is fused: like nvmet, answer
+            // Invalid Field before reading the SGL, whose bytes mean something else under PRPs.
+            return NvmeStatus.INVALID_FIELD | NvmeStatus.DNR;
+        }
         SglDescriptor sgl = sqe.sgl1();
         int id = sgl.id();
         long length = sgl.length();

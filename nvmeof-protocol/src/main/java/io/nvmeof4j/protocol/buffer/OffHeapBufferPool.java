@@ -141,7 +141,14 @@ public final class OffHeapBufferPool implements BufferPool {
         if (count == 0) {
             return false;
         }
-        ByteBuffer slab = ByteBuffer.allocateDirect(count * sizeClass.size);
+        ByteBuffer slab;
+        try {
+            slab = ByteBuffer.allocateDirect(count * sizeClass.size);
+        } catch (OutOfMemoryError e) {
+            // Direct memory is used up (RAM namespaces share it): behave as an exhausted pool, so the command
+            // waits for a buffer instead of the error ending the reactor and every queue on it.
+            return false;
+        }
         bytesAllocated += (long) count * sizeClass.size;
         sizeClass.ensureCapacity(sizeClass.total + count);
         ensureRegistryCapacity(sliceCount + count);

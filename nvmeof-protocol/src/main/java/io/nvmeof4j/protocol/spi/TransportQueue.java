@@ -8,7 +8,10 @@ package io.nvmeof4j.protocol.spi;
 public interface TransportQueue {
     TransportType transportType();
 
-    /** The port (listen address) this queue came in on. */
+    /**
+     * The local address the host reached for this queue: the listen address, or, for a wildcard listener
+     * (0.0.0.0, ::), the concrete address the connection arrived on (discovery reports that one).
+     */
     TransportAddress localAddress();
 
     /** The host's address, for logs and errors: {@code "10.0.2.15:51234"}. */

@@ -286,7 +286,7 @@ final class AdminCommands {
             .controllerType(discovery ? IdentifyController.CNTRLTYPE_DISCOVERY : IdentifyController.CNTRLTYPE_IO)
             .asyncEventRequestLimit(Controller.ASYNC_EVENT_REQUEST_LIMIT - 1)
             .keepAliveSupport(KAS)
-            .maxOutstandingCommands(options.maxQueueSize())
+            .maxOutstandingCommands(Math.min(options.maxQueueSize(), 0xFFFF)) // MAXCMD is 16 bits
             .sglSupport(sglSupport(controller.transportType(), options.inlineDataSize()))
             .subsystemNqn(controller.subsystemNqn());
         if (discovery) {

@@ -46,9 +46,9 @@ class KeepAliveTest {
     @Test
     void shouldStayAliveWhileTheHostSendsKeepAlives() throws Exception {
         FakeQueue admin = host.openQueue();
-        int cntlid = host.connect(admin, 0, 31, 300, TestTarget.SUBNQN, 0xFFFF).dw0();
+        int cntlid = host.connect(admin, 0, 31, 1000, TestTarget.SUBNQN, 0xFFFF).dw0();
         host.propertySet(admin, ControllerRegisters.CC, 0x00460001);
-        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1200);
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(2500);
         while (System.nanoTime() < end) {
             assertThat(host.keepAlive(admin).status()).isEqualTo(NvmeStatus.SUCCESS);
             Thread.sleep(100);
@@ -60,11 +60,11 @@ class KeepAliveTest {
     @Test
     void shouldCountIoTrafficAsKeepAlive() throws Exception {
         FakeQueue admin = host.openQueue();
-        int cntlid = host.connect(admin, 0, 31, 300, TestTarget.SUBNQN, 0xFFFF).dw0();
+        int cntlid = host.connect(admin, 0, 31, 1000, TestTarget.SUBNQN, 0xFFFF).dw0();
         host.propertySet(admin, ControllerRegisters.CC, 0x00460001);
         FakeQueue io = host.openQueue();
         host.connect(io, 1, 31, 0, TestTarget.SUBNQN, cntlid);
-        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1200);
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(2500);
         while (System.nanoTime() < end) {
             assertThat(host.submit(io, 512, e -> e.opcode(0x02).nsid(1)).status()).isEqualTo(NvmeStatus.SUCCESS);
             Thread.sleep(100);

@@ -40,7 +40,7 @@ class ShutdownTest {
         assertThat(read.isCompleted()).isFalse();
 
         CompletableFuture<Boolean> shutdown = CompletableFuture.supplyAsync(() -> target.registry.shutdown(Duration.ofSeconds(5)));
-        Thread.sleep(200);
+        assertThat(aer.await(5, TimeUnit.SECONDS)).as("parked AER ended while the read is held").isTrue();
         assertThat(aer.status()).as("parked AER ended first").isEqualTo(NvmeStatus.ABORTED_SQ_DELETION);
         assertThat(shutdown).isNotDone();
         assertThat(q[1].isDisconnected()).as("waits for the read").isFalse();

@@ -742,7 +742,8 @@ final class TcpHostQueue implements HostQueue {
         outstanding--;
         try {
             callback.onCompletion(cqe, context);
-        } catch (RuntimeException e) {
+        } catch (Throwable e) {
+            // A callback's failure (an Error too) must not end the poll-group thread that serves every queue on it.
             LOG.error("NVMe/TCP host {}: completion callback failed for CID {}", peer, cqe.commandId(), e);
         }
     }

@@ -70,10 +70,11 @@ public final class TcpHostTransport implements HostTransport {
         long deadline = System.nanoTime() + options.connectTimeout().toNanos();
         InetSocketAddress remote;
         try {
-            remote = new InetSocketAddress(InetAddress.getByName(address.traddr()), address.port());
+            remote = new InetSocketAddress(ipLiteral(address.traddr()), address.port());
         } catch (UnknownHostException e) {
             throw new TransportConnectException(where, TransportConnectException.STEP_RESOLVE,
-                "unknown host '" + address.traddr() + "'", e);
+                "'" + address.traddr() + "' is not an IP address; TRADDR is an IPv4 or IPv6 address (host names are "
+                    + "not resolved, so a connect never waits on DNS)", e);
         } catch (IllegalStateException | IllegalArgumentException e) {
             throw new TransportConnectException(where, TransportConnectException.STEP_RESOLVE, e.getMessage(), e);
         }
@@ -275,5 +276,25 @@ public final class TcpHostTransport implements HostTransport {
     @Override
     public void close() {
         closed = true;
+    }
+
+    /**
+     * The address of an IPv4 or IPv6 literal, without any name lookup: like the Linux host's TRADDR, and so that
+     * no connect step can block on a resolver beyond the connect timeout.
+     */
+    static InetAddress ipLiteral(String traddr) throws UnknownHostException {
+        boolean ipv4 = traddr.matches("[0-9]{1,3}(\\.[0-9]{1,3}){3}");
+        if (ipv4) {
+            for (String octet : traddr.split("\\.")) {
+                if (Integer.parseInt(octet) > 255) {
+                    throw new UnknownHostException(traddr);
+                }
+            }
+        }
+        boolean ipv6 = traddr.indexOf(':') >= 0 && traddr.matches("[0-9A-Fa-f:.]+(%[0-9A-Za-z]+)?");
+        if (!ipv4 && !ipv6) {
+            throw new UnknownHostException(traddr);
+        }
+        return InetAddress.getByName(traddr); // a literal: parsed, never looked up
     }
 }

@@ -202,7 +202,7 @@ class TcpHostTransportTest {
             assertThat(status).isNotDone();
             queue.close("closed by the test");
             assertThat(status.get(5, TimeUnit.SECONDS)).isEqualTo(HostStatus.HOST_PATH_ERROR);
-            TimeUnit.MILLISECONDS.sleep(50);
+            awaitClosedReason();
             assertThat(closedReasons).containsExactly("closed by the test");
             assertThat(queue.isOpen()).isFalse();
         }
@@ -312,7 +312,7 @@ class TcpHostTransportTest {
                 null));
             assertThat(status.get(5, TimeUnit.SECONDS)).isEqualTo(HostStatus.HOST_PATH_ERROR);
             commandSeen.get(1, TimeUnit.SECONDS);
-            TimeUnit.MILLISECONDS.sleep(50);
+            awaitClosedReason();
             assertThat(closedReasons).hasSize(1);
             assertThat(closedReasons.get(0)).contains("C2HTermReq").contains("invalid PDU header field")
                 .contains("FES 1").contains("FEI 2");
@@ -351,10 +351,18 @@ class TcpHostTransportTest {
             }, null));
             failed.get(5, TimeUnit.SECONDS);
             assertThat(statuses).containsExactly(HostStatus.HOST_PATH_ERROR);
-            TimeUnit.MILLISECONDS.sleep(50);
+            awaitClosedReason();
             assertThat(closedReasons.get(0)).contains("protocol error").contains("HLEN 72");
             assertThat(unused).isNotDone();
             peer.join(5_000);
+        }
+    }
+
+    /** The listener runs after the completion callbacks, on the poll-group thread: wait (bounded) for it. */
+    private void awaitClosedReason() throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (closedReasons.isEmpty() && System.nanoTime() < deadline) {
+            Thread.sleep(1);
         }
     }
 }
