@@ -585,6 +585,14 @@ public final class NvmeofController implements AutoCloseable {
         for (IoQueue q : ioQueues) {
             q.closeTransport(reason);
         }
+        // The transports of the latest bring-up reach their I/O queues later, as reactor tasks: close them here
+        // too, so a close or recovery racing a reconnect cannot leave them open.
+        List<HostQueue> latest = currentQueues;
+        if (latest != null) {
+            for (HostQueue q : latest) {
+                q.close(reason);
+            }
+        }
     }
 
     private void scheduleReconnect() {

@@ -213,15 +213,19 @@ public final class NvmeofHost implements AutoCloseable {
         }
         timer.shutdownNow();
         control.shutdownNow();
+        // A reconnect or teardown still running on a control thread closes queues too: let it finish (bounded)
+        // before the reactors close theirs, so no queue is closed from two threads at once.
+        try {
+            if (!control.awaitTermination(5, TimeUnit.SECONDS)) {
+                LOG.warn("host control threads still busy after 5 s; closing the reactors anyway");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         for (HostReactor reactor : reactors) {
             reactor.close();
         }
         transport.close();
-        try {
-            control.awaitTermination(5, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
     }
 
     private void checkOpen() {
