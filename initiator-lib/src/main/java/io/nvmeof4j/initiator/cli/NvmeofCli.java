@@ -36,7 +36,7 @@ import java.util.Objects;
         "0:success",
         "1:other failure (protocol error, unexpected answer, local file error)",
         "2:invalid command line or argument (also: a transport this build lacks, an unknown namespace)",
-        "3:wrong address (the name does not resolve, no route to the host)",
+        "3:wrong address (not an IPv4/IPv6 address: names are not resolved; no route to the host)",
         "4:connection refused (nothing listens at the address and port)",
         "5:unknown subsystem NQN (the controller does not serve it on that port)",
         "6:host not allowed (the subsystem does not list this host NQN)",

@@ -2,7 +2,6 @@ package io.nvmeof4j.it.vm;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -44,7 +43,6 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class InitiatorVsKernelTargetIT {
     private static final String SUBNQN = "nqn.2014-08.io.nvmeof4j:kernel-initiator-it";
-    private static final Duration PREPARE_TIMEOUT = Duration.ofMinutes(30);
     private static final Duration CLI_BUILD_TIMEOUT = Duration.ofMinutes(10);
     private static final Duration GUEST_TIMEOUT =
         Duration.ofSeconds(Long.getLong("nvmeof4j.it.guestSeconds", 420));
@@ -63,15 +61,8 @@ class InitiatorVsKernelTargetIT {
 
     @BeforeAll
     static void prepareGuest() throws Exception {
-        Assumptions.assumeFalse("1".equals(System.getenv("NVMEOF4J_SKIP_VM_TESTS")), "NVMEOF4J_SKIP_VM_TESTS=1");
-        Assumptions.assumeTrue(System.getProperty("os.name").toLowerCase().contains("linux"), "needs Linux");
-        repo = VmHarness.repoRoot();
+        repo = VmHarness.prepareGuest();
         vm = repo.resolve("integration-tests/vm");
-        VmHarness.Result prepared = VmHarness.run(List.of(vm.resolve("prepare.sh").toString()), Map.of(),
-            PREPARE_TIMEOUT, "[prepare] ", null);
-        Assumptions.assumeFalse(prepared.exitCode() == VmHarness.PREPARE_NEEDS_ROOT,
-            "the VM harness needs Debian packages that only root can install:\n" + prepared.tail(3));
-        assertThat(prepared.exitCode()).as("prepare.sh exit code; output:\n%s", prepared.tail(30)).isZero();
     }
 
     @Test

@@ -1,6 +1,5 @@
 package io.nvmeof4j.it.vm;
 
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -34,7 +33,6 @@ class LinuxKernelHostIT {
     private static final String MODEL = "nvmeof4j";
     private static final String SERIAL = "nvmeof4jvmit0001";
     private static final long NS_BYTES = 64L << 20;
-    private static final Duration PREPARE_TIMEOUT = Duration.ofMinutes(30);
     private static final Duration DAEMON_START_TIMEOUT =
         Duration.ofSeconds(Long.getLong("nvmeof4j.it.daemonStartSeconds", 600));
     private static final Duration GUEST_TIMEOUT = Duration.ofSeconds(Long.getLong("nvmeof4j.it.guestSeconds", 480));
@@ -44,15 +42,8 @@ class LinuxKernelHostIT {
 
     @BeforeAll
     static void prepareGuest() throws Exception {
-        Assumptions.assumeFalse("1".equals(System.getenv("NVMEOF4J_SKIP_VM_TESTS")), "NVMEOF4J_SKIP_VM_TESTS=1");
-        Assumptions.assumeTrue(System.getProperty("os.name").toLowerCase().contains("linux"), "needs Linux");
-        repo = VmHarness.repoRoot();
+        repo = VmHarness.prepareGuest();
         vm = repo.resolve("integration-tests/vm");
-        VmHarness.Result prepared = VmHarness.run(List.of(vm.resolve("prepare.sh").toString()), Map.of(),
-            PREPARE_TIMEOUT, "[prepare] ", null);
-        Assumptions.assumeFalse(prepared.exitCode() == VmHarness.PREPARE_NEEDS_ROOT,
-            "the VM harness needs Debian packages that only root can install:\n" + prepared.tail(3));
-        assertThat(prepared.exitCode()).as("prepare.sh exit code; output:\n%s", prepared.tail(30)).isZero();
     }
 
     @Test

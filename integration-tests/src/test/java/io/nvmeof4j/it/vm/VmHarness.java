@@ -1,5 +1,7 @@
 package io.nvmeof4j.it.vm;
 
+import org.junit.jupiter.api.Assumptions;
+
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -17,6 +19,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 /**
  * Drives the QEMU guest harness of {@code integration-tests/vm} (see its README) and our daemon process from a
  * test: {@code prepare.sh}, {@code run-guest.sh}, {@code bin/nvmeof-target}. Every wait has a timeout, and every
@@ -30,6 +34,26 @@ final class VmHarness {
     }
 
     /** The repository root: the nearest folder, walking up from the working directory, holding {@code bin/nvmeof-target}. */
+    /** How long the first {@code prepare.sh} (packages, kernel download, initramfs) may take. */
+    static final Duration PREPARE_TIMEOUT = Duration.ofMinutes(30);
+
+    /**
+     * The shared {@code @BeforeAll} of the guest tests: skips them when {@code NVMEOF4J_SKIP_VM_TESTS=1}, off Linux,
+     * or when only root could install the harness's packages; otherwise runs {@code prepare.sh} and requires it to
+     * succeed. Returns the repository root.
+     */
+    static Path prepareGuest() throws IOException, InterruptedException {
+        Assumptions.assumeFalse("1".equals(System.getenv("NVMEOF4J_SKIP_VM_TESTS")), "NVMEOF4J_SKIP_VM_TESTS=1");
+        Assumptions.assumeTrue(System.getProperty("os.name").toLowerCase().contains("linux"), "needs Linux");
+        Path repo = repoRoot();
+        Path prepare = repo.resolve("integration-tests/vm/prepare.sh");
+        Result prepared = run(List.of(prepare.toString()), Map.of(), PREPARE_TIMEOUT, "[prepare] ", null);
+        Assumptions.assumeFalse(prepared.exitCode() == PREPARE_NEEDS_ROOT,
+            "the VM harness needs Debian packages that only root can install:\n" + prepared.tail(3));
+        assertThat(prepared.exitCode()).as("prepare.sh exit code; output:\n%s", prepared.tail(30)).isZero();
+        return repo;
+    }
+
     static Path repoRoot() {
         Path p = Path.of("").toAbsolutePath();
         for (Path d = p; d != null; d = d.getParent()) {
