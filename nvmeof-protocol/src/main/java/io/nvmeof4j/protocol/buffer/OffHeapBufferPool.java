@@ -31,6 +31,10 @@ public final class OffHeapBufferPool implements BufferPool {
     private final int maxBufferSize;
     private final long capacityBytes;
     private final SizeClass[] classes;
+    /** The block slabs are carved from, or null when each slab is its own allocation. */
+    private final ByteBuffer region;
+    /** Bytes of the region handed to slabs so far. */
+    private long regionUsed;
 
     private long bytesAllocated;
     private int buffersInUse;
@@ -38,6 +42,7 @@ public final class OffHeapBufferPool implements BufferPool {
     // Slice registry: id -> slice, id -> in use, identity table slice -> id.
     private ByteBuffer[] slices = new ByteBuffer[64];
     private byte[] sliceClass = new byte[64];
+    private long[] sliceOffset = new long[64];
     private boolean[] inUse = new boolean[64];
     private int sliceCount;
     private Object[] tableKeys = new Object[128];
@@ -53,6 +58,28 @@ public final class OffHeapBufferPool implements BufferPool {
      * @param capacityBytes most bytes of slabs this pool ever allocates; at least {@code maxBufferSize}
      */
     public OffHeapBufferPool(int maxBufferSize, long capacityBytes) {
+        this(maxBufferSize, capacityBytes, null);
+    }
+
+    /**
+     * A pool whose slabs are carved out of {@code region} (a direct buffer made once, for example a hugepage
+     * mapping), so the whole pool is one registrable address range; capacity is the region's capacity.
+     *
+     * @param maxBufferSize largest buffer handed out: a power of two of at least 4096
+     * @param region        a direct buffer of at least {@code maxBufferSize} bytes; the pool owns it from now on
+     */
+    public OffHeapBufferPool(int maxBufferSize, ByteBuffer region) {
+        this(maxBufferSize, requireDirect(region).capacity(), region);
+    }
+
+    private static ByteBuffer requireDirect(ByteBuffer region) {
+        if (!region.isDirect()) {
+            throw new IllegalArgumentException("a buffer pool region must be a direct buffer");
+        }
+        return region;
+    }
+
+    private OffHeapBufferPool(int maxBufferSize, long capacityBytes, ByteBuffer region) {
         if (maxBufferSize < MIN_BUFFER_SIZE || Integer.bitCount(maxBufferSize) != 1) {
             throw new IllegalArgumentException("max buffer size " + maxBufferSize
                 + " must be a power of two of at least " + MIN_BUFFER_SIZE);
@@ -63,6 +90,7 @@ public final class OffHeapBufferPool implements BufferPool {
         }
         this.maxBufferSize = maxBufferSize;
         this.capacityBytes = capacityBytes;
+        this.region = region;
         int count = Integer.numberOfTrailingZeros(maxBufferSize) - Integer.numberOfTrailingZeros(MIN_BUFFER_SIZE) + 1;
         this.classes = new SizeClass[count];
         for (int i = 0; i < count; i++) {
@@ -114,6 +142,27 @@ public final class OffHeapBufferPool implements BufferPool {
         return buffersInUse;
     }
 
+    /**
+     * The block this pool carves its buffers from, or {@code null} when it allocates each slab on its own.
+     * Register it (RDMA memory region, io_uring fixed buffer) once; every buffer lies inside it.
+     */
+    public ByteBuffer region() {
+        return region;
+    }
+
+    /**
+     * Where {@code buffer} (one this pool handed out) starts inside {@link #region()}, in bytes: its native address
+     * is the region's address plus this. Returns -1 for a buffer that is not this pool's, or when the pool has no
+     * region. A table lookup; allocates nothing.
+     */
+    public long regionOffset(ByteBuffer buffer) {
+        if (region == null) {
+            return -1;
+        }
+        int id = lookup(buffer);
+        return id < 0 ? -1 : sliceOffset[id];
+    }
+
     /** Bytes of slabs allocated so far (the pool's high-water mark). */
     public long bytesAllocated() {
         return bytesAllocated;
@@ -142,12 +191,19 @@ public final class OffHeapBufferPool implements BufferPool {
             return false;
         }
         ByteBuffer slab;
-        try {
-            slab = ByteBuffer.allocateDirect(count * sizeClass.size);
-        } catch (OutOfMemoryError e) {
-            // Direct memory is used up (RAM namespaces share it): behave as an exhausted pool, so the command
-            // waits for a buffer instead of the error ending the reactor and every queue on it.
-            return false;
+        long slabOffset = regionUsed;
+        if (region != null) {
+            slab = region.duplicate().limit((int) (slabOffset + (long) count * sizeClass.size))
+                .position((int) slabOffset).slice();
+            regionUsed += (long) count * sizeClass.size;
+        } else {
+            try {
+                slab = ByteBuffer.allocateDirect(count * sizeClass.size);
+            } catch (OutOfMemoryError e) {
+                // Direct memory is used up (RAM namespaces share it): behave as an exhausted pool, so the command
+                // waits for a buffer instead of the error ending the reactor and every queue on it.
+                return false;
+            }
         }
         bytesAllocated += (long) count * sizeClass.size;
         sizeClass.ensureCapacity(sizeClass.total + count);
@@ -158,6 +214,7 @@ public final class OffHeapBufferPool implements BufferPool {
             int id = sliceCount++;
             slices[id] = slice;
             sliceClass[id] = (byte) classIndex;
+            sliceOffset[id] = slabOffset + (long) i * sizeClass.size;
             insert(slice, id);
             // Push in reverse so the stack hands out the slab's slices in address order.
             sizeClass.freeIds[sizeClass.freeCount + count - 1 - i] = id;
@@ -173,6 +230,7 @@ public final class OffHeapBufferPool implements BufferPool {
             int size = Math.max(needed, slices.length * 2);
             slices = Arrays.copyOf(slices, size);
             sliceClass = Arrays.copyOf(sliceClass, size);
+            sliceOffset = Arrays.copyOf(sliceOffset, size);
             inUse = Arrays.copyOf(inUse, size);
         }
         // Keep the identity table at most half full so probes stay short.

@@ -146,6 +146,44 @@ class OffHeapBufferPoolTest {
         assertThat(allocated).isLessThan(1024); // 2.5 million acquire/release pairs
     }
 
+    @Test
+    void shouldCarveEveryBufferOutOfItsRegionAtDistinctOffsets() {
+        ByteBuffer region = ByteBuffer.allocateDirect(4 << 20);
+        OffHeapBufferPool pool = new OffHeapBufferPool(1 << 20, region);
+        assertThat(pool.region()).isSameAs(region);
+        assertThat(pool.capacityBytes()).isEqualTo(4 << 20);
+
+        List<ByteBuffer> held = new ArrayList<>();
+        List<long[]> ranges = new ArrayList<>();
+        for (int size : new int[] {4096, 4096, 65536, 1 << 20, 8192}) {
+            ByteBuffer b = pool.acquire(size);
+            long offset = pool.regionOffset(b);
+            assertThat(offset).isBetween(0L, (long) region.capacity() - b.capacity());
+            // The buffer really is that part of the region: bytes written through it show up there.
+            b.put(0, (byte) 0x5A).put(b.capacity() - 1, (byte) 0xA5);
+            assertThat(region.get((int) offset)).isEqualTo((byte) 0x5A);
+            assertThat(region.get((int) offset + b.capacity() - 1)).isEqualTo((byte) 0xA5);
+            for (long[] r : ranges) { // no two buffers overlap
+                assertThat(offset + b.capacity() <= r[0] || offset >= r[1]).isTrue();
+            }
+            ranges.add(new long[] {offset, offset + b.capacity()});
+            held.add(b);
+        }
+        assertThat(pool.regionOffset(ByteBuffer.allocateDirect(4096))).isEqualTo(-1);
+        assertThat(new OffHeapBufferPool(1 << 20, 4 << 20).regionOffset(held.get(0))).isEqualTo(-1);
+        held.forEach(pool::release);
+    }
+
+    @Test
+    void shouldReportExhaustionWhenTheRegionIsUsedUp() {
+        OffHeapBufferPool pool = new OffHeapBufferPool(1 << 20, ByteBuffer.allocateDirect(1 << 20));
+        ByteBuffer whole = pool.acquire(1 << 20);
+        assertThat(whole).isNotNull();
+        assertThat(pool.acquire(4096)).isNull();
+        pool.release(whole);
+        assertThat(pool.acquire(1 << 20)).isSameAs(whole);
+    }
+
     private static void cycle(OffHeapBufferPool pool, ByteBuffer[] held) {
         for (int i = 0; i < held.length; i++) {
             held[i] = pool.acquire(4096 << (i & 3));
