@@ -126,10 +126,27 @@ public final class CmId extends NativeHandle {
      */
     public void resolve(InetSocketAddress destination, Duration timeout) throws NativeIoException, RdmaCmException {
         long deadline = System.nanoTime() + timeout.toNanos();
-        resolveAddress(null, destination, millisLeft(deadline));
+        checkAddress(destination);
+        this.peer = hostPort(destination);
+        try {
+            resolveAddress(null, destination, millisLeft(deadline));
+        } catch (NativeIoException e) {
+            throw stepFailed("resolve address", e);
+        }
         channel.awaitEvent(this, CmEventType.ADDR_RESOLVED, nanosLeft(deadline), "resolve address");
-        resolveRoute(millisLeft(deadline));
+        try {
+            resolveRoute(millisLeft(deadline));
+        } catch (NativeIoException e) {
+            throw stepFailed("resolve route", e);
+        }
         channel.awaitEvent(this, CmEventType.ROUTE_RESOLVED, nanosLeft(deadline), "resolve route");
+    }
+
+    /** A call that failed at once, as the blocking helpers report it: peer, step, errno. */
+    private RdmaCmException stepFailed(String step, NativeIoException e) {
+        RdmaCmException failure = new RdmaCmException(peer, step, null, 0, e.errno(), null, e.operation());
+        failure.initCause(e);
+        return failure;
     }
 
     /**
@@ -198,7 +215,11 @@ public final class CmId extends NativeHandle {
     public CmEvent connectAndWait(ConnectionParameters params, Duration timeout)
             throws NativeIoException, RdmaCmException {
         long deadline = System.nanoTime() + timeout.toNanos();
-        connect(params);
+        try {
+            connect(params);
+        } catch (NativeIoException e) {
+            throw stepFailed("connect", e);
+        }
         return channel.awaitEvent(this, CmEventType.ESTABLISHED, nanosLeft(deadline), "connect");
     }
 
@@ -213,7 +234,11 @@ public final class CmId extends NativeHandle {
     public CmEvent acceptAndWait(ConnectionParameters params, Duration timeout)
             throws NativeIoException, RdmaCmException {
         long deadline = System.nanoTime() + timeout.toNanos();
-        accept(params);
+        try {
+            accept(params);
+        } catch (NativeIoException e) {
+            throw stepFailed("accept", e);
+        }
         return channel.awaitEvent(this, CmEventType.ESTABLISHED, nanosLeft(deadline), "accept");
     }
 
@@ -236,7 +261,12 @@ public final class CmId extends NativeHandle {
         NativeIoException.check("rdma_reject " + peer, reject0(handle(), privateData));
     }
 
-    /** Disconnects ({@code rdma_disconnect}): the QP goes to error, both sides get DISCONNECTED. */
+    /**
+     * Disconnects ({@code rdma_disconnect}): the QP goes to error (outstanding work requests complete with
+     * {@link WorkCompletions#STATUS_WR_FLUSH_ERR}), and the peer gets DISCONNECTED. A side that receives DISCONNECTED
+     * must call this too: on InfiniBand/RoCE that sends the DREP, and only then does the side that started get its
+     * own DISCONNECTED (otherwise only after its DREQ timed out).
+     */
     public void disconnect() throws NativeIoException {
         NativeIoException.check("rdma_disconnect " + peer, disconnect0(handle()));
     }

@@ -123,7 +123,9 @@ public final class Rdma {
 
     /** A zeroed direct buffer of {@code size} bytes aligned to {@code alignment}, in native byte order. */
     static ByteBuffer allocateAligned(int size, int alignment) {
-        ByteBuffer raw = ByteBuffer.allocateDirect(size + alignment);
+        // alignedSlice rounds the end down as well: allocate whole alignment units, plus one for the start
+        int rounded = (size + alignment - 1) / alignment * alignment;
+        ByteBuffer raw = ByteBuffer.allocateDirect(rounded + alignment);
         ByteBuffer aligned = raw.alignedSlice(alignment);
         aligned.limit(size);
         return aligned.slice().order(ByteOrder.nativeOrder());

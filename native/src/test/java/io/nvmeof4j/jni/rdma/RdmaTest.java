@@ -105,6 +105,18 @@ class RdmaTest {
     }
 
     @Test
+    void shouldAllocateFlyweightBuffersOfAnySizeAligned() {
+        for (int size : new int[] {1, 48, 96, 288, 4096, 4097}) {
+            ByteBuffer b = Rdma.allocateAligned(size, 64);
+            assertThat(b.capacity()).isGreaterThanOrEqualTo(size);
+            assertThat(Rdma.address(b) % 64).isZero();
+        }
+        assertThat(new SendWorkRequests(2, 1).capacity()).isEqualTo(2);
+        assertThat(new ReceiveWorkRequests(3, 1).capacity()).isEqualTo(3);
+        assertThat(new WorkCompletions(2).capacity()).isEqualTo(2);
+    }
+
+    @Test
     void shouldRefuseHeapBuffersForNativeAddresses() {
         assertThatThrownBy(() -> Rdma.address(ByteBuffer.allocate(16))).isInstanceOf(IllegalArgumentException.class);
         assertThat(Rdma.address(ByteBuffer.allocateDirect(16))).isNotZero();
