@@ -149,6 +149,11 @@ static jlong JNICALL rdma_onload_buffer_address0(JNIEnv *env, jclass cls, jobjec
     return nvmeof4j_handle((*env)->GetDirectBufferAddress(env, buffer));
 }
 
+static jlong JNICALL rdma_onload_noop0(JNIEnv *env, jclass cls, jlong a, jlong b, jint c)
+{
+    return 0;
+}
+
 int shim_wait_fd(int fd, int wakefd, jlong timeout_nanos)
 {
     struct pollfd fds[2] = {{.fd = fd, .events = POLLIN}, {.fd = wakefd, .events = POLLIN}};
@@ -187,6 +192,7 @@ static const JNINativeMethod rdma_onload_rdma_methods[] = {
     {"deviceNames0", "()[Ljava/lang/String;", (void *)rdma_onload_device_names0},
     {"queryDevice0", "(Ljava/lang/String;[J)I", (void *)rdma_onload_query_device0},
     {"bufferAddress0", "(Ljava/nio/ByteBuffer;)J", (void *)rdma_onload_buffer_address0},
+    {"noop0", "(JJI)J", (void *)rdma_onload_noop0},
 };
 
 NVMEOF4J_EXPORT jint JNI_OnLoad(JavaVM *vm, void *reserved)

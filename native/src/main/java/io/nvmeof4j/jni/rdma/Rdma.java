@@ -121,6 +121,14 @@ public final class Rdma {
         return address;
     }
 
+    /**
+     * One JNI crossing that does nothing, with the shape of a post or poll native (two longs and an int in, a
+     * long out): the baseline the JNI benchmark compares {@code postSend}/{@code poll} with. Not for production use.
+     */
+    public static long noop(long a, long b, int c) {
+        return noop0(a, b, c);
+    }
+
     /** A zeroed direct buffer of {@code size} bytes aligned to {@code alignment}, in native byte order. */
     static ByteBuffer allocateAligned(int size, int alignment) {
         // alignedSlice rounds the end down as well: allocate whole alignment units, plus one for the start
@@ -149,6 +157,9 @@ public final class Rdma {
 
     /** Opens device {@code name}, fills {@code attrs} (see {@link RdmaDevice}), closes it; 0 or -errno. */
     private static native int queryDevice0(String name, long[] attrs);
+
+    /** Returns 0; the benchmark baseline. */
+    private static native long noop0(long a, long b, int c);
 
     /** {@code GetDirectBufferAddress}. */
     private static native long bufferAddress0(ByteBuffer buffer);
