@@ -31,7 +31,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -183,8 +182,11 @@ static jlong bdev_uring_open(JNIEnv *env, jclass cls, jstring jpath, jint flags,
     dev->fd = fd;
     dev->direct = direct;
     dev->read_only = read_only;
-    if (flock(fd, (read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
-        err = errno == EWOULDBLOCK ? -EBUSY : NVMEOF4J_ERR();
+    /* An open-file-description lock: it conflicts with another open of the file in this process and with POSIX
+     * (fcntl) locks of other processes, which is what Java's FileChannel.lock and nvmet-style tools take. */
+    struct flock lk = {.l_type = read_only ? F_RDLCK : F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    if (fcntl(fd, F_OFD_SETLK, &lk) != 0) {
+        err = (errno == EAGAIN || errno == EACCES) ? -EBUSY : NVMEOF4J_ERR();
         goto fail;
     }
     struct stat st;
@@ -358,11 +360,12 @@ static jlong bdev_group_create(JNIEnv *env, jclass cls, jint capacity, jobject r
      * twice that so completions never overflow. */
     struct io_uring_params p;
     memset(&p, 0, sizeof(p));
-    p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER;
+    /* Not SINGLE_ISSUER: the daemon creates a reactor's group on the main thread and the reactor submits. */
+    p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN;
     p.cq_entries = g->capacity * 2;
     int rc = io_uring_queue_init_params(g->capacity, &g->ring, &p);
     if (rc == -EINVAL) {
-        /* Kernels before 6.0 know neither COOP_TASKRUN (5.19) nor SINGLE_ISSUER. */
+        /* Kernels before 5.19 do not know COOP_TASKRUN. */
         memset(&p, 0, sizeof(p));
         p.flags = IORING_SETUP_CQSIZE;
         p.cq_entries = g->capacity * 2;

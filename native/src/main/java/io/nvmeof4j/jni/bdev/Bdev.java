@@ -56,7 +56,7 @@ public final class Bdev extends NativeHandle {
     }
 
     /**
-     * Opens a regular file or a block device for io_uring I/O, locked against a second user ({@code flock}).
+     * Opens a regular file or a block device for io_uring I/O, locked against a second user (an open-file-description lock, which also conflicts with fcntl locks of other processes).
      *
      * @param options O_DIRECT unless buffered; the block size (0: the device's logical block size, 4096 for a
      *                file); the size (0: the whole file/device rounded down to blocks; larger than a file: the file
