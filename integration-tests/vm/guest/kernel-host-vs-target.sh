@@ -10,7 +10,10 @@
 #   DISCOVERY_PORT     discovery port (default: TARGET_PORT)
 #   TRTYPE             tcp (default) or rdma
 #   HOSTNQN, HOSTID    passed explicitly to nvme-cli (default: generated from a fresh UUID)
-#   PHASE              space-separated list of: interop (default), write-pattern, check-pattern
+#   PHASE              space-separated list of: interop (default), fio-namespaces, write-pattern, check-pattern
+#   FIO_NSIDS          fio-namespaces: the namespaces (other than NSID) that get a fio verify run and a discard
+#                      check on one connection, e.g. block-device-backed ones (default "")
+#   FIO_NS_JOBS        fio-namespaces: their fio jobs (default "4k:32:16M 128k:8:16M")
 #   NSID               namespace used for fio, discard and the pattern (default 1)
 #   EXPECT_MODEL, EXPECT_SERIAL   expected Identify Controller MN / SN (checked when set)
 #   EXPECT_NSZE, EXPECT_LBADS     expected size in blocks and LBA data size (log2) of NSID (checked when set)
@@ -45,6 +48,8 @@ PATTERN_OFFSET="${PATTERN_OFFSET:-$((48 * 1024 * 1024))}"
 PATTERN_SIZE="${PATTERN_SIZE:-$((1024 * 1024))}"
 PATTERN_SEED="${PATTERN_SEED:-nvmeof4j}"
 RESULTS_DIR="${RESULTS_DIR:-}"
+FIO_NSIDS="${FIO_NSIDS:-}"
+FIO_NS_JOBS="${FIO_NS_JOBS:-4k:32:16M 128k:8:16M}"
 if [ -z "${EXPECT_NAMESPACES:-}" ] && { [ -n "${EXPECT_NSZE:-}" ] || [ -n "${EXPECT_LBADS:-}" ]; }; then
     EXPECT_NAMESPACES="$NSID:${EXPECT_NSZE:-}:${EXPECT_LBADS:-}"
 fi
@@ -288,6 +293,24 @@ phase_interop() {
     done
 }
 
+phase_fio_namespaces() { # fio verify and discard on each of FIO_NSIDS, over one connection
+    local nsid bsqd bs qd size
+    disconnect_all
+    connect "connect-fio-namespaces" 1 off || return 1
+    for nsid in $FIO_NSIDS; do
+        if ! wait_for 15 ns_blockdev "$SUBNQN" "$nsid"; then fail "fio-ns$nsid" "no block device for nsid $nsid"; continue; fi
+        DEV="$(ns_blockdev "$SUBNQN" "$nsid")"
+        info "fio-namespaces: ns$nsid is $DEV, $(blockdev --getss "$DEV")-byte sectors"
+        for bsqd in $FIO_NS_JOBS; do
+            IFS=: read -r bs qd size <<< "$bsqd"
+            run_fio "fio-verify-ns$nsid-bs$bs-qd$qd" "$bs" "$qd" "$size"
+        done
+        check_discard "discard-zeroes-ns$nsid"
+    done
+    DEV="$(ns_blockdev "$SUBNQN" "$NSID")"
+    disconnect_check "disconnect-fio-namespaces"
+}
+
 phase_write_pattern() {
     disconnect_all
     connect "connect-write-pattern" 1 off || return 1
@@ -317,6 +340,7 @@ phase_check_pattern() {
 for p in $PHASE; do
     case "$p" in
         interop) phase_interop ;;
+        fio-namespaces) phase_fio_namespaces ;;
         write-pattern) phase_write_pattern ;;
         check-pattern) phase_check_pattern ;;
         *) fail "phase-$p" "unknown phase" ;;

@@ -35,7 +35,7 @@ class LinuxKernelHostIT {
     private static final long NS_BYTES = 64L << 20;
     private static final Duration DAEMON_START_TIMEOUT =
         Duration.ofSeconds(Long.getLong("nvmeof4j.it.daemonStartSeconds", 600));
-    private static final Duration GUEST_TIMEOUT = Duration.ofSeconds(Long.getLong("nvmeof4j.it.guestSeconds", 480));
+    private static final Duration GUEST_TIMEOUT = Duration.ofSeconds(Long.getLong("nvmeof4j.it.guestSeconds", 660));
 
     private static Path repo;
     private static Path vm;
@@ -60,8 +60,39 @@ class LinuxKernelHostIT {
         }
         String hostId = UUID.randomUUID().toString();
         String hostNqn = "nqn.2014-08.org.nvmexpress:uuid:" + hostId;
+        // Namespaces 3 and 4: loop devices (block devices, on this host where the daemon runs) with 4096- and
+        // 512-byte sectors; the namespaces take their block size from the device.
+        List<String> loops = new ArrayList<>();
         Path config = work.resolve("nvmeof-target.json");
-        Files.writeString(config, config(ioPort, discoveryPort, hostNqn, work.resolve("ns1.img")));
+        try {
+            loops.add(attachLoop(work.resolve("loop4k.img"), 4096));
+            loops.add(attachLoop(work.resolve("loop512.img"), 512));
+            Files.writeString(config, config(ioPort, discoveryPort, hostNqn, work.resolve("ns1.img"), loops));
+            runAgainstDaemon(launcher, work, config, ioPort, discoveryPort, hostId, hostNqn);
+        } finally {
+            for (String loop : loops) {
+                VmHarness.run(List.of("losetup", "-d", loop), Map.of(), Duration.ofSeconds(30), "[losetup] ",
+                    work.resolve("losetup.log"));
+            }
+        }
+    }
+
+    /** Attaches a new sparse 64 MiB image as a loop device with {@code sectorSize}-byte sectors; returns /dev/loopN. */
+    private static String attachLoop(Path image, int sectorSize) throws Exception {
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(image.toFile(), "rw")) {
+            f.setLength(NS_BYTES);
+        }
+        VmHarness.Result r = VmHarness.run(List.of("losetup", "--find", "--show", "--sector-size",
+            Integer.toString(sectorSize), image.toString()), Map.of(), Duration.ofSeconds(30), "[losetup] ",
+            image.resolveSibling("losetup.log"));
+        assertThat(r.exitCode()).as("losetup of %s: %s", image, r.tail(5)).isZero();
+        String dev = r.lines().stream().filter(l -> l.startsWith("/dev/loop")).findFirst().orElseThrow(
+            () -> new AssertionError("losetup printed no device: " + r.tail(5)));
+        return dev.trim();
+    }
+
+    private void runAgainstDaemon(Path launcher, Path work, Path config, int ioPort, int discoveryPort, String hostId,
+                                  String hostNqn) throws Exception {
 
         Map<String, String> env = new LinkedHashMap<>();
         env.put("SUBNQN", SUBNQN);
@@ -73,7 +104,9 @@ class LinuxKernelHostIT {
         env.put("EXPECT_MODEL", MODEL);
         env.put("EXPECT_SERIAL", SERIAL);
         // nsid 1: 64 MiB file with 4 KiB blocks; nsid 2: 64 MiB of RAM with 512-byte blocks
-        env.put("EXPECT_NAMESPACES", "1:" + (NS_BYTES >> 12) + ":12 2:" + (NS_BYTES >> 9) + ":9");
+        env.put("EXPECT_NAMESPACES", "1:" + (NS_BYTES >> 12) + ":12 2:" + (NS_BYTES >> 9) + ":9 3:" + (NS_BYTES >> 12)
+            + ":12 4:" + (NS_BYTES >> 9) + ":9");
+        env.put("FIO_NSIDS", "3 4");
         env.put("NSID", "1");
         env.put("PATTERN_SEED", UUID.randomUUID().toString());
 
@@ -83,7 +116,7 @@ class LinuxKernelHostIT {
                 .as("daemon listening on 127.0.0.1:%d and :%d; log:\n%s", ioPort, discoveryPort, daemon.logTail(40))
                 .isTrue();
 
-            env.put("PHASE", "interop write-pattern");
+            env.put("PHASE", "interop fio-namespaces write-pattern");
             VmHarness.Result first = runGuest(env, work, "guest-1.log");
             assertGuestPassed(first, daemon, List.of(
                 "PASS discover",
@@ -94,7 +127,10 @@ class LinuxKernelHostIT {
                 "PASS fio-verify-q1-digest-off-bs1m-qd1", "PASS fio-verify-q1-digest-off-bs1m-qd32",
                 "PASS fio-verify-q4-digest-on-bs4k-qd32", "PASS fio-verify-q4-digest-on-bs1m-qd32",
                 "PASS discard-zeroes-q1-digest-off", "PASS flush-q1-digest-off", "PASS disconnect-q1-digest-off",
-                "PASS disconnect-q4-digest-on", "PASS write-pattern"));
+                "PASS disconnect-q4-digest-on",
+                "PASS fio-verify-ns3-bs4k-qd32", "PASS fio-verify-ns3-bs128k-qd8", "PASS discard-zeroes-ns3",
+                "PASS fio-verify-ns4-bs4k-qd32", "PASS fio-verify-ns4-bs128k-qd8", "PASS discard-zeroes-ns4",
+                "PASS disconnect-fio-namespaces", "PASS write-pattern"));
 
             int exit = daemon.stop(Duration.ofSeconds(60));
             assertThat(exit).as("daemon exit code after SIGTERM; log:\n%s", daemon.logTail(40)).isIn(0, 143);
@@ -139,8 +175,11 @@ class LinuxKernelHostIT {
         assertThat(guest.exitCode()).as("guest script exit code; tail:\n%s", guest.tail(40)).isZero();
     }
 
-    /** nvmetcli save-file shape: one I/O port, one discovery-only port, a FILE and a RAM namespace. */
-    private static String config(int ioPort, int discoveryPort, String hostNqn, Path nsFile) {
+    /**
+     * nvmetcli save-file shape: one I/O port, one discovery-only port, a file, a RAM and two block-device
+     * namespaces (the loop devices, without block_size: the device's).
+     */
+    private static String config(int ioPort, int discoveryPort, String hostNqn, Path nsFile, List<String> loops) {
         return """
             {
               "hosts": [ {"nqn": "%s"} ],
@@ -159,11 +198,14 @@ class LinuxKernelHostIT {
                  "namespaces": [
                    {"nsid": 1, "enable": 1,
                     "device": {"path": "%s", "uuid": "%s", "size": "64M", "block_size": 4096}},
-                   {"nsid": 2, "enable": 1, "device": {"backend": "ram", "size": "64M", "block_size": 512}}
+                   {"nsid": 2, "enable": 1, "device": {"backend": "ram", "size": "64M", "block_size": 512}},
+                   {"nsid": 3, "enable": 1, "device": {"path": "%s"}},
+                   {"nsid": 4, "enable": 1, "device": {"path": "%s"}}
                  ]}
               ]
             }
             """.formatted(hostNqn, ioPort, SUBNQN, discoveryPort, SUBNQN, SERIAL, MODEL, nsFile,
-            UUID.nameUUIDFromBytes(nsFile.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+            UUID.nameUUIDFromBytes(nsFile.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8)), loops.get(0),
+            loops.get(1));
     }
 }

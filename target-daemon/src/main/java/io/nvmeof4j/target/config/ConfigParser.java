@@ -102,8 +102,8 @@ final class ConfigParser {
         }
         requireObject(node, where);
         Set<String> known = Set.of(DaemonSettings.REACTORS, DaemonSettings.IDLE_STRATEGY, DaemonSettings.IDLE_SPIN_US,
-            DaemonSettings.BUFFER_POOL_MIB, DaemonSettings.MAX_DATA_TRANSFER_KIB, DaemonSettings.FILE_WORKERS,
-            DaemonSettings.SHUTDOWN_TIMEOUT_MS);
+            DaemonSettings.BUFFER_POOL_MIB, DaemonSettings.MAX_DATA_TRANSFER_KIB, DaemonSettings.HUGEPAGES,
+            DaemonSettings.FILE_WORKERS_OBSOLETE, DaemonSettings.SHUTDOWN_TIMEOUT_MS);
         for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
             String name = names.next();
             if (!known.contains(name)) {
@@ -134,11 +134,18 @@ final class ConfigParser {
         if (Long.bitCount(mdtsKib) != 1) {
             throw new ConfigException(mdtsWhere, mdtsKib + " is not a power of two (4, 8, ... 16384)");
         }
-        int workers = (int) optionalInteger(node, where, DaemonSettings.FILE_WORKERS, 1, 64, d.fileWorkers());
+        if (node.has(DaemonSettings.FILE_WORKERS_OBSOLETE)) {
+            notice(false, at(where, DaemonSettings.FILE_WORKERS_OBSOLETE) + ": ignored (file namespaces use io_uring "
+                + "on the reactors, no worker threads)");
+        }
+        boolean hugepages = d.hugepages();
+        if (node.has(DaemonSettings.HUGEPAGES)) {
+            hugepages = bool(node.get(DaemonSettings.HUGEPAGES), at(where, DaemonSettings.HUGEPAGES));
+        }
         long shutdownMs = optionalInteger(node, where, DaemonSettings.SHUTDOWN_TIMEOUT_MS, 0, 600_000,
             d.shutdownTimeout().toMillis());
         return new DaemonSettings(reactors, idle, TimeUnit.MICROSECONDS.toNanos(spinUs), poolMib << 20,
-            (int) mdtsKib << 10, workers, Duration.ofMillis(shutdownMs));
+            (int) mdtsKib << 10, hugepages, Duration.ofMillis(shutdownMs));
     }
 
     private void checkBufferPool(DaemonSettings settings, List<PortConfig> ports) throws ConfigException {
@@ -305,7 +312,8 @@ final class ConfigParser {
         String dw = at(where, "device");
         JsonNode device = required(n, where, "device");
         requireObject(device, dw);
-        reportKeys(device, dw, Set.of("path", "uuid", "nguid", "backend", "size", "block_size"), IGNORED_DEVICE);
+        reportKeys(device, dw, Set.of("path", "uuid", "nguid", "backend", "size", "block_size", "buffered_io"),
+            IGNORED_DEVICE);
 
         Path path = null;
         if (device.has("path")) {
@@ -340,8 +348,17 @@ final class ConfigParser {
             path = null;
         }
 
+        // A file or block device without block_size gets the device's: the logical block size of a block device,
+        // 4096 for a regular file (nvmet: min(i_blkbits, 12)). 0 here means "ask the device when it is opened".
         int blockSize = backend == BackendType.FILE ? TargetConfig.FILE_BLOCK_SIZE_DEFAULT
             : TargetConfig.MEMORY_BLOCK_SIZE_DEFAULT;
+        boolean bufferedIo = false;
+        if (device.has("buffered_io")) {
+            bufferedIo = bool(device.get("buffered_io"), at(dw, "buffered_io"));
+            if (backend != BackendType.FILE) {
+                notice(false, at(dw, "buffered_io") + ": ignored (a " + backend.configName() + " namespace has no file)");
+            }
+        }
         if (device.has("block_size")) {
             String bw = at(dw, "block_size");
             JsonNode bs = device.get("block_size");
@@ -364,7 +381,7 @@ final class ConfigParser {
             if (size == 0) {
                 throw new ConfigException(zw, "must be positive");
             }
-            if (size % blockSize != 0) {
+            if (size % Math.max(blockSize, 512) != 0) {
                 throw new ConfigException(zw, sizeNode + " (" + size + " bytes) is not a multiple of the block size "
                     + blockSize);
             }
@@ -409,7 +426,8 @@ final class ConfigParser {
         if (!enabled) {
             notice(false, where + ": enable is 0; namespace " + nsid + " is not exported");
         }
-        return new NamespaceConfig(where, (int) nsid, enabled, backend, path, size, blockSize, uuid, nguid);
+        return new NamespaceConfig(where, (int) nsid, enabled, backend, path, size, blockSize, bufferedIo, uuid,
+            nguid);
     }
 
     /** nvmet's NGUID syntax: 16 hex byte pairs, each optionally followed by '-' or ':'. */

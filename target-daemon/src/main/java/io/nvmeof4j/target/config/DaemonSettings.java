@@ -16,17 +16,23 @@ import java.util.concurrent.TimeUnit;
  * @param bufferPoolBytes       {@code buffer_pool_mib}: most off-heap data-buffer memory per reactor (allocated
  *                              lazily, in 1 MiB slabs, as load needs it)
  * @param maxDataTransferSize   {@code max_data_transfer_kib}: the largest data transfer of one command (MDTS)
- * @param fileWorkers           {@code file_workers}: I/O threads per file namespace
+ * @param hugepages             {@code hugepages}: map each reactor's buffer pool with MAP_HUGETLB (falls back to
+ *                              normal pages, with a log line, when the system has none reserved)
  * @param shutdownTimeout       {@code shutdown_timeout_ms}: how long a shutdown waits for commands in flight
  */
 public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleSpinNanos, long bufferPoolBytes,
-                             int maxDataTransferSize, int fileWorkers, Duration shutdownTimeout) {
+                             int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout) {
     public static final String REACTORS = "reactors";
     public static final String IDLE_STRATEGY = "idle_strategy";
     public static final String IDLE_SPIN_US = "idle_spin_us";
     public static final String BUFFER_POOL_MIB = "buffer_pool_mib";
     public static final String MAX_DATA_TRANSFER_KIB = "max_data_transfer_kib";
-    public static final String FILE_WORKERS = "file_workers";
+    public static final String HUGEPAGES = "hugepages";
+    /**
+     * A setting of earlier versions (worker threads per file namespace), accepted and ignored: file namespaces now
+     * run on the reactors through io_uring.
+     */
+    public static final String FILE_WORKERS_OBSOLETE = "file_workers";
     public static final String SHUTDOWN_TIMEOUT_MS = "shutdown_timeout_ms";
 
     public static final int MAX_REACTORS = 256;
@@ -57,22 +63,10 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
         return cpus <= 2 ? 1 : Math.min(MAX_REACTORS, cpus / 2);
     }
 
-    /**
-     * File workers per file namespace when the configuration names none: 1 on a machine with up to 2 CPUs, else 2.
-     * <p>Why: with one reactor on 2 CPUs, a second worker only adds a thread competing for the same two CPUs, and
-     * one worker fed continuously takes commands without parking in between. Measured in the QEMU guest (2 vCPUs,
-     * tmpfs file, 4 KiB random read QD16 against the Linux kernel target in the same run): 2 workers 1.01x the
-     * kernel target's IOPS, 1 worker 1.46x. More CPUs leave room for a second worker, which overlaps page-cache
-     * misses on real devices.
-     */
-    public static int defaultFileWorkers(int cpus) {
-        return cpus <= 2 ? 1 : 2;
-    }
-
     public static DaemonSettings defaults() {
         int cpus = Runtime.getRuntime().availableProcessors();
         return new DaemonSettings(defaultReactors(cpus), IDLE_STRATEGY_DEFAULT,
             TimeUnit.MICROSECONDS.toNanos(IDLE_SPIN_US_DEFAULT), (long) BUFFER_POOL_MIB_DEFAULT << 20,
-            MAX_DATA_TRANSFER_KIB_DEFAULT << 10, defaultFileWorkers(cpus), Duration.ofMillis(SHUTDOWN_TIMEOUT_MS_DEFAULT));
+            MAX_DATA_TRANSFER_KIB_DEFAULT << 10, false, Duration.ofMillis(SHUTDOWN_TIMEOUT_MS_DEFAULT));
     }
 }

@@ -13,12 +13,15 @@ import java.util.UUID;
  * @param backend   file, ram or null
  * @param path      the file or block device (absolute); null for ram/null devices
  * @param sizeBytes namespace size; 0 for a file device means "the file's size"
- * @param blockSize 512 or 4096
+ * @param blockSize 512 or 4096; 0 for a file namespace without {@code block_size}: the device's (the logical block
+ *                  size of a block device, 4096 for a regular file)
+ * @param bufferedIo {@code device.buffered_io} (an nvmeof4j extension, named after nvmet's namespace attribute):
+ *                  through the page cache instead of O_DIRECT
  * @param uuid      as configured, or derived from the subsystem NQN and NSID
  * @param nguid     16 bytes, as configured or derived
  */
 public record NamespaceConfig(String where, int nsid, boolean enabled, BackendType backend, Path path, long sizeBytes,
-                              int blockSize, UUID uuid, byte[] nguid) {
+                              int blockSize, boolean bufferedIo, UUID uuid, byte[] nguid) {
     public NamespaceConfig {
         Objects.requireNonNull(where, "where");
         Objects.requireNonNull(backend, "backend");
@@ -54,7 +57,7 @@ public record NamespaceConfig(String where, int nsid, boolean enabled, BackendTy
     public boolean equals(Object o) {
         return o instanceof NamespaceConfig n && n.where.equals(where) && n.nsid == nsid && n.enabled == enabled
             && n.backend == backend && Objects.equals(n.path, path) && n.sizeBytes == sizeBytes
-            && n.blockSize == blockSize && n.uuid.equals(uuid) && java.util.Arrays.equals(n.nguid, nguid);
+            && n.blockSize == blockSize && n.bufferedIo == bufferedIo && n.uuid.equals(uuid) && java.util.Arrays.equals(n.nguid, nguid);
     }
 
     @Override
@@ -66,6 +69,7 @@ public record NamespaceConfig(String where, int nsid, boolean enabled, BackendTy
     public String toString() {
         return "namespace " + Integer.toUnsignedString(nsid) + " (" + backend.configName()
             + (path != null ? " " + path : "") + (sizeBytes > 0 ? ", " + Sizes.format(sizeBytes) : "")
-            + ", " + blockSize + " B blocks" + (enabled ? "" : ", disabled") + ")";
+            + (blockSize == 0 ? ", the device's block size" : ", " + blockSize + " B blocks")
+            + (bufferedIo ? ", buffered" : "") + (enabled ? "" : ", disabled") + ")";
     }
 }

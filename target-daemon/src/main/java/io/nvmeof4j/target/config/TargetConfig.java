@@ -64,8 +64,8 @@ public final class TargetConfig {
     public static final String MODEL_DEFAULT = "nvmeof4j";
     /** {@code attr.qid_max} default (nvmet: NVMET_NR_QUEUES). */
     public static final int QID_MAX_DEFAULT = 128;
-    /** {@code device.block_size} default of file namespaces (the page size: aligned with the page cache). */
-    public static final int FILE_BLOCK_SIZE_DEFAULT = 4096;
+    /** {@code device.block_size} default of file namespaces: 0, the device's (a block device's logical block size, 4096 for a regular file). */
+    public static final int FILE_BLOCK_SIZE_DEFAULT = 0;
     /** {@code device.block_size} default of ram and null namespaces. */
     public static final int MEMORY_BLOCK_SIZE_DEFAULT = 512;
 
@@ -277,9 +277,10 @@ public final class TargetConfig {
                 } catch (IOException e) {
                     throw new ConfigException(where, "cannot read the size of " + path + ": " + e, e);
                 }
-                if (length < ns.blockSize()) {
+                int blockSize = ns.blockSize() == 0 ? 4096 : ns.blockSize();
+                if (length < blockSize) {
                     throw new ConfigException(where, path + " has " + length + " bytes, less than one "
-                        + ns.blockSize() + "-byte block; give device.size to extend it");
+                        + blockSize + "-byte block; give device.size to extend it");
                 }
             }
             return;

@@ -4,10 +4,13 @@ import io.nvmeof4j.protocol.buffer.OffHeapBufferPool;
 import io.nvmeof4j.protocol.spi.PollGroup;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportListener;
+import io.nvmeof4j.jni.bdev.Bdev;
+import io.nvmeof4j.jni.bdev.BdevRegion;
+import io.nvmeof4j.target.backend.BdevChannels;
 import io.nvmeof4j.target.backend.BlockDevice;
-import io.nvmeof4j.target.backend.FileBlockDevice;
 import io.nvmeof4j.target.backend.NullBlockDevice;
 import io.nvmeof4j.target.backend.RamBlockDevice;
+import io.nvmeof4j.target.backend.UringBlockDevice;
 import io.nvmeof4j.target.config.BackendType;
 import io.nvmeof4j.target.config.BuildVersion;
 import io.nvmeof4j.target.config.ConfigException;
@@ -31,6 +34,7 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -48,8 +52,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <h2>Start</h2>
  * {@link #start} checks the files the configuration names once more, opens every enabled namespace's device,
- * builds the {@link TargetModel}, creates one {@link OffHeapBufferPool} and one NVMe/TCP poll group per reactor
- * and starts the reactors, then binds every NVMe/TCP port in configuration order (port 0: any free port; the
+ * builds the {@link TargetModel}, creates per reactor one {@link OffHeapBufferPool} over one mapped region, one
+ * NVMe/TCP poll group and one block-device poll group ({@link BdevChannels}: the reactor's io_uring, the region
+ * registered as its fixed buffer) and starts the reactors, then binds every NVMe/TCP port in configuration order (port 0: any free port; the
  * model's port is replaced by its bound form), each with its own {@link ControllerQueueHandlerFactory}. RDMA ports
  * are skipped with a warning: this build has no RDMA transport. If any step fails, everything done so far is
  * undone (listeners closed, reactors stopped, devices closed, files this start created removed) and the error
@@ -59,7 +64,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@link #close()} is the orderly shutdown, each step bounded and each failure logged with what it concerned:
  * stop accepting connections; let the controllers finish the commands in flight and disconnect every queue
  * ({@link ControllerRegistry#shutdown}, bounded by {@code shutdown_timeout_ms}); stop the reactors (their poll
- * groups close the remaining sockets); close the devices (file devices drain their workers and fsync).
+ * groups close the remaining sockets and wait for the block I/O in flight); close the devices (files fsync).
  * Idempotent and thread-safe: a second caller waits (bounded) for the first to finish.
  */
 public final class TargetDaemon implements AutoCloseable {
@@ -68,7 +73,9 @@ public final class TargetDaemon implements AutoCloseable {
     /** How long a reactor gets to stop and close its poll groups. */
     public static final Duration REACTOR_STOP_TIMEOUT = Reactor.STOP_TIMEOUT_DEFAULT;
     /** How long a file device gets to finish its I/O and fsync when closed. */
-    public static final Duration DEVICE_CLOSE_TIMEOUT = FileBlockDevice.Options.CLOSE_TIMEOUT_DEFAULT;
+    public static final Duration DEVICE_CLOSE_TIMEOUT = Duration.ofSeconds(10);
+    /** Most block I/Os in flight on one reactor's io_uring. */
+    public static final int BDEV_IO_PER_REACTOR = 4096;
 
     private final TargetConfig config;
     private final TargetModel model = new TargetModel();
@@ -129,9 +136,13 @@ public final class TargetDaemon implements AutoCloseable {
         for (int i = 0; i < settings.reactors(); i++) {
             Reactor reactor = new Reactor("nvmeof-reactor-" + i, settings.idleStrategy(), settings.idleSpinNanos());
             reactors.add(reactor);
-            PollGroup group = transport.createPollGroup(new OffHeapBufferPool(largestBuffer, settings.bufferPoolBytes()));
+            OffHeapBufferPool pool = new OffHeapBufferPool(largestBuffer, poolRegion(reactor, settings));
+            PollGroup group = transport.createPollGroup(pool);
             reactor.add(group);
             groups.add(group);
+            if (Bdev.isAvailable()) {
+                reactor.add(new BdevChannels(reactor.name() + " block I/O", pool, BDEV_IO_PER_REACTOR));
+            }
         }
         for (Reactor reactor : reactors) {
             reactor.start();
@@ -155,6 +166,25 @@ public final class TargetDaemon implements AutoCloseable {
         started = true;
         LOG.info("nvmeof4j target started in {} ms, listening on {}",
             TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - begin), listenAddresses);
+    }
+
+    /**
+     * The memory a reactor's buffer pool is carved from: an anonymous mapping (hugepages when configured), so the
+     * pool is one range to register with io_uring (and RDMA) and its pages are committed only when first used.
+     * The reactor owns the mapping and unmaps it last, after the poll groups that use it have closed. Without the
+     * native library, a direct buffer.
+     */
+    private static ByteBuffer poolRegion(Reactor reactor, DaemonSettings settings) throws IOException {
+        if (!Bdev.isAvailable()) {
+            return ByteBuffer.allocateDirect((int) Math.min(Integer.MAX_VALUE, settings.bufferPoolBytes()));
+        }
+        BdevRegion region = BdevRegion.map(Math.min(Integer.MAX_VALUE, settings.bufferPoolBytes()), settings.hugepages());
+        if (settings.hugepages() && !region.hugepages()) {
+            LOG.warn("{}: no hugepages for the {} buffer pool (errno {}; reserve some with vm.nr_hugepages): "
+                + "using normal pages", reactor.name(), Sizes.format(region.length()), region.hugepageFailure());
+        }
+        reactor.own(region);
+        return region.buffer();
     }
 
     private Port findPort(int portId) {
@@ -199,10 +229,12 @@ public final class TargetDaemon implements AutoCloseable {
             } else if (nc.backend() == BackendType.NULL) {
                 device = new NullBlockDevice("", nc.sizeBytes(), nc.blockSize());
             } else {
+                if (!Bdev.isAvailable()) {
+                    throw new IOException("the io_uring block-device library is not available: "
+                        + Bdev.unavailabilityCause());
+                }
                 boolean existed = Files.exists(nc.path());
-                FileBlockDevice.Options options = new FileBlockDevice.Options(settings.fileWorkers(),
-                    FileBlockDevice.Options.QUEUE_CAPACITY_DEFAULT, DEVICE_CLOSE_TIMEOUT);
-                device = FileBlockDevice.open(nc.path(), nc.sizeBytes(), nc.blockSize(), options);
+                device = UringBlockDevice.open(nc.path(), nc.sizeBytes(), nc.blockSize(), nc.bufferedIo());
                 if (!existed) {
                     createdFiles.add(nc.path());
                     LOG.info("{}: created {} ({}, sparse)", nc.where(), nc.path(), Sizes.format(nc.sizeBytes()));

@@ -270,7 +270,8 @@ public final class NvmCommands implements NvmCommandExecutor {
             this.device = device;
             this.kind = KIND_COMPARE;
             if (scratch == null) {
-                scratch = ByteBuffer.allocateDirect(COMPARE_CHUNK_SIZE);
+                // Page-aligned: an O_DIRECT device (io_uring) refuses a buffer at an unaligned address.
+                scratch = ByteBuffer.allocateDirect(COMPARE_CHUNK_SIZE + 4096).alignedSlice(4096);
             }
             // Compared a long at a time: both buffers must read bytes into longs the same way.
             scratch.order(request.data().order());

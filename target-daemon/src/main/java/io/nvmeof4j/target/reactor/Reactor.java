@@ -30,6 +30,10 @@ import java.util.concurrent.locks.LockSupport;
  * then noticed within a millisecond instead of never. With one group the wait is
  * {@value #AWAIT_MILLIS_ONE_GROUP} ms, a bound that only matters if a wakeup were lost. After every wake the
  * reactor spins again, because the next command usually follows soon.
+ * <p>A group that is {@link InFlightAware} and has I/O in flight (block-device I/O in an io_uring, whose completion
+ * does not wake the selector) changes that: the reactor then blocks in that group's {@code await} (the ring's
+ * {@code io_uring_wait_cqe_timeout}), at most {@link #IN_FLIGHT_AWAIT_NANOS}, so a completion is noticed the moment
+ * it lands and a command arriving on a socket meanwhile waits at most that long.
  *
  * <h2>Failures</h2>
  * A {@link RuntimeException} out of {@link PollGroup#poll()} is taken as transient: logged (the 1st, 10th, 100th…
@@ -54,6 +58,8 @@ public final class Reactor implements Executor, AutoCloseable {
     public static final int TASK_QUEUE_CAPACITY = 1024;
     static final long AWAIT_MILLIS_ONE_GROUP = 100;
     static final long AWAIT_MILLIS_SEVERAL_GROUPS = 1;
+    /** Longest block in an {@link InFlightAware} group's await while it has I/O in flight. */
+    public static final long IN_FLIGHT_AWAIT_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
     static final int FATAL_CONSECUTIVE_FAILURES = 1000;
     private static final int MAX_TASKS_PER_ROUND = 64;
     public static final Duration STOP_TIMEOUT_DEFAULT = Duration.ofSeconds(5);
@@ -83,7 +89,7 @@ public final class Reactor implements Executor, AutoCloseable {
         this.name = Objects.requireNonNull(name, "name");
         this.idleStrategy = Objects.requireNonNull(idleStrategy, "idleStrategy");
         this.spinNanos = spinNanos;
-        this.thread = new Thread(this::run, name);
+        this.thread = new ReactorThread(this, name);
         this.thread.setDaemon(true);
     }
 
@@ -133,6 +139,37 @@ public final class Reactor implements Executor, AutoCloseable {
         thread.start();
         LOG.debug("reactor {} started: {} poll group(s), idle strategy {}", name, groups.length,
             idleStrategy.configName());
+    }
+
+    /** The reactor whose thread is calling, or null on any other thread. No allocation, no thread-local lookup. */
+    public static Reactor current() {
+        return Thread.currentThread() instanceof ReactorThread t ? t.reactor : null;
+    }
+
+    /** The first of this reactor's poll groups that is a {@code type}, or null. Any thread; allocates nothing. */
+    public <T> T pollGroup(Class<T> type) {
+        PollGroup[] gs = groups;
+        for (PollGroup g : gs) {
+            if (type.isInstance(g)) {
+                return type.cast(g);
+            }
+        }
+        return null;
+    }
+
+    /** A reactor's thread knows its reactor, so code running on it finds the reactor's resources. */
+    private static final class ReactorThread extends Thread {
+        final Reactor reactor;
+
+        ReactorThread(Reactor reactor, String name) {
+            super(name);
+            this.reactor = reactor;
+        }
+
+        @Override
+        public void run() {
+            reactor.run();
+        }
     }
 
     public boolean isReactorThread() {
@@ -286,6 +323,16 @@ public final class Reactor implements Executor, AutoCloseable {
                 return;
             }
             PollGroup[] gs = groups;
+            for (PollGroup g : gs) {
+                if (g instanceof InFlightAware a && a.hasInFlight()) {
+                    try {
+                        g.await(IN_FLIGHT_AWAIT_NANOS);
+                    } catch (RuntimeException e) {
+                        LOG.warn("reactor {}: await on poll group {} threw", name, g, e);
+                    }
+                    return;
+                }
+            }
             if (gs.length == 0) {
                 LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(AWAIT_MILLIS_ONE_GROUP));
             } else {

@@ -165,7 +165,7 @@ class TargetConfigTest {
         assertThat(ssd1.backend()).isEqualTo(BackendType.FILE);
         assertThat(ssd1.path()).isEqualTo(dir.toAbsolutePath().resolve("ssd1.img"));
         assertThat(ssd1.sizeBytes()).as("the file's size").isZero();
-        assertThat(ssd1.blockSize()).isEqualTo(4096);
+        assertThat(ssd1.blockSize()).as("no block_size: the device's").isZero();
         assertThat(ssd1.uuid()).isEqualTo(UUID.fromString("5d0a1f9e-3c2b-4a8d-9e7f-1b2c3d4e5f60"));
         assertThat(ssd1.nguid()).as("nvmet's all-zero NGUID means none: derived").isNotEqualTo(new byte[16]);
 
@@ -220,7 +220,7 @@ class TargetConfigTest {
         assertThat(d.idleSpinNanos()).isEqualTo(TimeUnit.MICROSECONDS.toNanos(50));
         assertThat(d.bufferPoolBytes()).isEqualTo(64L << 20);
         assertThat(d.maxDataTransferSize()).isEqualTo(1 << 20);
-        assertThat(d.fileWorkers()).isEqualTo(DaemonSettings.defaultFileWorkers(Runtime.getRuntime().availableProcessors()));
+        assertThat(d.hugepages()).isFalse();
         assertThat(d.shutdownTimeout()).isEqualTo(Duration.ofSeconds(5));
         SubsystemConfig s = config.subsystems().get(0);
         assertThat(s.model()).isEqualTo("nvmeof4j");
@@ -241,19 +241,13 @@ class TargetConfigTest {
     }
 
     @Test
-    void shouldChooseFileWorkersFromTheCpuCount() {
-        assertThat(DaemonSettings.defaultFileWorkers(1)).isEqualTo(1);
-        assertThat(DaemonSettings.defaultFileWorkers(2)).isEqualTo(1);
-        assertThat(DaemonSettings.defaultFileWorkers(4)).isEqualTo(2);
-    }
-
-    @Test
     void shouldReadDaemonSettings() throws Exception {
         String json = withNamespaces(ramNamespace(1)).replaceFirst("\\{", "{\"nvmeof4j\": {\"reactors\": 3, "
             + "\"idle_strategy\": \"busy\", \"idle_spin_us\": 10, \"buffer_pool_mib\": 16, "
-            + "\"max_data_transfer_kib\": 512, \"file_workers\": 4, \"shutdown_timeout_ms\": 250}, ");
+            + "\"max_data_transfer_kib\": 512, \"hugepages\": true, \"file_workers\": 4, "
+            + "\"shutdown_timeout_ms\": 250}, ");
         DaemonSettings d = parse(json).daemon();
-        assertThat(d).isEqualTo(new DaemonSettings(3, IdleStrategy.BUSY, 10_000, 16L << 20, 512 << 10, 4,
+        assertThat(d).isEqualTo(new DaemonSettings(3, IdleStrategy.BUSY, 10_000, 16L << 20, 512 << 10, true,
             Duration.ofMillis(250)));
         assertThat(parse(json).ports().get(0).options().maxDataTransferSize()).isEqualTo(512 << 10);
     }
@@ -673,7 +667,7 @@ class TargetConfigTest {
         "\"idle_spin_us\": -1|nvmeof4j.idle_spin_us",
         "\"max_data_transfer_kib\": 3|nvmeof4j.max_data_transfer_kib",
         "\"max_data_transfer_kib\": 1000|nvmeof4j.max_data_transfer_kib",
-        "\"file_workers\": 0|nvmeof4j.file_workers",
+        "\"hugepages\": 2|nvmeof4j.hugepages",
         "\"shutdown_timeout_ms\": -5|nvmeof4j.shutdown_timeout_ms",
         "\"buffer_pool_mib\": 1, \"max_data_transfer_kib\": 2048|nvmeof4j.buffer_pool_mib"})
     void shouldRejectBadDaemonSettings(String settings, String path) {

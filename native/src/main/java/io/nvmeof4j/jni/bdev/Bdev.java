@@ -1,0 +1,149 @@
+package io.nvmeof4j.jni.bdev;
+
+import io.nvmeof4j.jni.NativeHandle;
+import io.nvmeof4j.jni.NativeIoException;
+
+import java.nio.file.Path;
+
+/**
+ * A block device (SPDK's {@code spdk_bdev}): a name, a logical block size, a block count and capabilities, backed
+ * by a file or block device through io_uring ({@link #openUring}), by memory ({@link #ram}), or by nothing
+ * ({@link #nullDevice}: reads return zeros, writes are dropped, for measuring everything but storage).
+ * <p>Use: {@link #open(boolean)} a {@link BdevDescriptor}, get its {@link BdevIoChannel} on each reactor's
+ * {@link BdevPollGroup}, submit through the channel, poll the group. Closing the device syncs a file to disk;
+ * close descriptors and channels first (the device does not track them; a parent never frees under a child
+ * because Java keeps the device reachable from every descriptor).
+ */
+public final class Bdev extends NativeHandle {
+    /** Capabilities ({@link #capabilities()}). */
+    public static final int CAP_FLUSH = 0x1;
+    public static final int CAP_UNMAP = 0x2;
+    public static final int CAP_WRITE_ZEROES = 0x4;
+    public static final int CAP_FUA = 0x8;
+
+    /** Kinds of device. */
+    public enum Kind { URING, RAM, NULL }
+
+    private final String name;
+    private final Kind kind;
+    private final int blockSize;
+    private final long blockCount;
+    private final int capabilities;
+    private final boolean direct;
+    private final boolean blockDevice;
+
+    private Bdev(long handle, String name) {
+        super(handle, "bdev " + name);
+        long[] info = new long[7];
+        BdevNative.info0(handle, info);
+        this.name = name;
+        this.kind = info[0] == BdevNative.TYPE_URING ? Kind.URING : info[0] == BdevNative.TYPE_RAM ? Kind.RAM : Kind.NULL;
+        this.blockSize = (int) info[1];
+        this.blockCount = info[2];
+        this.capabilities = (int) info[3];
+        this.direct = info[4] != 0;
+        this.blockDevice = info[5] != 0;
+    }
+
+    /** True when {@code libnvmeof4j-bdev} loaded. */
+    public static boolean isAvailable() {
+        return BdevNative.UNAVAILABILITY_CAUSE == null;
+    }
+
+    /** Why the library did not load, or null. */
+    public static Throwable unavailabilityCause() {
+        return BdevNative.UNAVAILABILITY_CAUSE;
+    }
+
+    /**
+     * Opens a regular file or a block device for io_uring I/O, locked against a second user (an open-file-description lock, which also conflicts with fcntl locks of other processes).
+     *
+     * @param options O_DIRECT unless buffered; the block size (0: the device's logical block size, 4096 for a
+     *                file); the size (0: the whole file/device rounded down to blocks; larger than a file: the file
+     *                is extended, sparse); create a missing file
+     * @throws NativeIoException EBUSY when another process holds the file, EINVAL for a block size below the
+     *                           device's with O_DIRECT, ENOSPC for a size beyond a block device
+     */
+    public static Bdev openUring(Path path, UringOptions options) throws NativeIoException {
+        BdevNative.requireAvailable();
+        int flags = (options.buffered() ? BdevNative.OPEN_BUFFERED : 0) | (options.create() ? BdevNative.OPEN_CREATE : 0)
+            | (options.readOnly() ? BdevNative.OPEN_READ_ONLY : 0);
+        long h = BdevNative.uringOpen0(path.toString(), flags, options.blockSize(), options.sizeBytes());
+        NativeIoException.check("open " + path, h);
+        return new Bdev(h, path.toString());
+    }
+
+    /** A device in memory, thin (pages cost memory once written). */
+    public static Bdev ram(String name, long sizeBytes, int blockSize) throws NativeIoException {
+        BdevNative.requireAvailable();
+        long h = BdevNative.memoryCreate0(BdevNative.TYPE_RAM, blockSize, sizeBytes);
+        NativeIoException.check("create ram bdev " + name + " of " + sizeBytes + " bytes", h);
+        return new Bdev(h, name);
+    }
+
+    /** A device storing nothing: reads return zeros, writes are dropped. */
+    public static Bdev nullDevice(String name, long sizeBytes, int blockSize) throws NativeIoException {
+        BdevNative.requireAvailable();
+        long h = BdevNative.memoryCreate0(BdevNative.TYPE_NULL, blockSize, sizeBytes);
+        NativeIoException.check("create null bdev " + name, h);
+        return new Bdev(h, name);
+    }
+
+    /** Opens a descriptor (SPDK's {@code spdk_bdev_open_ext}); {@code writable=false} refuses writes with EBADF. */
+    public BdevDescriptor open(boolean writable) throws NativeIoException {
+        long h = BdevNative.openDesc0(handle(), writable);
+        NativeIoException.check("open a descriptor of " + name, h);
+        return new BdevDescriptor(h, this, writable);
+    }
+
+    public String name() {
+        return name;
+    }
+
+    public Kind kind() {
+        return kind;
+    }
+
+    public int blockSize() {
+        return blockSize;
+    }
+
+    public long blockCount() {
+        return blockCount;
+    }
+
+    public long sizeBytes() {
+        return blockCount * blockSize;
+    }
+
+    /** {@link #CAP_FLUSH} | {@link #CAP_UNMAP} | ... */
+    public int capabilities() {
+        return capabilities;
+    }
+
+    public boolean hasCapability(int capability) {
+        return (capabilities & capability) == capability;
+    }
+
+    /** True when a uring device was opened with O_DIRECT (false: buffered, asked for or fallen back to). */
+    public boolean isDirect() {
+        return direct;
+    }
+
+    public boolean isBlockDevice() {
+        return blockDevice;
+    }
+
+    long nativeHandle() {
+        return handle();
+    }
+
+    /** Syncs a file or block device ({@code fsync}) and closes it; frees a RAM device's memory. */
+    @Override
+    protected void release(long handle) {
+        int rc = BdevNative.closeDevice0(handle);
+        if (rc < 0) {
+            throw new IllegalStateException(new NativeIoException("fsync and close " + name, -rc));
+        }
+    }
+}
