@@ -103,10 +103,10 @@ public final class HttpApiServer implements AutoCloseable {
         return "http://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + a.getPort();
     }
 
-    /** Stops accepting, lets a request in progress finish (up to 1 s), stops the thread. */
+    /** Stops accepting and stops the thread (a change in progress still completes: the daemon waits for it). */
     @Override
     public void close() {
-        server.stop(1);
+        server.stop(0);
         executor.shutdown();
         try {
             executor.awaitTermination(2, TimeUnit.SECONDS);
