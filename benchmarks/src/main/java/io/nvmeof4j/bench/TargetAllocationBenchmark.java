@@ -19,7 +19,10 @@ import java.util.SplittableRandom;
  * with the IOPS seen (the client is a simple blocking one: the IOPS are not the target's best).
  * <pre>
  * java -cp … io.nvmeof4j.bench.TargetAllocationBenchmark [ios-per-phase (default 1000000)] [queue-depth (32)]
+ *     [metrics: on (default) | off]
  * </pre>
+ * The target's metrics are on, as in the daemon's default configuration: the I/O timers, byte counters and
+ * failure table are on the measured path. Its HTTP server is off (nothing scrapes during the run).
  */
 public final class TargetAllocationBenchmark {
     private static final String SUBSYSTEM = "nqn.2014-08.io.nvmeof4j:bench";
@@ -29,12 +32,15 @@ public final class TargetAllocationBenchmark {
     public static void main(String[] args) throws Exception {
         long ios = args.length > 0 ? Long.parseLong(args[0]) : 1_000_000L;
         int depth = args.length > 1 ? Integer.parseInt(args[1]) : 32;
-        String json = "{\"ports\": [{\"portid\": 1, \"addr\": {\"trtype\": \"tcp\", \"adrfam\": \"ipv4\","
+        boolean metrics = args.length <= 2 || !"off".equals(args[2]);
+        String json = "{\"nvmeof4j\": {\"http\": \"off\", \"metrics\": " + metrics + "},"
+            + " \"ports\": [{\"portid\": 1, \"addr\": {\"trtype\": \"tcp\", \"adrfam\": \"ipv4\","
             + " \"traddr\": \"127.0.0.1\", \"trsvcid\": \"0\"}, \"subsystems\": [\"" + SUBSYSTEM + "\"]}],"
             + " \"subsystems\": [{\"nqn\": \"" + SUBSYSTEM + "\", \"attr\": {\"allow_any_host\": \"1\"},"
             + " \"namespaces\": [{\"nsid\": 1, \"enable\": 1, \"device\": {\"backend\": \"ram\", \"size\": \""
             + NAMESPACE_BYTES + "\", \"block_size\": " + BLOCK + "}}]}]}";
         try (TargetDaemon daemon = TargetDaemon.start(TargetConfig.parse(json))) {
+            System.out.println("target metrics " + (daemon.metrics() != null ? "on" : "off"));
             TransportAddress address = daemon.listenAddresses().get(0);
             HostId hostId = HostId.random();
             String hostNqn = Nqn.ofUuid(hostId.uuid()).value();

@@ -81,10 +81,14 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
      * @return false when {@code maxOutstandingRequests} requests are already in the queue
      */
     boolean submit(int opcode, int nsid, long lba, long blocks, int blockShift, int cdw12Flags, int cdw11,
-                   ByteBuffer buffer, IoCallback callback, Object context) {
+                   ByteBuffer buffer, IoCallback callback, Object context, HostMetrics.NamespaceMeters meters) {
         IoRequest r = free.poll();
         if (r == null) {
             return false;
+        }
+        if (meters != null) {
+            r.meters = meters;
+            r.submitNanos = System.nanoTime();
         }
         r.opcode = opcode;
         r.nsid = nsid;
@@ -322,6 +326,11 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
         Object context = r.context;
         int status = r.status;
         String detail = r.errorDetail;
+        HostMetrics.NamespaceMeters meters = r.meters;
+        if (meters != null) {
+            meters.record(HostMeterNames.op(r.opcode), System.nanoTime() - r.submitNanos, status,
+                r.blocks << r.blockShift);
+        }
         r.reset();
         free.offer(r);
         if (detail != null && context instanceof ErrorDetailAware) {

@@ -27,6 +27,9 @@ final class IoRequest {
     int bufferLimit;
     IoCallback callback;
     Object context;
+    /** The namespace's meters when the host records metrics, else null; {@link #submitNanos} is then set. */
+    HostMetrics.NamespaceMeters meters;
+    long submitNanos;
 
     long nextBlock;
     boolean submittedAll;
@@ -43,6 +46,7 @@ final class IoRequest {
 
     void reset() {
         buffer = null;
+        meters = null;
         callback = null;
         context = null;
         nextBlock = 0;

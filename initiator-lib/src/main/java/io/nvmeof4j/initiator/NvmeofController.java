@@ -193,6 +193,11 @@ public final class NvmeofController implements AutoCloseable {
         return reconnects;
     }
 
+    /** The host's meters, or null. */
+    HostMetrics hostMetrics() {
+        return host.metrics();
+    }
+
     /** Where a log line or an error names this controller: {@code "tcp://127.0.0.1:4420 (nqn...)"}. */
     public String peer() {
         return peer;

@@ -54,6 +54,8 @@ public final class NvmeofHost implements AutoCloseable {
     private final ScheduledExecutorService timer;
     private final ExecutorService control;
     private final List<NvmeofController> controllers = new CopyOnWriteArrayList<>();
+    /** Null unless the application gave a MeterRegistry (Micrometer is an optional dependency). */
+    private HostMetrics metrics;
     private volatile boolean closed;
 
     private NvmeofHost(HostIdentity identity, int reactorThreads) {
@@ -84,6 +86,33 @@ public final class NvmeofHost implements AutoCloseable {
      */
     public static NvmeofHost create(HostIdentity identity, int reactorThreads) {
         return new NvmeofHost(identity, reactorThreads);
+    }
+
+    /**
+     * A host that records its I/O into {@code registry} ({@link HostMeterNames}: latency timers, bytes and failures
+     * per op, subsystem, namespace and transport; connected controllers). Recording allocates nothing per I/O.
+     * The timers publish no percentile histogram (a library leaves that to the application, which may turn it on
+     * with a {@code MeterFilter}, or with {@link #create(HostIdentity, int, io.micrometer.core.instrument.MeterRegistry, boolean)}).
+     */
+    public static NvmeofHost create(HostIdentity identity, int reactorThreads,
+                                    io.micrometer.core.instrument.MeterRegistry registry) {
+        return create(identity, reactorThreads, registry, false);
+    }
+
+    /** As {@link #create(HostIdentity, int, io.micrometer.core.instrument.MeterRegistry)}, with the timers
+     *  publishing a percentile histogram (buckets {@link HostMeterNames#LATENCY_MIN} to {@link HostMeterNames#LATENCY_MAX})
+     *  when {@code percentileHistogram}. */
+    public static NvmeofHost create(HostIdentity identity, int reactorThreads,
+                                    io.micrometer.core.instrument.MeterRegistry registry, boolean percentileHistogram) {
+        Objects.requireNonNull(registry, "registry");
+        NvmeofHost host = new NvmeofHost(identity, reactorThreads);
+        host.metrics = new HostMetrics(registry, percentileHistogram, host);
+        return host;
+    }
+
+    /** The host's meters, or null without a registry. */
+    HostMetrics metrics() {
+        return metrics;
     }
 
     /** One reactor up to 2 CPUs, else half the CPUs (the rest for the application and the TCP stack). */

@@ -37,6 +37,8 @@ public final class NvmeofNamespace {
     private final byte[] nguid;
     private final UUID uuid;
     private final byte[] eui64;
+    /** Null unless the host records metrics. */
+    private final HostMetrics.NamespaceMeters meters;
 
     NvmeofNamespace(NvmeofController controller, int nsid, int blockShift, long blockCount, byte[] nguid, UUID uuid,
                     byte[] eui64) {
@@ -47,6 +49,9 @@ public final class NvmeofNamespace {
         this.nguid = nguid;
         this.uuid = uuid;
         this.eui64 = eui64;
+        HostMetrics metrics = controller.hostMetrics();
+        this.meters = metrics == null ? null
+            : metrics.namespace(controller.subsystemNqn(), nsid, controller.address().type().configName());
     }
 
     public NvmeofController controller() {
@@ -99,7 +104,7 @@ public final class NvmeofNamespace {
         if (dst.isReadOnly()) {
             throw new IllegalArgumentException("cannot read into a read-only buffer");
         }
-        return queue().submit(IoQueue.OP_READ, nsid, lba, blocks, blockShift, 0, 0, dst, callback, context);
+        return queue().submit(IoQueue.OP_READ, nsid, lba, blocks, blockShift, 0, 0, dst, callback, context, meters);
     }
 
     /** Writes {@code blocks} blocks from {@code src}'s position to {@code lba}; FUA: durable before completion. */
@@ -107,19 +112,19 @@ public final class NvmeofNamespace {
                                Object context) {
         checkData(blocks, src);
         return queue().submit(IoQueue.OP_WRITE, nsid, lba, blocks, blockShift, forceUnitAccess ? 1 << 30 : 0, 0, src,
-            callback, context);
+            callback, context, meters);
     }
 
     /** Compares {@code blocks} blocks at {@code lba} with {@code src}: status 0x285 (COMPARE_FAILURE) on mismatch. */
     public boolean submitCompare(long lba, int blocks, ByteBuffer src, IoCallback callback, Object context) {
         checkData(blocks, src);
-        return queue().submit(IoQueue.OP_COMPARE, nsid, lba, blocks, blockShift, 0, 0, src, callback, context);
+        return queue().submit(IoQueue.OP_COMPARE, nsid, lba, blocks, blockShift, 0, 0, src, callback, context, meters);
     }
 
     /** Flush: makes completed writes durable (meaningful when the controller reports a volatile write cache). */
     public boolean submitFlush(IoCallback callback, Object context) {
         Objects.requireNonNull(callback, "callback");
-        return queue().submit(IoQueue.OP_FLUSH, nsid, 0, 0, blockShift, 0, 0, null, callback, context);
+        return queue().submit(IoQueue.OP_FLUSH, nsid, 0, 0, blockShift, 0, 0, null, callback, context, meters);
     }
 
     /** Write Zeroes; with {@code deallocate} the controller may deallocate the blocks instead (DEAC). */
@@ -127,14 +132,14 @@ public final class NvmeofNamespace {
         checkBlocks(blocks);
         Objects.requireNonNull(callback, "callback");
         return queue().submit(IoQueue.OP_WRITE_ZEROES, nsid, lba, blocks, blockShift, deallocate ? 1 << 25 : 0, 0,
-            null, callback, context);
+            null, callback, context, meters);
     }
 
     /** Deallocate (Dataset Management with AD, one range): what a discard/TRIM becomes. */
     public boolean submitDeallocate(long lba, int blocks, IoCallback callback, Object context) {
         checkBlocks(blocks);
         Objects.requireNonNull(callback, "callback");
-        return queue().submit(IoQueue.OP_DSM, nsid, lba, blocks, blockShift, 0, 1 << 2, null, callback, context);
+        return queue().submit(IoQueue.OP_DSM, nsid, lba, blocks, blockShift, 0, 1 << 2, null, callback, context, meters);
     }
 
     private IoQueue queue() {

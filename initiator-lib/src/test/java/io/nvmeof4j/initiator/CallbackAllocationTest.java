@@ -38,9 +38,14 @@ class CallbackAllocationTest {
     @BeforeAll
     void connect(@TempDir Path dir) throws Exception {
         target = new InJvmTarget(dir);
-        host = NvmeofHost.create(HostIdentity.generate(), 1);
+        host = createHost();
         ns = host.connect(target.ioAddress(), InJvmTarget.NQN_A, ConnectOptions.defaults().withIoQueues(1)
             .withQueueDepth(DEPTH)).namespace(1);
+    }
+
+    /** The host under test (a subclass measures the same with metrics on). */
+    NvmeofHost createHost() {
+        return NvmeofHost.create(HostIdentity.generate(), 1);
     }
 
     @AfterAll

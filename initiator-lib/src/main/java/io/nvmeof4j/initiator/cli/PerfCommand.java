@@ -10,10 +10,16 @@ import io.nvmeof4j.initiator.NvmeofHost;
 import io.nvmeof4j.initiator.NvmeofIoException;
 import io.nvmeof4j.initiator.NvmeofNamespace;
 import org.HdrHistogram.Histogram;
+import org.HdrHistogram.HistogramLogWriter;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
+import java.io.IOException;
+import java.io.PrintStream;
 import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -88,6 +94,16 @@ final class PerfCommand extends CliCommand {
     @Option(names = "--json", description = "Print the summary as one JSON object on stdout (progress to stderr).")
     boolean json;
 
+    @Option(names = "--histogram-file", paramLabel = "PATH",
+        description = {"Write the latency as an HdrHistogram log (one interval histogram per second; read it with",
+            "HistogramLogReader or HdrHistogram's plotter) to PATH, and a percentile-spectrum chart to PATH",
+            "with its extension replaced by .svg."})
+    Path histogramFile;
+
+    @Option(names = "--metrics", description = {"Record into Micrometer meters too (nvmeof.host.*, percentile",
+        "histograms on), as an application would: to measure what the library's metrics cost."})
+    boolean metrics;
+
     private static final com.sun.management.ThreadMXBean THREADS =
         (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
 
@@ -114,7 +130,10 @@ final class PerfCommand extends CliCommand {
         }
         ConnectOptions options = connection.connectOptions(false, queues, queueDepth + 1, queueDepth);
         PrintWriter progress = json ? err() : out();
-        try (NvmeofHost host = createHost(queues);
+        io.micrometer.core.instrument.MeterRegistry registry = metrics
+            ? new io.micrometer.core.instrument.simple.SimpleMeterRegistry() : null;
+        try (NvmeofHost host = registry == null ? createHost(queues)
+                 : NvmeofHost.create(connection.identity(), queues, registry, true);
              NvmeofController ctrl = host.connect(connection.address(ConnectionOptions.IO_PORT_DEFAULT), nqn,
                  options)) {
             NvmeofNamespace ns = BlockIoCommand.namespace(ctrl, namespaceId);
@@ -128,12 +147,27 @@ final class PerfCommand extends CliCommand {
                 workers[i] = new PerfWorker(i, ns, workload, readPercent, ioBytes, queueDepth, queues);
             }
             Run run = new Run(workers, ctrl.ioQueueCount(), options);
+            if (histogramFile != null) {
+                run.logTo(histogramFile);
+            }
             progress.printf(Locale.ROOT, "nvmeof perf: %s, %d-byte I/O, queue depth %d x %d queue(s), %d s, "
                     + "namespace %d (%d x %d B) of %s%n", workload == Workload.RANDRW
                     ? "randrw " + readPercent + "% reads" : workload.label(), ioBytes, queueDepth, queues,
                 seconds, ns.nsid(), ns.blockCount(), ns.blockSize(), ctrl.peer());
             progress.flush();
             Result result = run.execute(seconds, progress, ioBytes);
+            if (histogramFile != null) {
+                Path svg = svgPath(histogramFile);
+                Files.writeString(svg, LatencyChart.svg(result.latency, String.format(Locale.ROOT,
+                    "nvmeof perf: %s, %d-byte I/O, QD %d x %d, %s", workload.label(), ioBytes, queueDepth, queues,
+                    ctrl.peer())), StandardCharsets.UTF_8);
+                progress.println("Histogram log: " + histogramFile + "; chart: " + svg);
+            }
+            if (registry != null) {
+                double counted = registry.find(io.nvmeof4j.initiator.HostMeterNames.IO).timers().stream()
+                    .mapToDouble(t -> t.count()).sum();
+                progress.printf(Locale.ROOT, "Metrics     : nvmeof.host.io counted %,.0f I/Os%n", counted);
+            }
             ObjectNode summary = summary(result, workload, readPercent, ioBytes, ns, ctrl);
             if (json) {
                 out().println(new ObjectMapper().writeValueAsString(summary));
@@ -149,6 +183,13 @@ final class PerfCommand extends CliCommand {
             }
         }
         return NvmeofCli.EXIT_OK;
+    }
+
+    /** {@code run.hlog} → {@code run.svg}; a name without extension gets {@code .svg} appended. */
+    static Path svgPath(Path log) {
+        String name = log.getFileName().toString();
+        int dot = name.lastIndexOf('.');
+        return log.resolveSibling((dot > 0 ? name.substring(0, dot) : name) + ".svg");
     }
 
     private Workload workload() {
@@ -198,6 +239,12 @@ final class PerfCommand extends CliCommand {
         private final CountDownLatch go = new CountDownLatch(1);
         private final CountDownLatch stopped = new CountDownLatch(1);
         private final long[] driverAllocated;
+        private Path logFile;
+
+        /** Also write each second's interval histogram into an HdrHistogram log. */
+        void logTo(Path file) {
+            this.logFile = file;
+        }
 
         Run(PerfWorker[] workers, int ioQueueCount, ConnectOptions options) {
             this.workers = workers;
@@ -265,6 +312,18 @@ final class PerfCommand extends CliCommand {
                 for (PerfWorker w : workers) {
                     w.recorder.reset();
                 }
+                PrintStream logStream = null;
+                HistogramLogWriter log = null;
+                if (logFile != null) {
+                    logStream = new PrintStream(Files.newOutputStream(logFile), false, StandardCharsets.UTF_8);
+                    log = new HistogramLogWriter(logStream);
+                    log.outputComment("nvmeof perf latency, nanoseconds; one interval histogram per second");
+                    long nowMs = System.currentTimeMillis();
+                    log.outputStartTime(nowMs);
+                    log.setBaseTime(nowMs);
+                    log.outputLegend();
+                }
+                long intervalStartMs = System.currentTimeMillis();
                 long start = System.nanoTime();
                 go.countDown();
                 for (int tick = 1; tick <= seconds; tick++) {
@@ -283,6 +342,13 @@ final class PerfCommand extends CliCommand {
                         interval.add(recycled[i]);
                     }
                     total.add(interval);
+                    if (log != null) {
+                        long nowMs = System.currentTimeMillis();
+                        interval.setStartTimeStamp(intervalStartMs);
+                        interval.setEndTimeStamp(nowMs);
+                        log.outputIntervalHistogram(interval);
+                        intervalStartMs = nowMs;
+                    }
                     long n = interval.getTotalCount();
                     progress.printf(Locale.ROOT, "[%3d s] %,10d IOPS %10.2f MiB/s   p50 %8.2f us   p99 %8.2f us%n",
                         tick, n, n * (double) ioBytes / (1 << 20), micros(total.getValueAtPercentile(50)),
@@ -301,9 +367,22 @@ final class PerfCommand extends CliCommand {
                     }
                 }
                 // Completions between the last tick and the stop flag: count them too.
+                interval.reset();
                 for (int i = 0; i < workers.length; i++) {
                     recycled[i] = workers[i].recorder.getIntervalHistogram(recycled[i]);
-                    total.add(recycled[i]);
+                    interval.add(recycled[i]);
+                }
+                total.add(interval);
+                if (log != null) {
+                    if (interval.getTotalCount() > 0) {
+                        interval.setStartTimeStamp(intervalStartMs);
+                        interval.setEndTimeStamp(System.currentTimeMillis());
+                        log.outputIntervalHistogram(interval);
+                    }
+                    logStream.close();
+                    if (logStream.checkError()) {
+                        throw new IOException("writing the histogram log " + logFile + " failed");
+                    }
                 }
                 long reactorAfter = allocated(reactors);
                 stopped.countDown();

@@ -104,4 +104,47 @@ class PerfTest {
         assertThat(r.status()).isEqualTo(NvmeofCli.EXIT_USAGE);
         assertThat(r.err()).contains("--io-size 512 is not a multiple of namespace 2's 4096-byte blocks");
     }
+
+    @Test
+    void shouldWriteAReadableHistogramLogAndAnSvgChart(@TempDir Path out) throws Exception {
+        Path log = out.resolve("run.hlog");
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--workload", "randrw",
+            "--io-size", "4K", "--queue-depth", "8", "--time", "2", "--json", "--histogram-file", log.toString(),
+            "--metrics"));
+        assertThat(r.status()).as(r.toString()).isZero();
+        JsonNode s = new ObjectMapper().readTree(r.out());
+        long ios = s.get("ios").asLong();
+        assertThat(ios).isPositive();
+
+        // The log reads back with HdrHistogram's own reader: interval histograms whose counts add up to the run.
+        org.HdrHistogram.HistogramLogReader reader = new org.HdrHistogram.HistogramLogReader(log.toFile());
+        org.HdrHistogram.Histogram sum = new org.HdrHistogram.Histogram(3);
+        int intervals = 0;
+        for (org.HdrHistogram.EncodableHistogram h = reader.nextIntervalHistogram(); h != null;
+             h = reader.nextIntervalHistogram()) {
+            sum.add((org.HdrHistogram.Histogram) h);
+            intervals++;
+        }
+        reader.close();
+        assertThat(intervals).isBetween(2, 3);
+        assertThat(sum.getTotalCount()).isEqualTo(ios);
+        assertThat(sum.getValueAtPercentile(50) / 1000.0).isCloseTo(s.get("latency_us").get("p50").asDouble(),
+            org.assertj.core.data.Percentage.withPercentage(1));
+
+        // The chart is well-formed SVG with the spectrum drawn.
+        Path svg = out.resolve("run.svg");
+        org.w3c.dom.Document doc = javax.xml.parsers.DocumentBuilderFactory.newInstance().newDocumentBuilder()
+            .parse(svg.toFile());
+        assertThat(doc.getDocumentElement().getTagName()).isEqualTo("svg");
+        org.w3c.dom.NodeList lines = doc.getElementsByTagName("polyline");
+        assertThat(lines.getLength()).isEqualTo(1);
+        assertThat(((org.w3c.dom.Element) lines.item(0)).getAttribute("points").trim().split(" ").length)
+            .isGreaterThan(10);
+        assertThat(java.nio.file.Files.readString(svg)).contains("99.9%").contains("Latency");
+
+        // --metrics: the library's meters counted every I/O of the run (and the probe I/O before it).
+        java.util.regex.Matcher counted = Pattern.compile("nvmeof.host.io counted ([0-9,]+) I/Os").matcher(r.err());
+        assertThat(counted.find()).as(r.err()).isTrue();
+        assertThat(Long.parseLong(counted.group(1).replace(",", ""))).isGreaterThanOrEqualTo(ios);
+    }
 }

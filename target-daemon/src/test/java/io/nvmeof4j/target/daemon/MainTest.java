@@ -126,4 +126,49 @@ class MainTest {
         assertThat(canBind(discovery)).isTrue();
         assertThat(main.daemon().isClosed()).isTrue();
     }
+
+    @Test
+    void shouldServeHttpWhereTheCommandLineSaysAndPrintTheAddress() throws Exception {
+        Path file = dir.resolve("http.json");
+        Files.writeString(file, config(port(1, 0, NQN), ram(1)));
+        Main main = new Main(false);
+        AtomicInteger status = new AtomicInteger(-1);
+        Thread runner = new Thread(() -> status.set(Main.commandLine(main)
+            .setOut(new PrintWriter(out, true)).setErr(new PrintWriter(err, true))
+            .execute("--config", file.toString(), "--http", "127.0.0.1:0")), "main-under-test");
+        runner.start();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!out.toString().contains("Stop with") && System.nanoTime() - deadline < 0 && runner.isAlive()) {
+            Thread.sleep(10);
+        }
+        int httpPort = main.daemon().httpAddress().getPort();
+        String base = "http://127.0.0.1:" + httpPort;
+        assertThat(out.toString().lines().toList())
+            .contains("HTTP: metrics " + base + "/metrics, management API " + base + "/api/v1/subsystems");
+        java.net.http.HttpResponse<String> metrics = java.net.http.HttpClient.newHttpClient().send(
+            java.net.http.HttpRequest.newBuilder(java.net.URI.create(base + "/metrics"))
+                .timeout(java.time.Duration.ofSeconds(10)).build(),
+            java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertThat(metrics.statusCode()).isEqualTo(200);
+        assertThat(metrics.body()).contains("nvmeof_target_io_seconds_count{nsid=\"1\",op=\"read\"");
+        main.requestStop();
+        runner.join(30_000);
+        assertThat(status.get()).isZero();
+        assertThat(canBind(httpPort)).isTrue();
+    }
+
+    @Test
+    void shouldRefuseABadHttpAddressAndFailOnABusyOne() throws Exception {
+        Path file = dir.resolve("bad-http.json");
+        Files.writeString(file, config(port(1, 0, NQN), ram(1)));
+        assertThat(run("--config", file.toString(), "--http", "nowhere")).isEqualTo(2);
+        assertThat(err.toString()).contains("--http").contains("HOST:PORT");
+        try (ServerSocket taken = new ServerSocket()) {
+            taken.bind(new InetSocketAddress("127.0.0.1", 0));
+            int busy = taken.getLocalPort();
+            assertThat(run("--config", file.toString(), "--http", "127.0.0.1:" + busy)).isEqualTo(1);
+            assertThat(err.toString()).contains("cannot serve HTTP on 127.0.0.1:" + busy);
+        }
+        assertThat(run("--config", file.toString(), "--http", "off", "--check")).isZero();
+    }
 }

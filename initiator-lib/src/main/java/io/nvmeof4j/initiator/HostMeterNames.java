@@ -1,0 +1,68 @@
+package io.nvmeof4j.initiator;
+
+import java.time.Duration;
+
+/**
+ * Every meter the initiator library publishes when the application gives it a Micrometer {@code MeterRegistry}
+ * ({@link NvmeofHost#create(HostIdentity, int, io.micrometer.core.instrument.MeterRegistry)}); the same shape as the
+ * target's {@code nvmeof.target.*} meters.
+ * <table>
+ *   <caption>Meters</caption>
+ *   <tr><th>name</th><th>type</th><th>tags</th><th>what</th></tr>
+ *   <tr><td>{@value #IO}</td><td>timer</td><td>op, subsystem, nsid, transport</td>
+ *       <td>submit → callback of one block I/O of the callback or future API (a request split at MDTS counts once)</td></tr>
+ *   <tr><td>{@value #IO_READ_BYTES}</td><td>counter (bytes)</td><td>subsystem, nsid, transport</td><td>successful reads</td></tr>
+ *   <tr><td>{@value #IO_WRITTEN_BYTES}</td><td>counter (bytes)</td><td>subsystem, nsid, transport</td><td>successful writes</td></tr>
+ *   <tr><td>{@value #COMMANDS_FAILED}</td><td>counter</td><td>subsystem, nsid, op, status, status_name</td>
+ *       <td>I/O completed with an error status (NVMe or host-side, such as 0x370 HOST_PATH_ERROR)</td></tr>
+ *   <tr><td>{@value #CONTROLLERS}</td><td>gauge</td><td>-</td><td>controllers connected and not closed</td></tr>
+ * </table>
+ * A library does not force percentile histograms on its users: the timer publishes none by default. An application
+ * that wants them (as the {@code nvmeof perf --metrics} tool does) says so, either with
+ * {@link NvmeofHost#create(HostIdentity, int, io.micrometer.core.instrument.MeterRegistry, boolean)} or with a
+ * Micrometer {@code MeterFilter} on {@value #IO}; the buckets then span {@link #LATENCY_MIN} to {@link #LATENCY_MAX}.
+ */
+public final class HostMeterNames {
+    public static final String IO = "nvmeof.host.io";
+    public static final String IO_READ_BYTES = "nvmeof.host.io.read";
+    public static final String IO_WRITTEN_BYTES = "nvmeof.host.io.written";
+    public static final String COMMANDS_FAILED = "nvmeof.host.commands.failed";
+    public static final String CONTROLLERS = "nvmeof.host.controllers";
+
+    public static final String TAG_OP = "op";
+    public static final String TAG_SUBSYSTEM = "subsystem";
+    public static final String TAG_NSID = "nsid";
+    public static final String TAG_TRANSPORT = "transport";
+    public static final String TAG_STATUS = "status";
+    public static final String TAG_STATUS_NAME = "status_name";
+
+    public static final Duration LATENCY_MIN = Duration.ofNanos(1_000);
+    public static final Duration LATENCY_MAX = Duration.ofSeconds(10);
+
+    static final int OP_READ = 0;
+    static final int OP_WRITE = 1;
+    static final int OP_FLUSH = 2;
+    static final int OP_WRITE_ZEROES = 3;
+    static final int OP_DEALLOCATE = 4;
+    static final int OP_COMPARE = 5;
+    static final int OPS = 6;
+    private static final String[] OP_NAMES = {"read", "write", "flush", "write_zeroes", "deallocate", "compare"};
+
+    private HostMeterNames() {
+    }
+
+    public static String opName(int op) {
+        return OP_NAMES[op];
+    }
+
+    static int op(int opcode) {
+        switch (opcode) {
+            case IoQueue.OP_READ: return OP_READ;
+            case IoQueue.OP_WRITE: return OP_WRITE;
+            case IoQueue.OP_FLUSH: return OP_FLUSH;
+            case IoQueue.OP_WRITE_ZEROES: return OP_WRITE_ZEROES;
+            case IoQueue.OP_DSM: return OP_DEALLOCATE;
+            default: return OP_COMPARE;
+        }
+    }
+}

@@ -1,0 +1,124 @@
+package io.nvmeof4j.initiator;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
+import io.nvmeof4j.protocol.spi.host.HostStatus;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+
+import static io.nvmeof4j.initiator.HostMeterNames.*;
+
+/**
+ * The host's meters on the application's registry. Only this class and {@link NamespaceMeters} touch Micrometer,
+ * and they are loaded only when the application gave a registry: Micrometer stays an optional dependency.
+ * <p>Meters are resolved when a namespace is identified (connect, rescan), never per I/O; recording is an array
+ * load and the meters' own lock-free updates. The timers' max window never rotates (ten-year expiry, one buffer):
+ * rotating it takes a monitor on the recording thread (micrometer {@code TimeWindowMax.rotate}).
+ */
+final class HostMetrics {
+    private static final Duration NEVER_ROTATE = Duration.ofDays(3650);
+
+    private final MeterRegistry registry;
+    private final boolean histogram;
+    private final Map<String, NamespaceMeters> namespaces = new ConcurrentHashMap<>();
+
+    HostMetrics(MeterRegistry registry, boolean histogram, NvmeofHost host) {
+        this.registry = registry;
+        this.histogram = histogram;
+        Gauge.builder(CONTROLLERS, host, h -> h.controllers().size()).description("Connected controllers")
+            .register(registry);
+    }
+
+    /** The meters of one namespace of one subsystem over one transport (made once, then shared). */
+    NamespaceMeters namespace(String subsystemNqn, int nsid, String transport) {
+        String key = transport + " " + subsystemNqn + " " + Integer.toUnsignedString(nsid);
+        return namespaces.computeIfAbsent(key, k -> new NamespaceMeters(subsystemNqn, nsid, transport));
+    }
+
+    /** One namespace's meters, indexed by op. */
+    final class NamespaceMeters {
+        private final Tags base;
+        private final Timer[] timers = new Timer[OPS];
+        private final Counter read;
+        private final Counter written;
+        /** Failure counters by (op, status code), created the first time each occurs. */
+        private final AtomicIntegerArray failureKeys = new AtomicIntegerArray(64);
+        private final AtomicReferenceArray<Counter> failures = new AtomicReferenceArray<>(64);
+
+        NamespaceMeters(String subsystemNqn, int nsid, String transport) {
+            base = Tags.of(TAG_SUBSYSTEM, subsystemNqn, TAG_NSID, Integer.toUnsignedString(nsid),
+                TAG_TRANSPORT, transport);
+            for (int op = 0; op < OPS; op++) {
+                timers[op] = Timer.builder(IO).description("Block I/O latency, submit to callback")
+                    .tags(base).tag(TAG_OP, opName(op))
+                    .publishPercentileHistogram(histogram)
+                    .minimumExpectedValue(LATENCY_MIN).maximumExpectedValue(LATENCY_MAX)
+                    .distributionStatisticExpiry(NEVER_ROTATE).distributionStatisticBufferLength(1)
+                    .register(registry);
+            }
+            read = Counter.builder(IO_READ_BYTES).baseUnit("bytes").tags(base).register(registry);
+            written = Counter.builder(IO_WRITTEN_BYTES).baseUnit("bytes").tags(base).register(registry);
+        }
+
+        /** One I/O finished (its queue's reactor thread). */
+        void record(int op, long latencyNanos, int status, long bytes) {
+            timers[op].record(latencyNanos, TimeUnit.NANOSECONDS);
+            if (status == 0) {
+                if (op == OP_READ) {
+                    read.increment(bytes);
+                } else if (op == OP_WRITE) {
+                    written.increment(bytes);
+                }
+            } else {
+                failure(op, status).increment();
+            }
+        }
+
+        /**
+         * The counter of (op, status): a bounded probe of a fixed table; the first failure with a given status
+         * registers its counter (once per status, on the failure path), later ones only increment.
+         */
+        private Counter failure(int op, int status) {
+            int code = status & 0x7FF;
+            int key = ((op << 11) | code) + 1;
+            int i = (key * 0x9E3779B1) >>> 26;
+            for (int probes = 0; probes < 64; probes++, i = (i + 1) & 63) {
+                int k = failureKeys.get(i);
+                if (k == key) {
+                    Counter c = failures.get(i);
+                    if (c != null) {
+                        return c;
+                    }
+                    break; // another thread is registering it: fall through to the registry (same meter)
+                }
+                if (k == 0 && failureKeys.compareAndSet(i, 0, key)) {
+                    Counter c = counter(op, code);
+                    failures.set(i, c);
+                    return c;
+                }
+            }
+            return counter(op, code);
+        }
+
+        private Counter counter(int op, int code) {
+            String name = HostStatus.describe(code);
+            int space = name.indexOf(' ');
+            return Counter.builder(COMMANDS_FAILED).tags(base).tag(TAG_OP, opName(op))
+                .tag(TAG_STATUS, String.format("0x%03x", code))
+                .tag(TAG_STATUS_NAME, space < 0 ? name : name.substring(space + 1).replace(", DNR", ""))
+                .register(registry);
+        }
+
+        Timer timer(int op) {
+            return timers[op];
+        }
+    }
+}

@@ -1,0 +1,287 @@
+package io.nvmeof4j.it.metrics;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.nvmeof4j.initiator.ConnectOptions;
+import io.nvmeof4j.initiator.HostIdentity;
+import io.nvmeof4j.initiator.NvmeofController;
+import io.nvmeof4j.initiator.NvmeofException;
+import io.nvmeof4j.initiator.NvmeofHost;
+import io.nvmeof4j.initiator.NvmeofIoException;
+import io.nvmeof4j.initiator.NvmeofNamespace;
+import io.nvmeof4j.protocol.command.NvmeStatus;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The management API against a running daemon, with our initiator connected: listing, adding and removing
+ * namespaces (hosts rescan through the namespace-attribute-changed event, removal under I/O is safe), adding and
+ * removing allowed hosts (the next Connect follows the list), and bad requests answered 4xx with a message and
+ * nothing changed.
+ */
+class ManagementApiIT {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String NS = "/api/v1/subsystems/" + MetricsTarget.OPEN + "/namespaces";
+    private static final String HOSTS = "/api/v1/subsystems/" + MetricsTarget.CLOSED + "/hosts";
+
+    @TempDir
+    Path dir;
+
+    record Change(List<Integer> changed, List<Integer> nsids) {
+    }
+
+    @Test
+    void shouldListTheTarget() throws Exception {
+        try (MetricsTarget target = MetricsTarget.start(dir);
+             NvmeofHost host = NvmeofHost.create(HostIdentity.generate(), 1);
+             NvmeofController ctrl = host.connect(target.ioAddress(), MetricsTarget.OPEN,
+                 ConnectOptions.defaults().withIoQueues(2))) {
+            JsonNode subsystems = json(target.http.get("/api/v1/subsystems"), 200);
+            assertThat(subsystems).hasSize(2);
+            JsonNode open = find(subsystems, "nqn", MetricsTarget.OPEN);
+            assertThat(open.get("allow_any_host").asBoolean()).isTrue();
+            assertThat(open.get("controllers").asInt()).isEqualTo(1);
+            assertThat(nsids(open.get("namespaces"))).containsExactly(1, 2);
+            JsonNode ns1 = open.get("namespaces").get(0);
+            assertThat(ns1.get("block_size").asInt()).isEqualTo(4096);
+            assertThat(ns1.get("blocks").asLong()).isEqualTo(4096);
+            assertThat(ns1.get("uuid").asText()).isEqualTo(ctrl.namespace(1).uuid().toString());
+
+            JsonNode ports = json(target.http.get("/api/v1/ports"), 200);
+            assertThat(ports).hasSize(1);
+            assertThat(ports.get(0).get("trsvcid").asText()).isEqualTo(target.ioAddress().trsvcid());
+            assertThat(ports.get(0).get("trtype").asText()).isEqualTo("tcp");
+
+            JsonNode controllers = json(target.http.get("/api/v1/controllers"), 200);
+            assertThat(controllers).hasSize(1);
+            JsonNode c = controllers.get(0);
+            assertThat(c.get("cntlid").asInt()).isEqualTo(ctrl.controllerId());
+            assertThat(c.get("host_nqn").asText()).isEqualTo(host.identity().hostNqn().value());
+            assertThat(c.get("subsystem").asText()).isEqualTo(MetricsTarget.OPEN);
+            List<Integer> qids = new ArrayList<>();
+            c.get("queues").forEach(q -> qids.add(q.get("qid").asInt()));
+            assertThat(qids).containsExactly(0, 1, 2);
+            assertThat(json(target.http.get("/api/v1/controllers/" + ctrl.controllerId()), 200).get("cntlid").asInt())
+                .isEqualTo(ctrl.controllerId());
+
+            JsonNode hosts = json(target.http.get("/api/v1/hosts"), 200);
+            assertThat(find(hosts, "nqn", MetricsTarget.ALLOWED_HOST).get("allowed_on").get(0).asText())
+                .isEqualTo(MetricsTarget.CLOSED);
+            assertThat(find(hosts, "nqn", host.identity().hostNqn().value()).get("controllers").get(0).asInt())
+                .isEqualTo(ctrl.controllerId());
+
+            assertError(target.http.get("/api/v1/subsystems/nqn.2014-08.io.nvmeof4j:nope"), 404, "no subsystem");
+            assertError(target.http.get("/api/v1/controllers/4242"), 404, "no live controller");
+            assertError(target.http.get("/api/v1/nothing"), 404, "no such path");
+            assertError(target.http.put(NS, "{}"), 405, "not allowed");
+        }
+    }
+
+    @Test
+    void shouldAddAndRemoveANamespaceLiveAndTellConnectedHosts() throws Exception {
+        try (MetricsTarget target = MetricsTarget.start(dir);
+             NvmeofHost host = NvmeofHost.create(HostIdentity.generate(), 1);
+             NvmeofController ctrl = host.connect(target.ioAddress(), MetricsTarget.OPEN,
+                 ConnectOptions.defaults().withIoQueues(1))) {
+            LinkedBlockingQueue<Change> heard = new LinkedBlockingQueue<>();
+            ctrl.addNamespaceListener((c, changed, now) ->
+                heard.add(new Change(changed, now.stream().map(NvmeofNamespace::nsid).toList())));
+
+            UUID uuid = UUID.randomUUID();
+            JsonNode added = json(target.http.post(NS, """
+                {"nsid": 3, "device": {"backend": "ram", "size": "4M", "block_size": 4096, "uuid": "%s"}}
+                """.formatted(uuid)), 201);
+            assertThat(added.get("nsid").asInt()).isEqualTo(3);
+            assertThat(added.get("blocks").asLong()).isEqualTo(1024);
+
+            Change change = heard.poll(10, TimeUnit.SECONDS);
+            assertThat(change).as("namespace change heard through the async event").isNotNull();
+            assertThat(change.changed()).containsExactly(3);
+            assertThat(change.nsids()).containsExactly(1, 2, 3);
+            NvmeofNamespace ns3 = ctrl.namespace(3);
+            assertThat(ns3.uuid()).isEqualTo(uuid);
+            ByteBuffer data = ByteBuffer.allocateDirect(4096);
+            data.putLong(0, 0x1122334455667788L).putLong(4088, 42);
+            ns3.write(7, data.duplicate()).get(10, TimeUnit.SECONDS);
+            ByteBuffer back = ns3.read(7, 1).get(10, TimeUnit.SECONDS);
+            assertThat(back.getLong(0)).isEqualTo(0x1122334455667788L);
+            assertThat(back.getLong(4088)).isEqualTo(42);
+            assertThat(nsids(json(target.http.get(NS), 200))).containsExactly(1, 2, 3);
+            PrometheusText m = new PrometheusText(target.http.get("/metrics").body());
+            assertThat(m.value("nvmeof_target_io_seconds_count", Map.of("subsystem", MetricsTarget.OPEN,
+                "nsid", "3", "op", "write"))).isEqualTo(1);
+
+            // Bad requests: a 4xx with a message, and nothing changed.
+            assertError(target.http.post(NS, "{\"nsid\": 1, \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}"),
+                409, "already has namespace 1");
+            assertError(target.http.post(NS, "{\"nsid\": 4, \"device\": {\"backend\": \"ram\"}}"), 400, "size");
+            assertError(target.http.post(NS, "{\"nsid\": 4, \"device\": {\"backend\": \"tape\", \"size\": \"1M\"}}"),
+                400, "backend");
+            assertError(target.http.post(NS, "{\"nsid\": 0, \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}"),
+                400, "nsid");
+            assertError(target.http.post(NS, "{\"nsid\": 4, \"enable\": 0, \"device\": {\"backend\": \"ram\", "
+                + "\"size\": \"1M\"}}"), 400, "disabled");
+            assertError(target.http.post(NS, "{\"nsid\": 4, \"device\": "), 400, "not valid JSON");
+            assertError(target.http.post(NS, "[1, 2]"), 400, "namespace object");
+            Path missingDir = dir.resolve("no-such-dir").resolve("ns4.img");
+            assertError(target.http.post(NS, "{\"nsid\": 4, \"device\": {\"path\": " + JSON.writeValueAsString(
+                missingDir.toString()) + ", \"size\": \"1M\"}}"), 400, "does not exist");
+            assertThat(Files.exists(missingDir)).isFalse();
+            assertError(target.http.post("/api/v1/subsystems/nqn.2014-08.io.nvmeof4j:nope/namespaces",
+                "{\"nsid\": 4, \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}"), 404, "no subsystem");
+            assertError(target.http.delete(NS + "/99"), 404, "no namespace 99");
+            assertError(target.http.delete(NS + "/abc"), 400, "not a number");
+            assertThat(nsids(json(target.http.get(NS), 200))).containsExactly(1, 2, 3);
+            assertThat(heard).as("no event for requests that changed nothing").isEmpty();
+
+            // A file namespace added through the API: the file is created, I/O reaches it.
+            Path file = dir.resolve("ns5.img");
+            json(target.http.post(NS, "{\"nsid\": 5, \"device\": {\"path\": " + JSON.writeValueAsString(
+                file.toString()) + ", \"size\": \"2M\"}}"), 201);
+            assertThat(heard.poll(10, TimeUnit.SECONDS).nsids()).containsExactly(1, 2, 3, 5);
+            assertThat(Files.size(file)).isEqualTo(2L << 20);
+            ctrl.namespace(5).write(1, data.duplicate()).get(10, TimeUnit.SECONDS);
+
+            // Removal while I/O runs on that namespace: in-flight commands finish or fail cleanly, nothing hangs.
+            AtomicBoolean stop = new AtomicBoolean();
+            AtomicLong ok = new AtomicLong();
+            List<Integer> failures = java.util.Collections.synchronizedList(new ArrayList<>());
+            CompletableFuture<Void> load = CompletableFuture.runAsync(() -> {
+                List<CompletableFuture<Void>> inFlight = new ArrayList<>();
+                long lba = 0;
+                while (!stop.get()) {
+                    for (int i = 0; i < 8; i++) {
+                        inFlight.add(ns3.write(lba++ % 1024, data.duplicate()));
+                    }
+                    for (CompletableFuture<Void> f : inFlight) {
+                        try {
+                            f.get(10, TimeUnit.SECONDS);
+                            ok.incrementAndGet();
+                        } catch (ExecutionException e) {
+                            failures.add(e.getCause() instanceof NvmeofIoException io ? io.status() : -1);
+                        } catch (Exception e) {
+                            failures.add(-2);
+                        }
+                    }
+                    inFlight.clear();
+                }
+            });
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (ok.get() < 200 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertThat(ok.get()).as("writes done before the removal").isGreaterThanOrEqualTo(200);
+            JsonNode removed = json(target.http.delete(NS + "/3"), 200);
+            assertThat(removed.get("nsid").asInt()).isEqualTo(3);
+            Change removal = heard.poll(10, TimeUnit.SECONDS);
+            assertThat(removal.changed()).containsExactly(3);
+            assertThat(removal.nsids()).containsExactly(1, 2, 5);
+            Thread.sleep(100);
+            stop.set(true);
+            load.get(30, TimeUnit.SECONDS);
+            assertThat(failures).as("I/O to the removed namespace fails with Invalid Namespace or Namespace Not Ready")
+                .isNotEmpty()
+                .allSatisfy(s -> assertThat(NvmeStatus.code(s)).isIn(NvmeStatus.INVALID_NAMESPACE,
+                    NvmeStatus.NAMESPACE_NOT_READY));
+            assertThat(ctrl.namespace(3)).isNull();
+            // The rest of the target is unaffected.
+            ctrl.namespace(1).write(0, data.duplicate()).get(10, TimeUnit.SECONDS);
+            assertThat(nsids(json(target.http.get(NS), 200))).containsExactly(1, 2, 5);
+            PrometheusText after = new PrometheusText(target.http.get("/metrics").body());
+            assertThat(after.has("nvmeof_target_io_seconds_count", Map.of("subsystem", MetricsTarget.OPEN, "nsid", "3")))
+                .as("meters of a removed namespace are gone").isFalse();
+            assertThat(after.value("nvmeof_target_commands_failed_total", Map.of("subsystem", MetricsTarget.OPEN,
+                "op", "write", "status", "0x00b"))).as("writes that found no namespace 3")
+                .isGreaterThan(0);
+        }
+    }
+
+    @Test
+    void shouldLetOnlyAllowedHostsConnect() throws Exception {
+        try (MetricsTarget target = MetricsTarget.start(dir);
+             NvmeofHost newcomer = NvmeofHost.create(HostIdentity.generate(), 1);
+             NvmeofHost allowed = NvmeofHost.create(HostIdentity.of(MetricsTarget.ALLOWED_HOST, UUID.randomUUID()), 1)) {
+            String newcomerNqn = newcomer.identity().hostNqn().value();
+            assertConnectRefused(newcomer, target);
+
+            JsonNode afterAdd = json(target.http.post(HOSTS, "{\"nqn\": \"" + newcomerNqn + "\"}"), 201);
+            assertThat(afterAdd.get("allowed_hosts")).extracting(JsonNode::asText)
+                .containsExactlyInAnyOrder(MetricsTarget.ALLOWED_HOST, newcomerNqn);
+            try (NvmeofController c = newcomer.connect(target.ioAddress(), MetricsTarget.CLOSED,
+                ConnectOptions.defaults().withIoQueues(1))) {
+                c.namespace(1).write(0, ByteBuffer.allocateDirect(512)).get(10, TimeUnit.SECONDS);
+            }
+
+            // Bad requests change nothing.
+            assertError(target.http.post(HOSTS, "{\"nqn\": \"" + newcomerNqn + "\"}"), 409, "already allowed");
+            assertError(target.http.post(HOSTS, "{\"nqn\": \"not-an-nqn\"}"), 400, "not a valid NQN");
+            assertError(target.http.post(HOSTS, "{\"host\": \"x\"}"), 400, "expected");
+            assertError(target.http.post(HOSTS, "{\"nqn\": \"" + newcomerNqn + "\", \"key\": 1}"), 400, "unknown field");
+            assertError(target.http.delete(HOSTS + "/nqn.2014-08.io.nvmeof4j:stranger"), 404, "not on the allowed list");
+            assertThat(json(target.http.get(HOSTS), 200).get("allowed_hosts")).extracting(JsonNode::asText)
+                .containsExactlyInAnyOrder(MetricsTarget.ALLOWED_HOST, newcomerNqn);
+
+            json(target.http.delete(HOSTS + "/" + newcomerNqn), 200);
+            assertConnectRefused(newcomer, target);
+            // The host that was configured is unaffected, until it is removed too.
+            try (NvmeofController c = allowed.connect(target.ioAddress(), MetricsTarget.CLOSED,
+                ConnectOptions.defaults().withIoQueues(1))) {
+                assertThat(c.namespaces()).hasSize(1);
+            }
+            JsonNode emptied = json(target.http.delete(HOSTS + "/" + MetricsTarget.ALLOWED_HOST), 200);
+            assertThat(emptied.get("allowed_hosts")).isEmpty();
+            assertConnectRefused(allowed, target);
+        }
+    }
+
+    private static void assertConnectRefused(NvmeofHost host, MetricsTarget target) {
+        assertThatThrownBy(() -> host.connect(target.ioAddress(), MetricsTarget.CLOSED,
+            ConnectOptions.defaults().withIoQueues(1)).close())
+            .isInstanceOf(NvmeofException.class)
+            .satisfies(e -> assertThat(NvmeStatus.code(((NvmeofException) e).status()))
+                .isEqualTo(NvmeStatus.FABRICS_CONNECT_INVALID_HOST));
+    }
+
+    private static JsonNode json(Http.Response r, int expectedStatus) throws Exception {
+        assertThat(r.status()).as("HTTP status; body: %s", r.body()).isEqualTo(expectedStatus);
+        return JSON.readTree(r.body());
+    }
+
+    private static void assertError(Http.Response r, int status, String messagePart) throws Exception {
+        assertThat(r.status()).as("HTTP status; body: %s", r.body()).isEqualTo(status);
+        JsonNode body = JSON.readTree(r.body());
+        assertThat(body.get("error").asText()).contains(messagePart);
+    }
+
+    private static JsonNode find(JsonNode array, String field, String value) {
+        for (JsonNode n : array) {
+            if (value.equals(n.get(field).asText())) {
+                return n;
+            }
+        }
+        throw new AssertionError("no element with " + field + " = " + value + " in " + array);
+    }
+
+    private static List<Integer> nsids(JsonNode namespaces) {
+        List<Integer> list = new ArrayList<>();
+        namespaces.forEach(n -> list.add(n.get("nsid").asInt()));
+        return list;
+    }
+}

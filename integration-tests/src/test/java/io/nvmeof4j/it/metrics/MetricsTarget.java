@@ -1,0 +1,57 @@
+package io.nvmeof4j.it.metrics;
+
+import io.nvmeof4j.protocol.spi.TransportAddress;
+import io.nvmeof4j.target.config.TargetConfig;
+import io.nvmeof4j.target.daemon.TargetDaemon;
+
+import java.nio.file.Path;
+
+/**
+ * A daemon in this JVM for the metrics and management tests: NVMe/TCP on 127.0.0.1 (any free port), HTTP on
+ * 127.0.0.1 (any free port); subsystem {@link #OPEN} (any host; ns 1 RAM 16 MiB of 4 KiB blocks, ns 2 RAM 8 MiB of
+ * 512-byte blocks) and subsystem {@link #CLOSED} (allow list only: {@link #ALLOWED_HOST}; ns 1 RAM 8 MiB).
+ */
+final class MetricsTarget implements AutoCloseable {
+    static final String OPEN = "nqn.2014-08.io.nvmeof4j:metrics-open";
+    static final String CLOSED = "nqn.2014-08.io.nvmeof4j:metrics-closed";
+    static final String ALLOWED_HOST = "nqn.2014-08.io.nvmeof4j:metrics-host-allowed";
+
+    final TargetDaemon daemon;
+    final Http http;
+
+    private MetricsTarget(TargetDaemon daemon) {
+        this.daemon = daemon;
+        this.http = new Http(daemon.httpAddress());
+    }
+
+    static MetricsTarget start(Path dir) throws Exception {
+        String json = """
+            {
+              "nvmeof4j": {"http": "127.0.0.1:0", "reactors": 1},
+              "ports": [
+                {"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "0"},
+                 "subsystems": ["%1$s", "%2$s"]}
+              ],
+              "subsystems": [
+                {"nqn": "%1$s", "attr": {"allow_any_host": "1"},
+                 "namespaces": [
+                   {"nsid": 1, "device": {"backend": "ram", "size": "16M", "block_size": 4096}},
+                   {"nsid": 2, "device": {"backend": "ram", "size": "8M", "block_size": 512}}
+                 ]},
+                {"nqn": "%2$s", "attr": {"allow_any_host": "0"}, "allowed_hosts": ["%3$s"],
+                 "namespaces": [ {"nsid": 1, "device": {"backend": "ram", "size": "8M"}} ]}
+              ]
+            }
+            """.formatted(OPEN, CLOSED, ALLOWED_HOST);
+        return new MetricsTarget(TargetDaemon.start(TargetConfig.parse(json, dir)));
+    }
+
+    TransportAddress ioAddress() {
+        return daemon.listenAddresses().get(0);
+    }
+
+    @Override
+    public void close() {
+        daemon.close();
+    }
+}
