@@ -103,7 +103,7 @@ final class ConfigParser {
         requireObject(node, where);
         Set<String> known = Set.of(DaemonSettings.REACTORS, DaemonSettings.IDLE_STRATEGY, DaemonSettings.IDLE_SPIN_US,
             DaemonSettings.BUFFER_POOL_MIB, DaemonSettings.MAX_DATA_TRANSFER_KIB, DaemonSettings.FILE_WORKERS,
-            DaemonSettings.SHUTDOWN_TIMEOUT_MS);
+            DaemonSettings.SHUTDOWN_TIMEOUT_MS, DaemonSettings.HTTP, DaemonSettings.METRICS);
         for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
             String name = names.next();
             if (!known.contains(name)) {
@@ -137,8 +137,33 @@ final class ConfigParser {
         int workers = (int) optionalInteger(node, where, DaemonSettings.FILE_WORKERS, 1, 64, d.fileWorkers());
         long shutdownMs = optionalInteger(node, where, DaemonSettings.SHUTDOWN_TIMEOUT_MS, 0, 600_000,
             d.shutdownTimeout().toMillis());
+        String http = d.http();
+        boolean httpExplicit = false;
+        JsonNode httpNode = node.get(DaemonSettings.HTTP);
+        if (httpNode != null) {
+            String hw = at(where, DaemonSettings.HTTP);
+            httpExplicit = true;
+            if (httpNode.isNull() || (httpNode.isBoolean() && !httpNode.asBoolean())) {
+                http = null;
+            } else if (httpNode.isTextual()) {
+                http = httpNode.asText().trim();
+                if (DaemonSettings.HTTP_OFF.equalsIgnoreCase(http)) {
+                    http = null;
+                } else {
+                    try {
+                        DaemonSettings.parseHttpAddress(http);
+                    } catch (IllegalArgumentException e) {
+                        throw new ConfigException(hw, e.getMessage());
+                    }
+                }
+            } else {
+                throw new ConfigException(hw, httpNode + " is not \"HOST:PORT\" or \"off\"");
+            }
+        }
+        boolean metrics = !node.has(DaemonSettings.METRICS)
+            || bool(node.get(DaemonSettings.METRICS), at(where, DaemonSettings.METRICS));
         return new DaemonSettings(reactors, idle, TimeUnit.MICROSECONDS.toNanos(spinUs), poolMib << 20,
-            (int) mdtsKib << 10, workers, Duration.ofMillis(shutdownMs));
+            (int) mdtsKib << 10, workers, Duration.ofMillis(shutdownMs), http, httpExplicit, metrics);
     }
 
     private void checkBufferPool(DaemonSettings settings, List<PortConfig> ports) throws ConfigException {
@@ -294,6 +319,11 @@ final class ConfigParser {
         }
         return new SubsystemConfig(nqn, allowAny, allowed, serial, model, firmware, version, cntlidMin, cntlidMax,
             qidMax, namespaces);
+    }
+
+    /** One namespace object on its own (management API): the same checks as in a configuration file. */
+    NamespaceConfig standaloneNamespace(JsonNode n, String where, String subsystemNqn) throws ConfigException {
+        return namespace(n, where, subsystemNqn);
     }
 
     private NamespaceConfig namespace(JsonNode n, String where, String subsystemNqn) throws ConfigException {

@@ -2,7 +2,11 @@ package io.nvmeof4j.target.config;
 
 import io.nvmeof4j.target.reactor.IdleStrategy;
 
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
 import java.time.Duration;
+import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
@@ -18,9 +22,16 @@ import java.util.concurrent.TimeUnit;
  * @param maxDataTransferSize   {@code max_data_transfer_kib}: the largest data transfer of one command (MDTS)
  * @param fileWorkers           {@code file_workers}: I/O threads per file namespace
  * @param shutdownTimeout       {@code shutdown_timeout_ms}: how long a shutdown waits for commands in flight
+ * @param http                  {@code http}: {@code "HOST:PORT"} of the metrics and management HTTP server
+ *                              ({@value #HTTP_DEFAULT} by default), or null when {@code "off"}
+ * @param httpExplicit          the address was given (configuration or {@code --http}): failing to bind it fails
+ *                              the start. The default address, when taken, only gets a warning.
+ * @param metrics               {@code metrics}: record the target's meters (default true); false turns the
+ *                              data-path recording off, {@code /metrics} is then empty
  */
 public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleSpinNanos, long bufferPoolBytes,
-                             int maxDataTransferSize, int fileWorkers, Duration shutdownTimeout) {
+                             int maxDataTransferSize, int fileWorkers, Duration shutdownTimeout, String http,
+                             boolean httpExplicit, boolean metrics) {
     public static final String REACTORS = "reactors";
     public static final String IDLE_STRATEGY = "idle_strategy";
     public static final String IDLE_SPIN_US = "idle_spin_us";
@@ -28,6 +39,12 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
     public static final String MAX_DATA_TRANSFER_KIB = "max_data_transfer_kib";
     public static final String FILE_WORKERS = "file_workers";
     public static final String SHUTDOWN_TIMEOUT_MS = "shutdown_timeout_ms";
+    public static final String HTTP = "http";
+    public static final String METRICS = "metrics";
+    /** Where the HTTP server (GET /metrics, the management API) listens unless told otherwise: loopback only. */
+    public static final String HTTP_DEFAULT = "127.0.0.1:9480";
+    /** {@code "http": "off"} (or {@code false}) turns the HTTP server off. */
+    public static final String HTTP_OFF = "off";
 
     public static final int MAX_REACTORS = 256;
     public static final IdleStrategy IDLE_STRATEGY_DEFAULT = IdleStrategy.ADAPTIVE;
@@ -42,6 +59,70 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
         }
         Objects.requireNonNull(idleStrategy, "idleStrategy");
         Objects.requireNonNull(shutdownTimeout, "shutdownTimeout");
+        if (http != null) {
+            parseHttpAddress(http);
+        }
+    }
+
+    /** The settings of an older configuration shape: HTTP on the default address, metrics on. */
+    public DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleSpinNanos, long bufferPoolBytes,
+                          int maxDataTransferSize, int fileWorkers, Duration shutdownTimeout) {
+        this(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize, fileWorkers, shutdownTimeout,
+            HTTP_DEFAULT, false, true);
+    }
+
+    /** These settings with the HTTP server at {@code address} ("HOST:PORT", or "off"), given explicitly. */
+    public DaemonSettings withHttp(String address) {
+        String a = address == null || HTTP_OFF.equals(address.trim().toLowerCase(Locale.ROOT)) ? null : address.trim();
+        return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
+            fileWorkers, shutdownTimeout, a, true, metrics);
+    }
+
+    public DaemonSettings withMetrics(boolean on) {
+        return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
+            fileWorkers, shutdownTimeout, http, httpExplicit, on);
+    }
+
+    /**
+     * {@code "127.0.0.1:9480"}, {@code "[::1]:9480"}, {@code "0.0.0.0:9480"}, {@code "localhost:9480"}: an IP literal
+     * (never a name to resolve, apart from localhost) and a port 0..65535 (0: any free port).
+     *
+     * @throws IllegalArgumentException saying what is wrong
+     */
+    public static InetSocketAddress parseHttpAddress(String text) {
+        String t = text.trim();
+        int colon = t.lastIndexOf(':');
+        if (colon <= 0 || colon == t.length() - 1) {
+            throw new IllegalArgumentException("'" + text + "' is not HOST:PORT (example: " + HTTP_DEFAULT + ")");
+        }
+        String host = t.substring(0, colon);
+        String portText = t.substring(colon + 1);
+        int port;
+        try {
+            port = Integer.parseInt(portText);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("'" + text + "': port '" + portText + "' is not a number");
+        }
+        if (port < 0 || port > 65535) {
+            throw new IllegalArgumentException("'" + text + "': port " + port + " outside 0..65535");
+        }
+        if (host.startsWith("[") && host.endsWith("]")) {
+            host = host.substring(1, host.length() - 1);
+        } else if (host.contains(":")) {
+            throw new IllegalArgumentException("'" + text + "': write an IPv6 address in brackets ([::1]:9480)");
+        }
+        if ("localhost".equalsIgnoreCase(host)) {
+            host = "127.0.0.1";
+        }
+        boolean literal = host.matches("\\d{1,3}(\\.\\d{1,3}){3}") || (host.contains(":") && host.matches("[0-9a-fA-F:.%]+"));
+        if (!literal) {
+            throw new IllegalArgumentException("'" + text + "': '" + host + "' is not an IP address");
+        }
+        try {
+            return new InetSocketAddress(InetAddress.getByName(host), port);
+        } catch (UnknownHostException e) {
+            throw new IllegalArgumentException("'" + text + "': '" + host + "' is not an IP address");
+        }
     }
 
     /**
@@ -73,6 +154,7 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
         int cpus = Runtime.getRuntime().availableProcessors();
         return new DaemonSettings(defaultReactors(cpus), IDLE_STRATEGY_DEFAULT,
             TimeUnit.MICROSECONDS.toNanos(IDLE_SPIN_US_DEFAULT), (long) BUFFER_POOL_MIB_DEFAULT << 20,
-            MAX_DATA_TRANSFER_KIB_DEFAULT << 10, defaultFileWorkers(cpus), Duration.ofMillis(SHUTDOWN_TIMEOUT_MS_DEFAULT));
+            MAX_DATA_TRANSFER_KIB_DEFAULT << 10, defaultFileWorkers(cpus), Duration.ofMillis(SHUTDOWN_TIMEOUT_MS_DEFAULT),
+            HTTP_DEFAULT, false, true);
     }
 }

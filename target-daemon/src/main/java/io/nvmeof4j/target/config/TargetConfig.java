@@ -178,6 +178,28 @@ public final class TargetConfig {
         return config;
     }
 
+    /**
+     * Parses one namespace object as it appears in {@code subsystems[].namespaces[]} (management API: adding a
+     * namespace live), with the same checks, defaults and derived identifiers as a configuration file, and checks
+     * its file as {@link #checkEnvironment()} would. Relative paths are taken relative to {@code baseDirectory}.
+     *
+     * @param where the JSON path to name in messages
+     */
+    public static NamespaceConfig parseNamespace(JsonNode namespace, String where, String subsystemNqn,
+                                                 Path baseDirectory) throws ConfigException {
+        ConfigParser parser = new ConfigParser(baseDirectory);
+        NamespaceConfig nc = parser.standaloneNamespace(namespace, where, subsystemNqn);
+        if (nc.enabled() && nc.backend() == BackendType.FILE) {
+            checkFile(nc);
+        }
+        return nc;
+    }
+
+    /** This configuration with other daemon settings (command-line overrides such as {@code --http}). */
+    public TargetConfig withDaemonSettings(DaemonSettings settings) {
+        return new TargetConfig(source, hosts, ports, subsystems, settings, notices);
+    }
+
     private static String location(JsonProcessingException e) {
         return e.getLocation() == null ? ""
             : " (line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr() + ")";

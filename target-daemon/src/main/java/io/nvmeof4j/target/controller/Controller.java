@@ -212,6 +212,20 @@ public final class Controller {
         }
     }
 
+    /** The connected queues, admin (0) first, with their commands outstanding (a snapshot; management API, metrics). */
+    public List<QueueInfo> queues() {
+        List<QueueInfo> list = new ArrayList<>();
+        synchronized (lock) {
+            for (int qid = 0; qid < queues.length; qid++) {
+                ControllerQueueHandler q = queues[qid];
+                if (q != null) {
+                    list.add(new QueueInfo(qid, q.queue().peer(), q.queue().commandsOutstanding()));
+                }
+            }
+        }
+        return list;
+    }
+
     /** Connected I/O queues. */
     public int ioQueueCount() {
         return Math.max(0, queueIds().length - 1);

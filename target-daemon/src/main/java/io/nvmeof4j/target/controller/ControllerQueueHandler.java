@@ -7,7 +7,13 @@ import io.nvmeof4j.protocol.fabrics.ConnectData;
 import io.nvmeof4j.protocol.spi.QueueHandler;
 import io.nvmeof4j.protocol.spi.Request;
 import io.nvmeof4j.protocol.spi.TransportQueue;
+import io.nvmeof4j.protocol.admin.AdminOpcode;
 import io.nvmeof4j.target.io.NvmCommandExecutor;
+import io.nvmeof4j.target.metrics.MeteredRequest;
+import io.nvmeof4j.target.metrics.NamespaceMeters;
+import io.nvmeof4j.target.metrics.SubsystemMeters;
+import io.nvmeof4j.target.metrics.TargetMeterNames;
+import io.nvmeof4j.target.metrics.TargetMetrics;
 import io.nvmeof4j.target.model.Namespace;
 
 import java.lang.invoke.MethodHandles;
@@ -21,6 +27,9 @@ import java.lang.invoke.VarHandle;
  * NSID, then delegates: no allocation, no lock, no logging. A counter of commands received (written only by the
  * reactor) gives the keep-alive timer its traffic; the shutdown's in-flight count comes from the transport
  * ({@link TransportQueue#commandsOutstanding()}), which also sees writes still receiving their data.
+ * <p>Metrics: with metrics on, commands go on wrapped in the slot's {@link MeteredRequest} with the meters resolved
+ * for the namespace (or, on the admin queue, the subsystem) and the queue's transport; failures found here are
+ * counted in the subsystem's failure table. Both without allocation once the slot has been used.
  */
 final class ControllerQueueHandler implements QueueHandler {
     private static final VarHandle RECEIVED;
@@ -36,6 +45,11 @@ final class ControllerQueueHandler implements QueueHandler {
     private final ControllerQueueHandlerFactory factory;
     private final TransportQueue queue;
     private final NvmCommandExecutor nvm;
+    /** Null when metrics are off. */
+    private final TargetMetrics metrics;
+    private final int transport;
+    /** The controller's subsystem meters, resolved at Connect; null when metrics are off. */
+    private volatile SubsystemMeters subsystemMeters;
     /** Connect flyweights, used on this queue's reactor thread only. */
     final ConnectCommand connectCommand = new ConnectCommand();
     final ConnectData connectData = new ConnectData();
@@ -51,10 +65,13 @@ final class ControllerQueueHandler implements QueueHandler {
     /** Last {@link #received} value the keep-alive timer saw; accessed under the controller's lock. */
     long keepAliveSeen;
 
-    ControllerQueueHandler(ControllerQueueHandlerFactory factory, TransportQueue queue, NvmCommandExecutor nvm) {
+    ControllerQueueHandler(ControllerQueueHandlerFactory factory, TransportQueue queue, NvmCommandExecutor nvm,
+                           TargetMetrics metrics) {
         this.factory = factory;
         this.queue = queue;
         this.nvm = nvm;
+        this.metrics = metrics;
+        this.transport = TargetMetrics.transportIndex(queue.transportType());
     }
 
     TransportQueue queue() {
@@ -75,6 +92,10 @@ final class ControllerQueueHandler implements QueueHandler {
 
     /** Records a successful Connect (reactor thread, before the Connect completes). */
     void connected(Controller controller, int qid) {
+        if (metrics != null) {
+            SubsystemMeters m = metrics.subsystem(controller.subsystemNqn());
+            subsystemMeters = m != null ? m : metrics.bindSubsystem(controller.subsystemNqn());
+        }
         this.controller = controller;
         this.queueId = qid;
     }
@@ -96,7 +117,7 @@ final class ControllerQueueHandler implements QueueHandler {
         // Fabrics: data is always described by SGLs (PSDT 01b) and nvmet supports no fused operations.
         if ((flags & SubmissionQueueEntry.FUSE_MASK) != 0
             || (flags & SubmissionQueueEntry.PSDT_MASK) != SubmissionQueueEntry.FLAGS_PSDT_SGL) {
-            request.complete(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+            fail(request, sqe, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
             return;
         }
         Controller c = controller;
@@ -106,32 +127,54 @@ final class ControllerQueueHandler implements QueueHandler {
         }
         if (c.isDraining() && !sqe.isFabrics()) {
             // Target shutdown: commands already in flight finish; new ones end now so the queue drains.
-            request.complete(NvmeStatus.ABORTED_SQ_DELETION);
+            fail(request, sqe, NvmeStatus.ABORTED_SQ_DELETION);
             return;
         }
         if (queueId != 0) {
             ioCommand(c, request, sqe);
             return;
         }
-        c.admin().execute(request);
+        SubsystemMeters m = subsystemMeters;
+        if (m == null || sqe.opcode() == AdminOpcode.ASYNC_EVENT_REQUEST) {
+            // An Asynchronous Event Request waits for an event by design: its "latency" would swamp the admin timer.
+            c.admin().execute(request);
+        } else {
+            c.admin().execute(MeteredRequest.of(request).admin(m, transport));
+        }
+    }
+
+    /** Completes a command that failed here, counting it when metrics are on. */
+    private void fail(Request request, SubmissionQueueEntry sqe, int status) {
+        SubsystemMeters m = subsystemMeters;
+        if (m != null) {
+            m.recordEarlyFailure(queueId == 0 ? TargetMeterNames.OP_ADMIN : TargetMeterNames.ioOp(sqe.opcode()),
+                status);
+        }
+        request.complete(status);
     }
 
     private void ioCommand(Controller c, Request request, SubmissionQueueEntry sqe) {
         if (sqe.opcode() == SubmissionQueueEntry.OPCODE_FABRICS) {
             // Only Connect (already done) and authentication may use an I/O queue; we offer no authentication.
-            request.complete(NvmeStatus.INVALID_OPCODE | NvmeStatus.DNR);
+            fail(request, sqe, NvmeStatus.INVALID_OPCODE | NvmeStatus.DNR);
             return;
         }
         if (!c.isReady()) {
-            request.complete(NvmeStatus.COMMAND_SEQUENCE_ERROR | NvmeStatus.DNR);
+            fail(request, sqe, NvmeStatus.COMMAND_SEQUENCE_ERROR | NvmeStatus.DNR);
             return;
         }
         Namespace namespace = c.subsystem().namespace(sqe.nsid());
         if (namespace == null) {
-            request.complete(NvmeStatus.INVALID_NAMESPACE | NvmeStatus.DNR);
+            fail(request, sqe, NvmeStatus.INVALID_NAMESPACE | NvmeStatus.DNR);
             return;
         }
-        nvm.execute(request, namespace);
+        NamespaceMeters meters = metrics == null ? null : namespace.meters();
+        if (meters == null) {
+            nvm.execute(request, namespace);
+        } else {
+            nvm.execute(MeteredRequest.of(request).io(meters, TargetMeterNames.ioOp(sqe.opcode()), transport),
+                namespace);
+        }
     }
 
     @Override

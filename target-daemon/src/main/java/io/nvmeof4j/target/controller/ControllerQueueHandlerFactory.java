@@ -13,6 +13,7 @@ import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
 import io.nvmeof4j.protocol.spi.Request;
 import io.nvmeof4j.protocol.spi.TransportQueue;
 import io.nvmeof4j.target.io.NvmCommandExecutor;
+import io.nvmeof4j.target.metrics.TargetMetrics;
 import io.nvmeof4j.target.model.Port;
 import io.nvmeof4j.target.model.Subsystem;
 import io.nvmeof4j.target.model.TargetModel;
@@ -57,17 +58,25 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
     private final Port port;
     private final NvmCommandExecutor nvm;
     private final ControllerRegistry registry;
+    private final TargetMetrics metrics;
 
     public ControllerQueueHandlerFactory(TargetModel model, Port port, NvmCommandExecutor nvm, ControllerRegistry registry) {
+        this(model, port, nvm, registry, null);
+    }
+
+    /** @param metrics where commands are metered, or null for no metrics */
+    public ControllerQueueHandlerFactory(TargetModel model, Port port, NvmCommandExecutor nvm, ControllerRegistry registry,
+                                         TargetMetrics metrics) {
         this.model = Objects.requireNonNull(model, "model");
         this.port = Objects.requireNonNull(port, "port");
         this.nvm = Objects.requireNonNull(nvm, "nvm");
         this.registry = Objects.requireNonNull(registry, "registry");
+        this.metrics = metrics;
     }
 
     @Override
     public QueueHandler open(TransportQueue queue) {
-        return new ControllerQueueHandler(this, queue, nvm);
+        return new ControllerQueueHandler(this, queue, nvm, metrics);
     }
 
     /** The port as the model holds it now (the daemon replaces it by its bound form once listening). */

@@ -54,6 +54,12 @@ public final class Main implements Callable<Integer> {
         description = "Configuration file (nvmetcli save-file JSON plus nvmeof4j extensions).")
     private Path configFile;
 
+    @Option(names = "--http", paramLabel = "HOST:PORT|off",
+        description = {"Address of the HTTP server (GET /metrics, the management API under /api/v1/),",
+            "or 'off'. Overrides \"http\" in the configuration's \"nvmeof4j\" section.",
+            "Default: " + io.nvmeof4j.target.config.DaemonSettings.HTTP_DEFAULT + "."})
+    private String http;
+
     @Option(names = "--check", description = "Validate the configuration (and the files it names), then exit.")
     private boolean check;
 
@@ -104,6 +110,13 @@ public final class Main implements Callable<Integer> {
             config = configFile == null ? TargetConfig.embeddedDefault() : TargetConfig.load(configFile);
         } catch (ConfigException e) {
             return fail(err, e.getMessage(), EXIT_BAD_CONFIG);
+        }
+        if (http != null) {
+            try {
+                config = config.withDaemonSettings(config.daemon().withHttp(http));
+            } catch (IllegalArgumentException e) {
+                return fail(err, "--http " + e.getMessage(), EXIT_BAD_CONFIG);
+            }
         }
         if (check) {
             out.println("configuration OK: " + config.subsystems().size() + " subsystem(s), "
@@ -185,6 +198,14 @@ public final class Main implements Callable<Integer> {
                     out.println("nvme connect " + target + " -n " + nqn);
                 }
             }
+        }
+        java.net.InetSocketAddress httpAddress = daemon.httpAddress();
+        if (httpAddress != null) {
+            String host = httpAddress.getAddress().getHostAddress();
+            String base = "http://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + httpAddress.getPort();
+            out.println("HTTP: metrics " + base + "/metrics, management API " + base + "/api/v1/subsystems");
+        } else {
+            out.println("HTTP: off");
         }
         out.println("Stop with Ctrl-C or SIGTERM.");
         out.flush();

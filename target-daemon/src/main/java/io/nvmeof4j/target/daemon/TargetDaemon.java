@@ -19,7 +19,9 @@ import io.nvmeof4j.target.config.SubsystemConfig;
 import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.controller.ControllerQueueHandlerFactory;
 import io.nvmeof4j.target.controller.ControllerRegistry;
+import io.nvmeof4j.target.http.HttpApiServer;
 import io.nvmeof4j.target.io.NvmCommands;
+import io.nvmeof4j.target.metrics.TargetMetrics;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Port;
 import io.nvmeof4j.target.model.Subsystem;
@@ -31,12 +33,15 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
+import java.net.BindException;
+import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashSet;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
@@ -53,7 +58,14 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * model's port is replaced by its bound form), each with its own {@link ControllerQueueHandlerFactory}. RDMA ports
  * are skipped with a warning: this build has no RDMA transport. If any step fails, everything done so far is
  * undone (listeners closed, reactors stopped, devices closed, files this start created removed) and the error
- * is thrown: the daemon never half-starts.
+ * is thrown: the daemon never half-starts. With {@code metrics} on (the default) every subsystem and namespace is
+ * bound to a {@link TargetMetrics} before the first Connect; with {@code http} set (default 127.0.0.1:9480) the
+ * {@link HttpApiServer} serves {@code /metrics} and the management API once every port is bound.
+ *
+ * <h2>Live changes</h2>
+ * {@link #addNamespace} and {@link #removeNamespace} (the management API) open and close devices through the
+ * same path as the configured namespaces, one change at a time, and announce the change to connected hosts
+ * (namespace attribute changed). The data path's namespace lookup stays a lock-free copy-on-write array.
  *
  * <h2>Close</h2>
  * {@link #close()} is the orderly shutdown, each step bounded and each failure logged with what it concerned:
@@ -80,6 +92,8 @@ public final class TargetDaemon implements AutoCloseable {
     private final List<TransportAddress> listenAddresses = new ArrayList<>();
     private TcpControllerTransport transport;
     private ControllerRegistry registry;
+    private TargetMetrics metrics;
+    private HttpApiServer http;
     private boolean started;
     private final AtomicBoolean closing = new AtomicBoolean();
     private final CountDownLatch closed = new CountDownLatch(1);
@@ -122,6 +136,9 @@ public final class TargetDaemon implements AutoCloseable {
         }
         buildModel(settings);
         warnIfDirectMemoryShort(settings);
+        if (settings.metrics()) {
+            bindMetrics();
+        }
 
         transport = new TcpControllerTransport();
         List<PollGroup> groups = new ArrayList<>();
@@ -129,7 +146,11 @@ public final class TargetDaemon implements AutoCloseable {
         for (int i = 0; i < settings.reactors(); i++) {
             Reactor reactor = new Reactor("nvmeof-reactor-" + i, settings.idleStrategy(), settings.idleSpinNanos());
             reactors.add(reactor);
-            PollGroup group = transport.createPollGroup(new OffHeapBufferPool(largestBuffer, settings.bufferPoolBytes()));
+            OffHeapBufferPool pool = new OffHeapBufferPool(largestBuffer, settings.bufferPoolBytes());
+            if (metrics != null) {
+                metrics.bindPool(i, pool);
+            }
+            PollGroup group = transport.createPollGroup(pool);
             reactor.add(group);
             groups.add(group);
         }
@@ -137,11 +158,15 @@ public final class TargetDaemon implements AutoCloseable {
             reactor.start();
         }
         registry = new ControllerRegistry(config.maxIoQueues());
+        if (metrics != null) {
+            metrics.bindControllers(registry);
+        }
         NvmCommands nvm = new NvmCommands();
 
         for (PortConfig pc : config.servablePorts()) {
             Port port = findPort(pc.portId());
-            ControllerQueueHandlerFactory handlers = new ControllerQueueHandlerFactory(model, port, nvm, registry);
+            ControllerQueueHandlerFactory handlers = new ControllerQueueHandlerFactory(model, port, nvm, registry,
+                metrics);
             TransportListener listener;
             try {
                 listener = transport.listen(port.address(), port.options(), groups, handlers);
@@ -152,9 +177,46 @@ public final class TargetDaemon implements AutoCloseable {
             model.replacePort(port, port.boundTo(listener.address()));
             listenAddresses.add(listener.address());
         }
+        startHttp(settings);
         started = true;
-        LOG.info("nvmeof4j target started in {} ms, listening on {}",
-            TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - begin), listenAddresses);
+        LOG.info("nvmeof4j target started in {} ms, listening on {}{}",
+            TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - begin), listenAddresses,
+            http == null ? "" : "; HTTP (metrics, management API) on " + http.url());
+    }
+
+    /** Every subsystem, the discovery subsystem and every namespace get their meters before the first Connect. */
+    private void bindMetrics() {
+        Set<io.nvmeof4j.protocol.spi.TransportType> types = EnumSet.noneOf(io.nvmeof4j.protocol.spi.TransportType.class);
+        for (PortConfig pc : config.servablePorts()) {
+            types.add(pc.address().type());
+        }
+        metrics = TargetMetrics.prometheus(types);
+        metrics.bindSubsystem(Port.DISCOVERY_NQN);
+        for (Subsystem s : model.subsystems()) {
+            metrics.bindSubsystem(s.nqn());
+            for (Namespace ns : s.namespaces()) {
+                metrics.bindNamespace(s, ns);
+            }
+        }
+    }
+
+    private void startHttp(DaemonSettings settings) throws IOException {
+        if (settings.http() == null) {
+            LOG.info("HTTP server off (\"http\": \"off\"): no /metrics, no management API");
+            return;
+        }
+        InetSocketAddress address = DaemonSettings.parseHttpAddress(settings.http());
+        try {
+            http = HttpApiServer.start(address, this);
+        } catch (IOException e) {
+            if (!settings.httpExplicit() && e instanceof BindException) {
+                // Only the default address: a second daemon on the same machine still starts, without HTTP.
+                LOG.warn("HTTP server not started: the default address {} is taken ({}); set \"http\" in the "
+                    + "\"nvmeof4j\" section or --http to use another", settings.http(), e.getMessage());
+                return;
+            }
+            throw new IOException("nvmeof4j.http: cannot serve HTTP on " + settings.http() + ": " + e.getMessage(), e);
+        }
     }
 
     private Port findPort(int portId) {
@@ -191,7 +253,12 @@ public final class TargetDaemon implements AutoCloseable {
     }
 
     private BlockDevice open(SubsystemConfig sc, NamespaceConfig nc, DaemonSettings settings) throws IOException {
-        String label = sc.nqn() + " namespace " + Integer.toUnsignedString(nc.nsid());
+        return open(sc.nqn(), nc, settings);
+    }
+
+    /** The one place devices are created (configured namespaces and namespaces added through the API alike). */
+    private BlockDevice open(String subsystemNqn, NamespaceConfig nc, DaemonSettings settings) throws IOException {
+        String label = subsystemNqn + " namespace " + Integer.toUnsignedString(nc.nsid());
         BlockDevice device;
         try {
             if (nc.backend() == BackendType.RAM) {
@@ -212,8 +279,115 @@ public final class TargetDaemon implements AutoCloseable {
             throw new IOException(nc.where() + " (" + label + "): cannot open "
                 + (nc.path() != null ? nc.path() : nc.backend().configName() + " device") + ": " + e.getMessage(), e);
         }
-        devices.add(new OpenDevice(label, device));
+        synchronized (devices) {
+            devices.add(new OpenDevice(label, device));
+        }
         return device;
+    }
+
+    // ---------------------------------------------------------------------------------------------- live changes
+
+    /**
+     * Adds a namespace to a running subsystem (management API): opens its device through the path configured
+     * namespaces take, binds its meters, publishes it to the data path, then raises the namespace attribute changed
+     * event on every controller of the subsystem so hosts rescan. All or nothing: if any step fails, what was done
+     * is undone (device closed, a file this call created removed) and the error is thrown.
+     *
+     * @throws IllegalArgumentException the subsystem does not exist
+     * @throws IllegalStateException    the NSID is taken, or the daemon is not running
+     * @throws IOException              the device cannot be opened (the message names the namespace)
+     */
+    public synchronized Namespace addNamespace(String subsystemNqn, NamespaceConfig nc) throws IOException {
+        checkRunning();
+        Subsystem subsystem = model.subsystem(subsystemNqn);
+        if (subsystem == null) {
+            throw new IllegalArgumentException("no subsystem " + subsystemNqn);
+        }
+        if (subsystem.namespace(nc.nsid()) != null) {
+            throw new IllegalStateException(subsystemNqn + " already has namespace " + Integer.toUnsignedString(nc.nsid()));
+        }
+        int createdBefore = createdFiles.size();
+        BlockDevice device = open(subsystemNqn, nc, config.daemon());
+        Namespace namespace = new Namespace(nc.nsid(), device, nc.uuid(), nc.nguid());
+        boolean added = false;
+        try {
+            if (metrics != null) {
+                metrics.bindNamespace(subsystem, namespace);
+            }
+            added = subsystem.addNamespace(namespace);
+            if (!added) {
+                throw new IllegalStateException(subsystemNqn + " already has namespace "
+                    + Integer.toUnsignedString(nc.nsid()));
+            }
+        } finally {
+            if (!added) {
+                if (metrics != null) {
+                    metrics.unbindNamespace(namespace);
+                }
+                closeDevice(device);
+                if (createdFiles.size() > createdBefore) {
+                    Path created = createdFiles.remove(createdFiles.size() - 1);
+                    Files.deleteIfExists(created);
+                }
+            }
+        }
+        // The file is the namespace's now: a later failed start must not delete it.
+        while (createdFiles.size() > createdBefore) {
+            createdFiles.remove(createdFiles.size() - 1);
+        }
+        LOG.info("{} namespace {} added: {}, {} blocks of {} bytes, uuid {}", subsystemNqn,
+            Integer.toUnsignedString(nc.nsid()), device.description(), device.blockCount(), device.blockSize(),
+            nc.uuid());
+        registry.notifyNamespaceChanged(subsystemNqn, nc.nsid());
+        return namespace;
+    }
+
+    /**
+     * Removes a namespace from a running subsystem (management API): new commands for it fail with Invalid
+     * Namespace at once, connected hosts get the namespace attribute changed event, and its device is closed, which
+     * waits (bounded) for the I/O already submitted to it; I/O that looked the namespace up just before the removal
+     * and reaches the closed device completes with Namespace Not Ready. Returns the removed namespace, or null.
+     *
+     * @throws IllegalArgumentException the subsystem does not exist
+     */
+    public synchronized Namespace removeNamespace(String subsystemNqn, int nsid) {
+        checkRunning();
+        Subsystem subsystem = model.subsystem(subsystemNqn);
+        if (subsystem == null) {
+            throw new IllegalArgumentException("no subsystem " + subsystemNqn);
+        }
+        Namespace removed = subsystem.removeNamespace(nsid);
+        if (removed == null) {
+            return null;
+        }
+        registry.notifyNamespaceChanged(subsystemNqn, nsid);
+        if (metrics != null) {
+            metrics.unbindNamespace(removed);
+        }
+        closeDevice(removed.device());
+        LOG.info("{} namespace {} removed ({})", subsystemNqn, Integer.toUnsignedString(nsid),
+            removed.device().description());
+        return removed;
+    }
+
+    private void closeDevice(BlockDevice device) {
+        OpenDevice open = null;
+        synchronized (devices) {
+            for (int i = 0; i < devices.size(); i++) {
+                if (devices.get(i).device() == device) {
+                    open = devices.remove(i);
+                    break;
+                }
+            }
+        }
+        String label = open != null ? open.label() : device.description();
+        step("closing " + label + " (" + device.description() + ")", device::close);
+    }
+
+    private void checkRunning() {
+        if (!started || closing.get()) {
+            throw new IllegalStateException("the target is " + (closing.get() ? "shutting down" : "not started"));
+        }
     }
 
     /**
@@ -270,6 +444,17 @@ public final class TargetDaemon implements AutoCloseable {
         return registry;
     }
 
+    /** The target's meters, or null when {@code metrics} is off. */
+    public TargetMetrics metrics() {
+        return metrics;
+    }
+
+    /** Where the HTTP server listens (the real port when 0 was asked for), or null when it is off. */
+    public InetSocketAddress httpAddress() {
+        HttpApiServer h = http;
+        return h == null ? null : h.address();
+    }
+
     /** True once {@link #close()} has begun. */
     public boolean isClosed() {
         return closing.get();
@@ -307,6 +492,10 @@ public final class TargetDaemon implements AutoCloseable {
         if (started) {
             LOG.info("nvmeof4j target stopping");
         }
+        if (http != null) {
+            HttpApiServer h = http;
+            step("stopping the HTTP server on " + h.url(), h::close);
+        }
         for (int i = listeners.size() - 1; i >= 0; i--) {
             TransportListener listener = listeners.get(i);
             step("closing the listener on " + listener.address(), listener::close);
@@ -331,8 +520,16 @@ public final class TargetDaemon implements AutoCloseable {
         if (transport != null) {
             step("closing the NVMe/TCP transport", transport::close);
         }
-        for (int i = devices.size() - 1; i >= 0; i--) {
-            OpenDevice open = devices.get(i);
+        List<OpenDevice> toClose;
+        // Under the lock live changes hold: one in progress finishes first, none starts (closing is set).
+        synchronized (this) {
+            synchronized (devices) {
+                toClose = new ArrayList<>(devices);
+                devices.clear();
+            }
+        }
+        for (int i = toClose.size() - 1; i >= 0; i--) {
+            OpenDevice open = toClose.get(i);
             step("closing " + open.label() + " (" + open.device().description() + ")", open.device()::close);
         }
         if (!started) {

@@ -1,6 +1,7 @@
 package io.nvmeof4j.target.model;
 
 import io.nvmeof4j.target.backend.BlockDevice;
+import io.nvmeof4j.target.metrics.NamespaceMeters;
 
 import java.util.Objects;
 import java.util.UUID;
@@ -14,6 +15,8 @@ public final class Namespace {
     private final BlockDevice device;
     private final UUID uuid;
     private final byte[] nguid;
+    /** Resolved once when the namespace is bound to the metrics; read per I/O by the metered path. */
+    private volatile NamespaceMeters meters;
 
     /**
      * @param nsid   1..0xFFFFFFFE
@@ -61,6 +64,15 @@ public final class Namespace {
 
     public long blockCount() {
         return device.blockCount();
+    }
+
+    /** The namespace's meters, or null when metrics are off. */
+    public NamespaceMeters meters() {
+        return meters;
+    }
+
+    public void meters(NamespaceMeters meters) {
+        this.meters = meters;
     }
 
     @Override

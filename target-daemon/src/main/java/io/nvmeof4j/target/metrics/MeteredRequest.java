@@ -1,0 +1,116 @@
+package io.nvmeof4j.target.metrics;
+
+import io.nvmeof4j.protocol.command.CompletionQueueEntry;
+import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
+import io.nvmeof4j.protocol.spi.Request;
+import io.nvmeof4j.protocol.spi.TransportQueue;
+
+import java.nio.ByteBuffer;
+
+/**
+ * A transport's request with the command layer's metering around it: everything delegates, except that
+ * {@link #complete(int)} first records the latency ({@link Request#receivedNanos()} to now), the bytes and the
+ * status into the meters resolved for the command, and that the {@link #attachment()} slot is this object's own, so
+ * the executor behind it keeps its per-slot context as before.
+ * <p>One per transport slot, created the first time the slot carries a metered command and kept in the
+ * transport request's attachment: nothing is allocated per command. Set up on the reactor thread before the command
+ * is handed on; {@link #complete} may run on any thread (the hand-off to a backend thread publishes the fields).
+ * <p>The latency ends when the command layer completes the command, just before the transport queues the response:
+ * the reactor's socket write of the response is not included (the transport SPI has no "response sent" hook).
+ */
+public final class MeteredRequest implements Request {
+    private final Request delegate;
+    private Object attachment;
+    private NamespaceMeters namespace;
+    private SubsystemMeters subsystem;
+    private int op;
+    private int transport;
+
+    private MeteredRequest(Request delegate) {
+        this.delegate = delegate;
+    }
+
+    /** The slot's wrapper, made on the slot's first metered command. */
+    public static MeteredRequest of(Request request) {
+        Object a = request.attachment();
+        if (a instanceof MeteredRequest) {
+            return (MeteredRequest) a;
+        }
+        MeteredRequest m = new MeteredRequest(request);
+        request.attach(m);
+        return m;
+    }
+
+    /** Meters an I/O command on a namespace. */
+    public MeteredRequest io(NamespaceMeters meters, int op, int transport) {
+        this.namespace = meters;
+        this.subsystem = null;
+        this.op = op;
+        this.transport = transport;
+        return this;
+    }
+
+    /** Meters an admin command. */
+    public MeteredRequest admin(SubsystemMeters meters, int transport) {
+        this.namespace = null;
+        this.subsystem = meters;
+        this.op = TargetMeterNames.OP_ADMIN;
+        this.transport = transport;
+        return this;
+    }
+
+    @Override
+    public void complete(int nvmeStatus) {
+        long latency = System.nanoTime() - delegate.receivedNanos();
+        NamespaceMeters ns = namespace;
+        if (ns != null) {
+            ns.record(transport, op, latency, nvmeStatus, delegate.dataLength());
+        } else {
+            SubsystemMeters s = subsystem;
+            if (s != null) {
+                s.recordAdmin(transport, latency, nvmeStatus);
+            }
+        }
+        delegate.complete(nvmeStatus);
+    }
+
+    @Override
+    public TransportQueue queue() {
+        return delegate.queue();
+    }
+
+    @Override
+    public SubmissionQueueEntry command() {
+        return delegate.command();
+    }
+
+    @Override
+    public CompletionQueueEntry response() {
+        return delegate.response();
+    }
+
+    @Override
+    public ByteBuffer data() {
+        return delegate.data();
+    }
+
+    @Override
+    public int dataLength() {
+        return delegate.dataLength();
+    }
+
+    @Override
+    public long receivedNanos() {
+        return delegate.receivedNanos();
+    }
+
+    @Override
+    public Object attachment() {
+        return attachment;
+    }
+
+    @Override
+    public void attach(Object attachment) {
+        this.attachment = attachment;
+    }
+}

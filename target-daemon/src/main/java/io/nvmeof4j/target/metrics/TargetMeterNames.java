@@ -1,0 +1,100 @@
+package io.nvmeof4j.target.metrics;
+
+import io.nvmeof4j.protocol.spi.TransportType;
+
+import java.time.Duration;
+
+/**
+ * Every meter the target publishes, in one place (Micrometer conventions: lowercase, dot-separated, low-cardinality
+ * tags). The Prometheus registry renders {@code nvmeof.target.io} as {@code nvmeof_target_io_seconds_*} and the byte
+ * counters as {@code nvmeof_target_io_read_bytes_total} and so on; {@code deploy/grafana} queries those names.
+ *
+ * <table>
+ *   <caption>Meters</caption>
+ *   <tr><th>name</th><th>type</th><th>tags</th><th>what</th></tr>
+ *   <tr><td>{@value #IO}</td><td>timer, percentile histogram 1 µs – 10 s</td><td>op, subsystem, nsid, transport</td>
+ *       <td>capsule received → command completed (admin commands: nsid "0"; Asynchronous Event Requests are not
+ *       timed, they wait by design)</td></tr>
+ *   <tr><td>{@value #IO_READ_BYTES}</td><td>counter (bytes)</td><td>subsystem, nsid, transport</td>
+ *       <td>bytes of successful Reads</td></tr>
+ *   <tr><td>{@value #IO_WRITTEN_BYTES}</td><td>counter (bytes)</td><td>subsystem, nsid, transport</td>
+ *       <td>bytes of successful Writes</td></tr>
+ *   <tr><td>{@value #COMMANDS_FAILED}</td><td>counter</td><td>subsystem, op, status, status_name</td>
+ *       <td>commands completed with a non-zero status (I/O and admin)</td></tr>
+ *   <tr><td>{@value #CONTROLLERS}</td><td>gauge</td><td>subsystem</td><td>live controllers</td></tr>
+ *   <tr><td>{@value #QUEUE_PAIRS}</td><td>gauge</td><td>subsystem</td><td>connected queue pairs (admin + I/O)</td></tr>
+ *   <tr><td>{@value #QUEUE_INFLIGHT}</td><td>gauge</td><td>subsystem, cntlid, qid, transport</td>
+ *       <td>commands received on the queue and not yet answered</td></tr>
+ *   <tr><td>{@value #POOL_BUFFERS_IN_USE}</td><td>gauge</td><td>reactor</td><td>data buffers handed out</td></tr>
+ * </table>
+ */
+public final class TargetMeterNames {
+    public static final String IO = "nvmeof.target.io";
+    public static final String IO_READ_BYTES = "nvmeof.target.io.read";
+    public static final String IO_WRITTEN_BYTES = "nvmeof.target.io.written";
+    public static final String COMMANDS_FAILED = "nvmeof.target.commands.failed";
+    public static final String CONTROLLERS = "nvmeof.target.controllers";
+    public static final String QUEUE_PAIRS = "nvmeof.target.queue.pairs";
+    public static final String QUEUE_INFLIGHT = "nvmeof.target.queue.inflight";
+    public static final String POOL_BUFFERS_IN_USE = "nvmeof.target.pool.buffers.in.use";
+
+    public static final String TAG_OP = "op";
+    public static final String TAG_SUBSYSTEM = "subsystem";
+    public static final String TAG_NSID = "nsid";
+    public static final String TAG_TRANSPORT = "transport";
+    public static final String TAG_STATUS = "status";
+    public static final String TAG_STATUS_NAME = "status_name";
+    public static final String TAG_CNTLID = "cntlid";
+    public static final String TAG_QID = "qid";
+    public static final String TAG_REACTOR = "reactor";
+
+    /** nsid tag of admin commands (they belong to the controller, not to a namespace). */
+    public static final String ADMIN_NSID = "0";
+
+    /** Histogram range: microseconds (a RAM read over loopback) to seconds (a stalled file system). */
+    public static final Duration LATENCY_MIN = Duration.ofNanos(1_000);
+    public static final Duration LATENCY_MAX = Duration.ofSeconds(10);
+
+    // Operation indexes: meters live in arrays indexed by these, resolved when a namespace appears.
+    public static final int OP_READ = 0;
+    public static final int OP_WRITE = 1;
+    public static final int OP_FLUSH = 2;
+    public static final int OP_WRITE_ZEROES = 3;
+    public static final int OP_DEALLOCATE = 4;
+    public static final int OP_COMPARE = 5;
+    public static final int OP_ADMIN = 6;
+    /** An I/O opcode we do not implement: counted as failed, not timed. */
+    public static final int OP_OTHER = 7;
+    public static final int OPS = 8;
+    /** Ops with a latency timer per namespace (the I/O ops). */
+    public static final int IO_OPS = 6;
+
+    private static final String[] OP_NAMES = {"read", "write", "flush", "write_zeroes", "deallocate", "compare",
+        "admin", "other"};
+    public static final int TRANSPORTS = TransportType.values().length;
+
+    private TargetMeterNames() {
+    }
+
+    public static String opName(int op) {
+        return OP_NAMES[op];
+    }
+
+    /** The op index of an NVM command set opcode (NVMe NVM Command Set 1.0, 3). */
+    public static int ioOp(int opcode) {
+        switch (opcode) {
+            case 0x02: return OP_READ;
+            case 0x01: return OP_WRITE;
+            case 0x00: return OP_FLUSH;
+            case 0x08: return OP_WRITE_ZEROES;
+            case 0x09: return OP_DEALLOCATE;
+            case 0x05: return OP_COMPARE;
+            default: return OP_OTHER;
+        }
+    }
+
+    /** Transport tag value. */
+    public static String transportName(TransportType type) {
+        return type.configName();
+    }
+}
