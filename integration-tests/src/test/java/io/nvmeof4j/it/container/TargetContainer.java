@@ -27,7 +27,7 @@ import java.util.function.Consumer;
 /**
  * The target daemon's container image ({@code deploy/Dockerfile}, built by {@code deploy/build-image.sh}) run by
  * Testcontainers with host networking: the daemon's configuration, written here, chooses free ports on 127.0.0.1
- * (NVMe/TCP I/O, discovery, HTTP), and its file namespace lives in a host directory bind-mounted at
+ * (NVMe/TCP I/O, discovery, and the HTTP server in the {@code nvmeof4j} section), and its file namespace lives in a host directory bind-mounted at
  * {@code /srv/nvme}, so the test can read the file after the container stopped.
  * <p>Ryuk is disabled (its image comes from Docker Hub, which this machine cannot reach): every container carries
  * {@link #LABEL} and is removed by {@link #close()}; leftovers of an interrupted run are removed by
@@ -122,13 +122,14 @@ final class TargetContainer implements AutoCloseable {
         int[] ports = freePorts(3);
         Path config = hostDir.resolve("target.json");
         if (!Files.exists(config)) {
-            Files.writeString(config, config(ports[0], ports[1]), StandardCharsets.UTF_8);
+            Files.writeString(config, config(ports[0], ports[1], ports[2]), StandardCharsets.UTF_8);
         } else {
             // A restart reuses the configuration, hence the ports, of the first start (they were free then and
             // the container that held them has stopped).
             String json = Files.readString(config);
             ports[0] = portOf(json, "\"portid\": 1");
             ports[1] = portOf(json, "\"portid\": 2");
+            ports[2] = Integer.parseInt(json.replaceAll("(?s).*\"http\": \"127\\.0\\.0\\.1:(\\d+)\".*", "$1"));
         }
         Files.setPosixFilePermissions(config, PosixFilePermissions.fromString("rw-r--r--"));
         return start(hostDir, config, ports[0], ports[1], ports[2]);
@@ -140,7 +141,8 @@ final class TargetContainer implements AutoCloseable {
             .withLabel(LABEL, "true")
             .withFileSystemBind(config.toString(), CONFIG_PATH, BindMode.READ_ONLY)
             .withFileSystemBind(hostDir.toString(), DATA_DIR, BindMode.READ_WRITE)
-            .withCommand("--config", CONFIG_PATH, "--http", "127.0.0.1:" + httpPort)
+            // The image's default command; said here so the test shows what runs.
+            .withCommand("--config", CONFIG_PATH)
             .withStartupAttempts(1)
             // Printed on stdout once every listener is up (Main.printUsage).
             .waitingFor(Wait.forLogMessage(".*nvmeof-target .* running; listening on.*", 1)
@@ -159,7 +161,7 @@ final class TargetContainer implements AutoCloseable {
         return tc;
     }
 
-    private static String config(int ioPort, int discoveryPort) {
+    private static String config(int ioPort, int discoveryPort, int httpPort) {
         return """
             {
               "hosts": [],
@@ -178,10 +180,11 @@ final class TargetContainer implements AutoCloseable {
                     { "nsid": %d, "device": { "path": "%s/ns1.img", "size": "%d", "block_size": %d } },
                     { "nsid": %d, "device": { "backend": "ram", "size": "%d", "block_size": %d } }
                   ] }
-              ]
+              ],
+              "nvmeof4j": { "http": "127.0.0.1:%d" }
             }
             """.formatted(ioPort, NQN, discoveryPort, NQN, FILE_NSID, DATA_DIR, NAMESPACE_BYTES, BLOCK_SIZE,
-            RAM_NSID, NAMESPACE_BYTES, BLOCK_SIZE);
+            RAM_NSID, NAMESPACE_BYTES, BLOCK_SIZE, httpPort);
     }
 
     private static int portOf(String json, String portIdField) {
