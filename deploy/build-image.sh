@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the target daemon's container image (default tag nvmeof4j/target:dev) from deploy/Dockerfile.
 #
-#   deploy/build-image.sh [--tag TAG] [--base-image IMAGE] [--skip-daemon-build] [--print-base-image]
+#   deploy/build-image.sh [--tag TAG] [--base-image IMAGE] [--skip-daemon-build] [--print-base-image] [--stage-only]
 #
 # 1. Makes sure a Docker engine answers (bin/lib/docker-engine.sh: installs docker.io and starts
 #    `dockerd --bridge=none --iptables=false` when run as root and no engine runs).
@@ -16,6 +16,8 @@
 #    deploy/base-image/build-base-image.sh (built once, cached by the hash of its recipe).
 # 5. docker build --network host --build-arg BASE_IMAGE=... -t TAG. The last line on stdout is the tag.
 # --print-base-image does steps 1 and 4 only and prints the base image (bin/test prepares it this way).
+# --stage-only does steps 2 and 3 only (no Docker): deploy/target/context is then the layout to install on a host
+# (deploy/systemd/README.md).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,12 +31,14 @@ TAG=nvmeof4j/target:dev
 BASE_IMAGE="${NVMEOF4J_BASE_IMAGE:-}"
 SKIP_DAEMON_BUILD=0
 PRINT_BASE=0
+STAGE_ONLY=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --tag) TAG=$2; shift 2 ;;
         --base-image) BASE_IMAGE=$2; shift 2 ;;
         --skip-daemon-build) SKIP_DAEMON_BUILD=1; shift ;;
         --print-base-image) PRINT_BASE=1; shift ;;
+        --stage-only) STAGE_ONLY=1; shift ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "build-image.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -42,11 +46,10 @@ done
 
 log() { echo "build-image.sh: $*" >&2; }
 
-ensure_docker_engine build-image.sh
-
 # The Dockerfile's default base image: the one ARG BASE_IMAGE names.
 DEFAULT_BASE=$(sed -n 's/^ARG BASE_IMAGE=\(.*\)$/\1/p' deploy/Dockerfile | head -n1)
-if [ -z "$BASE_IMAGE" ]; then
+[ "$STAGE_ONLY" = 1 ] || ensure_docker_engine build-image.sh
+if [ "$STAGE_ONLY" = 0 ] && [ -z "$BASE_IMAGE" ]; then
     if docker image inspect "$DEFAULT_BASE" >/dev/null 2>&1; then
         BASE_IMAGE=$DEFAULT_BASE
     elif timeout "${NVMEOF4J_PULL_TIMEOUT:-120}" docker pull -q "$DEFAULT_BASE" >/dev/null 2>&1; then
@@ -100,6 +103,10 @@ cp -p deploy/config/target.json "$ctx/etc/"
 # Stable times: the engine's layer cache compares file contents and metadata, and a re-staged but unchanged
 # jar should reuse its layer.
 find "$ctx" -exec touch -h -d @0 {} +
+if [ "$STAGE_ONLY" = 1 ]; then
+    echo "$ctx"
+    exit 0
+fi
 
 log "docker build -t $TAG (BASE_IMAGE=$BASE_IMAGE)"
 # The legacy builder is used where the docker CLI has no buildx plugin; it sends the context and builds the same.
