@@ -56,6 +56,9 @@ if [ "$STAGE_ONLY" = 0 ] && [ -z "$BASE_IMAGE" ]; then
         BASE_IMAGE=$DEFAULT_BASE
     else
         log "$DEFAULT_BASE cannot be pulled (no registry reachable?); using the local Debian base image"
+        if ! docker image inspect "$(deploy/base-image/build-base-image.sh --print-tag)" >/dev/null 2>&1; then
+            ensure_packages build-image.sh debootstrap
+        fi
         BASE_IMAGE=$(deploy/base-image/build-base-image.sh | tail -n1)
     fi
 fi

@@ -1,7 +1,7 @@
 # Sourced by bin/test and deploy/build-image.sh: makes sure a Docker engine answers on this machine.
 # Usage: ensure_docker_engine CALLER
 #
-# - Installs Debian's docker.io (and debootstrap, for the local base image) when missing (root; otherwise prints
+# - Installs Debian's docker.io when no engine answers and the package is missing (root; otherwise prints
 #   the apt-get command and fails), through ensure_packages from bin/lib/packages.sh.
 # - When `docker info` does not answer and we are root, starts dockerd in the background as this machine's engine:
 #   `--bridge=none --iptables=false` (no docker0 bridge, no NAT rules: our containers use host networking, and
@@ -22,7 +22,8 @@ docker_answers() {
 
 ensure_docker_engine() {
     local caller=$1
-    ensure_packages "$caller" "${CONTAINER_PACKAGES[@]}"
+    command -v docker >/dev/null 2>&1 && docker_answers && return 0
+    ensure_packages "$caller" docker.io
     docker_answers && return 0
     if [ "$(id -u)" -ne 0 ]; then
         echo "$caller: the Docker engine does not answer (docker info); start it (as root: systemctl start docker," \
