@@ -44,7 +44,9 @@ final class TargetContainer implements AutoCloseable {
     static final String CONFIG_PATH = "/etc/nvmeof4j/target.json";
     static final int FILE_NSID = 1;
     static final int RAM_NSID = 2;
-    static final long NAMESPACE_BYTES = 64L << 20;
+    /** The file namespace: large enough that a stream of writes cannot finish while the daemon stops (sparse). */
+    static final long FILE_NAMESPACE_BYTES = 1L << 30;
+    static final long RAM_NAMESPACE_BYTES = 64L << 20;
     static final int BLOCK_SIZE = 4096;
     /** How long the image build may take (the first run also builds the Debian base image: ~1 minute here). */
     static final Duration BUILD_TIMEOUT = Duration.ofMinutes(20);
@@ -183,8 +185,8 @@ final class TargetContainer implements AutoCloseable {
               ],
               "nvmeof4j": { "http": "127.0.0.1:%d" }
             }
-            """.formatted(ioPort, NQN, discoveryPort, NQN, FILE_NSID, DATA_DIR, NAMESPACE_BYTES, BLOCK_SIZE,
-            RAM_NSID, NAMESPACE_BYTES, BLOCK_SIZE, httpPort);
+            """.formatted(ioPort, NQN, discoveryPort, NQN, FILE_NSID, DATA_DIR, FILE_NAMESPACE_BYTES, BLOCK_SIZE,
+            RAM_NSID, RAM_NAMESPACE_BYTES, BLOCK_SIZE, httpPort);
     }
 
     private static int portOf(String json, String portIdField) {
