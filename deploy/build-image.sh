@@ -119,4 +119,7 @@ if ! DOCKER_BUILDKIT="${DOCKER_BUILDKIT:-0}" docker build --network host --build
     tail -n 30 deploy/target/docker-build.log >&2
     exit 1
 fi
+# The image this build replaced under the tag is left untagged: remove such leftovers of earlier builds (only
+# untagged images carrying this Dockerfile's title label, and never one a container still uses).
+docker image prune -f --filter 'label=org.opencontainers.image.title=nvmeof4j target' >/dev/null 2>&1 || true
 echo "$TAG"
