@@ -2,6 +2,10 @@
 # command and fails. Usage: ensure_packages CALLER PACKAGE...
 # BUILD_PACKAGES: what building nvmeof4j needs (Java 17, Maven, gcc and the headers of the JNI libraries).
 BUILD_PACKAGES=(openjdk-17-jdk-headless maven gcc libc6-dev libibverbs-dev librdmacm-dev liburing-dev)
+# CONTAINER_PACKAGES: the container engine and what builds the local base image (deploy/base-image) for the
+# Testcontainers tests and deploy/build-image.sh. Installing docker.io does not start the engine (see
+# bin/lib/docker-engine.sh for that).
+CONTAINER_PACKAGES=(docker.io debootstrap)
 
 ensure_packages() {
     local caller=$1; shift
