@@ -18,6 +18,15 @@ public interface BlockDevice extends AutoCloseable {
     /** True when writes are cached and Flush (or FUA) is needed to make them durable (Identify VWC). */
     boolean hasVolatileWriteCache();
 
+    /**
+     * True when blocks read back as zeroes once deallocated (DSM deallocate, Write Zeroes with DEAC): Identify
+     * Namespace then reports DLFEAT "read zeroes" and "Write Zeroes may deallocate". Files (hole punch), RAM and
+     * null devices guarantee it; a block device's discard need not zero, so it says false.
+     */
+    default boolean deallocatedBlocksReadZeroes() {
+        return true;
+    }
+
     /** Starts one block I/O. Completion: {@code io.complete(status)}, exactly once, from any thread. */
     void submit(BlockIo io);
 

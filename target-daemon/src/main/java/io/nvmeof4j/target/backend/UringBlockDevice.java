@@ -142,6 +142,13 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
     }
 
     @Override
+    public boolean deallocatedBlocksReadZeroes() {
+        // A punched hole reads zeroes; BLKDISCARD on an SSD need not (nvmet sets DLFEAT for a block device only
+        // when it advertises write-zeroes-by-unmap, which user space cannot ask).
+        return !bdev.isBlockDevice();
+    }
+
+    @Override
     public boolean hasVolatileWriteCache() {
         return true;
     }

@@ -59,7 +59,7 @@ final class AdminCommands {
     static final int NN_DEFAULT = 1024;
     /** FRMW: slot 1 read-only, one slot. */
     static final int FRMW = IdentifyController.FRMW_SLOT1_READ_ONLY | 1 << 1;
-    /** DLFEAT: deallocated blocks read as zeroes, Write Zeroes may deallocate. */
+    /** DLFEAT of a device whose deallocated blocks read as zeroes: that, and Write Zeroes may deallocate. */
     static final int DLFEAT = IdentifyNamespace.DLFEAT_READ_ZEROES | IdentifyNamespace.DLFEAT_WRITE_ZEROES_DEALLOCATE;
 
     static final int OPC_FLUSH = 0x00;
@@ -362,7 +362,7 @@ final class AdminCommands {
                 .lbaFormatCount(0)
                 .formattedLbaSize(0)
                 .multiPathCapabilities(IdentifyNamespace.NMIC_SHARED)
-                .deallocateFeatures(DLFEAT)
+                .deallocateFeatures(ns.device().deallocatedBlocksReadZeroes() ? DLFEAT : 0)
                 .nguid(ns.nguid())
                 .lbaFormat(0, 0, ns.blockSizeShift(), 0);
         }

@@ -114,6 +114,25 @@ class AdminCommandsTest {
         assertThat(list.getInt(8)).isEqualTo(7);
     }
 
+    @Test
+    void shouldPromiseZeroesAfterDeallocateOnlyWhereTheDeviceDoes() {
+        RamDevice ram = new RamDevice(512, 8, false);
+        io.nvmeof4j.target.backend.BlockDevice ssdLike = new io.nvmeof4j.target.backend.BlockDevice() {
+            @Override public String description() { return "block device that need not zero on discard"; }
+            @Override public int blockSize() { return ram.blockSize(); }
+            @Override public long blockCount() { return ram.blockCount(); }
+            @Override public boolean hasVolatileWriteCache() { return false; }
+            @Override public boolean deallocatedBlocksReadZeroes() { return false; }
+            @Override public void submit(io.nvmeof4j.target.backend.BlockIo io) { ram.submit(io); }
+            @Override public void close() { ram.close(); }
+        };
+        target.subsystem.addNamespace(new io.nvmeof4j.target.model.Namespace(8, ssdLike,
+            java.util.UUID.randomUUID(), new byte[16]));
+        // DLFEAT (byte 33): 0x09 (read zeroes, Write Zeroes may deallocate) only for devices that guarantee zeroes.
+        assertThat(host.identify(admin, IdentifyCommand.CNS_NAMESPACE, 8).data().get(33)).isZero();
+        assertThat(host.identify(admin, IdentifyCommand.CNS_NAMESPACE, 1).data().get(33)).isEqualTo((byte) 0x09);
+    }
+
     // ------------------------------------------------------------ opcodes
 
     @Test
