@@ -165,15 +165,27 @@ int shim_wait_fd(int fd, int wakefd, jlong timeout_nanos)
     if (rc == 0) {
         return 0;
     }
+    int result = 0;
     if (fds[1].revents & POLLIN) {
         uint64_t v;
         ssize_t ignored = read(wakefd, &v, sizeof(v)); /* non-blocking: drains the counter */
         (void)ignored;
+        result |= SHIM_WOKEN;
     }
     if (fds[0].revents & (POLLERR | POLLNVAL)) {
         return -EBADF;
     }
-    return (fds[0].revents & POLLIN) ? 1 : 0;
+    if (fds[0].revents & POLLIN) {
+        result |= SHIM_READABLE;
+    }
+    return result;
+}
+
+jlong shim_now_nanos(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (jlong)ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
 int shim_wake(int wakefd)

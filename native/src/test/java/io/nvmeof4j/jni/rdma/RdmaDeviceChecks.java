@@ -9,8 +9,14 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -285,6 +291,7 @@ class RdmaDeviceChecks {
                 CmEvent request = listener.awaitConnectRequest(TIMEOUT);
                 byte[] rejectRecord = {0x06, 0x00, 0x01, 0x00}; // NVMe-oF reject: RECFMT 0, STS 6 (invalid IRD)
                 request.id().reject(rejectRecord);
+                assertThat(request.id().isClosed()).as("reject closes the request's id").isTrue();
                 long t0 = System.nanoTime();
                 assertThatThrownBy(() -> hostChannel.awaitEvent(host, CmEventType.ESTABLISHED, TIMEOUT.toNanos(),
                     "connect"))
@@ -392,6 +399,308 @@ class RdmaDeviceChecks {
         assertThatThrownBy(() -> s.id.disconnect()).isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(() -> s.channel.await(1)).isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(() -> lo.listenChannel.pollEvent()).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void shouldWakeAndCloseChannelsFromOtherThreadsWithoutTouchingFreedMemory() throws Exception {
+        try (CmEventChannel cmHost = CmEventChannel.create()) {
+            CmId id = cmHost.createId(0);
+            id.resolve(new InetSocketAddress(RdmaLoopback.deviceAddress(), RdmaLoopback.freshPort()), TIMEOUT);
+            VerbsContext ctx = id.verbsContext();
+            CompletionChannel ch = ctx.createCompletionChannel();
+            CompletionQueue cq = ctx.createCompletionQueue(16, ch, 0);
+            cq.requestNotify(false);
+            raceWaitWakeAndClose("completion channel", () -> ch.await(5_000_000_000L), ch::wakeup, ch::close);
+            assertThat(cq.isClosed()).as("the channel's close closed its CQ").isTrue();
+            ch.wakeup(); // closed: a silent no-op
+
+            CmEventChannel cm = CmEventChannel.create();
+            CmId idle = cm.createId(0);
+            raceWaitWakeAndClose("CM event channel", () -> cm.nextEvent(5_000_000_000L), cm::wakeup, cm::close);
+            assertThat(idle.isClosed()).isTrue();
+            cm.wakeup();
+            id.close();
+        }
+    }
+
+    /**
+     * A waiter loops on {@code await} (each wait up to 5 s), a producer hammers {@code wakeup}, and the main thread
+     * closes the channel: the close returns promptly, the waiter ends with IllegalStateException (closed), and no
+     * wake-up ever fails.
+     */
+    private static void raceWaitWakeAndClose(String what, ThrowingRunnable await, Runnable wakeup, Runnable close)
+            throws Exception {
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicInteger waits = new AtomicInteger();
+        AtomicReference<Throwable> waiterEnd = new AtomicReference<>();
+        ConcurrentLinkedQueue<Throwable> wakeFailures = new ConcurrentLinkedQueue<>();
+        Thread waiter = new Thread(() -> {
+            long end = System.nanoTime() + 10_000_000_000L;
+            try {
+                while (System.nanoTime() < end) {
+                    await.run();
+                    waits.incrementAndGet();
+                }
+            } catch (Throwable t) {
+                waiterEnd.set(t);
+            }
+        }, "waiter");
+        Thread producer = new Thread(() -> {
+            long end = System.nanoTime() + 3_000_000_000L;
+            while (!stop.get() && System.nanoTime() < end) {
+                try {
+                    wakeup.run();
+                } catch (Throwable t) {
+                    wakeFailures.add(t);
+                }
+                Thread.onSpinWait();
+            }
+        }, "waker");
+        waiter.start();
+        sleep(100); // the waiter is in its native wait (woken over and over once the producer runs)
+        producer.start();
+        sleep(100);
+        long t0 = System.nanoTime();
+        close.run();
+        long closeNanos = System.nanoTime() - t0;
+        waiter.join(5000);
+        sleep(50); // the producer keeps waking the closed channel for a while
+        stop.set(true);
+        producer.join(5000);
+        assertThat(closeNanos).as("%s close while waited on and woken", what).isLessThan(2_000_000_000L);
+        assertThat(waiter.isAlive()).as("%s waiter ended", what).isFalse();
+        assertThat(waiterEnd.get()).as("%s waiter's end after %d waits", what, waits.get())
+            .isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+        assertThat(wakeFailures).as("%s wake-ups", what).isEmpty();
+        System.out.printf("INFO %s: %d waits woken before the close, close took %d us%n", what, waits.get(),
+            closeNanos / 1000);
+    }
+
+    @FunctionalInterface
+    interface ThrowingRunnable {
+        void run() throws Exception;
+    }
+
+    @Test
+    void shouldCloseACompletionQueueWithUnackedEventsOrWhileItsChannelIsAwaited() throws Exception {
+        try (RdmaLoopback lo = RdmaLoopback.connect(CAPS, ConnectionParameters.defaults(),
+            ConnectionParameters.defaults())) {
+            // An event received (ibv_get_cq_event) and not acknowledged: close from another thread must not hang.
+            CompletionQueue recvCq = lo.target.recvCq;
+            recvCq.requestNotify(false);
+            ReceiveWorkRequests recv = new ReceiveWorkRequests(1, 1);
+            recv.set(0, 9001).sge(0, 0, lo.target.mr.address(), 64, lo.target.mr.lkey());
+            lo.target.qp.postReceiveOrThrow(recv, 1);
+            SendWorkRequests send = new SendWorkRequests(1, 1);
+            send.send(0, 9002, 0).sge(0, 0, lo.host.mr.address(), 32, lo.host.mr.lkey());
+            lo.host.qp.postSendOrThrow(send, 1);
+            CompletionQueue got = lo.target.channel.await(5_000_000_000L);
+            assertThat(got).isSameAs(recvCq);
+            assertThat(got.unacknowledgedEvents()).isEqualTo(1);
+            Thread closer = new Thread(recvCq::close, "cq-closer");
+            long t0 = System.nanoTime();
+            closer.start();
+            closer.join(5000);
+            assertThat(closer.isAlive()).as("ibv_destroy_cq with an unacked event hung").isFalse();
+            assertThat(System.nanoTime() - t0).isLessThan(2_000_000_000L);
+            assertThat(recvCq.isClosed()).isTrue();
+            assertThat(lo.target.qp.isClosed()).as("closing a CQ closes the QP using it first").isTrue();
+            got.ackEvents(); // the reactor's late ack: a no-op, the close acked it
+            assertThat(got.unacknowledgedEvents()).isZero();
+
+            // A thread blocked in await on the channel while another thread closes a CQ of that channel.
+            CompletionQueue other = lo.target.sendCq;
+            AtomicReference<Object> result = new AtomicReference<>("not returned");
+            Thread waiter = new Thread(() -> {
+                try {
+                    result.set(lo.target.channel.await(10_000_000_000L));
+                } catch (Throwable t) {
+                    result.set(t);
+                }
+            }, "cq-waiter");
+            waiter.start();
+            sleep(200);
+            t0 = System.nanoTime();
+            other.close();
+            long closeNanos = System.nanoTime() - t0;
+            waiter.join(5000);
+            assertThat(closeNanos).isLessThan(2_000_000_000L);
+            assertThat(waiter.isAlive()).isFalse();
+            assertThat(result.get()).as("the waiter was woken by the close").isNull();
+        }
+    }
+
+    @Test
+    void shouldTakeParkedEventsAndServeTwoWaitersOnOneChannel() throws Exception {
+        InetSocketAddress dest = new InetSocketAddress(RdmaLoopback.deviceAddress(), RdmaLoopback.freshPort());
+        try (CmEventChannel ch = CmEventChannel.create()) {
+            CmId a = ch.createId(1);
+            CmId b = ch.createId(2);
+            b.resolveAddress(null, dest, 2000);
+            sleep(300); // b's ADDR_RESOLVED is queued first
+            a.resolveAddress(null, dest, 2000);
+            CmEvent ea = ch.awaitEvent(a, CmEventType.ADDR_RESOLVED, TIMEOUT.toNanos(), "resolve address");
+            assertThat(ea.id()).isSameAs(a);
+            assertThat(ch.parkedEvents()).as("b's event, read while waiting for a's").isEqualTo(1);
+            long t0 = System.nanoTime();
+            CmEvent eb = ch.awaitEvent(b, CmEventType.ADDR_RESOLVED, TIMEOUT.toNanos(), "resolve address");
+            assertThat(eb.id()).isSameAs(b);
+            assertThat(System.nanoTime() - t0).as("taken from the parked events").isLessThan(1_000_000_000L);
+            assertThat(ch.parkedEvents()).isZero();
+
+            // Two threads waiting on one channel for different ids: each gets its own event exactly once.
+            a.resolveRoute(2000);
+            b.resolveRoute(2000);
+            CountDownLatch go = new CountDownLatch(1);
+            AtomicReference<Object> ra = new AtomicReference<>();
+            AtomicReference<Object> rb = new AtomicReference<>();
+            Thread ta = awaitIn(ch, a, go, ra);
+            Thread tb = awaitIn(ch, b, go, rb);
+            go.countDown();
+            ta.join(TIMEOUT.toMillis() + 2000);
+            tb.join(TIMEOUT.toMillis() + 2000);
+            assertThat(ra.get()).isInstanceOfSatisfying(CmEvent.class, e -> assertThat(e.id()).isSameAs(a));
+            assertThat(rb.get()).isInstanceOfSatisfying(CmEvent.class, e -> assertThat(e.id()).isSameAs(b));
+            assertThat(ch.pollEvent()).as("no event left over or duplicated").isNull();
+            a.close();
+            b.close();
+        }
+    }
+
+    private static Thread awaitIn(CmEventChannel ch, CmId id, CountDownLatch go, AtomicReference<Object> result) {
+        Thread t = new Thread(() -> {
+            try {
+                go.await(5, TimeUnit.SECONDS);
+                result.set(ch.awaitEvent(id, CmEventType.ROUTE_RESOLVED, TIMEOUT.toNanos(), "resolve route"));
+            } catch (Throwable e) {
+                result.set(e);
+            }
+        }, "await-" + id.context());
+        t.start();
+        return t;
+    }
+
+    @Test
+    void shouldCancelAnAwaitOnWakeupAndWaitForNextEventsUntilTheDeadline() throws Exception {
+        try (CmEventChannel ch = CmEventChannel.create()) {
+            CmId id = ch.createId(0);
+            Thread waker = new Thread(() -> {
+                sleep(150);
+                ch.wakeup();
+            });
+            long t0 = System.nanoTime();
+            waker.start();
+            assertThatThrownBy(() -> ch.awaitEvent(id, CmEventType.ADDR_RESOLVED, 5_000_000_000L, "resolve address"))
+                .isInstanceOfSatisfying(RdmaCmException.class, e -> {
+                    assertThat(e.errno()).isEqualTo(Errno.ECANCELED);
+                    assertThat(e.isTimeout()).isFalse();
+                });
+            assertThat(System.nanoTime() - t0).isBetween(100_000_000L, 3_000_000_000L);
+            waker.join(5000);
+            t0 = System.nanoTime();
+            assertThat(ch.nextEvent(300_000_000L)).isNull();
+            assertThat(System.nanoTime() - t0).as("nextEvent waits until its deadline").isGreaterThanOrEqualTo(
+                290_000_000L);
+            id.close();
+        }
+    }
+
+    @Test
+    void shouldCloseQueuePairsWithTheirParentsAndRaceQueuePairAgainstIdClose() throws Exception {
+        InetSocketAddress dest = new InetSocketAddress(RdmaLoopback.deviceAddress(), RdmaLoopback.freshPort());
+        try (CmEventChannel ch = CmEventChannel.create()) {
+            for (int round = 0; round < 6; round++) {
+                // a new id may get the pointer of the one destroyed last round: its events must still reach it
+                CmId id = ch.createId(round);
+                id.resolve(dest, TIMEOUT);
+                VerbsContext ctx = id.verbsContext();
+                ProtectionDomain pd = ctx.allocateProtectionDomain();
+                CompletionQueue cq = ctx.createCompletionQueue(16, null, 0);
+                QueuePair qp = id.createQueuePair(pd, cq, cq, CAPS);
+                if (round % 3 == 2) {
+                    // a parent closed first closes the QP (ibv_dealloc_pd / ibv_destroy_cq would fail with EBUSY)
+                    if (round == 2) {
+                        pd.close();
+                    } else {
+                        cq.close();
+                    }
+                    assertThat(qp.isClosed()).isTrue();
+                    id.close();
+                } else {
+                    CountDownLatch go = new CountDownLatch(1);
+                    ConcurrentLinkedQueue<Throwable> failures = new ConcurrentLinkedQueue<>();
+                    Thread t1 = closeIn(qp, go, failures);
+                    Thread t2 = closeIn(id, go, failures);
+                    go.countDown();
+                    t1.join(5000);
+                    t2.join(5000);
+                    assertThat(failures).isEmpty();
+                    assertThat(qp.isClosed()).isTrue();
+                    assertThat(id.isClosed()).isTrue();
+                }
+                // the QP is gone natively: freeing its CQ and PD succeeds (a failed destroy would throw)
+                cq.close();
+                pd.close();
+            }
+        }
+    }
+
+    private static Thread closeIn(io.nvmeof4j.jni.NativeHandle h, CountDownLatch go, ConcurrentLinkedQueue<Throwable> f) {
+        Thread t = new Thread(() -> {
+            try {
+                go.await(5, TimeUnit.SECONDS);
+                h.close();
+            } catch (Throwable e) {
+                f.add(e);
+            }
+        });
+        t.start();
+        return t;
+    }
+
+    @Test
+    void shouldRejectAConnectRequestAnAwaitThrowsOn() throws Exception {
+        InetSocketAddress address = new InetSocketAddress(RdmaLoopback.deviceAddress(), RdmaLoopback.freshPort());
+        try (CmEventChannel listenChannel = CmEventChannel.create();
+             CmEventChannel hostChannel = CmEventChannel.create()) {
+            CmId listener = listenChannel.createId(0);
+            listener.bind(address);
+            listener.listen(4);
+            CmId host = hostChannel.createId(0);
+            host.resolve(address, TIMEOUT);
+            VerbsContext ctx = host.verbsContext();
+            try (ProtectionDomain pd = ctx.allocateProtectionDomain();
+                 CompletionQueue cq = ctx.createCompletionQueue(16, null, 0)) {
+                host.createQueuePair(pd, cq, cq, CAPS);
+                host.connect(ConnectionParameters.defaults());
+                assertThatThrownBy(() -> listenChannel.awaitEvent(listener, CmEventType.ESTABLISHED,
+                    TIMEOUT.toNanos(), "accept"))
+                    .isInstanceOfSatisfying(RdmaCmException.class,
+                        e -> assertThat(e.event()).isEqualTo(CmEventType.CONNECT_REQUEST));
+                assertThatThrownBy(() -> hostChannel.awaitEvent(host, CmEventType.ESTABLISHED, TIMEOUT.toNanos(),
+                    "connect"))
+                    .isInstanceOfSatisfying(RdmaCmException.class, e -> assertThat(e.isRejected()).isTrue());
+                assertThat(listenChannel.pollEvent()).as("the request was consumed, not parked").isNull();
+                host.close();
+            }
+            listener.close();
+        }
+    }
+
+    @Test
+    void shouldShareOneContextAndOneCompletionChannelAcrossConnections() throws Exception {
+        try (RdmaLoopback lo = RdmaLoopback.connect(CAPS, ConnectionParameters.defaults(),
+            ConnectionParameters.defaults())) {
+            VerbsContext ctx = lo.host.id.verbsContext();
+            assertThat(lo.target.id.verbsContext()).as("one object per librdmacm context").isSameAs(ctx);
+            assertThat(lo.target.pd.context()).isSameAs(lo.host.pd.context());
+            assertThat(ctx.isShared()).isTrue();
+            // one reactor's completion channel serving a CQ of the other connection
+            try (CompletionQueue cq = ctx.createCompletionQueue(16, lo.host.channel, 0)) {
+                cq.requestNotify(false);
+                assertThat(cq.channel()).isSameAs(lo.host.channel);
+            }
+        }
     }
 
     private static WorkCompletions expectOne(RdmaLoopback.Side side, CompletionQueue cq, long wrId, int opcode,
