@@ -1,0 +1,348 @@
+/*
+ * libibverbs natives: VerbsContext, ProtectionDomain, MemoryRegion, CompletionChannel, CompletionQueue and the
+ * posting side of QueuePair. Symbols are prefixed verbs_. Verbs calls that return a positive errno are negated;
+ * calls returning NULL and setting errno go through NVMEOF4J_ERR().
+ *
+ * The data-path natives (post, poll) take raw addresses of preallocated buffers laid out by Java with offsets from
+ * onload.c, so a crossing does no JNI array or object access at all.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "nvmeof4j_jni.h"
+#include "rdma_shim.h"
+
+/* A completion channel and the eventfd that wakes its waiter. */
+struct verbs_channel {
+    struct ibv_comp_channel *channel;
+    int wakefd;
+};
+
+static int verbs_errno(int rc)
+{
+    if (rc == 0) {
+        return 0;
+    }
+    return rc > 0 ? -rc : (rc == -1 ? NVMEOF4J_ERR() : rc);
+}
+
+/* ---- device attributes (RdmaDevice.ATTR_* order) ---- */
+
+#define ATTR_PORTS 12
+#define PORT_ATTRS 6
+#define MAX_PORTS 4
+#define ATTR_COUNT (ATTR_PORTS + PORT_ATTRS * MAX_PORTS)
+
+int verbs_query_context(void *context, JNIEnv *env, jlongArray attrs)
+{
+    struct ibv_context *ctx = context;
+    struct ibv_device_attr da;
+    jlong v[ATTR_COUNT];
+    memset(v, 0, sizeof(v));
+    int rc = ibv_query_device(ctx, &da);
+    if (rc != 0) {
+        return verbs_errno(rc);
+    }
+    v[0] = (jlong)be64toh(da.node_guid);
+    v[1] = da.max_qp_wr;
+    v[2] = da.max_sge;
+    v[3] = da.max_cqe;
+    v[4] = (jlong)da.max_mr_size;
+    v[5] = da.max_qp_rd_atom;
+    v[6] = da.max_qp_init_rd_atom;
+    v[7] = da.max_qp;
+    v[8] = da.max_cq;
+    v[9] = da.max_mr;
+    v[10] = da.max_pd;
+    v[11] = da.phys_port_cnt;
+    for (int p = 1; p <= da.phys_port_cnt && p <= MAX_PORTS; p++) {
+        struct ibv_port_attr pa;
+        rc = ibv_query_port(ctx, (uint8_t)p, &pa);
+        if (rc != 0) {
+            return verbs_errno(rc);
+        }
+        jlong *port = &v[ATTR_PORTS + (p - 1) * PORT_ATTRS];
+        port[0] = pa.state;
+        port[1] = pa.max_mtu;
+        port[2] = pa.active_mtu;
+        port[3] = pa.link_layer;
+        port[4] = pa.lid;
+        port[5] = pa.gid_tbl_len;
+    }
+    jsize len = (*env)->GetArrayLength(env, attrs);
+    (*env)->SetLongArrayRegion(env, attrs, 0, len < ATTR_COUNT ? len : ATTR_COUNT, v);
+    return 0;
+}
+
+/* ---- VerbsContext ---- */
+
+static jlong JNICALL verbs_open0(JNIEnv *env, jclass cls, jstring name)
+{
+    const char *cname = (*env)->GetStringUTFChars(env, name, NULL);
+    if (cname == NULL) {
+        return -ENOMEM;
+    }
+    int num = 0;
+    jlong result = -ENODEV;
+    struct ibv_device **list = ibv_get_device_list(&num);
+    for (int i = 0; list != NULL && i < num; i++) {
+        if (strcmp(ibv_get_device_name(list[i]), cname) == 0) {
+            struct ibv_context *ctx = ibv_open_device(list[i]);
+            result = ctx != NULL ? nvmeof4j_handle(ctx) : NVMEOF4J_ERR();
+            break;
+        }
+    }
+    if (list != NULL) {
+        ibv_free_device_list(list);
+    }
+    (*env)->ReleaseStringUTFChars(env, name, cname);
+    return result;
+}
+
+static jint JNICALL verbs_query0(JNIEnv *env, jclass cls, jlong context, jlongArray attrs)
+{
+    return verbs_query_context(nvmeof4j_ptr(context), env, attrs);
+}
+
+static jint JNICALL verbs_close0(JNIEnv *env, jclass cls, jlong context)
+{
+    return verbs_errno(ibv_close_device(nvmeof4j_ptr(context)));
+}
+
+/* ---- ProtectionDomain, MemoryRegion ---- */
+
+static jlong JNICALL verbs_alloc_pd0(JNIEnv *env, jclass cls, jlong context)
+{
+    struct ibv_pd *pd = ibv_alloc_pd(nvmeof4j_ptr(context));
+    return pd != NULL ? nvmeof4j_handle(pd) : NVMEOF4J_ERR();
+}
+
+static jint JNICALL verbs_dealloc_pd0(JNIEnv *env, jclass cls, jlong pd)
+{
+    return verbs_errno(ibv_dealloc_pd(nvmeof4j_ptr(pd)));
+}
+
+static jlong JNICALL verbs_reg_mr0(JNIEnv *env, jclass cls, jlong pd, jlong address, jlong length, jint access)
+{
+    struct ibv_mr *mr = ibv_reg_mr(nvmeof4j_ptr(pd), nvmeof4j_ptr(address), (size_t)length, access);
+    return mr != NULL ? nvmeof4j_handle(mr) : NVMEOF4J_ERR();
+}
+
+static jlong JNICALL verbs_mr_keys0(JNIEnv *env, jclass cls, jlong mr)
+{
+    struct ibv_mr *m = nvmeof4j_ptr(mr);
+    return (jlong)(((uint64_t)m->rkey << 32) | m->lkey);
+}
+
+static jint JNICALL verbs_dereg_mr0(JNIEnv *env, jclass cls, jlong mr)
+{
+    return verbs_errno(ibv_dereg_mr(nvmeof4j_ptr(mr)));
+}
+
+/* ---- CompletionChannel ---- */
+
+static jlong JNICALL verbs_channel_create0(JNIEnv *env, jclass cls, jlong context)
+{
+    struct verbs_channel *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return -ENOMEM;
+    }
+    c->channel = ibv_create_comp_channel(nvmeof4j_ptr(context));
+    if (c->channel == NULL) {
+        jlong rc = NVMEOF4J_ERR();
+        free(c);
+        return rc;
+    }
+    int flags = fcntl(c->channel->fd, F_GETFL);
+    c->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (flags < 0 || fcntl(c->channel->fd, F_SETFL, flags | O_NONBLOCK) < 0 || c->wakefd < 0) {
+        jlong rc = NVMEOF4J_ERR();
+        if (c->wakefd >= 0) {
+            close(c->wakefd);
+        }
+        ibv_destroy_comp_channel(c->channel);
+        free(c);
+        return rc;
+    }
+    return nvmeof4j_handle(c);
+}
+
+static jint JNICALL verbs_channel_fd0(JNIEnv *env, jclass cls, jlong channel)
+{
+    return ((struct verbs_channel *)nvmeof4j_ptr(channel))->channel->fd;
+}
+
+static jlong JNICALL verbs_channel_wait0(JNIEnv *env, jclass cls, jlong channel, jlong timeout_nanos)
+{
+    struct verbs_channel *c = nvmeof4j_ptr(channel);
+    struct ibv_cq *cq;
+    void *cq_context;
+    /* An event may already be pending: take it without a system call to poll. */
+    if (ibv_get_cq_event(c->channel, &cq, &cq_context) == 0) {
+        return nvmeof4j_handle(cq);
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        return NVMEOF4J_ERR();
+    }
+    if (timeout_nanos <= 0) {
+        return 0;
+    }
+    int rc = shim_wait_fd(c->channel->fd, c->wakefd, timeout_nanos);
+    if (rc <= 0) {
+        return rc;
+    }
+    if (ibv_get_cq_event(c->channel, &cq, &cq_context) == 0) {
+        return nvmeof4j_handle(cq);
+    }
+    return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : NVMEOF4J_ERR();
+}
+
+static jint JNICALL verbs_channel_wake0(JNIEnv *env, jclass cls, jlong channel)
+{
+    return shim_wake(((struct verbs_channel *)nvmeof4j_ptr(channel))->wakefd);
+}
+
+static jint JNICALL verbs_channel_destroy0(JNIEnv *env, jclass cls, jlong channel)
+{
+    struct verbs_channel *c = nvmeof4j_ptr(channel);
+    int rc = verbs_errno(ibv_destroy_comp_channel(c->channel));
+    close(c->wakefd);
+    free(c);
+    return rc;
+}
+
+/* ---- CompletionQueue ---- */
+
+static jlong JNICALL verbs_cq_create0(JNIEnv *env, jclass cls, jlong context, jint min_entries, jlong channel,
+                                      jint vector)
+{
+    struct verbs_channel *c = nvmeof4j_ptr(channel);
+    struct ibv_cq *cq = ibv_create_cq(nvmeof4j_ptr(context), min_entries, NULL, c != NULL ? c->channel : NULL,
+                                      vector);
+    return cq != NULL ? nvmeof4j_handle(cq) : NVMEOF4J_ERR();
+}
+
+static jint JNICALL verbs_cq_cqe0(JNIEnv *env, jclass cls, jlong cq)
+{
+    return ((struct ibv_cq *)nvmeof4j_ptr(cq))->cqe;
+}
+
+static jint JNICALL verbs_cq_poll0(JNIEnv *env, jclass cls, jlong cq, jlong address, jint max)
+{
+    int n = ibv_poll_cq(nvmeof4j_ptr(cq), max, nvmeof4j_ptr(address));
+    /* providers report a failed poll with a negative value that is not always an errno */
+    return n >= 0 ? n : -EIO;
+}
+
+static jint JNICALL verbs_cq_notify0(JNIEnv *env, jclass cls, jlong cq, jboolean solicited_only)
+{
+    return verbs_errno(ibv_req_notify_cq(nvmeof4j_ptr(cq), solicited_only ? 1 : 0));
+}
+
+static void JNICALL verbs_cq_ack0(JNIEnv *env, jclass cls, jlong cq, jint events)
+{
+    ibv_ack_cq_events(nvmeof4j_ptr(cq), (unsigned int)events);
+}
+
+static jint JNICALL verbs_cq_destroy0(JNIEnv *env, jclass cls, jlong cq)
+{
+    return verbs_errno(ibv_destroy_cq(nvmeof4j_ptr(cq)));
+}
+
+/* ---- QueuePair posting ---- */
+
+/* 0, or -((index of the bad request << 32) | errno). */
+static jlong verbs_post_result(int rc, const void *first, const void *bad, jint stride)
+{
+    if (rc == 0) {
+        return 0;
+    }
+    int err = rc > 0 ? rc : (rc == -1 ? (errno > 0 ? errno : EIO) : -rc);
+    jlong index = bad != NULL && stride > 0 ? ((const char *)bad - (const char *)first) / stride : 0;
+    return -((index << 32) | (jlong)(uint32_t)err);
+}
+
+static jlong JNICALL verbs_post_send0(JNIEnv *env, jclass cls, jlong qp, jlong first, jint stride)
+{
+    struct ibv_send_wr *wr = nvmeof4j_ptr(first);
+    struct ibv_send_wr *bad = NULL;
+    int rc = ibv_post_send(nvmeof4j_ptr(qp), wr, &bad);
+    return verbs_post_result(rc, wr, bad, stride);
+}
+
+static jlong JNICALL verbs_post_recv0(JNIEnv *env, jclass cls, jlong qp, jlong first, jint stride)
+{
+    struct ibv_recv_wr *wr = nvmeof4j_ptr(first);
+    struct ibv_recv_wr *bad = NULL;
+    int rc = ibv_post_recv(nvmeof4j_ptr(qp), wr, &bad);
+    return verbs_post_result(rc, wr, bad, stride);
+}
+
+static jint JNICALL verbs_qp_state0(JNIEnv *env, jclass cls, jlong qp)
+{
+    struct ibv_qp_attr attr;
+    struct ibv_qp_init_attr init;
+    int rc = ibv_query_qp(nvmeof4j_ptr(qp), &attr, IBV_QP_STATE, &init);
+    return rc != 0 ? verbs_errno(rc) : (jint)attr.qp_state;
+}
+
+static const JNINativeMethod verbs_context_methods[] = {
+    {"open0", "(Ljava/lang/String;)J", (void *)verbs_open0},
+    {"query0", "(J[J)I", (void *)verbs_query0},
+    {"close0", "(J)I", (void *)verbs_close0},
+};
+static const JNINativeMethod verbs_pd_methods[] = {
+    {"alloc0", "(J)J", (void *)verbs_alloc_pd0},
+    {"dealloc0", "(J)I", (void *)verbs_dealloc_pd0},
+    {"reg0", "(JJJI)J", (void *)verbs_reg_mr0},
+};
+static const JNINativeMethod verbs_mr_methods[] = {
+    {"keys0", "(J)J", (void *)verbs_mr_keys0},
+    {"dereg0", "(J)I", (void *)verbs_dereg_mr0},
+};
+static const JNINativeMethod verbs_channel_methods[] = {
+    {"create0", "(J)J", (void *)verbs_channel_create0},
+    {"fd0", "(J)I", (void *)verbs_channel_fd0},
+    {"wait0", "(JJ)J", (void *)verbs_channel_wait0},
+    {"wake0", "(J)I", (void *)verbs_channel_wake0},
+    {"destroy0", "(J)I", (void *)verbs_channel_destroy0},
+};
+static const JNINativeMethod verbs_cq_methods[] = {
+    {"create0", "(JIJI)J", (void *)verbs_cq_create0},
+    {"cqe0", "(J)I", (void *)verbs_cq_cqe0},
+    {"poll0", "(JJI)I", (void *)verbs_cq_poll0},
+    {"notify0", "(JZ)I", (void *)verbs_cq_notify0},
+    {"ack0", "(JI)V", (void *)verbs_cq_ack0},
+    {"destroy0", "(J)I", (void *)verbs_cq_destroy0},
+};
+static const JNINativeMethod verbs_qp_methods[] = {
+    {"postSend0", "(JJI)J", (void *)verbs_post_send0},
+    {"postRecv0", "(JJI)J", (void *)verbs_post_recv0},
+    {"queryState0", "(J)I", (void *)verbs_qp_state0},
+};
+
+jint verbs_register(JNIEnv *env)
+{
+    if (nvmeof4j_register(env, RDMA_CLASS("VerbsContext"), verbs_context_methods,
+                          NVMEOF4J_ARRAY_LEN(verbs_context_methods)) != JNI_OK
+        || nvmeof4j_register(env, RDMA_CLASS("ProtectionDomain"), verbs_pd_methods,
+                             NVMEOF4J_ARRAY_LEN(verbs_pd_methods)) != JNI_OK
+        || nvmeof4j_register(env, RDMA_CLASS("MemoryRegion"), verbs_mr_methods,
+                             NVMEOF4J_ARRAY_LEN(verbs_mr_methods)) != JNI_OK
+        || nvmeof4j_register(env, RDMA_CLASS("CompletionChannel"), verbs_channel_methods,
+                             NVMEOF4J_ARRAY_LEN(verbs_channel_methods)) != JNI_OK
+        || nvmeof4j_register(env, RDMA_CLASS("CompletionQueue"), verbs_cq_methods,
+                             NVMEOF4J_ARRAY_LEN(verbs_cq_methods)) != JNI_OK
+        || nvmeof4j_register(env, RDMA_CLASS("QueuePair"), verbs_qp_methods,
+                             NVMEOF4J_ARRAY_LEN(verbs_qp_methods)) != JNI_OK) {
+        return JNI_ERR;
+    }
+    return JNI_OK;
+}

@@ -1,0 +1,128 @@
+package io.nvmeof4j.jni.rdma;
+
+import io.nvmeof4j.jni.NativeHandle;
+import io.nvmeof4j.jni.NativeIoException;
+
+/**
+ * A completion queue ({@code struct ibv_cq}). The data path polls it in batches into a preallocated
+ * {@link WorkCompletions} array ({@link #poll(WorkCompletions)}: one JNI crossing, one {@code ibv_poll_cq}, no Java
+ * allocation); a reactor that goes idle arms it with {@link #requestNotify(boolean)} and waits on its
+ * {@link CompletionChannel}.
+ */
+public final class CompletionQueue extends NativeHandle {
+    private final VerbsContext context;
+    private final CompletionChannel channel;
+    private final long cq;
+    private final int capacity;
+    private int unackedEvents;
+
+    CompletionQueue(long handle, VerbsContext context, CompletionChannel channel) {
+        super(handle, "completion queue on " + context.deviceName());
+        this.context = context;
+        this.channel = channel;
+        this.cq = handle;
+        this.capacity = cqe0(handle);
+    }
+
+    static long create(long context, int minEntries, long channel, int vector) {
+        return create0(context, minEntries, channel, vector);
+    }
+
+    static void ackRaw(long cq, int events) {
+        ack0(cq, events);
+    }
+
+    long nativeCq() {
+        return cq;
+    }
+
+    long handleForChild() {
+        return handle();
+    }
+
+    void eventReceived() {
+        unackedEvents++;
+    }
+
+    /** The device context. */
+    public VerbsContext context() {
+        return context;
+    }
+
+    /** The completion channel it reports to, or null. */
+    public CompletionChannel channel() {
+        return channel;
+    }
+
+    /** The number of entries the device gave it (at least the size asked for). */
+    public int capacity() {
+        return capacity;
+    }
+
+    /**
+     * Polls up to {@code completions.capacity()} completions into {@code completions} ({@code ibv_poll_cq}).
+     *
+     * @return how many were polled (also {@link WorkCompletions#count()}), or -errno when polling failed
+     */
+    public int poll(WorkCompletions completions) {
+        int n = poll0(handle(), completions.address(), completions.capacity());
+        completions.count(Math.max(n, 0));
+        return n;
+    }
+
+    /**
+     * Arms the queue: the next completion (or, with {@code solicitedOnly}, the next solicited one) raises an event
+     * on the channel ({@code ibv_req_notify_cq}). Poll once more after arming: completions that arrived before are
+     * not announced.
+     */
+    public void requestNotify(boolean solicitedOnly) throws NativeIoException {
+        NativeIoException.check("ibv_req_notify_cq", notify0(handle(), solicitedOnly));
+    }
+
+    /** Events {@link CompletionChannel#await(long)} returned for this queue and not yet acknowledged. */
+    public int unacknowledgedEvents() {
+        return unackedEvents;
+    }
+
+    /** Acknowledges the events received so far ({@code ibv_ack_cq_events}, which takes a lock: batch it). */
+    public void ackEvents() {
+        int n = unackedEvents;
+        if (n > 0) {
+            ack0(handle(), n);
+            unackedEvents = 0;
+        }
+    }
+
+    @Override
+    protected void release(long handle) {
+        if (unackedEvents > 0) {
+            // ibv_destroy_cq waits for every event to be acknowledged: never let it hang.
+            ack0(handle, unackedEvents);
+            unackedEvents = 0;
+        }
+        destroy0(handle);
+        if (channel != null) {
+            channel.detach(this);
+        } else {
+            context.detach(this);
+        }
+    }
+
+    /** ibv_create_cq(context, minEntries, NULL, channel or NULL, vector); pointer or -errno. */
+    private static native long create0(long context, int minEntries, long channel, int vector);
+
+    /** The cq's cqe (actual size). */
+    private static native int cqe0(long cq);
+
+    /** ibv_poll_cq(cq, max, (struct ibv_wc *) address); count or -errno. */
+    private static native int poll0(long cq, long address, int max);
+
+    /** ibv_req_notify_cq; 0 or -errno. */
+    private static native int notify0(long cq, boolean solicitedOnly);
+
+    /** ibv_ack_cq_events. */
+    private static native void ack0(long cq, int events);
+
+    /** ibv_destroy_cq; 0 or -errno. */
+    private static native int destroy0(long cq);
+}

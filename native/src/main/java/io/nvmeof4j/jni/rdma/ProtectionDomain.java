@@ -1,0 +1,93 @@
+package io.nvmeof4j.jni.rdma;
+
+import io.nvmeof4j.jni.NativeHandle;
+import io.nvmeof4j.jni.NativeIoException;
+
+import java.nio.ByteBuffer;
+
+/**
+ * A protection domain ({@code struct ibv_pd}): memory regions and queue pairs of one PD can be used together.
+ * The target registers its buffer pool once per PD at start (never per I/O).
+ *
+ * <p>Closing it closes the memory regions registered here that are still open ({@code ibv_dealloc_pd} would
+ * otherwise fail with EBUSY); queue pairs using it must be closed first (their CM ids own them).
+ */
+public final class ProtectionDomain extends NativeHandle {
+    private final VerbsContext context;
+    private final Children children = new Children();
+
+    ProtectionDomain(long handle, VerbsContext context) {
+        super(handle, "protection domain on " + context.deviceName());
+        this.context = context;
+    }
+
+    static long allocate(long context) {
+        return alloc0(context);
+    }
+
+    /** The device context this PD belongs to. */
+    public VerbsContext context() {
+        return context;
+    }
+
+    /**
+     * Registers the whole of {@code buffer} (position 0 to capacity) with {@code access} ({@code ibv_reg_mr}).
+     *
+     * @param buffer a direct buffer; the region keeps it reachable, so the memory cannot be freed while registered
+     * @param access a combination of {@link MemoryRegion#LOCAL_WRITE}, {@link MemoryRegion#REMOTE_READ},
+     *               {@link MemoryRegion#REMOTE_WRITE}
+     */
+    public MemoryRegion registerMemory(ByteBuffer buffer, int access) throws NativeIoException {
+        if (buffer == null) {
+            throw new IllegalArgumentException("buffer is null");
+        }
+        return registerMemory(buffer, 0, buffer.capacity(), access);
+    }
+
+    /** Registers {@code length} bytes of {@code buffer} from {@code offset} (absolute, ignoring position). */
+    public MemoryRegion registerMemory(ByteBuffer buffer, int offset, int length, int access)
+            throws NativeIoException {
+        if (buffer == null || !buffer.isDirect()) {
+            throw new IllegalArgumentException("memory registration needs a direct ByteBuffer, got " + buffer);
+        }
+        if (offset < 0 || length <= 0 || offset + length > buffer.capacity() || offset + length < 0) {
+            throw new IllegalArgumentException("region [" + offset + ", +" + length + ") outside a buffer of "
+                + buffer.capacity() + " bytes");
+        }
+        if ((access & ~MemoryRegion.ACCESS_MASK) != 0) {
+            throw new IllegalArgumentException("unsupported access flags 0x" + Integer.toHexString(access));
+        }
+        long address = Rdma.address(buffer) + offset;
+        long mr = NativeIoException.check("ibv_reg_mr(" + length + " bytes, access 0x" + Integer.toHexString(access)
+            + ") on " + context.deviceName(), reg0(handle(), address, length, access));
+        long keys = MemoryRegion.keys(mr);
+        MemoryRegion region = new MemoryRegion(mr, this, buffer, address, length, access,
+            (int) keys, (int) (keys >>> 32));
+        children.add(region);
+        return region;
+    }
+
+    void detach(NativeHandle child) {
+        children.remove(child);
+    }
+
+    long handleForChild() {
+        return handle();
+    }
+
+    @Override
+    protected void release(long handle) {
+        children.closeAll();
+        dealloc0(handle);
+        context.detach(this);
+    }
+
+    /** ibv_alloc_pd; pointer or -errno. */
+    private static native long alloc0(long context);
+
+    /** ibv_dealloc_pd; 0 or -errno. */
+    private static native int dealloc0(long pd);
+
+    /** ibv_reg_mr(pd, address, length, access); pointer or -errno. */
+    private static native long reg0(long pd, long address, long length, int access);
+}
