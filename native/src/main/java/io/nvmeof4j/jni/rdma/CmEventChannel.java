@@ -4,7 +4,6 @@ import io.nvmeof4j.jni.Errno;
 import io.nvmeof4j.jni.NativeHandle;
 import io.nvmeof4j.jni.NativeIoException;
 
-import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -22,44 +21,11 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p>Closing the channel closes the CM ids still open on it (and their queue pairs).
  */
 public final class CmEventChannel extends NativeHandle {
-    private static final int REC_TYPE;
-    private static final int REC_STATUS;
-    private static final int REC_ID;
-    private static final int REC_LISTEN_ID;
-    private static final int REC_PRIVATE_DATA_LEN;
-    private static final int REC_RESPONDER_RESOURCES;
-    private static final int REC_INITIATOR_DEPTH;
-    private static final int REC_FLOW_CONTROL;
-    private static final int REC_RETRY_COUNT;
-    private static final int REC_RNR_RETRY_COUNT;
-    private static final int REC_QP_NUM;
-    private static final int REC_PRIVATE_DATA;
-    private static final int REC_PRIVATE_DATA_MAX;
-    private static final int REC_SIZE;
-
-    static {
-        Rdma.ensureLoaded();
-        REC_SIZE = RdmaLayout.get(RdmaLayout.CM_EVENT_SIZE);
-        REC_TYPE = RdmaLayout.get(RdmaLayout.CM_EVENT_TYPE);
-        REC_STATUS = RdmaLayout.get(RdmaLayout.CM_EVENT_STATUS);
-        REC_ID = RdmaLayout.get(RdmaLayout.CM_EVENT_ID);
-        REC_LISTEN_ID = RdmaLayout.get(RdmaLayout.CM_EVENT_LISTEN_ID);
-        REC_PRIVATE_DATA_LEN = RdmaLayout.get(RdmaLayout.CM_EVENT_PRIVATE_DATA_LEN);
-        REC_RESPONDER_RESOURCES = RdmaLayout.get(RdmaLayout.CM_EVENT_RESPONDER_RESOURCES);
-        REC_INITIATOR_DEPTH = RdmaLayout.get(RdmaLayout.CM_EVENT_INITIATOR_DEPTH);
-        REC_FLOW_CONTROL = RdmaLayout.get(RdmaLayout.CM_EVENT_FLOW_CONTROL);
-        REC_RETRY_COUNT = RdmaLayout.get(RdmaLayout.CM_EVENT_RETRY_COUNT);
-        REC_RNR_RETRY_COUNT = RdmaLayout.get(RdmaLayout.CM_EVENT_RNR_RETRY_COUNT);
-        REC_QP_NUM = RdmaLayout.get(RdmaLayout.CM_EVENT_QP_NUM);
-        REC_PRIVATE_DATA = RdmaLayout.get(RdmaLayout.CM_EVENT_PRIVATE_DATA);
-        REC_PRIVATE_DATA_MAX = RdmaLayout.get(RdmaLayout.CM_EVENT_PRIVATE_DATA_MAX);
-    }
-
     private final Map<Long, CmId> ids = new ConcurrentHashMap<>();
     private final Children children = new Children();
     private final ArrayDeque<CmEvent> deferred = new ArrayDeque<>();
-    private final ByteBuffer record = Rdma.allocateAligned(REC_SIZE, 64);
-    private final long recordAddress = Rdma.address(record);
+    private final CmEventRecord record = new CmEventRecord();
+    private final long recordAddress = record.address();
     private final int fd;
 
     private CmEventChannel(long handle) {
@@ -212,19 +178,12 @@ public final class CmEventChannel extends NativeHandle {
     }
 
     private CmEvent decode() {
-        int typeValue = record.getInt(REC_TYPE);
-        CmEventType type = CmEventType.of(typeValue);
-        int status = record.getInt(REC_STATUS);
-        long idPtr = record.getLong(REC_ID);
-        long listenPtr = record.getLong(REC_LISTEN_ID);
-        int len = Math.min(record.getInt(REC_PRIVATE_DATA_LEN), REC_PRIVATE_DATA_MAX);
-        byte[] privateData = new byte[Math.max(0, Math.min(len, 255))];
-        record.get(REC_PRIVATE_DATA, privateData);
-        ConnectionParameters params = new ConnectionParameters(privateData,
-            record.getInt(REC_RESPONDER_RESOURCES), record.getInt(REC_INITIATOR_DEPTH),
-            record.getInt(REC_FLOW_CONTROL), Math.min(7, record.getInt(REC_RETRY_COUNT)),
-            Math.min(7, record.getInt(REC_RNR_RETRY_COUNT)));
-        int qpNum = record.getInt(REC_QP_NUM);
+        CmEventType type = CmEventType.of(record.type());
+        int status = record.status();
+        long idPtr = record.id();
+        long listenPtr = record.listenId();
+        ConnectionParameters params = record.parameters();
+        int qpNum = record.qpNum();
         if (type == null) {
             return null;
         }
