@@ -83,6 +83,8 @@ final class RdmaControllerQueue implements TransportQueue {
     private final String peer;
     private final ByteBuffer memory;
     private final MemoryKeys memoryKeys;
+    /** The pool region's registration with this queue's protection domain. */
+    private final MemoryKeys poolKeys;
     /** Runs once the queue pair is destroyed: deregisters the memory, forgets the CM id. */
     private final Runnable onDestroyed;
     private final int receiveStride;
@@ -112,7 +114,7 @@ final class RdmaControllerQueue implements TransportQueue {
 
     RdmaControllerQueue(RdmaPollGroup group, QueuePairVerbs verbs, QueueSizing sizing, PortOptions portOptions,
                         QueueHandlerFactory handlers, TransportAddress localAddress, String peer, ByteBuffer memory,
-                        MemoryKeys memoryKeys, Runnable onDestroyed) {
+                        MemoryKeys memoryKeys, MemoryKeys poolKeys, Runnable onDestroyed) {
         this.group = group;
         this.verbs = verbs;
         this.sizing = sizing;
@@ -122,6 +124,7 @@ final class RdmaControllerQueue implements TransportQueue {
         this.peer = peer;
         this.memory = memory.order(ByteOrder.LITTLE_ENDIAN);
         this.memoryKeys = memoryKeys;
+        this.poolKeys = poolKeys;
         this.onDestroyed = onDestroyed;
         this.receiveStride = receiveStride(sizing);
         this.maxTransferSize = Math.min(portOptions.maxDataTransferSize(), group.pool().maxBufferSize());
@@ -513,8 +516,8 @@ final class RdmaControllerQueue implements TransportQueue {
         request.pooled = true;
         if (request.transfer == RdmaRequest.TRANSFER_READ) {
             request.state(RdmaRequest.READING);
-            long local = group.addressOf(buffer);
-            int rc = verbs.postRead(WR_READ | request.index, local, request.dataLength, group.poolLkey(),
+            long local = poolKeys.address() + group.regionOffset(buffer);
+            int rc = verbs.postRead(WR_READ | request.index, local, request.dataLength, poolKeys.lkey(),
                 request.remoteAddress, request.remoteKey);
             if (rc < 0) {
                 close("posting an RDMA READ failed: errno " + -rc);
@@ -567,8 +570,8 @@ final class RdmaControllerQueue implements TransportQueue {
         int rc;
         int index = request.index;
         if (NvmeStatus.isSuccess(status) && request.transfer == RdmaRequest.TRANSFER_WRITE) {
-            rc = verbs.postWriteAndSend(WR_WRITE | index, group.addressOf(request.data), request.dataLength,
-                group.poolLkey(), request.remoteAddress, request.remoteKey, WR_SEND | index, request.responseAddress,
+            rc = verbs.postWriteAndSend(WR_WRITE | index, poolKeys.address() + group.regionOffset(request.data), request.dataLength,
+                poolKeys.lkey(), request.remoteAddress, request.remoteKey, WR_SEND | index, request.responseAddress,
                 CompletionQueueEntry.LENGTH, memoryKeys.lkey(), request.invalidateKey);
             if (rc == 0) {
                 contextWorkRequests[index] = 2;

@@ -41,11 +41,9 @@ public final class RdmaPollGroup implements PollGroup {
     }
 
     private final OffHeapBufferPool pool;
-    private final MemoryKeys poolKeys;
     private final CompletionWaiter waiter;
-    /** Released when the group closes (the pool region's registration, the device's resources). */
+    /** Released when the group closes, after its queues (the pool region's registrations, the devices' resources). */
     private final AutoCloseable resources;
-    private final Object device;
     private final WorkCompletions completions = new WorkCompletions(POLL_BATCH);
     private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
     private volatile Thread reactorThread;
@@ -60,32 +58,23 @@ public final class RdmaPollGroup implements PollGroup {
     private RdmaRequest parkedTail;
 
     /**
-     * @param pool      the reactor's pool; its region must be registered as {@code poolKeys}
-     * @param poolKeys  the registration of {@code pool.region()} with the device's protection domain
-     * @param waiter    the completion channel the queues' completion queues report to
-     * @param device    what the transport needs to create queue pairs on this group (opaque here)
+     * @param pool      the reactor's pool, built over a region; the transport registers the region once with each
+     *                  device's protection domain this group serves, and hands each queue those keys
+     * @param waiter    the completion channel(s) the queues' completion queues report to
      * @param resources closed with the group, after its queues
      */
-    public RdmaPollGroup(OffHeapBufferPool pool, MemoryKeys poolKeys, CompletionWaiter waiter, Object device,
-                         AutoCloseable resources) {
+    public RdmaPollGroup(OffHeapBufferPool pool, CompletionWaiter waiter, AutoCloseable resources) {
         if (pool.region() == null) {
             throw new IllegalArgumentException("an RDMA poll group needs a buffer pool built over a region "
                 + "(new OffHeapBufferPool(max, region)): the region is registered once with the device");
         }
         this.pool = pool;
-        this.poolKeys = poolKeys;
         this.waiter = waiter;
-        this.device = device;
         this.resources = resources;
     }
 
     public OffHeapBufferPool pool() {
         return pool;
-    }
-
-    /** The transport's per-device state for this group. */
-    public Object device() {
-        return device;
     }
 
     CompletionWaiter waiter() {
@@ -281,17 +270,13 @@ public final class RdmaPollGroup implements PollGroup {
 
     // ---- data buffers ------------------------------------------------------------------------------------------
 
-    /** Registered address of a pool buffer. */
-    long addressOf(ByteBuffer buffer) {
+    /** Where a pool buffer starts inside the pool's region (add the region's registered address). */
+    long regionOffset(ByteBuffer buffer) {
         long offset = pool.regionOffset(buffer);
         if (offset < 0) {
             throw new IllegalArgumentException("buffer " + buffer + " is not from this group's registered pool");
         }
-        return poolKeys.address() + offset;
-    }
-
-    int poolLkey() {
-        return poolKeys.lkey();
+        return offset;
     }
 
     ByteBuffer acquireInOrder(int length) {

@@ -33,6 +33,7 @@ class RdmaControllerQueueTest {
     private ByteBuffer hostMemory;
     private MemoryKeys hostKeys;
     private MemoryKeys queueKeys;
+    private MemoryKeys poolKeys;
     private int cid = 1;
 
     @BeforeEach
@@ -40,8 +41,8 @@ class RdmaControllerQueueTest {
         memory = new FakeMemory();
         ByteBuffer region = ByteBuffer.allocateDirect(8 << 20);
         pool = new OffHeapBufferPool(1 << 20, region);
-        MemoryKeys poolKeys = memory.register(region);
-        group = new RdmaPollGroup(pool, poolKeys, new FakeWaiter(), null, null);
+        poolKeys = memory.register(region);
+        group = new RdmaPollGroup(pool, new FakeWaiter(), null);
         group.poll(); // binds the reactor thread: this one
         handlers = new RamHandlers();
         hostMemory = ByteBuffer.allocateDirect(2 << 20).order(ByteOrder.LITTLE_ENDIAN);
@@ -57,7 +58,7 @@ class RdmaControllerQueueTest {
         MemoryKeys keys = queueKeys;
         queue = new RdmaControllerQueue(group, qp, sizing, PORT, handlers,
             new TransportAddress(TransportType.RDMA, AddressFamily.IPV4, "10.0.2.15", "4420"), "10.0.2.15:50000",
-            queueMemory, keys, () -> memory.deregister(keys));
+            queueMemory, keys, poolKeys, () -> memory.deregister(keys));
         assertThat(queue.postInitialReceives()).isZero();
         assertThat(qp.postedReceives()).isEqualTo(sqSize);
         queue.onEstablished();

@@ -1,0 +1,136 @@
+package io.nvmeof4j.rdma;
+
+import io.nvmeof4j.jni.NativeIoException;
+import io.nvmeof4j.jni.rdma.CmId;
+import io.nvmeof4j.jni.rdma.CompletionQueue;
+import io.nvmeof4j.jni.rdma.QueuePair;
+import io.nvmeof4j.jni.rdma.ReceiveWorkRequests;
+import io.nvmeof4j.jni.rdma.SendWorkRequests;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * {@link QueuePairVerbs} over the JNI layer: one CM id with its RC queue pair and one completion queue for both
+ * directions. Work requests are written into preallocated {@link SendWorkRequests}/{@link ReceiveWorkRequests}
+ * flyweights and posted with one JNI crossing each (the RDMA WRITE and the response SEND of a read as one chained
+ * post); completions are polled in one crossing into a preallocated native array and copied into the caller's
+ * {@link WorkCompletions} arrays. Nothing allocates per I/O.
+ */
+public final class JniQueuePair implements QueuePairVerbs {
+    private static final Logger LOG = LoggerFactory.getLogger(JniQueuePair.class);
+
+    private final CmId id;
+    private final QueuePair qp;
+    private final CompletionQueue cq;
+    private final SendWorkRequests sends = new SendWorkRequests(2, 1);
+    private final ReceiveWorkRequests receives = new ReceiveWorkRequests(1, 1);
+    private final io.nvmeof4j.jni.rdma.WorkCompletions polled;
+    private boolean disconnected;
+    private boolean destroyed;
+
+    public JniQueuePair(CmId id, QueuePair qp, CompletionQueue cq, int pollBatch) {
+        this.id = id;
+        this.qp = qp;
+        this.cq = cq;
+        this.polled = new io.nvmeof4j.jni.rdma.WorkCompletions(pollBatch);
+    }
+
+    public CmId cmId() {
+        return id;
+    }
+
+    @Override
+    public int postReceive(long wrId, long address, int length, int lkey) {
+        receives.set(0, wrId).sge(0, 0, address, length, lkey);
+        return qp.postReceive(receives, 1);
+    }
+
+    @Override
+    public int postSend(long wrId, long address, int length, int lkey, int invalidateRkey) {
+        if (invalidateRkey != 0) {
+            sends.sendWithInvalidate(0, wrId, SendWorkRequests.FLAG_SIGNALED, invalidateRkey);
+        } else {
+            sends.send(0, wrId, SendWorkRequests.FLAG_SIGNALED);
+        }
+        sends.sge(0, 0, address, length, lkey);
+        return qp.postSend(sends, 1);
+    }
+
+    @Override
+    public int postWriteAndSend(long writeWrId, long address, int length, int lkey, long remoteAddress, int rkey,
+                                long sendWrId, long sendAddress, int sendLength, int sendLkey, int invalidateRkey) {
+        sends.rdmaWrite(0, writeWrId, 0, remoteAddress, rkey).sge(0, 0, address, length, lkey);
+        if (invalidateRkey != 0) {
+            sends.sendWithInvalidate(1, sendWrId, SendWorkRequests.FLAG_SIGNALED, invalidateRkey);
+        } else {
+            sends.send(1, sendWrId, SendWorkRequests.FLAG_SIGNALED);
+        }
+        sends.sge(1, 0, sendAddress, sendLength, sendLkey);
+        int rc = qp.postSend(sends, 2);
+        if (rc < 0 && sends.failedIndex() == 1) {
+            // The WRITE went out and will complete (flushed, once the queue is torn down); only the SEND failed.
+            LOG.debug("{}: response SEND not posted after its RDMA WRITE: errno {}", id.peer(), -rc);
+        }
+        return rc;
+    }
+
+    @Override
+    public int postRead(long wrId, long address, int length, int lkey, long remoteAddress, int rkey) {
+        sends.rdmaRead(0, wrId, SendWorkRequests.FLAG_SIGNALED, remoteAddress, rkey).sge(0, 0, address, length, lkey);
+        return qp.postSend(sends, 1);
+    }
+
+    @Override
+    public int poll(WorkCompletions out) {
+        if (out.capacity() < polled.capacity()) {
+            throw new IllegalArgumentException("a batch of " + out.capacity() + " cannot take a poll of "
+                + polled.capacity());
+        }
+        int n = cq.poll(polled);
+        if (n <= 0) {
+            return n;
+        }
+        for (int i = 0; i < n; i++) {
+            out.wrId[i] = polled.wrId(i);
+            out.status[i] = polled.status(i);
+            out.opcode[i] = polled.opcode(i);
+            out.byteLength[i] = polled.byteLength(i);
+            out.vendorError[i] = polled.vendorError(i);
+        }
+        return n;
+    }
+
+    @Override
+    public int armNotification() {
+        try {
+            cq.requestNotify(false);
+            return 0;
+        } catch (NativeIoException e) {
+            return -e.errno();
+        }
+    }
+
+    @Override
+    public void disconnect() {
+        if (disconnected || destroyed) {
+            return;
+        }
+        disconnected = true;
+        try {
+            id.disconnect();
+        } catch (NativeIoException | IllegalStateException e) {
+            // Already disconnected by the peer (EINVAL), or the id is gone: the queue pair is in error either way.
+            LOG.debug("{}: rdma_disconnect: {}", id.peer(), e.getMessage());
+        }
+    }
+
+    @Override
+    public void destroy() {
+        if (destroyed) {
+            return;
+        }
+        destroyed = true;
+        id.close(); // destroys the queue pair, then the id
+        cq.close();
+    }
+}
