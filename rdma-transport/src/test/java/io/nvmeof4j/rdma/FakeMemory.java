@@ -8,7 +8,7 @@ import java.util.List;
  * Registered memory of a fake fabric: each registration gets a made-up address range and keys, and RDMA
  * operations of the fake queue pairs resolve addresses back to the buffers. Unit tests only.
  */
-final class FakeMemory {
+public final class FakeMemory {
     private record Region(long address, ByteBuffer buffer, int lkey, int rkey) {
     }
 
@@ -16,7 +16,7 @@ final class FakeMemory {
     private long nextAddress = 0x10_0000_0000L;
     private int nextKey = 0x100;
 
-    synchronized MemoryKeys register(ByteBuffer buffer) {
+    public synchronized MemoryKeys register(ByteBuffer buffer) {
         long address = nextAddress;
         nextAddress += (buffer.capacity() + 0xFFFFL) & ~0xFFFFL;
         int lkey = nextKey++;
@@ -25,11 +25,11 @@ final class FakeMemory {
         return new MemoryKeys(address, buffer.capacity(), lkey, rkey);
     }
 
-    synchronized void deregister(MemoryKeys keys) {
+    public synchronized void deregister(MemoryKeys keys) {
         regions.removeIf(r -> r.address == keys.address());
     }
 
-    synchronized int registrations() {
+    public synchronized int registrations() {
         return regions.size();
     }
 

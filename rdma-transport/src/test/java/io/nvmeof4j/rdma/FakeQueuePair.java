@@ -10,8 +10,8 @@ import java.util.List;
  * {@link FakeMemory}. Two ends can be {@linkplain #pair paired} (a SEND on one lands in the other's receive); an
  * unpaired end records what it sends so a test can play the peer by hand. Unit tests only.
  */
-final class FakeQueuePair implements QueuePairVerbs {
-    record Sent(long wrId, byte[] bytes, int invalidateRkey) {
+public final class FakeQueuePair implements QueuePairVerbs {
+    public record Sent(long wrId, byte[] bytes, int invalidateRkey) {
     }
 
     private record Receive(long wrId, long address, int length, int lkey) {
@@ -23,26 +23,26 @@ final class FakeQueuePair implements QueuePairVerbs {
     private final FakeMemory memory;
     private final ArrayDeque<Receive> receives = new ArrayDeque<>();
     private final ArrayDeque<Completion> completions = new ArrayDeque<>();
-    final List<Sent> sent = new ArrayList<>();
+    public final List<Sent> sent = new ArrayList<>();
     FakeQueuePair peer;
-    boolean disconnected;
-    boolean destroyed;
+    public boolean disconnected;
+    public boolean destroyed;
     int armed;
     /** When set, the next RDMA READ fails with this status (e.g. 10, remote access error). */
     int failNextRead;
-    int reads;
-    int writes;
+    public int reads;
+    public int writes;
 
-    FakeQueuePair(FakeMemory memory) {
+    public FakeQueuePair(FakeMemory memory) {
         this.memory = memory;
     }
 
-    static void pair(FakeQueuePair a, FakeQueuePair b) {
+    public static void pair(FakeQueuePair a, FakeQueuePair b) {
         a.peer = b;
         b.peer = a;
     }
 
-    int postedReceives() {
+    public int postedReceives() {
         return receives.size();
     }
 

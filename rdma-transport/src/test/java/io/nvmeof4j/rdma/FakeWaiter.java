@@ -4,7 +4,7 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 
 /** A completion channel stand-in: await sleeps until woken or timed out. Unit tests only. */
-final class FakeWaiter implements CompletionWaiter {
+public final class FakeWaiter implements CompletionWaiter {
     private final Semaphore permits = new Semaphore(0);
     volatile boolean closed;
 

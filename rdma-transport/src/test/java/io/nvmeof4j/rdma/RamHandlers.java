@@ -17,12 +17,12 @@ import java.util.concurrent.LinkedBlockingQueue;
  * returns it, anything else succeeds without data. Fabrics commands (0x7F) call {@link TransportQueue#connected}.
  * With {@link #hold} set, commands wait in {@link #held} for the test to complete them.
  */
-final class RamHandlers implements QueueHandlerFactory {
-    final byte[] ram = new byte[4 << 20];
+public final class RamHandlers implements QueueHandlerFactory {
+    public final byte[] ram = new byte[4 << 20];
     final List<TransportQueue> opened = new CopyOnWriteArrayList<>();
-    final List<String> closed = new CopyOnWriteArrayList<>();
+    public final List<String> closed = new CopyOnWriteArrayList<>();
     final LinkedBlockingQueue<Request> held = new LinkedBlockingQueue<>();
-    volatile boolean hold;
+    public volatile boolean hold;
 
     @Override
     public QueueHandler open(TransportQueue queue) {
