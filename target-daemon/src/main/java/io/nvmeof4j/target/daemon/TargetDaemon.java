@@ -1,9 +1,12 @@
 package io.nvmeof4j.target.daemon;
 
+import io.nvmeof4j.jni.rdma.Rdma;
 import io.nvmeof4j.protocol.buffer.OffHeapBufferPool;
 import io.nvmeof4j.protocol.spi.PollGroup;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportListener;
+import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.rdma.RdmaControllerTransport;
 import io.nvmeof4j.target.backend.BlockDevice;
 import io.nvmeof4j.target.backend.FileBlockDevice;
 import io.nvmeof4j.target.backend.NullBlockDevice;
@@ -31,6 +34,7 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -48,10 +52,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <h2>Start</h2>
  * {@link #start} checks the files the configuration names once more, opens every enabled namespace's device,
- * builds the {@link TargetModel}, creates one {@link OffHeapBufferPool} and one NVMe/TCP poll group per reactor
- * and starts the reactors, then binds every NVMe/TCP port in configuration order (port 0: any free port; the
- * model's port is replaced by its bound form), each with its own {@link ControllerQueueHandlerFactory}. RDMA ports
- * are skipped with a warning: this build has no RDMA transport. If any step fails, everything done so far is
+ * builds the {@link TargetModel}, creates one {@link OffHeapBufferPool} (over one region, which the RDMA transport
+ * registers once per protection domain) and per reactor an NVMe/TCP poll group and, when RDMA ports are configured
+ * and RDMA is available, an NVMe-oF/RDMA poll group drawing on the same pool; starts the reactors, then binds every
+ * port in configuration order (port 0: any free port; the model's port is replaced by its bound form), each with its
+ * own {@link ControllerQueueHandlerFactory}. Without RDMA (no rdma-core, no device) RDMA ports are skipped with a
+ * warning giving {@code Rdma.unavailabilityCause()}, and the rest is served. If any step fails, everything done so far is
  * undone (listeners closed, reactors stopped, devices closed, files this start created removed) and the error
  * is thrown: the daemon never half-starts.
  *
@@ -79,6 +85,9 @@ public final class TargetDaemon implements AutoCloseable {
     private final List<TransportListener> listeners = new ArrayList<>();
     private final List<TransportAddress> listenAddresses = new ArrayList<>();
     private TcpControllerTransport transport;
+    private RdmaControllerTransport rdmaTransport;
+    /** The ports started: every configured port, less RDMA ports when RDMA is unavailable. */
+    private List<PortConfig> servedPorts = List.of();
     private ControllerRegistry registry;
     private boolean started;
     private final AtomicBoolean closing = new AtomicBoolean();
@@ -112,24 +121,32 @@ public final class TargetDaemon implements AutoCloseable {
         long begin = System.nanoTime();
         DaemonSettings settings = config.daemon();
         LOG.info("nvmeof4j target {} starting: {} subsystem(s), {} port(s), {} reactor(s), idle strategy {}",
-            BuildVersion.version(), config.subsystems().size(), config.servablePorts().size(), settings.reactors(),
+            BuildVersion.version(), config.subsystems().size(), config.ports().size(), settings.reactors(),
             settings.idleStrategy().configName());
-        for (PortConfig p : config.ports()) {
-            if (!p.isServable()) {
-                LOG.warn("{} (portid {}, {}): not served: RDMA is not available in this build (NVMe/TCP only)",
-                    p.where(), p.portId(), p.address());
-            }
-        }
+        servedPorts = portsToServe();
         buildModel(settings);
         warnIfDirectMemoryShort(settings);
 
         transport = new TcpControllerTransport();
+        boolean rdma = servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.RDMA);
+        if (rdma) {
+            rdmaTransport = new RdmaControllerTransport();
+        }
         List<PollGroup> groups = new ArrayList<>();
+        List<PollGroup> rdmaGroups = new ArrayList<>();
         int largestBuffer = config.largestBuffer();
         for (int i = 0; i < settings.reactors(); i++) {
             Reactor reactor = new Reactor("nvmeof-reactor-" + i, settings.idleStrategy(), settings.idleSpinNanos());
             reactors.add(reactor);
-            PollGroup group = transport.createPollGroup(new OffHeapBufferPool(largestBuffer, settings.bufferPoolBytes()));
+            OffHeapBufferPool pool = new OffHeapBufferPool(largestBuffer,
+                ByteBuffer.allocateDirect((int) Math.min(settings.bufferPoolBytes(), 1L << 30)));
+            if (rdma) {
+                // First: an idle reactor blocks on its first group's wait primitive (here the completion channel).
+                PollGroup rdmaGroup = rdmaTransport.createPollGroup(pool);
+                reactor.add(rdmaGroup);
+                rdmaGroups.add(rdmaGroup);
+            }
+            PollGroup group = transport.createPollGroup(pool);
             reactor.add(group);
             groups.add(group);
         }
@@ -139,12 +156,14 @@ public final class TargetDaemon implements AutoCloseable {
         registry = new ControllerRegistry(config.maxIoQueues());
         NvmCommands nvm = new NvmCommands();
 
-        for (PortConfig pc : config.servablePorts()) {
+        for (PortConfig pc : servedPorts) {
             Port port = findPort(pc.portId());
             ControllerQueueHandlerFactory handlers = new ControllerQueueHandlerFactory(model, port, nvm, registry);
             TransportListener listener;
             try {
-                listener = transport.listen(port.address(), port.options(), groups, handlers);
+                listener = pc.transportType() == TransportType.RDMA
+                    ? rdmaTransport.listen(port.address(), port.options(), rdmaGroups, handlers)
+                    : transport.listen(port.address(), port.options(), groups, handlers);
             } catch (IOException e) {
                 throw new IOException(pc.where() + " (portid " + pc.portId() + "): " + e.getMessage(), e);
             }
@@ -155,6 +174,35 @@ public final class TargetDaemon implements AutoCloseable {
         started = true;
         LOG.info("nvmeof4j target started in {} ms, listening on {}",
             TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - begin), listenAddresses);
+    }
+
+    /**
+     * The configured ports this machine can serve: RDMA ports only when RDMA is available (else each is named
+     * with the reason, and the daemon serves the rest).
+     */
+    private List<PortConfig> portsToServe() throws IOException {
+        List<PortConfig> served = new ArrayList<>();
+        Throwable rdmaCause = null;
+        boolean rdmaChecked = false;
+        for (PortConfig p : config.servablePorts()) {
+            if (p.transportType() == TransportType.RDMA) {
+                if (!rdmaChecked) {
+                    rdmaCause = Rdma.unavailabilityCause();
+                    rdmaChecked = true;
+                }
+                if (rdmaCause != null) {
+                    LOG.warn("{} (portid {}, {}): not served: RDMA is unavailable: {}", p.where(), p.portId(),
+                        p.address(), rdmaCause.getMessage());
+                    continue;
+                }
+            }
+            served.add(p);
+        }
+        if (served.isEmpty()) {
+            throw new IOException("nothing to serve: every port is RDMA and RDMA is unavailable: "
+                + (rdmaCause == null ? "?" : rdmaCause.getMessage()));
+        }
+        return served;
     }
 
     private Port findPort(int portId) {
@@ -184,7 +232,7 @@ public final class TargetDaemon implements AutoCloseable {
             }
             model.addSubsystem(subsystem);
         }
-        for (PortConfig pc : config.servablePorts()) {
+        for (PortConfig pc : servedPorts) {
             Set<String> exported = new LinkedHashSet<>(pc.subsystems());
             model.addPort(new Port(pc.portId(), pc.address(), pc.options(), exported));
         }
@@ -330,6 +378,9 @@ public final class TargetDaemon implements AutoCloseable {
         }
         if (transport != null) {
             step("closing the NVMe/TCP transport", transport::close);
+        }
+        if (rdmaTransport != null) {
+            step("closing the NVMe-oF/RDMA transport", rdmaTransport::close);
         }
         for (int i = devices.size() - 1; i >= 0; i--) {
             OpenDevice open = devices.get(i);
