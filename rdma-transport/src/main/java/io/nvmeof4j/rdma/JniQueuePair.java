@@ -22,8 +22,13 @@ public final class JniQueuePair implements QueuePairVerbs {
     private final CmId id;
     private final QueuePair qp;
     private final CompletionQueue cq;
-    private final SendWorkRequests sends = new SendWorkRequests(2, 1);
-    private final ReceiveWorkRequests receives = new ReceiveWorkRequests(1, 1);
+    /*
+     * Capacities of 4: the JNI layer's aligned allocation (Rdma.allocateAligned, alignedSlice(64)) can come out short
+     * when the batch's byte size is not a multiple of 64 (2 send WRs + SGEs = 288 bytes failed with "newLimit >
+     * capacity"); 4 entries of either kind are a multiple of 64 bytes on x86-64. Only entries 0 and 1 are used.
+     */
+    private final SendWorkRequests sends = new SendWorkRequests(4, 1);
+    private final ReceiveWorkRequests receives = new ReceiveWorkRequests(4, 1);
     private final io.nvmeof4j.jni.rdma.WorkCompletions polled;
     private boolean disconnected;
     private boolean destroyed;
