@@ -146,9 +146,12 @@ public final class TargetDaemon implements AutoCloseable {
                 reactor.add(rdmaGroup);
                 rdmaGroups.add(rdmaGroup);
             }
-            PollGroup group = transport.createPollGroup(pool);
-            reactor.add(group);
-            groups.add(group);
+            if (!rdma || servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.TCP)) {
+                // Only when TCP ports exist: an idle group still costs a selectNow per reactor round.
+                PollGroup group = transport.createPollGroup(pool);
+                reactor.add(group);
+                groups.add(group);
+            }
         }
         for (Reactor reactor : reactors) {
             reactor.start();
