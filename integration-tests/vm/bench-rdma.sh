@@ -10,7 +10,9 @@
 # (see integration-tests/vm/README.md). Prints a table and writes bench-rdma-summary.json into the results folder.
 #
 #   integration-tests/vm/bench-rdma.sh [--runtime 8] [--warmup 10] [--size 256M] [--results DIR]
-#                                      [--ours-settings '{"idle_strategy": "busy"}']
+#                                      [--ours-settings '{"idle_strategy": "busy"}'] [--ours-backend file|ram]
+#                                      [--skip-kernel]   (only our target: for quick comparisons of our settings)
+#                                      [--guest-java-opts OPTS]  (default -XX:TieredStopAtLevel=1)
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PROJECT="$(cd "$HERE/../.." && pwd)"
@@ -74,6 +76,7 @@ PY
 
     # ---- 1. kernel target: fio, then our perf --------------------------------------------------------------------
     nvmet_clear
+    if [ "${BENCH_SKIP_KERNEL:-0}" != 1 ]; then
     fill "$tmpfs/bench-kernel.img" "$size"
     if nvmet_subsystem "$KNQN" linux-nvmet kernelrdmabench1 && nvmet_file_ns "$KNQN" 1 "$tmpfs/bench-kernel.img" \
         && nvmet_port 1 rdma 10.0.2.15 4420 && nvmet_link 1 "$KNQN"; then
@@ -93,16 +96,22 @@ PY
     fi
     nvmet_clear
     rm -f "$tmpfs/bench-kernel.img"
+    fi
 
     # ---- 2. our target: fio --------------------------------------------------------------------------------------
-    fill "$tmpfs/bench-ours.img" "$size"
+    local device="{\"path\": \"$tmpfs/bench-ours.img\", \"size\": \"$size\", \"block_size\": 4096}"
+    if [ "${BENCH_OURS_BACKEND:-file}" = ram ]; then
+        device="{\"backend\": \"ram\", \"size\": \"$size\", \"block_size\": 4096}"
+    else
+        fill "$tmpfs/bench-ours.img" "$size"
+    fi
     local extra=""
     [ -n "${BENCH_OURS_SETTINGS:-}" ] && extra=", \"nvmeof4j\": $BENCH_OURS_SETTINGS"
     cat > "$tmpfs/bench-ours.json" <<J
 { "hosts": [], "ports": [ {"portid": 1, "addr": {"trtype": "rdma", "adrfam": "ipv4", "traddr": "10.0.2.15", "trsvcid": "4421"},
    "param": {"inline_data_size": "4096"}, "subsystems": ["$ONQN"]} ],
   "subsystems": [ {"nqn": "$ONQN", "attr": {"allow_any_host": "1", "serial": "nvmeof4jrdmabnch", "model": "nvmeof4j"},
-    "namespaces": [ {"nsid": 1, "enable": 1, "device": {"path": "$tmpfs/bench-ours.img", "size": "$size", "block_size": 4096}} ] } ]$extra }
+    "namespaces": [ {"nsid": 1, "enable": 1, "device": $device} ] } ]$extra }
 J
     "$PROJECT/bin/nvmeof-target" --config "$tmpfs/bench-ours.json" > "$res/bench-rdma-ours-daemon.log" 2>&1 &
     local pid=$! deadline=$(( $(date +%s) + 240 ))
@@ -121,6 +130,7 @@ J
     else
         echo "BENCH our daemon did not start: $(tail -n 5 "$res/bench-rdma-ours-daemon.log" | tr '\n' ' ')"; rc=1
     fi
+    echo "BENCH rxe0 counters: $(rdma statistic show link rxe0/1 2>/dev/null | tr '\n' ' ')"
     kill -TERM "$pid" 2>/dev/null
     for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
     kill -KILL "$pid" 2>/dev/null
@@ -162,7 +172,7 @@ if [ "${NVMEOF4J_IN_GUEST:-0}" = 1 ] && [ "${BENCH_GUEST:-0}" = 1 ]; then
     exit $?
 fi
 
-RUNTIME=8; WARMUP=10; SIZE=256M; SETTINGS=""
+RUNTIME=8; WARMUP=10; SIZE=256M; SETTINGS=""; BACKEND=file
 RESULTS="$PROJECT/integration-tests/target/bench-results/rdma-$(date +%Y%m%d-%H%M%S)"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -171,6 +181,9 @@ while [ $# -gt 0 ]; do
         --size) SIZE="$2"; shift 2 ;;
         --results) RESULTS="$2"; shift 2 ;;
         --ours-settings) SETTINGS="$2"; shift 2 ;;
+        --ours-backend) BACKEND="$2"; shift 2 ;;
+        --guest-java-opts) GJO="$2"; shift 2 ;;
+        --skip-kernel) SKIP_KERNEL=1; shift ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "bench-rdma.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -182,4 +195,6 @@ RESULTS="$(readlink -f "$RESULTS")"
 "$PROJECT/bin/nvmeof" help perf > "$RESULTS/cli-help.txt" 2>&1 || { echo "bin/nvmeof failed" >&2; exit 1; }
 "$PROJECT/bin/nvmeof-target" --version > "$RESULTS/target-version.txt" 2>&1 || { echo "bin/nvmeof-target failed" >&2; exit 1; }
 exec "$HERE/run-guest.sh" --timeout 900 --results "$RESULTS" --env BENCH_GUEST=1 --env BENCH_RUNTIME="$RUNTIME" \
-    --env BENCH_WARMUP="$WARMUP" --env BENCH_SIZE="$SIZE" --env BENCH_OURS_SETTINGS="$SETTINGS" "$HERE/bench-rdma.sh"
+    --env BENCH_WARMUP="$WARMUP" --env BENCH_SIZE="$SIZE" --env BENCH_OURS_SETTINGS="$SETTINGS" \
+    --env BENCH_OURS_BACKEND="$BACKEND" --env BENCH_SKIP_KERNEL="${SKIP_KERNEL:-0}" \
+    --env GUEST_JAVA_OPTS="${GJO:--XX:TieredStopAtLevel=1}" "$HERE/bench-rdma.sh"
