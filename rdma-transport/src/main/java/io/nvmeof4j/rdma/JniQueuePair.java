@@ -22,13 +22,16 @@ public final class JniQueuePair implements QueuePairVerbs {
     private final CmId id;
     private final QueuePair qp;
     private final CompletionQueue cq;
+    /** Send work requests staged per round at most (a fuller batch is posted at once). */
+    static final int SEND_BATCH = 64;
     /*
-     * Capacities of 4: the JNI layer's aligned allocation (Rdma.allocateAligned, alignedSlice(64)) can come out short
-     * when the batch's byte size is not a multiple of 64 (2 send WRs + SGEs = 288 bytes failed with "newLimit >
-     * capacity"); 4 entries of either kind are a multiple of 64 bytes on x86-64. Only entries 0 and 1 are used.
+     * Capacities that are multiples of 4: the JNI layer's aligned allocation (Rdma.allocateAligned, alignedSlice(64))
+     * comes out short when a batch's byte size is not a multiple of 64 (2 send WRs + SGEs = 288 bytes failed with
+     * "newLimit > capacity"); 4 entries of either kind are a multiple of 64 bytes on x86-64. One receive is used.
      */
-    private final SendWorkRequests sends = new SendWorkRequests(4, 1);
+    private final SendWorkRequests sends = new SendWorkRequests(SEND_BATCH, 1);
     private final ReceiveWorkRequests receives = new ReceiveWorkRequests(4, 1);
+    private int staged;
     private final io.nvmeof4j.jni.rdma.WorkCompletions polled;
     private boolean disconnected;
     private boolean destroyed;
@@ -50,39 +53,84 @@ public final class JniQueuePair implements QueuePairVerbs {
         return qp.postReceive(receives, 1);
     }
 
+    /** Makes room for {@code n} more staged entries, posting the batch when full; 0 or -errno. */
+    private int room(int n) {
+        return staged + n > SEND_BATCH ? flushSends() : 0;
+    }
+
     @Override
     public int postSend(long wrId, long address, int length, int lkey, int invalidateRkey) {
-        if (invalidateRkey != 0) {
-            sends.sendWithInvalidate(0, wrId, SendWorkRequests.FLAG_SIGNALED, invalidateRkey);
-        } else {
-            sends.send(0, wrId, SendWorkRequests.FLAG_SIGNALED);
+        int rc = room(1);
+        if (rc < 0) {
+            return rc;
         }
-        sends.sge(0, 0, address, length, lkey);
-        return qp.postSend(sends, 1);
+        int i = staged;
+        if (invalidateRkey != 0) {
+            sends.sendWithInvalidate(i, wrId, SendWorkRequests.FLAG_SIGNALED, invalidateRkey);
+        } else {
+            sends.send(i, wrId, SendWorkRequests.FLAG_SIGNALED);
+        }
+        sends.sge(i, 0, address, length, lkey);
+        staged = i + 1;
+        return 0;
     }
 
     @Override
     public int postWriteAndSend(long writeWrId, long address, int length, int lkey, long remoteAddress, int rkey,
                                 long sendWrId, long sendAddress, int sendLength, int sendLkey, int invalidateRkey) {
-        sends.rdmaWrite(0, writeWrId, 0, remoteAddress, rkey).sge(0, 0, address, length, lkey);
-        if (invalidateRkey != 0) {
-            sends.sendWithInvalidate(1, sendWrId, SendWorkRequests.FLAG_SIGNALED, invalidateRkey);
-        } else {
-            sends.send(1, sendWrId, SendWorkRequests.FLAG_SIGNALED);
+        int rc = room(2);
+        if (rc < 0) {
+            return rc;
         }
-        sends.sge(1, 0, sendAddress, sendLength, sendLkey);
-        int rc = qp.postSend(sends, 2);
-        if (rc < 0 && sends.failedIndex() == 1) {
-            // The WRITE went out and will complete (flushed, once the queue is torn down); only the SEND failed.
-            LOG.debug("{}: response SEND not posted after its RDMA WRITE: errno {}", id.peer(), -rc);
+        int i = staged;
+        sends.rdmaWrite(i, writeWrId, 0, remoteAddress, rkey).sge(i, 0, address, length, lkey);
+        if (invalidateRkey != 0) {
+            sends.sendWithInvalidate(i + 1, sendWrId, SendWorkRequests.FLAG_SIGNALED, invalidateRkey);
+        } else {
+            sends.send(i + 1, sendWrId, SendWorkRequests.FLAG_SIGNALED);
+        }
+        sends.sge(i + 1, 0, sendAddress, sendLength, sendLkey);
+        staged = i + 2;
+        return 0;
+    }
+
+    @Override
+    public int postRead(long wrId, long address, int length, int lkey, long remoteAddress, int rkey) {
+        int rc = room(1);
+        if (rc < 0) {
+            return rc;
+        }
+        int i = staged;
+        sends.rdmaRead(i, wrId, SendWorkRequests.FLAG_SIGNALED, remoteAddress, rkey).sge(i, 0, address, length, lkey);
+        staged = i + 1;
+        return 0;
+    }
+
+    @Override
+    public int flushSends() {
+        int n = staged;
+        if (n == 0) {
+            return 0;
+        }
+        staged = 0;
+        int rc = qp.postSend(sends, n);
+        if (rc < 0) {
+            LOG.debug("{}: ibv_post_send of {} work requests failed at entry {}: errno {}", id.peer(), n,
+                sends.failedIndex(), -rc);
         }
         return rc;
     }
 
     @Override
-    public int postRead(long wrId, long address, int length, int lkey, long remoteAddress, int rkey) {
-        sends.rdmaRead(0, wrId, SendWorkRequests.FLAG_SIGNALED, remoteAddress, rkey).sge(0, 0, address, length, lkey);
-        return qp.postSend(sends, 1);
+    public int stagedSends() {
+        return staged;
+    }
+
+    @Override
+    public int discardStagedSends() {
+        int n = staged;
+        staged = 0;
+        return n;
     }
 
     @Override

@@ -297,6 +297,19 @@ final class RdmaControllerQueue implements TransportQueue {
         return verbs.armNotification();
     }
 
+    /** Posts the responses, RDMA READs and WRITEs staged this round in one chained post. Reactor thread. */
+    int flushSends() {
+        if (lifecycle == CLOSED || verbs.stagedSends() == 0) {
+            return 0;
+        }
+        int n = verbs.stagedSends();
+        int rc = verbs.flushSends();
+        if (rc < 0) {
+            close("posting " + n + " send work requests failed: errno " + -rc);
+        }
+        return 1;
+    }
+
     /** Polls this queue's completion queue once and handles what came. Reactor thread. */
     int poll(WorkCompletions wc) {
         if (lifecycle == CLOSED) {
@@ -633,6 +646,8 @@ final class RdmaControllerQueue implements TransportQueue {
         lifecycle = CLOSING;
         closeReason = reason;
         drainDeadline = System.nanoTime() + DRAIN_TIMEOUT_NANOS;
+        // Staged work requests never go out: they will not complete, so they are not waited for.
+        sendWorkRequests -= verbs.discardStagedSends();
         verbs.disconnect();
         if (!registeredInGroup) {
             group.register(this); // polled until drained even if it never got established

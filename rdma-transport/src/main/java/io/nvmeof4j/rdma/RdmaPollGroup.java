@@ -108,7 +108,17 @@ public final class RdmaPollGroup implements PollGroup {
         if (parkedHead != null) {
             work += retryParked();
         }
+        flushQueues();
         return work;
+    }
+
+    /** One chained post per queue for everything its commands staged this round. */
+    private void flushQueues() {
+        for (int i = queueCount - 1; i >= 0; i--) {
+            if (i < queueCount) {
+                queues[i].flushSends();
+            }
+        }
     }
 
     private int pollQueues() {
@@ -130,10 +140,12 @@ public final class RdmaPollGroup implements PollGroup {
             if (completedHead != null || !tasks.isEmpty()) {
                 return;
             }
+            flushQueues();
             for (int i = 0; i < queueCount; i++) {
                 queues[i].armNotification();
             }
             if (pollQueues() > 0 || timeoutNanos <= 0) {
+                flushQueues();
                 return;
             }
             waiter.await(timeoutNanos);
@@ -154,6 +166,7 @@ public final class RdmaPollGroup implements PollGroup {
         }
         closed = true;
         runTasks();
+        flushQueues();
         for (int i = queueCount - 1; i >= 0; i--) {
             if (i < queueCount) {
                 queues[i].finishClose();

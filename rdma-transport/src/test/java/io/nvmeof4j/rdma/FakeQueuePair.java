@@ -86,8 +86,51 @@ public final class FakeQueuePair implements QueuePairVerbs {
         return 0;
     }
 
+    private final java.util.List<Runnable> staged = new java.util.ArrayList<>();
+
+    @Override
+    public synchronized int flushSends() {
+        java.util.List<Runnable> ops = new java.util.ArrayList<>(staged);
+        staged.clear();
+        ops.forEach(Runnable::run);
+        return 0;
+    }
+
+    @Override
+    public synchronized int stagedSends() {
+        return staged.size();
+    }
+
+    @Override
+    public synchronized int discardStagedSends() {
+        int n = staged.size();
+        staged.clear();
+        return n;
+    }
+
     @Override
     public synchronized int postSend(long wrId, long address, int length, int lkey, int invalidateRkey) {
+        staged.add(() -> doSend(wrId, address, length, lkey, invalidateRkey));
+        return 0;
+    }
+
+    @Override
+    public synchronized int postWriteAndSend(long writeWrId, long address, int length, int lkey, long remoteAddress,
+                                             int rkey, long sendWrId, long sendAddress, int sendLength, int sendLkey,
+                                             int invalidateRkey) {
+        staged.add(() -> doWriteAndSend(writeWrId, address, length, lkey, remoteAddress, rkey, sendWrId, sendAddress,
+            sendLength, sendLkey, invalidateRkey));
+        staged.add(() -> { }); // the WRITE and the SEND are two work requests
+        return 0;
+    }
+
+    @Override
+    public synchronized int postRead(long wrId, long address, int length, int lkey, long remoteAddress, int rkey) {
+        staged.add(() -> doRead(wrId, address, length, lkey, remoteAddress, rkey));
+        return 0;
+    }
+
+    private synchronized int doSend(long wrId, long address, int length, int lkey, int invalidateRkey) {
         if (disconnected) {
             completions.add(new Completion(wrId, WorkCompletions.STATUS_WR_FLUSH_ERROR, WorkCompletions.OPCODE_SEND, 0));
             return 0;
@@ -101,10 +144,9 @@ public final class FakeQueuePair implements QueuePairVerbs {
         return 0;
     }
 
-    @Override
-    public synchronized int postWriteAndSend(long writeWrId, long address, int length, int lkey, long remoteAddress,
-                                             int rkey, long sendWrId, long sendAddress, int sendLength, int sendLkey,
-                                             int invalidateRkey) {
+    private synchronized int doWriteAndSend(long writeWrId, long address, int length, int lkey, long remoteAddress,
+                                            int rkey, long sendWrId, long sendAddress, int sendLength, int sendLkey,
+                                            int invalidateRkey) {
         if (disconnected) {
             completions.add(new Completion(writeWrId, WorkCompletions.STATUS_WR_FLUSH_ERROR,
                 WorkCompletions.OPCODE_RDMA_WRITE, 0));
@@ -131,8 +173,7 @@ public final class FakeQueuePair implements QueuePairVerbs {
         return 0;
     }
 
-    @Override
-    public synchronized int postRead(long wrId, long address, int length, int lkey, long remoteAddress, int rkey) {
+    private synchronized int doRead(long wrId, long address, int length, int lkey, long remoteAddress, int rkey) {
         if (disconnected) {
             completions.add(new Completion(wrId, WorkCompletions.STATUS_WR_FLUSH_ERROR,
                 WorkCompletions.OPCODE_RDMA_READ, 0));

@@ -26,6 +26,8 @@ public final class RdmaHostPollGroup implements HostPollGroup {
     private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
     private RdmaHostQueue[] queues = new RdmaHostQueue[8];
     private int queueCount;
+    private RdmaHostQueue[] flushList = new RdmaHostQueue[8];
+    private int flushCount;
     private volatile Thread thread;
     private volatile boolean closed;
     /** The device resources (JNI) or, in unit tests, null; closed after the queues. */
@@ -46,7 +48,35 @@ public final class RdmaHostPollGroup implements HostPollGroup {
         if (!tasks.isEmpty()) {
             work += runTasks();
         }
-        return work + pollQueues();
+        work += pollQueues();
+        return work + flush();
+    }
+
+    /**
+     * Posts the capsules submitted on this thread since the last flush, one chained post per queue. {@link #poll()}
+     * ends with it; a caller that submits outside a poll and wants the commands out at once calls it.
+     */
+    public int flush() {
+        int n = flushCount;
+        int work = 0;
+        for (int i = 0; i < n; i++) {
+            RdmaHostQueue q = flushList[i];
+            flushList[i] = null;
+            work += q.flushSends();
+        }
+        // Queues that asked again during the loop (a failed post closing a queue does not) were appended after n.
+        int later = flushCount - n;
+        System.arraycopy(flushList, n, flushList, 0, later);
+        java.util.Arrays.fill(flushList, later, flushCount, null);
+        flushCount = later;
+        return work;
+    }
+
+    void requestFlush(RdmaHostQueue queue) {
+        if (flushCount == flushList.length) {
+            flushList = Arrays.copyOf(flushList, flushCount * 2);
+        }
+        flushList[flushCount++] = queue;
     }
 
     private int pollQueues() {
@@ -62,13 +92,15 @@ public final class RdmaHostPollGroup implements HostPollGroup {
     @Override
     public void await(long timeoutNanos) {
         bindThread();
-        if (!tasks.isEmpty()) {
+        if (!tasks.isEmpty() || flushCount > 0) {
+            flush();
             return;
         }
         for (int i = 0; i < queueCount; i++) {
             queues[i].armNotification();
         }
         if (pollQueues() > 0 || timeoutNanos <= 0 || !tasks.isEmpty()) {
+            flush();
             return;
         }
         waiter.await(timeoutNanos);
@@ -109,6 +141,7 @@ public final class RdmaHostPollGroup implements HostPollGroup {
         }
         closed = true;
         runTasks();
+        flush();
         for (int i = queueCount - 1; i >= 0; i--) {
             if (i < queueCount) {
                 queues[i].destroyNow();

@@ -76,6 +76,8 @@ final class RdmaHostQueue implements HostQueue {
     private int postedSends;
     private long drainDeadline;
     boolean registered;
+    /** On the group's flush list (capsules staged). */
+    boolean flushQueued;
 
     static int stride(int inCapsuleDataSize) {
         return (SubmissionQueueEntry.LENGTH + inCapsuleDataSize + 63) & ~63;
@@ -242,11 +244,16 @@ final class RdmaHostQueue implements HostQueue {
         command.generation = (command.generation + 1) & 0xF;
         command.cid = command.generation << 12 | command.tag;
         command.sqe.commandId(command.cid);
+        // Staged: the poll group posts every capsule of the round in one chained post (flushSends).
         int rc = verbs.postSend(WR_SEND | command.tag, command.capsuleAddress, sendLength, queueKeys.lkey(), 0);
         if (rc < 0) {
             releaseData(command);
-            closeNow("posting a command capsule to " + peer + " failed: errno " + -rc);
+            closeNow("posting command capsules to " + peer + " failed: errno " + -rc);
             return -1;
+        }
+        if (!flushQueued) {
+            flushQueued = true;
+            group.requestFlush(this);
         }
         freeCount--;
         outstanding++;
@@ -281,6 +288,20 @@ final class RdmaHostQueue implements HostQueue {
     }
 
     // ---- completions ---------------------------------------------------------------------------------------------
+
+    /** Posts the capsules staged since the last flush in one chained post. Poll-group thread. */
+    int flushSends() {
+        flushQueued = false;
+        if (destroyed || !open || verbs.stagedSends() == 0) {
+            return 0;
+        }
+        int n = verbs.stagedSends();
+        int rc = verbs.flushSends();
+        if (rc < 0) {
+            closeNow("posting " + n + " command capsules to " + peer + " failed: errno " + -rc);
+        }
+        return 1;
+    }
 
     int armNotification() {
         return destroyed ? 0 : verbs.armNotification();
@@ -414,6 +435,7 @@ final class RdmaHostQueue implements HostQueue {
         open = false;
         closing = true;
         drainDeadline = System.nanoTime() + DRAIN_TIMEOUT_NANOS;
+        postedSends -= verbs.discardStagedSends(); // never posted: nothing will complete them
         verbs.disconnect(); // the queue pair is in error when this returns: no more DMA into host memory
         LOG.debug("NVMe/RDMA host queue {} closed: {}", peer, reason);
         for (RdmaHostCommand command : slots) {
