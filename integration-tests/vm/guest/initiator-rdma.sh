@@ -6,7 +6,8 @@
 # Each: the probe (discover, connect with 1 and 4 I/O queues, write-then-verify at 4 KiB / 128 KiB / 1 MiB, FUA,
 # deallocate reads zeros, flush, disconnect, a short callback-API load) with its PASS/FAIL names prefixed "kernel-" or
 # "ours-", then bin/nvmeof perf -t rdma for $PERF_SECONDS s (4 KiB randread, QD $PERF_QD, JSON saved as
-# $RESULTS_DIR/perf-{kernel,ours}.json). Prints PASS/FAIL lines and a SUMMARY; exits non-zero on any failure.
+# $RESULTS_DIR/perf-{kernel,ours}.json); against the kernel target also bin/nvmeof discover, identify, write and
+# read -t rdma (1 MiB written, read back, compared). Prints PASS/FAIL lines and a SUMMARY; exits non-zero on any failure.
 # InitiatorRdmaIT runs it with:
 #   integration-tests/vm/run-guest.sh --results DIR --env PROBE_CP=CLASSPATH integration-tests/vm/guest/initiator-rdma.sh
 # Environment (defaults in brackets): PROBE_CP (required), JAVA_BIN, SIZE_MB [64], PROBE_SEED, PROBE_PERF_SECONDS [3],
@@ -109,6 +110,31 @@ PY
     fi
 }
 
+cli_checks() { # cli_checks LABEL PORT NQN: bin/nvmeof discover, identify, write, read -t rdma (one JVM each)
+    local label="$1" out
+    if out="$(timeout 120 "$NVMEOF_CLI" discover -t rdma -a 10.0.2.15 -s "$2" 2>&1)" && echo "$out" | grep -q "$3"; then
+        pass "$label-cli-discover"
+    else
+        fail "$label-cli-discover" "$(echo "$out" | tail -n 3 | tr '\n' ' ')"
+    fi
+    if out="$(timeout 120 "$NVMEOF_CLI" identify -t rdma -a 10.0.2.15 -s "$2" -n "$3" --json 2>&1)" \
+        && echo "$out" | grep -q "$3"; then
+        pass "$label-cli-identify"
+    else
+        fail "$label-cli-identify" "$(echo "$out" | tail -n 3 | tr '\n' ' ')"
+    fi
+    head -c $((1024 * 1024)) /dev/urandom > "$RES/cli-$label-out.bin"
+    if out="$(timeout 120 "$NVMEOF_CLI" write -t rdma -a 10.0.2.15 -s "$2" -n "$3" --start-block 256 \
+            -d "$RES/cli-$label-out.bin" 2>&1)" \
+        && out="$(timeout 120 "$NVMEOF_CLI" read -t rdma -a 10.0.2.15 -s "$2" -n "$3" --start-block 256 -z 1M \
+            -d "$RES/cli-$label-in.bin" 2>&1)" \
+        && cmp -s "$RES/cli-$label-out.bin" "$RES/cli-$label-in.bin"; then
+        pass "$label-cli-write-read"
+    else
+        fail "$label-cli-write-read" "$(echo "$out" | tail -n 3 | tr '\n' ' ')"
+    fi
+}
+
 # ---- 1. the kernel target (nvmet-rdma) ------------------------------------------------------------------------------
 nvmet_clear
 if nvmet_subsystem "$KNQN" "linux-nvmet-it" "kernelrdma000001" \
@@ -118,6 +144,7 @@ if nvmet_subsystem "$KNQN" "linux-nvmet-it" "kernelrdma000001" \
     nvmet_show
     probe kernel 4420 "$KNQN"
     perf kernel 4420 "$KNQN"
+    cli_checks kernel 4420 "$KNQN"
 else
     fail kernel-target-setup "configfs setup of nvmet-rdma on 10.0.2.15:4420 failed"
 fi

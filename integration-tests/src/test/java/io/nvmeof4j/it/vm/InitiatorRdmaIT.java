@@ -23,7 +23,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Our initiator over NVMe-oF/RDMA (Soft-RoCE in the QEMU guest) against the Linux kernel target nvmet-rdma and
  * against our own daemon: {@link KernelTargetProbe} (discover, connect with 1 and 4 I/O queues, write-then-verify at
  * 4 KiB / 128 KiB / 1 MiB, FUA, deallocate, flush, disconnect, a callback-API load) and {@code bin/nvmeof perf -t rdma}
- * for 5 s against each. Placement as in {@link InitiatorVsKernelTargetIT}: everything inside the guest, since RDMA
+ * for 5 s against each, and {@code bin/nvmeof discover/identify/write/read -t rdma} against the kernel target.
+ * Placement as in {@link InitiatorVsKernelTargetIT}: everything inside the guest, since RDMA
  * needs both ends on its rxe0.
  *
  * <p>Checks run in {@code integration-tests/vm/guest/initiator-rdma.sh}; this class asserts on its PASS/FAIL lines
@@ -81,7 +82,8 @@ class InitiatorRdmaIT {
             work.resolve("guest.log"));
 
         List<String> expected = new ArrayList<>(List.of("PASS rxe-up", "PASS kernel-target-setup",
-            "PASS ours-target-start", "PASS ours-target-stop", "PASS ours-log-clean"));
+            "PASS ours-target-start", "PASS ours-target-stop", "PASS ours-log-clean", "PASS kernel-cli-discover",
+            "PASS kernel-cli-identify", "PASS kernel-cli-write-read"));
         for (String label : List.of("kernel", "ours")) {
             for (String check : PROBE_CHECKS) {
                 expected.add("PASS " + label + "-" + check);
