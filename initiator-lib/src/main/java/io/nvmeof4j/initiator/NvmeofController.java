@@ -204,8 +204,8 @@ public final class NvmeofController implements AutoCloseable {
     // ---- bring-up ------------------------------------------------------------------------------------------------
 
     private void bringUp(boolean first) throws IOException {
-        AdminConnection a = AdminConnection.open(host.transport(address.type()), host.reactor(address.type(), 0).group, address, subsystemNqn,
-            host.identity(), options, (q, reason) -> onAdminClosed(q, reason));
+        AdminConnection a = AdminConnection.open(host.transport(address.type()), host.reactor(address.type(), 0).group,
+            address, subsystemNqn, host.identity(), options, (q, reason) -> onAdminClosed(q, reason));
         List<HostQueue> opened = new ArrayList<>();
         try {
             ControllerInfo info = a.info;

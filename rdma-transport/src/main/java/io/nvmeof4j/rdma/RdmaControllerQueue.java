@@ -583,8 +583,9 @@ final class RdmaControllerQueue implements TransportQueue {
         int rc;
         int index = request.index;
         if (NvmeStatus.isSuccess(status) && request.transfer == RdmaRequest.TRANSFER_WRITE) {
-            rc = verbs.postWriteAndSend(WR_WRITE | index, poolKeys.address() + group.regionOffset(request.data), request.dataLength,
-                poolKeys.lkey(), request.remoteAddress, request.remoteKey, WR_SEND | index, request.responseAddress,
+            long local = poolKeys.address() + group.regionOffset(request.data);
+            rc = verbs.postWriteAndSend(WR_WRITE | index, local, request.dataLength, poolKeys.lkey(),
+                request.remoteAddress, request.remoteKey, WR_SEND | index, request.responseAddress,
                 CompletionQueueEntry.LENGTH, memoryKeys.lkey(), request.invalidateKey);
             if (rc == 0) {
                 contextWorkRequests[index] = 2;

@@ -57,8 +57,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * and RDMA is available, an NVMe-oF/RDMA poll group drawing on the same pool; starts the reactors, then binds every
  * port in configuration order (port 0: any free port; the model's port is replaced by its bound form), each with its
  * own {@link ControllerQueueHandlerFactory}. Without RDMA (no rdma-core, no device) RDMA ports are skipped with a
- * warning giving {@code Rdma.unavailabilityCause()}, and the rest is served. If any step fails, everything done so far is
- * undone (listeners closed, reactors stopped, devices closed, files this start created removed) and the error
+ * warning giving {@code Rdma.unavailabilityCause()}, and the rest is served. If any step fails, everything done so
+ * far is undone (listeners closed, reactors stopped, devices closed, files this start created removed) and the error
  * is thrown: the daemon never half-starts.
  *
  * <h2>Close</h2>
