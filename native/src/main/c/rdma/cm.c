@@ -2,9 +2,11 @@
  * librdmacm natives: CmEventChannel and CmId (including rdma_create_qp). Symbols are prefixed cm_. rdma_* calls
  * return -1 and set errno; they are normalised to -errno with NVMEOF4J_ERR().
  *
- * The event channel's fd is always non-blocking and waits go through ppoll() with a timeout (plus an eventfd for
- * wake-ups), so no CM call here can block without limit. Each event is copied into a cm_event_record (private data
- * included) and acknowledged before returning: rdma_destroy_id waits for unacknowledged events of its id.
+ * The event channel's fd is always non-blocking and waits go through ppoll() until a CLOCK_MONOTONIC deadline (plus
+ * an eventfd for wake-ups), so no CM call here can block without limit. Each event is copied into a cm_event_record
+ * (private data included) and handed to Java unacknowledged: Java maps its id pointer to the CmId and then acks it
+ * (ack0). rdma_destroy_id waits for the unacknowledged events of its id, so the id cannot be destroyed (and its
+ * pointer reused by a new id) between the read and the lookup.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,8 +27,8 @@ struct cm_channel {
     int wakefd;
 };
 
-/* Builds a sockaddr from 4 (IPv4) or 16 (IPv6) address bytes; 0 or -EINVAL. */
-static int cm_sockaddr(JNIEnv *env, jbyteArray address, jint port, struct sockaddr_storage *out)
+/* Builds a sockaddr from 4 (IPv4) or 16 (IPv6) address bytes (with the IPv6 scope id); 0 or -EINVAL. */
+static int cm_sockaddr(JNIEnv *env, jbyteArray address, jint port, jint scope_id, struct sockaddr_storage *out)
 {
     memset(out, 0, sizeof(*out));
     jsize len = (*env)->GetArrayLength(env, address);
@@ -41,6 +43,7 @@ static int cm_sockaddr(JNIEnv *env, jbyteArray address, jint port, struct sockad
         struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)out;
         in6->sin6_family = AF_INET6;
         in6->sin6_port = htons((uint16_t)port);
+        in6->sin6_scope_id = (uint32_t)scope_id;
         (*env)->GetByteArrayRegion(env, address, 0, 16, (jbyte *)&in6->sin6_addr);
         return 0;
     }
@@ -111,30 +114,43 @@ static void cm_copy_event(const struct rdma_cm_event *ev, struct cm_event_record
     }
 }
 
-static jint JNICALL cm_channel_get_event0(JNIEnv *env, jclass cls, jlong channel, jlong timeout_nanos, jlong record)
+/*
+ * Reads the next event into the record, waiting until timeout_nanos passes. Returns the event pointer (ack it with
+ * cm_channel_ack0 once Java has looked its id up), 0 on timeout, -ECANCELED when woken, or -errno.
+ */
+static jlong JNICALL cm_channel_get_event0(JNIEnv *env, jclass cls, jlong channel, jlong timeout_nanos,
+                                           jlong record)
 {
     struct cm_channel *c = nvmeof4j_ptr(channel);
     struct cm_event_record *rec = nvmeof4j_ptr(record);
-    int waited = 0;
+    jlong deadline = shim_now_nanos() + (timeout_nanos > 0 ? timeout_nanos : 0);
     for (;;) {
         struct rdma_cm_event *ev;
         if (rdma_get_cm_event(c->channel, &ev) == 0) {
             cm_copy_event(ev, rec);
-            rdma_ack_cm_event(ev);
-            return 1;
+            return nvmeof4j_handle(ev);
         }
         if (errno != EAGAIN && errno != EWOULDBLOCK) {
             return NVMEOF4J_ERR();
         }
-        if (waited || timeout_nanos <= 0) {
+        jlong remaining = deadline - shim_now_nanos();
+        if (remaining <= 0) {
             return 0;
         }
-        int rc = shim_wait_fd(c->channel->fd, c->wakefd, timeout_nanos);
-        if (rc <= 0) {
+        int rc = shim_wait_fd(c->channel->fd, c->wakefd, remaining);
+        if (rc < 0) {
             return rc;
         }
-        waited = 1;
+        if (rc & SHIM_WOKEN) {
+            return -ECANCELED; /* a pending event stays in the fd for the next wait */
+        }
+        /* readable, EINTR or a spurious wake-up: read again, wait again until the deadline */
     }
+}
+
+static void JNICALL cm_channel_ack0(JNIEnv *env, jclass cls, jlong event)
+{
+    rdma_ack_cm_event(nvmeof4j_ptr(event));
 }
 
 static jint JNICALL cm_channel_wake0(JNIEnv *env, jclass cls, jlong channel)
@@ -163,10 +179,10 @@ static jlong JNICALL cm_id_create0(JNIEnv *env, jclass cls, jlong channel)
     return nvmeof4j_handle(id);
 }
 
-static jint JNICALL cm_id_bind0(JNIEnv *env, jclass cls, jlong id, jbyteArray address, jint port)
+static jint JNICALL cm_id_bind0(JNIEnv *env, jclass cls, jlong id, jbyteArray address, jint port, jint scope)
 {
     struct sockaddr_storage sa;
-    int rc = cm_sockaddr(env, address, port, &sa);
+    int rc = cm_sockaddr(env, address, port, scope, &sa);
     if (rc != 0) {
         return rc;
     }
@@ -179,14 +195,15 @@ static jint JNICALL cm_id_listen0(JNIEnv *env, jclass cls, jlong id, jint backlo
 }
 
 static jint JNICALL cm_id_resolve_addr0(JNIEnv *env, jclass cls, jlong id, jbyteArray src, jint src_port,
-                                        jbyteArray dst, jint dst_port, jint timeout_ms)
+                                        jint src_scope, jbyteArray dst, jint dst_port, jint dst_scope,
+                                        jint timeout_ms)
 {
     struct sockaddr_storage s, d;
     int rc;
-    if (src != NULL && (rc = cm_sockaddr(env, src, src_port, &s)) != 0) {
+    if (src != NULL && (rc = cm_sockaddr(env, src, src_port, src_scope, &s)) != 0) {
         return rc;
     }
-    if ((rc = cm_sockaddr(env, dst, dst_port, &d)) != 0) {
+    if ((rc = cm_sockaddr(env, dst, dst_port, dst_scope, &d)) != 0) {
         return rc;
     }
     return rdma_resolve_addr(nvmeof4j_ptr(id), src != NULL ? (struct sockaddr *)&s : NULL, (struct sockaddr *)&d,
@@ -322,6 +339,10 @@ static jint JNICALL cm_id_address0(JNIEnv *env, jclass cls, jlong id, jboolean p
     if (sa->sa_family == AF_INET6) {
         struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)sa;
         (*env)->SetByteArrayRegion(env, out, 0, 16, (const jbyte *)&in6->sin6_addr);
+        if ((*env)->GetArrayLength(env, out) >= 20) {
+            jint scope = (jint)in6->sin6_scope_id;
+            (*env)->SetByteArrayRegion(env, out, 16, 4, (const jbyte *)&scope); /* native order */
+        }
         return (6 << 16) | ntohs(in6->sin6_port);
     }
     return -ENOTCONN;
@@ -335,15 +356,16 @@ static jint JNICALL cm_id_destroy0(JNIEnv *env, jclass cls, jlong id)
 static const JNINativeMethod cm_channel_methods[] = {
     {"create0", "()J", (void *)cm_channel_create0},
     {"fd0", "(J)I", (void *)cm_channel_fd0},
-    {"getEvent0", "(JJJ)I", (void *)cm_channel_get_event0},
+    {"getEvent0", "(JJJ)J", (void *)cm_channel_get_event0},
+    {"ack0", "(J)V", (void *)cm_channel_ack0},
     {"wake0", "(J)I", (void *)cm_channel_wake0},
     {"destroy0", "(J)I", (void *)cm_channel_destroy0},
 };
 static const JNINativeMethod cm_id_methods[] = {
     {"create0", "(J)J", (void *)cm_id_create0},
-    {"bind0", "(J[BI)I", (void *)cm_id_bind0},
+    {"bind0", "(J[BII)I", (void *)cm_id_bind0},
     {"listen0", "(JI)I", (void *)cm_id_listen0},
-    {"resolveAddr0", "(J[BI[BII)I", (void *)cm_id_resolve_addr0},
+    {"resolveAddr0", "(J[BII[BIII)I", (void *)cm_id_resolve_addr0},
     {"resolveRoute0", "(JI)I", (void *)cm_id_resolve_route0},
     {"verbs0", "(J)J", (void *)cm_id_verbs0},
     {"deviceName0", "(J)Ljava/lang/String;", (void *)cm_id_device_name0},

@@ -149,6 +149,11 @@ static jlong JNICALL rdma_onload_buffer_address0(JNIEnv *env, jclass cls, jobjec
     return nvmeof4j_handle((*env)->GetDirectBufferAddress(env, buffer));
 }
 
+static jlong JNICALL rdma_onload_noop0(JNIEnv *env, jclass cls, jlong a, jlong b, jint c)
+{
+    return 0;
+}
+
 int shim_wait_fd(int fd, int wakefd, jlong timeout_nanos)
 {
     struct pollfd fds[2] = {{.fd = fd, .events = POLLIN}, {.fd = wakefd, .events = POLLIN}};
@@ -160,15 +165,27 @@ int shim_wait_fd(int fd, int wakefd, jlong timeout_nanos)
     if (rc == 0) {
         return 0;
     }
+    int result = 0;
     if (fds[1].revents & POLLIN) {
         uint64_t v;
         ssize_t ignored = read(wakefd, &v, sizeof(v)); /* non-blocking: drains the counter */
         (void)ignored;
+        result |= SHIM_WOKEN;
     }
     if (fds[0].revents & (POLLERR | POLLNVAL)) {
         return -EBADF;
     }
-    return (fds[0].revents & POLLIN) ? 1 : 0;
+    if (fds[0].revents & POLLIN) {
+        result |= SHIM_READABLE;
+    }
+    return result;
+}
+
+jlong shim_now_nanos(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (jlong)ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
 int shim_wake(int wakefd)
@@ -187,6 +204,7 @@ static const JNINativeMethod rdma_onload_rdma_methods[] = {
     {"deviceNames0", "()[Ljava/lang/String;", (void *)rdma_onload_device_names0},
     {"queryDevice0", "(Ljava/lang/String;[J)I", (void *)rdma_onload_query_device0},
     {"bufferAddress0", "(Ljava/nio/ByteBuffer;)J", (void *)rdma_onload_buffer_address0},
+    {"noop0", "(JJI)J", (void *)rdma_onload_noop0},
 };
 
 NVMEOF4J_EXPORT jint JNI_OnLoad(JavaVM *vm, void *reserved)

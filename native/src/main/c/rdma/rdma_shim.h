@@ -35,11 +35,19 @@ jint cm_register(JNIEnv *env);
 /* Fills attrs (the layout of RdmaDevice.ATTR_*) from ibv_query_device/ibv_query_port; 0 or -errno. */
 int verbs_query_context(void *context, JNIEnv *env, jlongArray attrs);
 
+/* shim_wait_fd's result bits. */
+#define SHIM_READABLE 1
+#define SHIM_WOKEN 2
+
 /*
- * Waits until fd or wakefd is readable or timeout_nanos passes (ppoll). Returns 1 when fd is readable, 0 on
- * timeout, wake-up (the eventfd is drained) or EINTR, -errno on failure.
+ * Waits until fd or wakefd is readable or timeout_nanos passes (ppoll). Returns SHIM_READABLE when fd is readable,
+ * SHIM_WOKEN (possibly with SHIM_READABLE) when the eventfd was written (it is drained), 0 on timeout or EINTR,
+ * -errno on failure.
  */
 int shim_wait_fd(int fd, int wakefd, jlong timeout_nanos);
+
+/* CLOCK_MONOTONIC in nanoseconds (deadlines of the wait loops). */
+jlong shim_now_nanos(void);
 
 /* Writes 1 to an eventfd; 0 or -errno. */
 int shim_wake(int wakefd);

@@ -1,7 +1,9 @@
 /*
  * libibverbs natives: VerbsContext, ProtectionDomain, MemoryRegion, CompletionChannel, CompletionQueue and the
- * posting side of QueuePair. Symbols are prefixed verbs_. Verbs calls that return a positive errno are negated;
- * calls returning NULL and setting errno go through NVMEOF4J_ERR().
+ * posting side of QueuePair. Symbols are prefixed verbs_. Verbs calls that return an int return an errno, positive
+ * (most providers) or negative (some): verbs_errno() normalises it to -errno and never looks at errno (a -1 from a
+ * provider is -EPERM, not "see errno"). Calls returning NULL and setting errno go through NVMEOF4J_ERR().
+ * A destroy that fails frees nothing (the object is still in use: EBUSY) and returns -errno for Java to report.
  *
  * The data-path natives (post, poll) take raw addresses of preallocated buffers laid out by Java with offsets from
  * onload.c, so a crossing does no JNI array or object access at all.
@@ -27,10 +29,7 @@ struct verbs_channel {
 
 static int verbs_errno(int rc)
 {
-    if (rc == 0) {
-        return 0;
-    }
-    return rc > 0 ? -rc : (rc == -1 ? NVMEOF4J_ERR() : rc);
+    return rc > 0 ? -rc : rc;
 }
 
 /* ---- device attributes (RdmaDevice.ATTR_* order) ---- */
@@ -182,26 +181,30 @@ static jint JNICALL verbs_channel_fd0(JNIEnv *env, jclass cls, jlong channel)
 static jlong JNICALL verbs_channel_wait0(JNIEnv *env, jclass cls, jlong channel, jlong timeout_nanos)
 {
     struct verbs_channel *c = nvmeof4j_ptr(channel);
-    struct ibv_cq *cq;
-    void *cq_context;
-    /* An event may already be pending: take it without a system call to poll. */
-    if (ibv_get_cq_event(c->channel, &cq, &cq_context) == 0) {
-        return nvmeof4j_handle(cq);
+    jlong deadline = shim_now_nanos() + (timeout_nanos > 0 ? timeout_nanos : 0);
+    for (;;) {
+        struct ibv_cq *cq;
+        void *cq_context;
+        /* An event may already be pending: take it without a system call to poll. */
+        if (ibv_get_cq_event(c->channel, &cq, &cq_context) == 0) {
+            return nvmeof4j_handle(cq);
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            return NVMEOF4J_ERR();
+        }
+        jlong remaining = deadline - shim_now_nanos();
+        if (remaining <= 0) {
+            return 0;
+        }
+        int rc = shim_wait_fd(c->channel->fd, c->wakefd, remaining);
+        if (rc < 0) {
+            return rc;
+        }
+        if (rc & SHIM_WOKEN) {
+            return 0; /* a pending event stays in the fd for the next wait */
+        }
+        /* readable (or EINTR, or a spurious wake-up): try again until the deadline */
     }
-    if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        return NVMEOF4J_ERR();
-    }
-    if (timeout_nanos <= 0) {
-        return 0;
-    }
-    int rc = shim_wait_fd(c->channel->fd, c->wakefd, timeout_nanos);
-    if (rc <= 0) {
-        return rc;
-    }
-    if (ibv_get_cq_event(c->channel, &cq, &cq_context) == 0) {
-        return nvmeof4j_handle(cq);
-    }
-    return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : NVMEOF4J_ERR();
 }
 
 static jint JNICALL verbs_channel_wake0(JNIEnv *env, jclass cls, jlong channel)
@@ -213,9 +216,12 @@ static jint JNICALL verbs_channel_destroy0(JNIEnv *env, jclass cls, jlong channe
 {
     struct verbs_channel *c = nvmeof4j_ptr(channel);
     int rc = verbs_errno(ibv_destroy_comp_channel(c->channel));
+    if (rc != 0) {
+        return rc; /* EBUSY: a CQ still reports here; the channel and its eventfd stay valid (leaked) */
+    }
     close(c->wakefd);
     free(c);
-    return rc;
+    return 0;
 }
 
 /* ---- CompletionQueue ---- */
@@ -264,7 +270,8 @@ static jlong verbs_post_result(int rc, const void *first, const void *bad, jint 
     if (rc == 0) {
         return 0;
     }
-    int err = rc > 0 ? rc : (rc == -1 ? (errno > 0 ? errno : EIO) : -rc);
+    /* the provider's errno, positive or negative; never errno (a -1 is EPERM) */
+    int err = rc > 0 ? rc : (rc > -4096 ? -rc : EIO);
     jlong index = bad != NULL && stride > 0 ? ((const char *)bad - (const char *)first) / stride : 0;
     return -((index << 32) | (jlong)(uint32_t)err);
 }

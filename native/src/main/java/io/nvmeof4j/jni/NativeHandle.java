@@ -11,7 +11,9 @@ import java.lang.invoke.VarHandle;
  * that a parent is never collected, or freed by a finaliser, while a child still uses it.
  *
  * <p>A handle is used by one thread at a time (its reactor); closing it from another thread while a call is in
- * flight is the owner's job to prevent (reactors close what they own on their own thread).
+ * flight is the owner's job to prevent (reactors close what they own on their own thread), unless the subclass
+ * says otherwise (the RDMA channels, completion queues, CM ids and queue pairs make close safe from any thread).
+ * A {@link #release} that fails throws after the object is marked closed: close reports it once.
  */
 public abstract class NativeHandle implements AutoCloseable {
     private static final VarHandle CLOSED;

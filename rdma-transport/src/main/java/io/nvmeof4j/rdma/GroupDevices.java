@@ -78,9 +78,13 @@ final class GroupDevices implements AutoCloseable {
     public synchronized void close() {
         closed = true;
         for (Device d : devices.values()) {
-            d.channel().close();
-            d.poolRegion().close();
-            d.pd().close();
+            for (AutoCloseable r : new AutoCloseable[] {d.channel(), d.poolRegion(), d.pd()}) {
+                try {
+                    r.close();
+                } catch (Exception e) {
+                    LOG.warn("RDMA device {}: closing {} failed: {}", d.name(), r, e.getMessage());
+                }
+            }
         }
         devices.clear();
     }

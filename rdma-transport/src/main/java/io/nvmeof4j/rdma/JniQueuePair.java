@@ -183,7 +183,16 @@ public final class JniQueuePair implements QueuePairVerbs {
             return;
         }
         destroyed = true;
-        id.close(); // destroys the queue pair, then the id
-        cq.close();
+        // Destroy failures (EBUSY, ...) leak the native object and are reported; they must not stop the teardown.
+        closeQuietly(id, "the CM id and queue pair"); // destroys the queue pair, then the id
+        closeQuietly(cq, "the completion queue");
+    }
+
+    private void closeQuietly(AutoCloseable resource, String what) {
+        try {
+            resource.close();
+        } catch (Exception e) {
+            LOG.warn("{}: destroying {} failed: {}", id.peer(), what, e.getMessage());
+        }
     }
 }

@@ -5,32 +5,58 @@ import io.nvmeof4j.jni.NativeHandle;
 import io.nvmeof4j.jni.NativeIoException;
 
 import java.util.ArrayDeque;
+import java.util.Iterator;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.Predicate;
 
 /**
  * An RDMA CM event channel ({@code struct rdma_event_channel}) and the CM ids created on it. Its fd is always
- * non-blocking: {@link #nextEvent(long)} waits with {@code poll} on it and on a wake-up eventfd, for at most the
- * timeout, so no CM wait ever hangs; {@link #pollEvent()} just looks. A reactor may put {@link #fd()} in its own
+ * non-blocking: {@link #nextEvent(long)} waits with {@code poll} on it and on a wake-up eventfd, until the timeout
+ * passes, so no CM wait ever hangs; {@link #pollEvent()} just looks. A reactor may put {@link #fd()} in its own
  * epoll set and call {@link #pollEvent()} when it is readable.
  *
- * <p>Each event is copied out (type, status, ids, connection parameters, private data) and acknowledged
- * ({@code rdma_ack_cm_event}) before it is returned. {@link #awaitEvent} waits for one id's event and keeps the
- * events of other ids it meets for later {@link #nextEvent(long)} calls.
+ * <p>Each event is copied out (type, status, ids, connection parameters, private data), its id looked up, and then
+ * acknowledged ({@code rdma_ack_cm_event}) before it is returned. {@link #awaitEvent} waits for one id's event and
+ * parks the events of other ids it meets at once; {@link #nextEvent(long)} returns parked events first, and
+ * {@link #awaitEvent} takes a parked event of its id (or its failure) first.
+ *
+ * <p>Threading: {@link #nextEvent}, {@link #pollEvent} and {@link #awaitEvent} may be called from several threads:
+ * one of them reads the channel at a time (the others wait for it, or for an event it parks for them), and each
+ * event is read and decoded once. Waiting for different ids' events on several threads ({@link #awaitEvent}) works;
+ * mixing {@link #nextEvent} (which returns any id's event) with {@link #awaitEvent} on other threads hands the
+ * awaited events to whoever reads them. {@link #wakeup()} is safe from any thread, also while or after the channel
+ * is closed (a no-op then); it ends the current (or the next) wait of one reader. {@link #close()} is safe from any
+ * thread: it wakes the reader, waits for it to finish, then closes the ids and destroys the channel.
  *
  * <p>Closing the channel closes the CM ids still open on it (and their queue pairs).
  */
 public final class CmEventChannel extends NativeHandle {
+    // Marks "woken" inside this class (never returned).
+    private static final CmEvent WOKEN = new CmEvent(null, 0, null, null, null, 0);
+
     private final Map<Long, CmId> ids = new ConcurrentHashMap<>();
     private final Children children = new Children();
-    private final ArrayDeque<CmEvent> deferred = new ArrayDeque<>();
-    private final CmEventRecord record = new CmEventRecord();
+    private final CmEventRecord record = new CmEventRecord(); // used by the reader only
     private final long recordAddress = record.address();
     private final int fd;
+    private final long nativeChannel;
+    // Guards deferred and reader; changed is signalled when an event is parked or the reader role is free.
+    private final ReentrantLock state = new ReentrantLock();
+    private final Condition changed = state.newCondition();
+    private final ArrayDeque<CmEvent> deferred = new ArrayDeque<>();
+    private Thread reader; // the thread reading the channel (native wait + read + decode + ack), or the closer
+    // Read: a wakeup() writing the eventfd; write: release() destroying it.
+    private final ReentrantReadWriteLock wakeLock = new ReentrantReadWriteLock();
 
     private CmEventChannel(long handle) {
         super(handle, "RDMA CM event channel");
         this.fd = fd0(handle);
+        this.nativeChannel = handle;
     }
 
     /** Creates an event channel ({@code rdma_create_event_channel}, fd made non-blocking) with its wake-up eventfd. */
@@ -60,88 +86,167 @@ public final class CmEventChannel extends NativeHandle {
     }
 
     /**
-     * The next event, waiting at most {@code timeoutNanos} (0 = do not wait); null on timeout or
-     * {@link #wakeup()}. For CONNECT_REQUEST the event carries a new {@link CmId} (registered on this channel,
-     * carrying the listener's context) that the caller must accept, or reject, and close.
+     * The next event (a parked one first), waiting at most {@code timeoutNanos} (0 = do not wait); null on timeout
+     * or {@link #wakeup()}. For CONNECT_REQUEST the event carries a new {@link CmId} (registered on this channel,
+     * carrying the listener's context) that the caller must accept, or reject (which closes it), or close.
      */
     public CmEvent nextEvent(long timeoutNanos) throws NativeIoException {
         if (timeoutNanos < 0) {
             throw new IllegalArgumentException("a wait needs a timeout: " + timeoutNanos);
         }
-        synchronized (deferred) {
-            CmEvent e = deferred.pollFirst();
-            if (e != null) {
-                return e;
-            }
-        }
-        long deadline = System.nanoTime() + timeoutNanos;
-        long remaining = timeoutNanos;
-        while (true) {
-            int rc = NativeIoException.check("rdma_get_cm_event", getEvent0(handle(), remaining, recordAddress));
-            if (rc == 0) {
-                return null;
-            }
-            CmEvent event = decode();
-            if (event != null) {
-                return event;
-            }
-            // An event for an id closed meanwhile: drop it and keep waiting for the rest of the time.
-            remaining = deadline - System.nanoTime();
-            if (remaining <= 0) {
-                return null;
-            }
-        }
+        CmEvent e = take(event -> true, timeoutNanos);
+        return e == WOKEN ? null : e;
     }
 
     /**
      * Waits until {@code id} gets an event of type {@code expected} (for a listener: a CONNECT_REQUEST whose
-     * listen id is {@code id}) and returns it; events for other ids are kept for {@link #nextEvent(long)}.
+     * listen id is {@code id}) and returns it; an event of {@code id} parked earlier counts (it is taken first).
+     * Events for other ids are parked at once for {@link #nextEvent(long)} or another thread's awaitEvent.
      *
      * @param step what is waited for, for the exception ({@code "resolve address"}, {@code "connect"}, ...)
      * @throws RdmaCmException when an error event (REJECTED, UNREACHABLE, ADDR_ERROR, ...), another unexpected
-     *                         event (DISCONNECTED while connecting) arrives for {@code id}, or the timeout passes
+     *                         event (DISCONNECTED while connecting) arrives for {@code id}, the timeout passes
+     *                         ({@link RdmaCmException#isTimeout()}), or {@link #wakeup()} cancels the wait
+     *                         (errno ECANCELED). An unexpected CONNECT_REQUEST it throws on is rejected and its id
+     *                         closed.
      */
     public CmEvent awaitEvent(CmId id, CmEventType expected, long timeoutNanos, String step)
             throws NativeIoException, RdmaCmException {
-        long deadline = System.nanoTime() + timeoutNanos;
-        ArrayDeque<CmEvent> others = new ArrayDeque<>();
+        Predicate<CmEvent> mine = event -> event.id() == id
+            || (event.type() == CmEventType.CONNECT_REQUEST && event.listenId() == id);
+        CmEvent event = take(mine, Math.max(0, timeoutNanos));
+        if (event == null) {
+            throw new RdmaCmException(id.peer(), step, null, 0, Errno.ETIMEDOUT, null,
+                "no " + expected + " within " + timeoutNanos / 1_000_000 + " ms");
+        }
+        if (event == WOKEN) {
+            throw new RdmaCmException(id.peer(), step, null, 0, Errno.ECANCELED, null,
+                "woken (wakeup()) while waiting for " + expected);
+        }
+        if (event.type() == expected) {
+            return event;
+        }
+        RdmaCmException failure = failure(id, step, event);
+        if (event.type() == CmEventType.CONNECT_REQUEST) {
+            // Nobody else will see this request: reject it and free its id (reject closes it).
+            try {
+                event.id().reject(null);
+            } catch (NativeIoException | RuntimeException e) {
+                failure.addSuppressed(e);
+            }
+        }
+        throw failure;
+    }
+
+    /**
+     * Makes a current or the next wait return early (writes the eventfd): nextEvent returns null, awaitEvent throws
+     * with ECANCELED. Safe from any thread; a no-op once the channel is closed.
+     */
+    public void wakeup() {
+        ReentrantReadWriteLock.ReadLock lock = wakeLock.readLock();
+        if (!lock.tryLock()) {
+            return; // release() holds the write lock and wakes the reader itself
+        }
         try {
-            while (true) {
-                long remaining = deadline - System.nanoTime();
-                if (remaining <= 0) {
-                    throw new RdmaCmException(id.peer(), step, null, 0, Errno.ETIMEDOUT, null,
-                        "no " + expected + " within " + timeoutNanos / 1_000_000 + " ms");
-                }
-                int rc = NativeIoException.check("rdma_get_cm_event", getEvent0(handle(), remaining, recordAddress));
-                if (rc == 0) {
-                    continue;
-                }
-                CmEvent event = decode();
-                if (event == null) {
-                    continue;
-                }
-                boolean mine = event.id() == id || (event.type() == CmEventType.CONNECT_REQUEST && event.listenId() == id);
-                if (!mine) {
-                    others.addLast(event);
-                    continue;
-                }
-                if (event.type() == expected) {
-                    return event;
-                }
-                throw failure(id, step, event);
+            if (!isClosed()) {
+                wake0(nativeChannel);
             }
         } finally {
-            if (!others.isEmpty()) {
-                synchronized (deferred) {
-                    deferred.addAll(others);
-                }
-            }
+            lock.unlock();
         }
     }
 
-    /** Makes a current or the next wait return early (writes the eventfd); callable from any thread. */
-    public void wakeup() {
-        wake0(handle());
+    /**
+     * The first parked event that {@code wanted} accepts, else one read from the channel (parking the others),
+     * waiting at most {@code timeoutNanos}; null on timeout, {@link #WOKEN} when woken or interrupted.
+     */
+    private CmEvent take(Predicate<CmEvent> wanted, long timeoutNanos) throws NativeIoException {
+        long deadline = System.nanoTime() + timeoutNanos;
+        boolean first = true;
+        while (true) {
+            state.lock();
+            try {
+                while (true) {
+                    handle(); // closed: IllegalStateException
+                    CmEvent parked = removeFirst(wanted);
+                    if (parked != null) {
+                        return parked;
+                    }
+                    long left = deadline - System.nanoTime();
+                    if (reader == null && (left > 0 || first)) {
+                        reader = Thread.currentThread();
+                        break;
+                    }
+                    if (left <= 0) {
+                        return null;
+                    }
+                    try {
+                        changed.awaitNanos(left);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return WOKEN;
+                    }
+                }
+            } finally {
+                state.unlock();
+            }
+            first = false;
+            CmEvent got = null;
+            boolean woken = false;
+            try {
+                long rc = getEvent0(handle(), Math.max(0, deadline - System.nanoTime()), recordAddress);
+                if (rc == -Errno.ECANCELED) {
+                    woken = true;
+                } else if (rc != 0) {
+                    NativeIoException.check("rdma_get_cm_event", rc);
+                    try {
+                        got = decode();
+                    } finally {
+                        ack0(rc); // after the lookup: rdma_destroy_id of its id waits for this ack
+                    }
+                }
+            } finally {
+                state.lock();
+                try {
+                    reader = null;
+                    if (got != null && !wanted.test(got)) {
+                        deferred.addLast(got);
+                        got = null;
+                    }
+                    changed.signalAll();
+                } finally {
+                    state.unlock();
+                }
+            }
+            if (got != null) {
+                return got;
+            }
+            if (woken) {
+                return WOKEN;
+            }
+            // timeout, an event for someone else, or one for an id closed meanwhile: look again until the deadline
+        }
+    }
+
+    private CmEvent removeFirst(Predicate<CmEvent> wanted) {
+        for (Iterator<CmEvent> it = deferred.iterator(); it.hasNext(); ) {
+            CmEvent e = it.next();
+            if (wanted.test(e)) {
+                it.remove();
+                return e;
+            }
+        }
+        return null;
+    }
+
+    /** Events parked and not yet taken (tests). */
+    int parkedEvents() {
+        state.lock();
+        try {
+            return deferred.size();
+        } finally {
+            state.unlock();
+        }
     }
 
     static RdmaCmException failure(CmId id, String step, CmEvent event) {
@@ -168,8 +273,9 @@ public final class CmEventChannel extends NativeHandle {
         return id;
     }
 
+    /** Before rdma_destroy_id, and only this id's entry: a new id may reuse the pointer right after the destroy. */
     void unregister(CmId id) {
-        ids.remove(id.nativeId());
+        ids.remove(id.nativeId(), id);
         children.remove(id);
     }
 
@@ -202,8 +308,26 @@ public final class CmEventChannel extends NativeHandle {
 
     @Override
     protected void release(long handle) {
-        children.closeAll();
-        destroy0(handle);
+        RuntimeException childFailure;
+        wakeLock.writeLock().lock();
+        try {
+            wake0(handle); // the reader, if any, returns from its wait
+            state.lock();
+            try {
+                while (reader != null) {
+                    changed.awaitUninterruptibly();
+                }
+                reader = Thread.currentThread(); // nobody reads any more; waiters see the channel closed
+                changed.signalAll();
+            } finally {
+                state.unlock();
+            }
+            childFailure = children.closeAllCollecting();
+            destroy0(handle);
+        } finally {
+            wakeLock.writeLock().unlock();
+        }
+        Children.checkDestroy("rdma_destroy_event_channel", 0, childFailure);
     }
 
     /** rdma_create_event_channel (fd set O_NONBLOCK) + eventfd; shim struct pointer or -errno. */
@@ -212,10 +336,13 @@ public final class CmEventChannel extends NativeHandle {
     private static native int fd0(long channel);
 
     /**
-     * poll(channel fd, eventfd, timeout), then rdma_get_cm_event; copies the event into the record at
-     * {@code record} and acks it. 1 = an event, 0 = timeout or wake-up, or -errno.
+     * rdma_get_cm_event, and poll(channel fd, eventfd) until the timeout passes; copies the event into the record
+     * at {@code record}. The event pointer (to ack with {@link #ack0}), 0 = timeout, -ECANCELED = woken, or -errno.
      */
-    private static native int getEvent0(long channel, long timeoutNanos, long record);
+    private static native long getEvent0(long channel, long timeoutNanos, long record);
+
+    /** rdma_ack_cm_event. */
+    private static native void ack0(long event);
 
     private static native int wake0(long channel);
 

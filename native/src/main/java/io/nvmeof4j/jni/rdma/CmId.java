@@ -23,7 +23,10 @@ import java.time.Duration;
  * {@link RdmaCmException} naming the peer, the step and the status on a reject, an address/route error, an
  * unreachable peer or a timeout, never hanging.
  *
- * <p>Closing it closes its queue pair ({@code rdma_destroy_qp}) and then destroys the id ({@code rdma_destroy_id}).
+ * <p>Closing it closes its queue pair ({@code rdma_destroy_qp}) and then destroys the id ({@code rdma_destroy_id});
+ * {@link #reject} closes it too. Close is serialised with the queue pair's close, so the two may run on different
+ * threads. Threading otherwise: one thread at a time per id (its reactor or the set-up code); the blocking helpers
+ * may run on several threads for different ids of one channel (see {@link CmEventChannel}).
  */
 public final class CmId extends NativeHandle {
     private final CmEventChannel channel;
@@ -31,8 +34,9 @@ public final class CmId extends NativeHandle {
     private final long nativeId;
     private volatile long context;
     private volatile String peer;
-    private QueuePair queuePair;
-    private VerbsContext verbsContext;
+    private QueuePair queuePair; // guarded by this
+    private boolean queuePairDestroyed; // guarded by this: rdma_destroy_qp ran for queuePair
+    private boolean destroyed; // guarded by this: rdma_destroy_id ran
 
     CmId(long handle, CmEventChannel channel, long context, CmId listener) {
         super(handle, listener != null ? "CM id (connection request)" : "CM id");
@@ -88,7 +92,8 @@ public final class CmId extends NativeHandle {
     public void bind(InetSocketAddress local) throws NativeIoException {
         checkAddress(local);
         byte[] addr = local.getAddress().getAddress();
-        NativeIoException.check("rdma_bind_addr " + hostPort(local), bind0(handle(), addr, local.getPort()));
+        NativeIoException.check("rdma_bind_addr " + hostPort(local), bind0(handle(), addr, local.getPort(),
+            scopeId(local)));
         this.peer = "listener on " + hostPort(local);
     }
 
@@ -112,7 +117,8 @@ public final class CmId extends NativeHandle {
         this.peer = hostPort(destination);
         NativeIoException.check("rdma_resolve_addr " + peer, resolveAddr0(handle(),
             source == null ? null : source.getAddress().getAddress(), source == null ? 0 : source.getPort(),
-            destination.getAddress().getAddress(), destination.getPort(), Math.max(1, timeoutMillis)));
+            source == null ? 0 : scopeId(source), destination.getAddress().getAddress(), destination.getPort(),
+            scopeId(destination), Math.max(1, timeoutMillis)));
     }
 
     /** Starts resolving the route to the peer ({@code rdma_resolve_route}): ROUTE_RESOLVED or ROUTE_ERROR follows. */
@@ -126,30 +132,41 @@ public final class CmId extends NativeHandle {
      */
     public void resolve(InetSocketAddress destination, Duration timeout) throws NativeIoException, RdmaCmException {
         long deadline = System.nanoTime() + timeout.toNanos();
-        resolveAddress(null, destination, millisLeft(deadline));
+        checkAddress(destination);
+        this.peer = hostPort(destination);
+        try {
+            resolveAddress(null, destination, millisLeft(deadline));
+        } catch (NativeIoException e) {
+            throw stepFailed("resolve address", e);
+        }
         channel.awaitEvent(this, CmEventType.ADDR_RESOLVED, nanosLeft(deadline), "resolve address");
-        resolveRoute(millisLeft(deadline));
+        try {
+            resolveRoute(millisLeft(deadline));
+        } catch (NativeIoException e) {
+            throw stepFailed("resolve route", e);
+        }
         channel.awaitEvent(this, CmEventType.ROUTE_RESOLVED, nanosLeft(deadline), "resolve route");
+    }
+
+    /** A call that failed at once, as the blocking helpers report it: peer, step, errno. */
+    private RdmaCmException stepFailed(String step, NativeIoException e) {
+        RdmaCmException failure = new RdmaCmException(peer, step, null, 0, e.errno(), null, e.operation());
+        failure.initCause(e);
+        return failure;
     }
 
     /**
      * The verbs context of the device this id is bound to (after address resolution, on a connection request's id,
      * or on a listener bound to a device's address); librdmacm owns it and shares it between the ids on that
-     * device.
+     * device. The same object for every id on that device (see {@link VerbsContext}).
      */
     public VerbsContext verbsContext() throws NativeIoException {
-        VerbsContext v = verbsContext;
-        if (v != null && !v.isClosed()) {
-            return v;
-        }
         long ctx = verbs0(handle());
         if (ctx == 0) {
             throw new NativeIoException("verbs context of " + describe(), Errno.ENODEV,
                 "the id is not bound to an RDMA device yet (resolve the address or bind to a device's address)");
         }
-        v = new VerbsContext(ctx, deviceName0(ctx), false, this);
-        verbsContext = v;
-        return v;
+        return VerbsContext.shared(ctx, CmId::deviceName0);
     }
 
     /**
@@ -162,6 +179,13 @@ public final class CmId extends NativeHandle {
         if (queuePair != null && !queuePair.isClosed()) {
             throw new IllegalStateException(describe() + " already has " + queuePair);
         }
+        long ctx = verbs0(id);
+        for (VerbsContext c : new VerbsContext[] {pd.context(), sendCq.context(), recvCq.context()}) {
+            if (ctx != 0 && c.nativeContext() != ctx) {
+                throw new IllegalArgumentException(c + " is not the verbs context of " + describe()
+                    + " (use the PD and CQs of its verbsContext())");
+            }
+        }
         long pdHandle = pd.handleForChild();
         long sendHandle = sendCq.handleForChild();
         long recvHandle = recvCq.handleForChild();
@@ -172,6 +196,8 @@ public final class CmId extends NativeHandle {
         QueuePair result = new QueuePair(qp, this, pd, sendCq, recvCq,
             new QueuePairCapabilities(actual[0], actual[1], actual[2], actual[3], actual[4]), actual[5]);
         queuePair = result;
+        queuePairDestroyed = false;
+        result.attachToParents();
         return result;
     }
 
@@ -198,7 +224,11 @@ public final class CmId extends NativeHandle {
     public CmEvent connectAndWait(ConnectionParameters params, Duration timeout)
             throws NativeIoException, RdmaCmException {
         long deadline = System.nanoTime() + timeout.toNanos();
-        connect(params);
+        try {
+            connect(params);
+        } catch (NativeIoException e) {
+            throw stepFailed("connect", e);
+        }
         return channel.awaitEvent(this, CmEventType.ESTABLISHED, nanosLeft(deadline), "connect");
     }
 
@@ -213,7 +243,11 @@ public final class CmId extends NativeHandle {
     public CmEvent acceptAndWait(ConnectionParameters params, Duration timeout)
             throws NativeIoException, RdmaCmException {
         long deadline = System.nanoTime() + timeout.toNanos();
-        accept(params);
+        try {
+            accept(params);
+        } catch (NativeIoException e) {
+            throw stepFailed("accept", e);
+        }
         return channel.awaitEvent(this, CmEventType.ESTABLISHED, nanosLeft(deadline), "accept");
     }
 
@@ -228,15 +262,28 @@ public final class CmId extends NativeHandle {
         return channel.awaitEvent(this, type, timeout.toNanos(), step);
     }
 
-    /** Rejects a connection request with {@code privateData} (may be null) ({@code rdma_reject}). */
+    /**
+     * Rejects a connection request with {@code privateData} (may be null) ({@code rdma_reject}) and then closes
+     * this id: a rejected request's id is of no further use, so reject takes it over (calling {@link #close()}
+     * afterwards is harmless). The id is closed also when {@code rdma_reject} fails (the exception says why).
+     */
     public void reject(byte[] privateData) throws NativeIoException {
         if (privateData != null && privateData.length > 255) {
             throw new IllegalArgumentException("reject private data of " + privateData.length + " bytes");
         }
-        NativeIoException.check("rdma_reject " + peer, reject0(handle(), privateData));
+        try {
+            NativeIoException.check("rdma_reject " + peer, reject0(handle(), privateData));
+        } finally {
+            close();
+        }
     }
 
-    /** Disconnects ({@code rdma_disconnect}): the QP goes to error, both sides get DISCONNECTED. */
+    /**
+     * Disconnects ({@code rdma_disconnect}): the QP goes to error (outstanding work requests complete with
+     * {@link WorkCompletions#STATUS_WR_FLUSH_ERR}), and the peer gets DISCONNECTED. A side that receives DISCONNECTED
+     * must call this too: on InfiniBand/RoCE that sends the DREP, and only then does the side that started get its
+     * own DISCONNECTED (otherwise only after its DREQ timed out).
+     */
     public void disconnect() throws NativeIoException {
         NativeIoException.check("rdma_disconnect " + peer, disconnect0(handle()));
     }
@@ -251,27 +298,40 @@ public final class CmId extends NativeHandle {
         return addressOf(handle(), true);
     }
 
+    /** QueuePair.release: destroys the QP unless this id's close (or an earlier call) did already. */
     synchronized void queuePairClosed(QueuePair qp) {
-        if (queuePair == qp) {
+        if (queuePair == qp && !queuePairDestroyed && !destroyed) {
             destroyQp0(nativeId);
+            queuePairDestroyed = true;
         }
     }
 
+    /**
+     * Serialised with {@link #queuePairClosed}: the QP is destroyed (C checks {@code cm_id->qp}) before the id, and
+     * the id leaves the channel's map before {@code rdma_destroy_id}, so a new id reusing the pointer keeps its own
+     * registration.
+     */
     @Override
-    protected void release(long handle) {
-        QueuePair qp;
-        synchronized (this) {
-            qp = queuePair;
-        }
+    protected synchronized void release(long handle) {
+        destroyQp0(handle);
+        queuePairDestroyed = true;
+        QueuePair qp = queuePair;
+        RuntimeException qpFailure = null;
         if (qp != null) {
-            qp.close();
+            try {
+                qp.close(); // marks it closed and detaches it from its PD and CQs; queuePairClosed skips
+            } catch (RuntimeException e) {
+                qpFailure = e;
+            }
         }
-        destroy0(handle);
         channel.unregister(this);
+        int rc = destroy0(handle);
+        destroyed = true;
+        Children.checkDestroy("rdma_destroy_id for " + describe(), rc, qpFailure);
     }
 
     private static InetSocketAddress addressOf(long id, boolean peerSide) {
-        byte[] addr = new byte[16];
+        byte[] addr = new byte[20]; // 16 address bytes, then the IPv6 scope id (native order)
         int rc = address0(id, peerSide, addr);
         if (rc < 0) {
             return null;
@@ -279,9 +339,11 @@ public final class CmId extends NativeHandle {
         int port = rc & 0xffff;
         int family = rc >>> 16;
         try {
+            int scope = java.nio.ByteBuffer.wrap(addr, 16, 4).order(java.nio.ByteOrder.nativeOrder()).getInt();
             InetAddress a = family == 4
                 ? InetAddress.getByAddress(java.util.Arrays.copyOf(addr, 4))
-                : InetAddress.getByAddress(addr);
+                : scope != 0 ? Inet6Address.getByAddress(null, java.util.Arrays.copyOf(addr, 16), scope)
+                : InetAddress.getByAddress(java.util.Arrays.copyOf(addr, 16));
             return new InetSocketAddress(a, port);
         } catch (UnknownHostException e) {
             return null;
@@ -293,6 +355,11 @@ public final class CmId extends NativeHandle {
             || !(a.getAddress() instanceof Inet4Address || a.getAddress() instanceof Inet6Address)) {
             throw new IllegalArgumentException("a resolved IPv4/IPv6 socket address is needed, got " + a);
         }
+    }
+
+    /** The IPv6 scope id (interface index) of a link-local address, else 0: C sets it as {@code sin6_scope_id}. */
+    static int scopeId(InetSocketAddress a) {
+        return a.getAddress() instanceof Inet6Address v6 ? v6.getScopeId() : 0;
     }
 
     static String hostPort(InetSocketAddress a) {
@@ -311,12 +378,13 @@ public final class CmId extends NativeHandle {
     /** rdma_create_id(channel, &id, NULL, RDMA_PS_TCP); pointer or -errno. */
     private static native long create0(long channel);
 
-    /** rdma_bind_addr with a sockaddr_in (4 bytes) or sockaddr_in6 (16 bytes). */
-    private static native int bind0(long id, byte[] address, int port);
+    /** rdma_bind_addr with a sockaddr_in (4 bytes) or sockaddr_in6 (16 bytes, with sin6_scope_id = scope). */
+    private static native int bind0(long id, byte[] address, int port, int scope);
 
     private static native int listen0(long id, int backlog);
 
-    private static native int resolveAddr0(long id, byte[] src, int srcPort, byte[] dst, int dstPort, int timeoutMs);
+    private static native int resolveAddr0(long id, byte[] src, int srcPort, int srcScope, byte[] dst, int dstPort,
+                                           int dstScope, int timeoutMs);
 
     private static native int resolveRoute0(long id, int timeoutMs);
 
@@ -342,7 +410,10 @@ public final class CmId extends NativeHandle {
 
     private static native int disconnect0(long id);
 
-    /** Fills addr (4 or 16 bytes used); returns family (4 or 6) &lt;&lt; 16 | port, or -errno. */
+    /**
+     * Fills addr (4 or 16 bytes used; for IPv6 bytes 16..19 get sin6_scope_id in native order); returns family
+     * (4 or 6) &lt;&lt; 16 | port, or -errno.
+     */
     private static native int address0(long id, boolean peer, byte[] addr);
 
     private static native int destroy0(long id);

@@ -3,6 +3,9 @@ package io.nvmeof4j.jni.rdma;
 import io.nvmeof4j.jni.NativeHandle;
 import io.nvmeof4j.jni.NativeIoException;
 
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
 /**
  * A completion channel ({@code struct ibv_comp_channel}) plus an eventfd to wake its waiter: an adaptive reactor
  * arms its completion queues ({@link CompletionQueue#requestNotify(boolean)}), polls them once more, then blocks in
@@ -13,6 +16,12 @@ import io.nvmeof4j.jni.NativeIoException;
  * <p>Each event returned by {@link #await(long)} is counted on its completion queue and must be acknowledged
  * ({@link CompletionQueue#ackEvents()}, batched as the reactor likes); closing a queue acknowledges what is left.
  * Closing the channel closes the completion queues still attached to it.
+ *
+ * <p>Threading: {@link #await(long)} is for one waiting thread at a time (a second one waits for the first);
+ * {@link #wakeup()} is safe from any thread at any time, also while or after the channel is closed (then it does
+ * nothing: producers cannot avoid that race). {@link #close()} is safe from any thread: it wakes a waiting
+ * {@link #await(long)}, waits for it to return, then destroys the queues and the channel, so no wait or wake-up
+ * ever touches freed memory.
  */
 public final class CompletionChannel extends NativeHandle {
     private final VerbsContext context;
@@ -20,11 +29,17 @@ public final class CompletionChannel extends NativeHandle {
     // The CQs attached here, for mapping the native CQ of an event back to its Java object (usually one or two).
     private volatile CompletionQueue[] attached = new CompletionQueue[0];
     private final int fd;
+    private final long nativeChannel;
+    // Held around the native wait and the mapping of its event (and by a CQ's ack/destroy): see CompletionQueue.
+    private final ReentrantLock waiter = new ReentrantLock();
+    // Read: a wakeup() writing the eventfd; write: release() destroying it.
+    private final ReentrantReadWriteLock wakeLock = new ReentrantReadWriteLock();
 
     CompletionChannel(long handle, VerbsContext context) {
         super(handle, "completion channel on " + context.deviceName());
         this.context = context;
         this.fd = fd0(handle);
+        this.nativeChannel = handle;
     }
 
     static long create(long context) {
@@ -54,28 +69,47 @@ public final class CompletionChannel extends NativeHandle {
         if (timeoutNanos < 0) {
             throw new IllegalArgumentException("a wait needs a timeout: " + timeoutNanos);
         }
-        long rc = wait0(handle(), timeoutNanos);
-        if (rc == 0) {
-            return null;
-        }
-        NativeIoException.check("ibv_get_cq_event", rc);
-        for (CompletionQueue cq : attached) {
-            if (cq.nativeCq() == rc) {
-                cq.eventReceived();
-                return cq;
+        waiter.lock();
+        try {
+            long rc = wait0(handle(), timeoutNanos);
+            if (rc == 0) {
+                return null;
             }
+            NativeIoException.check("ibv_get_cq_event", rc);
+            for (CompletionQueue cq : attached) {
+                if (cq.nativeCq() == rc) {
+                    cq.eventReceived();
+                    return cq;
+                }
+            }
+            // Cannot happen: a queue is acked, destroyed and detached under this lock, and armed only once attached.
+            return null;
+        } finally {
+            waiter.unlock();
         }
-        // An event for a queue closed in the meantime (cannot happen with one owning thread): ack it here.
-        CompletionQueue.ackRaw(rc, 1);
-        return null;
     }
 
     /**
-     * Makes a current or the next {@link #await(long)} return (writes the eventfd). Callable from any thread while
-     * the channel is open.
+     * Makes a current or the next {@link #await(long)} return (writes the eventfd). Safe from any thread; a no-op
+     * once the channel is closed (or while it is being closed: the closing thread wakes the waiter itself).
      */
     public void wakeup() {
-        wake0(handle());
+        ReentrantReadWriteLock.ReadLock lock = wakeLock.readLock();
+        if (!lock.tryLock()) {
+            return; // release() holds the write lock
+        }
+        try {
+            if (!isClosed()) {
+                wake0(nativeChannel); // not handle(): close() may mark it closed meanwhile, release() waits for us
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The lock a waiter holds around the native wait (CompletionQueue acks and destroys under it). */
+    ReentrantLock waiterLock() {
+        return waiter;
     }
 
     void attach(CompletionQueue cq) {
@@ -106,11 +140,30 @@ public final class CompletionChannel extends NativeHandle {
         return handle();
     }
 
+    /** The native pointer of the device context, for comparisons (one VerbsContext object per context pointer). */
+    long nativeContext() {
+        return context.nativeContext();
+    }
+
     @Override
     protected void release(long handle) {
-        queues.closeAll();
-        destroy0(handle);
+        RuntimeException childFailure = null;
+        int rc;
+        wakeLock.writeLock().lock();
+        try {
+            wake0(handle); // the waiter, if any, returns and lets go of the waiter lock
+            waiter.lock();
+            try {
+                childFailure = queues.closeAllCollecting();
+                rc = destroy0(handle);
+            } finally {
+                waiter.unlock();
+            }
+        } finally {
+            wakeLock.writeLock().unlock();
+        }
         context.detach(this);
+        Children.checkDestroy("ibv_destroy_comp_channel on " + context.deviceName(), rc, childFailure);
     }
 
     /** ibv_create_comp_channel (fd made non-blocking) + eventfd; a shim struct pointer or -errno. */
@@ -125,6 +178,6 @@ public final class CompletionChannel extends NativeHandle {
     /** Writes 1 to the eventfd. */
     private static native int wake0(long channel);
 
-    /** ibv_destroy_comp_channel, close(eventfd), free; 0 or -errno. */
+    /** ibv_destroy_comp_channel, close(eventfd), free; 0 or -errno (then nothing is freed). */
     private static native int destroy0(long channel);
 }

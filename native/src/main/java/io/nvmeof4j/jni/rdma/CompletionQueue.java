@@ -8,12 +8,20 @@ import io.nvmeof4j.jni.NativeIoException;
  * {@link WorkCompletions} array ({@link #poll(WorkCompletions)}: one JNI crossing, one {@code ibv_poll_cq}, no Java
  * allocation); a reactor that goes idle arms it with {@link #requestNotify(boolean)} and waits on its
  * {@link CompletionChannel}.
+ *
+ * <p>Threading: {@link #poll}, {@link #requestNotify} are for its reactor thread. {@link #ackEvents()} and
+ * {@link #close()} are safe from any thread: both take the channel's waiter lock, and close first wakes a thread
+ * waiting on the channel, acknowledges the events still unacknowledged (else {@code ibv_destroy_cq} would wait for
+ * them forever) and destroys the queue under that lock, so a concurrent {@link CompletionChannel#await(long)} never
+ * returns a destroyed queue. Closing it closes the queue pairs still using it first.
  */
 public final class CompletionQueue extends NativeHandle {
     private final VerbsContext context;
     private final CompletionChannel channel;
     private final long cq;
     private final int capacity;
+    private final Children queuePairs = new Children();
+    // Guarded by the channel's waiter lock (a channel-less queue never gets events).
     private int unackedEvents;
 
     CompletionQueue(long handle, VerbsContext context, CompletionChannel channel) {
@@ -28,10 +36,6 @@ public final class CompletionQueue extends NativeHandle {
         return create0(context, minEntries, channel, vector);
     }
 
-    static void ackRaw(long cq, int events) {
-        ack0(cq, events);
-    }
-
     long nativeCq() {
         return cq;
     }
@@ -40,8 +44,17 @@ public final class CompletionQueue extends NativeHandle {
         return handle();
     }
 
+    /** Called by CompletionChannel.await under its waiter lock. */
     void eventReceived() {
         unackedEvents++;
+    }
+
+    void addQueuePair(QueuePair qp) {
+        queuePairs.add(qp);
+    }
+
+    void removeQueuePair(QueuePair qp) {
+        queuePairs.remove(qp);
     }
 
     /** The device context. */
@@ -81,31 +94,60 @@ public final class CompletionQueue extends NativeHandle {
 
     /** Events {@link CompletionChannel#await(long)} returned for this queue and not yet acknowledged. */
     public int unacknowledgedEvents() {
-        return unackedEvents;
+        if (channel == null) {
+            return 0;
+        }
+        channel.waiterLock().lock();
+        try {
+            return unackedEvents;
+        } finally {
+            channel.waiterLock().unlock();
+        }
     }
 
-    /** Acknowledges the events received so far ({@code ibv_ack_cq_events}, which takes a lock: batch it). */
+    /**
+     * Acknowledges the events received so far ({@code ibv_ack_cq_events}, which takes a lock: batch it). Does
+     * nothing once the queue is closed: its close acknowledged what was left.
+     */
     public void ackEvents() {
-        int n = unackedEvents;
-        if (n > 0) {
-            ack0(handle(), n);
-            unackedEvents = 0;
+        if (channel == null) {
+            return;
+        }
+        channel.waiterLock().lock();
+        try {
+            int n = unackedEvents;
+            if (n > 0 && !isClosed()) {
+                ack0(cq, n);
+                unackedEvents = 0;
+            }
+        } finally {
+            channel.waiterLock().unlock();
         }
     }
 
     @Override
     protected void release(long handle) {
-        if (unackedEvents > 0) {
-            // ibv_destroy_cq waits for every event to be acknowledged: never let it hang.
-            ack0(handle, unackedEvents);
-            unackedEvents = 0;
-        }
-        destroy0(handle);
+        RuntimeException childFailure = queuePairs.closeAllCollecting(); // ibv_destroy_cq: EBUSY while QPs use it
+        int rc;
         if (channel != null) {
-            channel.detach(this);
+            channel.wakeup(); // a thread waiting on the channel lets go of the waiter lock
+            channel.waiterLock().lock();
+            try {
+                if (unackedEvents > 0) {
+                    // ibv_destroy_cq waits for every event to be acknowledged: never let it hang.
+                    ack0(handle, unackedEvents);
+                    unackedEvents = 0;
+                }
+                rc = destroy0(handle);
+                channel.detach(this); // under the lock: await never maps an event to a destroyed queue
+            } finally {
+                channel.waiterLock().unlock();
+            }
         } else {
+            rc = destroy0(handle);
             context.detach(this);
         }
+        Children.checkDestroy("ibv_destroy_cq on " + context.deviceName(), rc, childFailure);
     }
 
     /** ibv_create_cq(context, minEntries, NULL, channel or NULL, vector); pointer or -errno. */

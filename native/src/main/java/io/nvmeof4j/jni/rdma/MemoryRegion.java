@@ -20,17 +20,19 @@ public final class MemoryRegion extends NativeHandle {
 
     private final ProtectionDomain pd;
     private final ByteBuffer buffer;
+    private final Object owner;
     private final long address;
-    private final int length;
+    private final long length;
     private final int access;
     private final int lkey;
     private final int rkey;
 
-    MemoryRegion(long handle, ProtectionDomain pd, ByteBuffer buffer, long address, int length, int access,
-                 int lkey, int rkey) {
+    MemoryRegion(long handle, ProtectionDomain pd, ByteBuffer buffer, Object owner, long address, long length,
+                 int access, int lkey, int rkey) {
         super(handle, "memory region of " + length + " bytes on " + pd.context().deviceName());
         this.pd = pd;
         this.buffer = buffer;
+        this.owner = owner;
         this.address = address;
         this.length = length;
         this.access = access;
@@ -47,9 +49,17 @@ public final class MemoryRegion extends NativeHandle {
         return pd;
     }
 
-    /** The buffer the region lies in (the region starts at {@link #address()}, not necessarily at its start). */
+    /**
+     * The buffer the region lies in (the region starts at {@link #address()}, not necessarily at its start), or null
+     * for a region registered by address ({@link ProtectionDomain#registerMemory(long, long, int, Object)}).
+     */
     public ByteBuffer buffer() {
         return buffer;
+    }
+
+    /** What keeps the memory of an address registration allocated (as given), or the buffer. */
+    public Object owner() {
+        return owner;
     }
 
     /** The native address of the region's first byte: SGE addresses are {@code address() + offset}. */
@@ -57,8 +67,16 @@ public final class MemoryRegion extends NativeHandle {
         return address;
     }
 
-    /** The region's length in bytes. */
+    /**
+     * The region's length in bytes; throws {@link ArithmeticException} for a region of 2 GiB or more (registered by
+     * address): use {@link #size()}.
+     */
     public int length() {
+        return Math.toIntExact(length);
+    }
+
+    /** The region's length in bytes, also past 2 GiB. */
+    public long size() {
         return length;
     }
 
@@ -79,13 +97,19 @@ public final class MemoryRegion extends NativeHandle {
 
     /** True when {@code [addr, addr + len)} lies inside this region. */
     public boolean contains(long addr, int len) {
-        return addr >= address && len >= 0 && addr + len <= address + length;
+        return contains(addr, (long) len);
+    }
+
+    /** True when {@code [addr, addr + len)} lies inside this region (long lengths). */
+    public boolean contains(long addr, long len) {
+        return addr >= address && len >= 0 && addr - address <= length - len;
     }
 
     @Override
     protected void release(long handle) {
-        dereg0(handle);
+        int rc = dereg0(handle);
         pd.detach(this);
+        Children.checkDestroy("ibv_dereg_mr on " + pd.context().deviceName(), rc, null);
     }
 
     /** The region's keys: lkey in the low 32 bits, rkey in the high 32 bits. */

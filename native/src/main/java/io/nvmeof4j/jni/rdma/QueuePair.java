@@ -9,8 +9,13 @@ import io.nvmeof4j.jni.NativeIoException;
  * {@link SendWorkRequests} / {@link ReceiveWorkRequests}: one JNI crossing and one chained {@code ibv_post_send} /
  * {@code ibv_post_recv} per batch, no allocation.
  *
- * <p>Keeps its CM id, protection domain and completion queues reachable. Closing it destroys the QP
- * ({@code rdma_destroy_qp}); closing its {@link CmId} closes it too.
+ * <p>Keeps its CM id, protection domain and completion queues reachable, and is registered as their child: closing
+ * its {@link CmId}, its protection domain or one of its completion queues closes it first (rdma-core would refuse to
+ * free those while the QP uses them). Closing it destroys the QP ({@code rdma_destroy_qp}); close and its id's close
+ * may run on different threads (the id serialises them, and the QP is always destroyed before the id).
+ *
+ * <p>Threading: posting is for one thread at a time (its reactor); closing it from another thread while a post
+ * is in flight is the owner's job to prevent.
  */
 public final class QueuePair extends NativeHandle {
     private final CmId id;
@@ -29,6 +34,15 @@ public final class QueuePair extends NativeHandle {
         this.recvCq = recvCq;
         this.capabilities = capabilities;
         this.qpNum = qpNum;
+    }
+
+    /** Registers this QP with its parents, so that closing one of them closes it first. */
+    void attachToParents() {
+        pd.addQueuePair(this);
+        sendCq.addQueuePair(this);
+        if (recvCq != sendCq) {
+            recvCq.addQueuePair(this);
+        }
     }
 
     /** The QP number (as {@link WorkCompletions#qpNum(int)} reports it). */
@@ -127,7 +141,10 @@ public final class QueuePair extends NativeHandle {
 
     @Override
     protected void release(long handle) {
-        id.queuePairClosed(this);
+        id.queuePairClosed(this); // skips when the id destroyed it already
+        pd.removeQueuePair(this);
+        sendCq.removeQueuePair(this);
+        recvCq.removeQueuePair(this);
     }
 
     /**

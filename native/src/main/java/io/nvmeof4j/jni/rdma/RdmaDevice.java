@@ -12,7 +12,8 @@ import java.util.List;
  * @param maxQpWr         most work requests one send or receive queue holds
  * @param maxSge          most scatter/gather entries per work request
  * @param maxCqe          most entries of one completion queue
- * @param maxMrSize       largest memory region, in bytes
+ * @param maxMrSize       largest memory region, in bytes, unsigned (rxe reports 2^64 - 1, which reads as -1:
+ *                        compare with {@link Long#compareUnsigned})
  * @param maxQpRdAtom     most RDMA READ/atomic operations a QP answers at once (the responder side, IRD)
  * @param maxQpInitRdAtom most RDMA READ/atomic operations a QP issues at once (the initiator side, ORD)
  * @param maxQp           most queue pairs

@@ -3,27 +3,51 @@ package io.nvmeof4j.jni.rdma;
 import io.nvmeof4j.jni.NativeHandle;
 import io.nvmeof4j.jni.NativeIoException;
 
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongFunction;
+
 /**
  * An opened RDMA device ({@code struct ibv_context}): the parent of protection domains, completion channels and
  * completion queues.
  *
  * <p>Two origins: {@link Rdma#openDevice(String)} opens one that this object owns ({@code ibv_close_device} on
  * close); {@link CmId#verbsContext()} returns the context librdmacm opened for the device a CM id is bound to,
- * which librdmacm shares between all ids on that device and frees itself (closing this object then only marks it
- * closed). Queue pairs of a CM id must use a protection domain and completion queues of that id's context.
+ * which librdmacm shares between all ids on that device and frees itself. There is ONE Java object per shared
+ * native context in the process: every CM id on a device returns the same {@code VerbsContext}, so one completion
+ * channel and one protection domain serve all connections on the device. Closing a shared context never closes
+ * the device (the native part is a no-op) but does close everything created through it (PDs, channels, CQs, and so
+ * their QPs): close it only when the device's connections are all gone, or just close the children one by one.
+ * After that close, the next {@link CmId#verbsContext()} returns a new object for the same device.
+ *
+ * <p>Queue pairs of a CM id must use a protection domain and completion queues of that id's context; contexts are
+ * compared by native pointer.
  */
 public final class VerbsContext extends NativeHandle {
+    // librdmacm's contexts by native pointer: one Java object each (see the class comment).
+    private static final Map<Long, VerbsContext> SHARED = new ConcurrentHashMap<>();
+
     private final String deviceName;
     private final boolean owned;
-    @SuppressWarnings("unused") // keeps the CmId this context came from reachable
-    private final Object owner;
+    private final long nativeContext;
     private final Children children = new Children();
 
-    VerbsContext(long handle, String deviceName, boolean owned, Object owner) {
-        super(handle, "verbs context " + deviceName);
+    VerbsContext(long handle, String deviceName, boolean owned) {
+        super(handle, "verbs context " + deviceName + (owned ? "" : " (shared)"));
         this.deviceName = deviceName;
         this.owned = owned;
-        this.owner = owner;
+        this.nativeContext = handle;
+    }
+
+    /** The canonical object for librdmacm's context {@code handle} (created on first use, or after a close). */
+    static VerbsContext shared(long handle, LongFunction<String> deviceName) {
+        return SHARED.compute(handle, (ptr, existing) -> existing != null && !existing.isClosed() ? existing
+            : new VerbsContext(ptr, deviceName.apply(ptr), false));
+    }
+
+    /** The native pointer (also after close), for comparing contexts. */
+    long nativeContext() {
+        return nativeContext;
     }
 
     static long open(String name) {
@@ -70,7 +94,7 @@ public final class VerbsContext extends NativeHandle {
         if (minEntries <= 0) {
             throw new IllegalArgumentException("completion queue size must be positive: " + minEntries);
         }
-        if (channel != null && channel.context() != this) {
+        if (channel != null && channel.nativeContext() != nativeContext) {
             throw new IllegalArgumentException(channel + " belongs to another device context than " + this);
         }
         long cq = NativeIoException.check("ibv_create_cq(" + minEntries + ") on " + deviceName,
@@ -97,13 +121,18 @@ public final class VerbsContext extends NativeHandle {
         return !owned;
     }
 
-    /** Closes the children still open (PDs, channels, CQs created here), then the device when this object owns it. */
+    /**
+     * Closes the children still open (PDs, channels, CQs created here), then the device when this object owns it
+     * (a shared context stays open: librdmacm owns it).
+     */
     @Override
     protected void release(long handle) {
-        children.closeAll();
-        if (owned) {
-            close0(handle);
+        if (!owned) {
+            SHARED.remove(nativeContext, this);
         }
+        RuntimeException childFailure = children.closeAllCollecting();
+        int rc = owned ? close0(handle) : 0;
+        Children.checkDestroy("ibv_close_device " + deviceName, rc, childFailure);
     }
 
     /** ibv_open_device on the device called {@code name}; pointer or -errno (-ENODEV when no such device). */

@@ -82,10 +82,13 @@ final class HostDevice implements AutoCloseable, MemoryRegistrar {
 
     @Override
     public void close() {
-        memory.cache().clear();
-        bounceRegion.close();
-        channel.close();
-        pd.close();
+        for (AutoCloseable r : new AutoCloseable[] {memory.cache()::clear, bounceRegion, channel, pd}) {
+            try {
+                r.close();
+            } catch (Exception e) {
+                LOG.warn("RDMA host device {}: closing {} failed: {}", name, r, e.getMessage());
+            }
+        }
         LOG.debug("RDMA host device {} resources closed", name);
     }
 }

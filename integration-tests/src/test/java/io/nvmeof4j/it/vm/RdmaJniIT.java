@@ -1,0 +1,135 @@
+package io.nvmeof4j.it.vm;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.w3c.dom.Document;
+import org.w3c.dom.Element;
+import org.w3c.dom.NodeList;
+
+import javax.xml.parsers.DocumentBuilderFactory;
+import java.io.File;
+import java.lang.reflect.Method;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The RDMA JNI layer against a real RDMA device: boots the QEMU guest once, brings up Soft-RoCE {@code rxe0}
+ * there and runs {@code io.nvmeof4j.jni.rdma.RdmaDeviceChecks} (native's test jar: device attributes, memory
+ * registration, send/receive, RDMA READ and WRITE, chained WRITE + SEND, batch posting with the failing index,
+ * completion-channel waits, CM reject with private data, connect to nothing and unroutable addresses within their
+ * timeouts, disconnect flushing receives, closing everything twice) with the JUnit Platform console launcher
+ * inside the guest ({@code integration-tests/vm/guest/rdma-jni.sh}). The library is loaded from the native jar.
+ *
+ * <p>Asserts on the launcher's XML report: as many tests as the class has {@code @Test} methods, none failed,
+ * errored or skipped. Set {@code NVMEOF4J_SKIP_VM_TESTS=1} to skip; logs stay in
+ * {@code integration-tests/target/vm-rdma-jni-it-<time>/}.
+ */
+class RdmaJniIT {
+    private static final String CHECKS = "io.nvmeof4j.jni.rdma.RdmaDeviceChecks";
+    private static final Duration GUEST_TIMEOUT = Duration.ofSeconds(Long.getLong("nvmeof4j.it.guestSeconds", 300));
+
+    private static Path vm;
+
+    @BeforeAll
+    static void prepareGuest() throws Exception {
+        vm = VmHarness.prepareGuest().resolve("integration-tests/vm");
+    }
+
+    @Test
+    void rdmaJniChecksShouldPassOnSoftRoce() throws Exception {
+        Path work = Path.of("target", "vm-rdma-jni-it-"
+            + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"))).toAbsolutePath();
+        Path results = work.resolve("results");
+        Files.createDirectories(results);
+
+        List<String> classpath = testClasspath();
+        String console = classpath.stream().filter(e -> e.contains("junit-platform-console-standalone")).findFirst()
+            .orElseThrow(() -> new AssertionError("junit-platform-console-standalone not on " + classpath));
+        // The checks' own classpath: the native jar (the .so inside) and its test jar, plus AssertJ; JUnit comes
+        // from the standalone launcher.
+        List<String> checksCp = classpath.stream().filter(e -> {
+            String name = Path.of(e).getFileName().toString();
+            return e.contains("/native/target/") || name.startsWith("native-") || name.startsWith("assertj-core");
+        }).toList();
+        assertThat(checksCp).as("native jar, native test jar and assertj in %s", classpath).hasSizeGreaterThanOrEqualTo(3);
+        int expectedTests = testMethods(CHECKS);
+        assertThat(expectedTests).isGreaterThanOrEqualTo(10);
+
+        List<String> cmd = new ArrayList<>(List.of(vm.resolve("run-guest.sh").toString(),
+            "--timeout", Long.toString(GUEST_TIMEOUT.toSeconds()), "--results", results.toString(),
+            "--env", "CONSOLE_JAR=" + console,
+            "--env", "CHECKS_CP=" + String.join(File.pathSeparator, checksCp),
+            "--env", "JAVA_BIN=" + Path.of(System.getProperty("java.home"), "bin", "java"),
+            "--env", "CHECK_CLASSES=" + CHECKS,
+            vm.resolve("guest/rdma-jni.sh").toString()));
+        long t0 = System.nanoTime();
+        VmHarness.Result guest = VmHarness.run(cmd, java.util.Map.of(), GUEST_TIMEOUT.plusSeconds(60), "[guest] ",
+            work.resolve("guest.log"));
+        System.out.printf("[guest] finished in %d s%n", (System.nanoTime() - t0) / 1_000_000_000L);
+
+        assertThat(guest.timedOut()).as("run-guest.sh hung past its own timeout").isFalse();
+        // (the first console line may carry terminal escapes before the text)
+        assertThat(guest.lines()).as("guest output, tail:\n%s", guest.tail(60)).anyMatch(l -> l.endsWith("PASS rxe-up"));
+
+        Path report = findReport(results.resolve("junit"));
+        Element suite = suiteOf(report);
+        int tests = Integer.parseInt(suite.getAttribute("tests"));
+        int failures = Integer.parseInt(suite.getAttribute("failures"));
+        int errors = Integer.parseInt(suite.getAttribute("errors"));
+        int skipped = Integer.parseInt(suite.getAttribute("skipped"));
+        assertThat(failures + errors).as("failed checks in %s; guest tail:\n%s", report, guest.tail(120)).isZero();
+        assertThat(skipped).as("skipped checks in %s", report).isZero();
+        assertThat(tests).as("tests run from %s (the class has %d)", report, expectedTests).isEqualTo(expectedTests);
+        assertThat(guest.lines()).anyMatch(l -> l.endsWith("PASS rdma-jni-checks"));
+        assertThat(guest.exitCode()).as("guest script exit code; tail:\n%s", guest.tail(40)).isZero();
+    }
+
+    private static Path findReport(Path dir) throws Exception {
+        assertThat(dir).as("JUnit report folder written in the guest").isDirectory();
+        try (Stream<Path> files = Files.list(dir)) {
+            // one report per engine; the checks are Jupiter tests
+            return files.filter(p -> p.getFileName().toString().equals("TEST-junit-jupiter.xml"))
+                .findFirst().orElseThrow(() -> new AssertionError("no TEST-junit-jupiter.xml in " + dir));
+        }
+    }
+
+    private static Element suiteOf(Path report) throws Exception {
+        Document doc = DocumentBuilderFactory.newInstance().newDocumentBuilder().parse(report.toFile());
+        NodeList suites = doc.getElementsByTagName("testsuite");
+        assertThat(suites.getLength()).as("testsuite elements in %s", report).isPositive();
+        return (Element) suites.item(0);
+    }
+
+    /** The @Test methods of the checks class (loaded from native's test jar on this classpath). */
+    private static int testMethods(String className) throws Exception {
+        Class<?> checks = Class.forName(className, false, RdmaJniIT.class.getClassLoader());
+        return (int) Arrays.stream(checks.getDeclaredMethods()).filter(RdmaJniIT::isTest).count();
+    }
+
+    private static boolean isTest(Method m) {
+        return m.isAnnotationPresent(Test.class);
+    }
+
+    private static List<String> testClasspath() {
+        String cp = System.getProperty("surefire.test.class.path");
+        if (cp == null || cp.isBlank()) {
+            cp = System.getProperty("java.class.path");
+        }
+        List<String> entries = new ArrayList<>();
+        for (String e : cp.split(File.pathSeparator)) {
+            if (!e.isBlank() && !e.contains(",") && Files.exists(Path.of(e))) {
+                entries.add(Path.of(e).toAbsolutePath().toString());
+            }
+        }
+        return entries;
+    }
+}
