@@ -19,6 +19,8 @@ import io.nvmeof4j.protocol.spi.host.HostQueueListener;
 import io.nvmeof4j.protocol.spi.host.HostQueueOptions;
 import io.nvmeof4j.protocol.spi.host.HostTransport;
 import io.nvmeof4j.protocol.spi.host.TransportConnectException;
+import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.rdma.host.RdmaHostTransport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -64,7 +66,7 @@ final class AdminConnection {
         String peer = address + " (" + subsystemNqn + ")";
         Duration timeout = options.connectTimeout();
         HostQueue queue = openTransport(transport, group, address, peer,
-            HostQueueOptions.admin(options.headerDigest(), options.dataDigest(), timeout), listener);
+            HostQueueOptions.admin(options.headerDigest(), options.dataDigest(), timeout), 0, 0xFFFF, listener);
         try {
             Cqe connect = fabricsConnect(queue, peer, "Connect (admin queue)", 0, ADMIN_QUEUE_SIZE,
                 options.keepAliveTimeout().toMillis(), ConnectData.CNTLID_DYNAMIC, subsystemNqn, identity,
@@ -86,6 +88,13 @@ final class AdminConnection {
             waitReady(queue, peer, cap, timeout);
             int vs = (int) propertyGet(queue, peer, ControllerRegisters.VS, false, timeout);
             ControllerInfo info = identifyController(queue, peer, mps, timeout);
+            if (address.type() == TransportType.RDMA
+                && (info.sglSupport() & IdentifyController.SGLS_KEYED_DATA_BLOCK) == 0) {
+                // nvme_rdma_setup_ctrl: "Mandatory keyed sgls are not supported!"
+                throw new NvmeofException(peer, "Identify Controller", NvmeofException.NO_STATUS, String.format(
+                    "SGLS 0x%08x lacks keyed SGL data blocks (bit 2), which NVMe-oF/RDMA needs", info.sglSupport()),
+                    null);
+            }
             if (info.controllerId() != cntlid) {
                 throw new NvmeofException(peer, "Identify Controller", NvmeofException.NO_STATUS,
                     "CNTLID " + info.controllerId() + " differs from the " + cntlid + " Connect returned", null);
@@ -97,10 +106,18 @@ final class AdminConnection {
         }
     }
 
+    /**
+     * Opens the transport connection of queue {@code qid}. NVMe-oF/RDMA names the queue (QID, and CNTLID on I/O
+     * queues) in the CM connect request already, so its transport gets both; NVMe/TCP needs neither.
+     */
     static HostQueue openTransport(HostTransport transport, HostPollGroup group, TransportAddress address,
-                                   String peer, HostQueueOptions options, HostQueueListener listener)
+                                   String peer, HostQueueOptions options, int qid, int cntlid,
+                                   HostQueueListener listener)
         throws NvmeofException {
         try {
+            if (transport instanceof RdmaHostTransport) {
+                return ((RdmaHostTransport) transport).connect(group, address, options, qid, cntlid, listener);
+            }
             return transport.connect(group, address, options, listener);
         } catch (TransportConnectException e) {
             throw new NvmeofException(peer, e.step(), NvmeofException.NO_STATUS, e.detail(), e);

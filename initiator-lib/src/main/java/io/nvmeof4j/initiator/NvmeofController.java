@@ -14,6 +14,7 @@ import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.fabrics.ControllerRegisters;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.host.HostQueue;
+import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.protocol.spi.host.HostQueueOptions;
 import io.nvmeof4j.protocol.spi.host.HostStatus;
 import org.slf4j.Logger;
@@ -52,6 +53,8 @@ import java.util.concurrent.TimeUnit;
 public final class NvmeofController implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(NvmeofController.class);
     private static final int MAX_IDENTIFIED_NAMESPACES = ActiveNamespaceIdList.MAX_ENTRIES;
+    /** The Linux RDMA host never opens queues deeper than this (NVME_RDMA_MAX_QUEUE_SIZE). */
+    static final int RDMA_MAX_QUEUE_SIZE = 256;
 
     private final NvmeofHost host;
     private final TransportAddress address;
@@ -206,8 +209,8 @@ public final class NvmeofController implements AutoCloseable {
     // ---- bring-up ------------------------------------------------------------------------------------------------
 
     private void bringUp(boolean first) throws IOException {
-        AdminConnection a = AdminConnection.open(host.transport(), host.reactor(0).group, address, subsystemNqn,
-            host.identity(), options, (q, reason) -> onAdminClosed(q, reason));
+        AdminConnection a = AdminConnection.open(host.transport(address.type()), host.reactor(address.type(), 0).group,
+            address, subsystemNqn, host.identity(), options, (q, reason) -> onAdminClosed(q, reason));
         List<HostQueue> opened = new ArrayList<>();
         try {
             ControllerInfo info = a.info;
@@ -234,12 +237,15 @@ public final class NvmeofController implements AutoCloseable {
             if (info.maxOutstandingCommands() > 0) {
                 size = Math.min(size, info.maxOutstandingCommands());
             }
+            if (address.type() == TransportType.RDMA) {
+                size = Math.min(size, RDMA_MAX_QUEUE_SIZE); // the Linux host's NVME_RDMA_MAX_QUEUE_SIZE
+            }
             if (first) {
                 queueSize = size;
                 maxTransferBytes = info.maxDataTransferBytes() == 0 ? 1L << 30 : info.maxDataTransferBytes();
                 IoQueue[] created = new IoQueue[count];
                 for (int qid = 1; qid <= count; qid++) {
-                    HostReactor reactor = host.reactor(qid - 1);
+                    HostReactor reactor = host.reactor(address.type(), qid - 1);
                     created[qid - 1] = new IoQueue(this, qid, reactor, options.maxOutstandingRequests(),
                         options.commandTimeout().toNanos());
                     reactor.addQueue(created[qid - 1]);
@@ -251,9 +257,9 @@ public final class NvmeofController implements AutoCloseable {
             }
             for (IoQueue ioQueue : ioQueues) {
                 String step = "Connect (I/O queue " + ioQueue.qid + ")";
-                HostQueue q = AdminConnection.openTransport(host.transport(), ioQueue.reactor.group, address, peer,
-                    new HostQueueOptions(size, options.headerDigest(), options.dataDigest(), info.inCapsuleDataSize(),
-                        options.connectTimeout()), ioQueue);
+                HostQueue q = AdminConnection.openTransport(host.transport(address.type()), ioQueue.reactor.group,
+                    address, peer, new HostQueueOptions(size, options.headerDigest(), options.dataDigest(),
+                        info.inCapsuleDataSize(), options.connectTimeout()), ioQueue.qid, a.controllerId, ioQueue);
                 opened.add(q);
                 AdminConnection.fabricsConnect(q, peer, step, ioQueue.qid, size, 0, a.controllerId, subsystemNqn,
                     host.identity(), options.disableSqFlowControl(), options.connectTimeout());

@@ -7,6 +7,7 @@ import io.nvmeof4j.protocol.admin.LogPageIdentifier;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.protocol.spi.host.HostTransport;
+import io.nvmeof4j.rdma.host.RdmaHostTransport;
 import io.nvmeof4j.tcp.host.TcpHostTransport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -49,8 +50,11 @@ public final class NvmeofHost implements AutoCloseable {
     static final int DISCOVERY_CHUNK = 4096;
 
     private final HostIdentity identity;
-    private final HostTransport transport = new TcpHostTransport();
-    private final List<HostReactor> reactors = new ArrayList<>();
+    private final int reactorThreads;
+    /** NVMe/TCP: its transport and reactors, made with the host. */
+    private final Fabric tcp;
+    /** NVMe-oF/RDMA: made on first use (only then is rdma-core needed). */
+    private volatile Fabric rdma;
     private final ScheduledExecutorService timer;
     private final ExecutorService control;
     private final List<NvmeofController> controllers = new CopyOnWriteArrayList<>();
@@ -63,9 +67,8 @@ public final class NvmeofHost implements AutoCloseable {
         if (reactorThreads < 1 || reactorThreads > 256) {
             throw new IllegalArgumentException("reactor threads " + reactorThreads + " outside 1..256");
         }
-        for (int i = 0; i < reactorThreads; i++) {
-            reactors.add(new HostReactor("nvmeof-host-reactor-" + i, transport.createPollGroup()));
-        }
+        this.reactorThreads = reactorThreads;
+        this.tcp = new Fabric(new TcpHostTransport(), reactorThreads, "nvmeof-host-reactor-");
         timer = Executors.newSingleThreadScheduledExecutor(daemon("nvmeof-host-timer"));
         control = Executors.newCachedThreadPool(daemon("nvmeof-host-control"));
         LOG.debug("host {} started with {} reactor thread(s)", identity, reactorThreads);
@@ -143,8 +146,8 @@ public final class NvmeofHost implements AutoCloseable {
     public List<DiscoveryEntry> discover(TransportAddress address, ConnectOptions options) throws IOException {
         checkOpen();
         String step = "Get Log Page (discovery)";
-        AdminConnection a = AdminConnection.open(transport, reactor(0).group, address, DISCOVERY_NQN, identity,
-            options, null);
+        AdminConnection a = AdminConnection.open(transport(address.type()), reactor(address.type(), 0).group, address,
+            DISCOVERY_NQN, identity, options, null);
         try {
             boolean extended = (a.info.logPageAttributes() & IdentifyController.LPA_EXTENDED_DATA) != 0;
             ByteBuffer header = Commands.direct(DiscoveryLogPage.HEADER_FIELDS_LENGTH);
@@ -217,10 +220,7 @@ public final class NvmeofHost implements AutoCloseable {
         Objects.requireNonNull(address, "address");
         Objects.requireNonNull(subsystemNqn, "subsystemNqn");
         Objects.requireNonNull(options, "options");
-        if (address.type() != TransportType.TCP) {
-            throw new IllegalArgumentException("transport " + address.type().configName()
-                + " is not available in this build (NVMe/TCP only)");
-        }
+        fabric(address.type()); // fails early, saying why, for a transport this machine cannot use
         NvmeofController controller = NvmeofController.connect(this, address, subsystemNqn, options);
         controllers.add(controller);
         return controller;
@@ -251,10 +251,11 @@ public final class NvmeofHost implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        for (HostReactor reactor : reactors) {
-            reactor.close();
+        tcp.close();
+        Fabric r = rdma;
+        if (r != null) {
+            r.close();
         }
-        transport.close();
     }
 
     private void checkOpen() {
@@ -265,13 +266,68 @@ public final class NvmeofHost implements AutoCloseable {
 
     // ---- for controllers -----------------------------------------------------------------------------------------
 
-    HostTransport transport() {
-        return transport;
+    HostTransport transport(TransportType type) {
+        return fabric(type).transport;
     }
 
-    /** Reactor for the {@code index}-th queue of a controller: round-robin over the reactors. */
-    HostReactor reactor(int index) {
+    /** Reactor for the {@code index}-th queue of a controller on {@code type}: round-robin over its reactors. */
+    HostReactor reactor(TransportType type, int index) {
+        List<HostReactor> reactors = fabric(type).reactors;
         return reactors.get(Math.floorMod(index, reactors.size()));
+    }
+
+    /**
+     * The transport and reactors for {@code type}; RDMA's are made on first use.
+     *
+     * @throws IllegalArgumentException for a transport this build or machine cannot use, saying why (for RDMA:
+     *                                  {@code Rdma.unavailabilityCause()})
+     */
+    private Fabric fabric(TransportType type) {
+        if (type == TransportType.TCP) {
+            return tcp;
+        }
+        if (type != TransportType.RDMA) {
+            throw new IllegalArgumentException("transport " + type.configName() + " is not supported (tcp or rdma)");
+        }
+        Fabric r = rdma;
+        if (r != null) {
+            return r;
+        }
+        synchronized (this) {
+            checkOpen();
+            if (rdma == null) {
+                RdmaHostTransport transport;
+                try {
+                    transport = new RdmaHostTransport();
+                } catch (UnsupportedOperationException e) {
+                    throw new IllegalArgumentException("transport rdma cannot be used here: " + e.getMessage(), e);
+                } catch (LinkageError e) {
+                    throw new IllegalArgumentException("transport rdma cannot be used here: " + e, e);
+                }
+                rdma = new Fabric(transport, reactorThreads, "nvmeof-host-rdma-reactor-");
+            }
+            return rdma;
+        }
+    }
+
+    /** A transport with its own host reactors (each reactor polls one transport's poll group). */
+    private static final class Fabric {
+        final HostTransport transport;
+        final List<HostReactor> reactors = new ArrayList<>();
+
+        Fabric(HostTransport transport, int threads, String namePrefix) {
+            this.transport = transport;
+            for (int i = 0; i < threads; i++) {
+                reactors.add(new HostReactor(namePrefix + i, transport.createPollGroup()));
+            }
+        }
+
+        void close() {
+            for (HostReactor reactor : reactors) {
+                reactor.close();
+            }
+            transport.close();
+        }
     }
 
     ScheduledExecutorService timer() {
@@ -284,9 +340,14 @@ public final class NvmeofHost implements AutoCloseable {
 
     boolean isReactorThread() {
         Thread current = Thread.currentThread();
-        for (HostReactor reactor : reactors) {
-            if (reactor.thread() == current) {
-                return true;
+        for (Fabric f : new Fabric[] {tcp, rdma}) {
+            if (f == null) {
+                continue;
+            }
+            for (HostReactor reactor : f.reactors) {
+                if (reactor.thread() == current) {
+                    return true;
+                }
             }
         }
         return false;

@@ -26,7 +26,8 @@ public final class ConnectionOptions {
     public static final long CONNECT_TIMEOUT_MS_DEFAULT = HostQueueOptions.CONNECT_TIMEOUT_DEFAULT.toMillis();
 
     @Option(names = {"-t", "--transport"}, paramLabel = "TRTYPE", defaultValue = "tcp",
-        description = "Transport: tcp (rdma is not available in this build). Default: ${DEFAULT-VALUE}.")
+        description = "Transport: tcp or rdma (NVMe-oF/RDMA needs rdma-core and an RDMA device). "
+            + "Default: ${DEFAULT-VALUE}.")
     String transport;
 
     @Option(names = {"-a", "--traddr"}, paramLabel = "TRADDR", required = true,
@@ -34,7 +35,7 @@ public final class ConnectionOptions {
     String traddr;
 
     @Option(names = {"-s", "--trsvcid"}, paramLabel = "TRSVCID",
-        description = "Port of the target. Default: 8009 for discover, 4420 otherwise.")
+        description = "Port of the target. Default: 8009 for discover over tcp, 4420 otherwise.")
     Integer trsvcid;
 
     @Option(names = {"-n", "--nqn"}, paramLabel = "SUBNQN",
@@ -81,19 +82,26 @@ public final class ConnectionOptions {
         try {
             type = TransportType.fromConfigName(transport);
         } catch (IllegalArgumentException e) {
-            throw new CliUsageException("unknown transport '" + transport + "' (expected tcp)");
+            throw new CliUsageException("unknown transport '" + transport + "' (expected tcp or rdma)");
         }
-        if (type != TransportType.TCP) {
-            throw new CliUsageException("transport '" + type.configName() + "' is not available in this build "
-                + "(NVMe/TCP only)");
+        if (type != TransportType.TCP && type != TransportType.RDMA) {
+            throw new CliUsageException("transport '" + type.configName() + "' is not supported (tcp or rdma)");
         }
-        int port = trsvcid == null ? defaultPort : trsvcid;
+        if (type == TransportType.RDMA) {
+            Throwable cause = io.nvmeof4j.jni.rdma.Rdma.unavailabilityCause();
+            if (cause != null) {
+                throw new CliUsageException("transport 'rdma' is not available here: " + cause.getMessage());
+            }
+        }
+        // The Linux host discovers over RDMA on 4420 (8009 is NVMe/TCP's discovery port).
+        int port = trsvcid == null ? (type == TransportType.RDMA ? IO_PORT_DEFAULT : defaultPort) : trsvcid;
         if (port < 1 || port > 65535) {
             throw new CliUsageException("-s/--trsvcid " + port + " is not a TCP port (1..65535)");
         }
         String host = traddr.startsWith("[") && traddr.endsWith("]") ? traddr.substring(1, traddr.length() - 1)
             : traddr;
-        return TransportAddress.tcp(host, port);
+        TransportAddress tcp = TransportAddress.tcp(host, port);
+        return type == TransportType.TCP ? tcp : new TransportAddress(type, tcp.family(), host, tcp.trsvcid());
     }
 
     String requireNqn() {

@@ -8,7 +8,9 @@ import io.nvmeof4j.initiator.IoCallback;
 import io.nvmeof4j.initiator.NvmeofController;
 import io.nvmeof4j.initiator.NvmeofHost;
 import io.nvmeof4j.initiator.NvmeofNamespace;
+import io.nvmeof4j.protocol.spi.AddressFamily;
 import io.nvmeof4j.protocol.spi.TransportAddress;
+import io.nvmeof4j.protocol.spi.TransportType;
 
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -22,13 +24,13 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Test-support main (not a test itself): our initiator library against an NVMe/TCP target, printing
+ * Test-support main (not a test itself): our initiator library against an NVMe/TCP or NVMe-oF/RDMA target, printing
  * {@code PASS name} / {@code FAIL name: reason} lines and {@code SUMMARY: N passed, M failed} like the guest scripts
  * of {@code integration-tests/vm/guest}. Run inside the QEMU guest by
  * {@code integration-tests/vm/guest/initiator-vs-kernel-target.sh} against the Linux kernel target (nvmet-tcp) on
  * 127.0.0.1; {@link InitiatorVsKernelTargetIT} asserts on its lines.
  *
- * <pre>java -cp TEST_CLASSPATH io.nvmeof4j.it.vm.KernelTargetProbe ADDR PORT SUBNQN NS_BYTES [SEED] [PERF_SECONDS]</pre>
+ * <pre>java -cp TEST_CLASSPATH io.nvmeof4j.it.vm.KernelTargetProbe ADDR PORT SUBNQN NS_BYTES [SEED] [PERF_SECONDS] [TRTYPE]</pre>
  *
  * Checks: discovery (the kernel target answers discovery on the I/O port and lists the subsystem there); then, for
  * 1 and for 4 I/O queues: connect (queue count granted, Identify values, namespace 1 size and 4 KiB blocks),
@@ -51,6 +53,7 @@ public final class KernelTargetProbe {
     private final long nsBytes;
     private final long seed;
     private final int perfSeconds;
+    private final TransportType trtype;
 
     private KernelTargetProbe(String[] args) {
         addr = args[0];
@@ -59,11 +62,12 @@ public final class KernelTargetProbe {
         nsBytes = Long.parseLong(args[3]);
         seed = args.length > 4 ? Long.parseLong(args[4]) : System.nanoTime();
         perfSeconds = args.length > 5 ? Integer.parseInt(args[5]) : 3;
+        trtype = args.length > 6 ? TransportType.fromConfigName(args[6]) : TransportType.TCP;
     }
 
     public static void main(String[] args) {
         if (args.length < 4) {
-            System.err.println("usage: KernelTargetProbe ADDR PORT SUBNQN NS_BYTES [SEED] [PERF_SECONDS]");
+            System.err.println("usage: KernelTargetProbe ADDR PORT SUBNQN NS_BYTES [SEED] [PERF_SECONDS] [TRTYPE]");
             System.exit(2);
         }
         KernelTargetProbe probe = new KernelTargetProbe(args);
@@ -82,7 +86,8 @@ public final class KernelTargetProbe {
 
     private int run() throws Exception {
         info("seed " + seed + ", target " + addr + ":" + port + " " + subnqn + ", namespace " + nsBytes + " bytes");
-        TransportAddress address = TransportAddress.tcp(addr, port);
+        TransportAddress address = trtype == TransportType.TCP ? TransportAddress.tcp(addr, port)
+            : new TransportAddress(trtype, AddressFamily.IPV4, addr, Integer.toString(port));
         try (NvmeofHost host = NvmeofHost.create(HostIdentity.generate(), 1)) {
             info("host " + host.identity());
             discover(host, address);
@@ -114,7 +119,7 @@ public final class KernelTargetProbe {
             DiscoveryEntry ours = entries.stream().filter(e -> subnqn.equals(e.subsystemNqn())).findFirst().orElse(null);
             if (ours == null) {
                 fail("discover", "no entry for " + subnqn + " in " + entries);
-            } else if (ours.subsystemType() != DiscoveryEntry.SUBTYPE_NVM || ours.transportType() != 3
+            } else if (ours.subsystemType() != DiscoveryEntry.SUBTYPE_NVM || ours.transportType() != trtype.code()
                 || !Integer.toString(port).equals(ours.transportServiceId())
                 || !addr.equals(ours.transportAddress())) {
                 fail("discover", "unexpected entry " + ours);

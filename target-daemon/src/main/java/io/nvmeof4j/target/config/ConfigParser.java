@@ -516,10 +516,6 @@ final class ConfigParser {
             ports.add(port);
             reportKeys(p, pw, Set.of("portid", "addr", "param", "subsystems"), IGNORED_PORT);
         }
-        if (ports.stream().noneMatch(PortConfig::isServable)) {
-            throw new ConfigException(where, "nothing to serve: every port is RDMA, and RDMA is not available in "
-                + "this build (NVMe/TCP only)");
-        }
         return ports;
     }
 
@@ -569,7 +565,8 @@ final class ConfigParser {
         reportKeys(addr, aw, Set.of("trtype", "adrfam", "traddr", "trsvcid", "treq", "tsas"), IGNORED_ADDR);
 
         String prw = at(pw, "param");
-        int inline = PortOptions.INLINE_DATA_SIZE_DEFAULT;
+        int inline = trtype == TransportType.RDMA ? PortConfig.RDMA_INLINE_DATA_SIZE_DEFAULT
+            : PortOptions.INLINE_DATA_SIZE_DEFAULT;
         int queueSize = PortOptions.MAX_QUEUE_SIZE_DEFAULT;
         JsonNode param = p.get("param");
         if (param != null && !param.isNull()) {
@@ -601,6 +598,12 @@ final class ConfigParser {
                 }
             }
             reportKeys(param, prw, Set.of("inline_data_size", "max_queue_size"), IGNORED_PARAM);
+            if (trtype == TransportType.RDMA && inline > PortConfig.RDMA_INLINE_DATA_SIZE_MAX) {
+                // nvmet-rdma clamps the same way (NVMET_RDMA_MAX_INLINE_DATA_SIZE) and says so.
+                notice(true, at(prw, "inline_data_size") + ": " + inline + " is above NVMe-oF/RDMA's "
+                    + PortConfig.RDMA_INLINE_DATA_SIZE_MAX + "; using " + PortConfig.RDMA_INLINE_DATA_SIZE_MAX);
+                inline = PortConfig.RDMA_INLINE_DATA_SIZE_MAX;
+            }
         }
 
         List<String> exported = new ArrayList<>();
@@ -686,7 +689,7 @@ final class ConfigParser {
             SubsystemConfig s = subsystems.get(i);
             boolean exported = ports.stream().anyMatch(p -> p.isServable() && p.subsystems().contains(s.nqn()));
             if (!exported) {
-                notice(true, "subsystems[" + i + "]: " + s.nqn() + " is not exported by any NVMe/TCP port");
+                notice(true, "subsystems[" + i + "]: " + s.nqn() + " is not exported by any port");
             }
             if (!s.allowAnyHost() && s.allowedHosts().isEmpty()) {
                 notice(true, "subsystems[" + i + "]: " + s.nqn() + " allows no host (attr.allow_any_host is 0 "

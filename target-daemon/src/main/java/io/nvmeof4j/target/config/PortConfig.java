@@ -36,8 +36,15 @@ public record PortConfig(String where, int portId, TransportAddress address, Str
         return address.family();
     }
 
-    /** True when this build can serve the port (NVMe/TCP); RDMA ports are parsed but not served. */
+    /**
+     * True when this build has a transport for the port (NVMe/TCP, NVMe-oF/RDMA). Whether RDMA can run on this
+     * machine is decided when the daemon starts ({@code Rdma.unavailabilityCause()}), not by the configuration.
+     */
     public boolean isServable() {
-        return address.type() == TransportType.TCP;
+        return address.type() == TransportType.TCP || address.type() == TransportType.RDMA;
     }
+
+    /** NVMe-oF/RDMA's in-capsule data defaults, as nvmet-rdma has them: one page, at most 16 KiB. */
+    public static final int RDMA_INLINE_DATA_SIZE_DEFAULT = 4096;
+    public static final int RDMA_INLINE_DATA_SIZE_MAX = 16384;
 }

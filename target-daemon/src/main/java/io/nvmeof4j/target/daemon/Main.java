@@ -120,7 +120,7 @@ public final class Main implements Callable<Integer> {
         }
         if (check) {
             out.println("configuration OK: " + config.subsystems().size() + " subsystem(s), "
-                + config.servablePorts().size() + " NVMe/TCP port(s)");
+                + config.servablePorts().size() + " port(s)");
             out.flush();
             return EXIT_OK;
         }

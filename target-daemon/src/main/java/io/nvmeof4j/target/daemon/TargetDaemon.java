@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.daemon;
 
+import io.nvmeof4j.jni.rdma.Rdma;
 import io.nvmeof4j.protocol.buffer.OffHeapBufferPool;
 import io.nvmeof4j.protocol.spi.PollGroup;
 import io.nvmeof4j.protocol.spi.TransportAddress;
@@ -7,6 +8,8 @@ import io.nvmeof4j.protocol.spi.TransportListener;
 import io.nvmeof4j.jni.bdev.Bdev;
 import io.nvmeof4j.jni.bdev.BdevRegion;
 import io.nvmeof4j.target.backend.BdevChannels;
+import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.rdma.RdmaControllerTransport;
 import io.nvmeof4j.target.backend.BlockDevice;
 import io.nvmeof4j.target.backend.NullBlockDevice;
 import io.nvmeof4j.target.backend.RamBlockDevice;
@@ -57,15 +60,17 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <h2>Start</h2>
  * {@link #start} checks the files the configuration names once more, opens every enabled namespace's device,
- * builds the {@link TargetModel}, creates per reactor one {@link OffHeapBufferPool} over one mapped region, one
- * NVMe/TCP poll group and one block-device poll group ({@link BdevChannels}: the reactor's io_uring, the region
- * registered as its fixed buffer) and starts the reactors, then binds every NVMe/TCP port in configuration order (port 0: any free port; the
- * model's port is replaced by its bound form), each with its own {@link ControllerQueueHandlerFactory}. RDMA ports
- * are skipped with a warning: this build has no RDMA transport. If any step fails, everything done so far is
- * undone (listeners closed, reactors stopped, devices closed, files this start created removed) and the error
- * is thrown: the daemon never half-starts. With {@code metrics} on (the default) every subsystem and namespace is
- * bound to a {@link TargetMetrics} before the first Connect; with {@code http} set (default 127.0.0.1:9480) the
- * {@link HttpApiServer} serves {@code /metrics} and the management API once every port is bound.
+ * builds the {@link TargetModel}, creates per reactor one {@link OffHeapBufferPool} over one mapped region (registered
+ * once as the reactor's io_uring fixed buffer and, with RDMA, once per protection domain), an NVMe-oF/RDMA poll group
+ * when RDMA ports are served (first, so an idle reactor blocks on its completion channel), an NVMe/TCP poll group when
+ * TCP ports are served, and one block-device poll group ({@link BdevChannels}: the reactor's io_uring); starts the
+ * reactors, then binds every port in configuration order (port 0: any free port; the model's port is replaced by its
+ * bound form), each with its own {@link ControllerQueueHandlerFactory}. Without RDMA (no rdma-core, no device) RDMA
+ * ports are skipped with a warning giving {@code Rdma.unavailabilityCause()}, and the rest is served. If any step
+ * fails, everything done so far is undone (listeners closed, reactors stopped, devices closed, files this start
+ * created removed) and the error is thrown: the daemon never half-starts. With {@code metrics} on (the default) every
+ * subsystem and namespace is bound to a {@link TargetMetrics} before the first Connect; with {@code http} set (default
+ * 127.0.0.1:9480) the {@link HttpApiServer} serves {@code /metrics} and the management API once every port is bound.
  *
  * <h2>Live changes</h2>
  * {@link #addNamespace} and {@link #removeNamespace} (the management API) open and close devices through the
@@ -98,6 +103,9 @@ public final class TargetDaemon implements AutoCloseable {
     private final List<TransportListener> listeners = new ArrayList<>();
     private final List<TransportAddress> listenAddresses = new ArrayList<>();
     private TcpControllerTransport transport;
+    private RdmaControllerTransport rdmaTransport;
+    /** The ports started: every configured port, less RDMA ports when RDMA is unavailable. */
+    private List<PortConfig> servedPorts = List.of();
     private ControllerRegistry registry;
     private TargetMetrics metrics;
     private HttpApiServer http;
@@ -133,14 +141,9 @@ public final class TargetDaemon implements AutoCloseable {
         long begin = System.nanoTime();
         DaemonSettings settings = config.daemon();
         LOG.info("nvmeof4j target {} starting: {} subsystem(s), {} port(s), {} reactor(s), idle strategy {}",
-            BuildVersion.version(), config.subsystems().size(), config.servablePorts().size(), settings.reactors(),
+            BuildVersion.version(), config.subsystems().size(), config.ports().size(), settings.reactors(),
             settings.idleStrategy().configName());
-        for (PortConfig p : config.ports()) {
-            if (!p.isServable()) {
-                LOG.warn("{} (portid {}, {}): not served: RDMA is not available in this build (NVMe/TCP only)",
-                    p.where(), p.portId(), p.address());
-            }
-        }
+        servedPorts = portsToServe();
         buildModel(settings);
         warnIfDirectMemoryShort(settings);
         if (settings.metrics()) {
@@ -148,7 +151,12 @@ public final class TargetDaemon implements AutoCloseable {
         }
 
         transport = new TcpControllerTransport();
+        boolean rdma = servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.RDMA);
+        if (rdma) {
+            rdmaTransport = new RdmaControllerTransport();
+        }
         List<PollGroup> groups = new ArrayList<>();
+        List<PollGroup> rdmaGroups = new ArrayList<>();
         int largestBuffer = config.largestBuffer();
         for (int i = 0; i < settings.reactors(); i++) {
             Reactor reactor = new Reactor("nvmeof-reactor-" + i, settings.idleStrategy(), settings.idleSpinNanos());
@@ -157,9 +165,18 @@ public final class TargetDaemon implements AutoCloseable {
             if (metrics != null) {
                 metrics.bindPool(i, pool);
             }
-            PollGroup group = transport.createPollGroup(pool);
-            reactor.add(group);
-            groups.add(group);
+            if (rdma) {
+                // First: an idle reactor blocks on its first group's wait primitive (here the completion channel).
+                PollGroup rdmaGroup = rdmaTransport.createPollGroup(pool);
+                reactor.add(rdmaGroup);
+                rdmaGroups.add(rdmaGroup);
+            }
+            if (!rdma || servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.TCP)) {
+                // Only when TCP ports exist: an idle group still costs a selectNow per reactor round.
+                PollGroup group = transport.createPollGroup(pool);
+                reactor.add(group);
+                groups.add(group);
+            }
             if (Bdev.isAvailable()) {
                 reactor.add(new BdevChannels(reactor.name() + " block I/O", pool, BDEV_IO_PER_REACTOR));
             }
@@ -173,13 +190,15 @@ public final class TargetDaemon implements AutoCloseable {
         }
         NvmCommands nvm = new NvmCommands();
 
-        for (PortConfig pc : config.servablePorts()) {
+        for (PortConfig pc : servedPorts) {
             Port port = findPort(pc.portId());
             ControllerQueueHandlerFactory handlers = new ControllerQueueHandlerFactory(model, port, nvm, registry,
                 metrics);
             TransportListener listener;
             try {
-                listener = transport.listen(port.address(), port.options(), groups, handlers);
+                listener = pc.transportType() == TransportType.RDMA
+                    ? rdmaTransport.listen(port.address(), port.options(), rdmaGroups, handlers)
+                    : transport.listen(port.address(), port.options(), groups, handlers);
             } catch (IOException e) {
                 throw new IOException(pc.where() + " (portid " + pc.portId() + "): " + e.getMessage(), e);
             }
@@ -248,6 +267,35 @@ public final class TargetDaemon implements AutoCloseable {
         return region.buffer();
     }
 
+    /**
+     * The configured ports this machine can serve: RDMA ports only when RDMA is available (else each is named
+     * with the reason, and the daemon serves the rest).
+     */
+    private List<PortConfig> portsToServe() throws IOException {
+        List<PortConfig> served = new ArrayList<>();
+        Throwable rdmaCause = null;
+        boolean rdmaChecked = false;
+        for (PortConfig p : config.servablePorts()) {
+            if (p.transportType() == TransportType.RDMA) {
+                if (!rdmaChecked) {
+                    rdmaCause = Rdma.unavailabilityCause();
+                    rdmaChecked = true;
+                }
+                if (rdmaCause != null) {
+                    LOG.warn("{} (portid {}, {}): not served: RDMA is unavailable: {}", p.where(), p.portId(),
+                        p.address(), rdmaCause.getMessage());
+                    continue;
+                }
+            }
+            served.add(p);
+        }
+        if (served.isEmpty()) {
+            throw new IOException("nothing to serve: every port is RDMA and RDMA is unavailable: "
+                + (rdmaCause == null ? "?" : rdmaCause.getMessage()));
+        }
+        return served;
+    }
+
     private Port findPort(int portId) {
         for (Port p : model.ports()) {
             if (p.portId() == portId) {
@@ -275,7 +323,7 @@ public final class TargetDaemon implements AutoCloseable {
             }
             model.addSubsystem(subsystem);
         }
-        for (PortConfig pc : config.servablePorts()) {
+        for (PortConfig pc : servedPorts) {
             Set<String> exported = new LinkedHashSet<>(pc.subsystems());
             model.addPort(new Port(pc.portId(), pc.address(), pc.options(), exported));
         }
@@ -550,6 +598,9 @@ public final class TargetDaemon implements AutoCloseable {
         }
         if (transport != null) {
             step("closing the NVMe/TCP transport", transport::close);
+        }
+        if (rdmaTransport != null) {
+            step("closing the NVMe-oF/RDMA transport", rdmaTransport::close);
         }
         List<OpenDevice> toClose;
         // Under the lock live changes hold: one in progress finishes first, none starts (closing is set).

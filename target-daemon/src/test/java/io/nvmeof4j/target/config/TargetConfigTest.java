@@ -140,7 +140,9 @@ class TargetConfigTest {
         assertThat(config.hosts()).containsExactly("nqn.2014-08.org.nvmexpress:uuid:0c2d0d3c-7a4e-4f7e-9e3c-8d0c4b6f2a11");
         assertThat(config.ports()).extracting(PortConfig::portId).containsExactly(1, 2, 3);
         assertThat(config.ports().get(1).transportType()).isEqualTo(TransportType.RDMA);
-        assertThat(config.servablePorts()).extracting(PortConfig::portId).containsExactly(1, 3);
+        assertThat(config.servablePorts()).extracting(PortConfig::portId).containsExactly(1, 2, 3);
+        assertThat(config.ports().get(1).options().inlineDataSize()).as("RDMA default: one page, as nvmet-rdma")
+            .isEqualTo(PortConfig.RDMA_INLINE_DATA_SIZE_DEFAULT);
         PortConfig p1 = config.ports().get(0);
         assertThat(p1.address()).isEqualTo(new TransportAddress(TransportType.TCP, AddressFamily.IPV4, "127.0.0.1", "4420"));
         assertThat(p1.options().inlineDataSize()).as("-1: the default").isEqualTo(PortOptions.INLINE_DATA_SIZE_DEFAULT);
@@ -383,19 +385,23 @@ class TargetConfigTest {
     }
 
     @Test
-    void shouldParseRdmaPortsButServeOnlyTcp() throws Exception {
+    void shouldParseRdmaPortsAsServable() throws Exception {
         String json = config("[{\"portid\": 1, \"addr\": {\"trtype\": \"rdma\", \"traddr\": \"10.0.0.1\", \"trsvcid\": "
             + "\"4420\"}, \"subsystems\": [\"" + NQN_A + "\"]}, " + tcpPort(2, "127.0.0.1", "0", NQN_A) + "]",
             "[" + subsystem(NQN_A, ramNamespace(1)) + "]");
         TargetConfig config = parse(json);
         assertThat(config.ports()).hasSize(2);
-        assertThat(config.servablePorts()).extracting(PortConfig::portId).containsExactly(2);
+        assertThat(config.servablePorts()).extracting(PortConfig::portId).containsExactly(1, 2);
+        assertThat(config.ports().get(0).address().type()).isEqualTo(TransportType.RDMA);
     }
 
     @Test
-    void shouldFailWhenOnlyRdmaPortsAreConfigured() {
-        assertRejected(withPort("{\"portid\": 1, \"addr\": {\"trtype\": \"rdma\", \"traddr\": \"10.0.0.1\", "
-            + "\"trsvcid\": \"4420\"}, \"subsystems\": [\"" + NQN_A + "\"]}"), "ports", "RDMA is not available");
+    void shouldAcceptOnlyRdmaPortsAndClampTheirInlineSize() throws Exception {
+        TargetConfig config = parse(withPort("{\"portid\": 1, \"addr\": {\"trtype\": \"rdma\", \"traddr\": "
+            + "\"10.0.0.1\", \"trsvcid\": \"4420\"}, \"param\": {\"inline_data_size\": 65536}, \"subsystems\": [\""
+            + NQN_A + "\"]}"));
+        assertThat(config.servablePorts()).hasSize(1);
+        assertThat(config.ports().get(0).options().inlineDataSize()).isEqualTo(PortConfig.RDMA_INLINE_DATA_SIZE_MAX);
     }
 
     @ParameterizedTest

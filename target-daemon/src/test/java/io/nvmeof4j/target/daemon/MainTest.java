@@ -75,7 +75,7 @@ class MainTest {
         Path good = dir.resolve("good.json");
         Files.writeString(good, config(port(1, 0, NQN), ram(1)));
         assertThat(run("--check", "--config", good.toString())).isZero();
-        assertThat(out.toString()).startsWith("configuration OK: 1 subsystem(s), 1 NVMe/TCP port(s)");
+        assertThat(out.toString()).startsWith("configuration OK: 1 subsystem(s), 1 port(s)");
     }
 
     @Test

@@ -198,7 +198,9 @@ class TargetDaemonTest {
     }
 
     @Test
-    void shouldServeOnlyTcpPorts() throws Exception {
+    void shouldServeTcpPortsWhenRdmaIsUnavailable() throws Exception {
+        // The build machine has no RDMA device (the guest tests have one): the RDMA port is skipped, naming why.
+        assertThat(io.nvmeof4j.jni.rdma.Rdma.unavailabilityCause()).isNotNull();
         String json = config("{\"portid\": 9, \"addr\": {\"trtype\": \"rdma\", \"adrfam\": \"ipv4\", \"traddr\": "
             + "\"10.0.0.1\", \"trsvcid\": \"4420\"}, \"subsystems\": [\"" + NQN + "\"]}, " + port(1, 0, NQN), ram(1));
         try (TargetDaemon daemon = TargetDaemon.start(TargetConfig.parse(json, dir))) {

@@ -1,0 +1,495 @@
+package io.nvmeof4j.rdma.host;
+
+import io.nvmeof4j.protocol.command.CompletionQueueEntry;
+import io.nvmeof4j.protocol.command.DataDirection;
+import io.nvmeof4j.protocol.command.SglDescriptor;
+import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
+import io.nvmeof4j.protocol.spi.TransportAddress;
+import io.nvmeof4j.protocol.spi.host.HostCommandCallback;
+import io.nvmeof4j.protocol.spi.host.HostPollGroup;
+import io.nvmeof4j.protocol.spi.host.HostQueue;
+import io.nvmeof4j.protocol.spi.host.HostQueueListener;
+import io.nvmeof4j.protocol.spi.host.HostStatus;
+import io.nvmeof4j.rdma.MemoryKeys;
+import io.nvmeof4j.rdma.QueuePairVerbs;
+import io.nvmeof4j.rdma.WorkCompletions;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One host-side NVMe queue over one RC queue pair (NVMe over Fabrics RDMA binding; wire reference 4). Everything
+ * runs on the owning {@link RdmaHostPollGroup}'s thread.
+ *
+ * <h2>Send</h2>
+ * {@link #submit} writes the SQE into the slot's capsule buffer (registered queue memory) and sends it with one
+ * signalled SEND. Data: a write that fits the queue's in-capsule size (I/O queues only: the Linux host never puts
+ * data in an admin capsule, and nvmet's admin receive buffers hold just the SQE) is copied behind the SQE with SGL
+ * 0x01; any other transfer gets a keyed SGL 0x40 (never 0x4F: the memory stays registered) on the caller's own
+ * buffer, registered once through the {@link RegistrationCache}, or on a registered bounce buffer when the buffer
+ * cannot be registered (a heap buffer). Commands without data carry an all-zero keyed SGL, as the Linux host's do.
+ *
+ * <h2>Receive</h2>
+ * HRQSIZE receives of 16 bytes, each a response capsule. A command completes once its response and its own SEND's
+ * completion are both in; then its slot is freed and its callback runs. A work-completion error, a response for no
+ * outstanding command, or a CM DISCONNECTED closes the queue: the queue pair goes to error (no more DMA into host
+ * memory), outstanding commands complete with {@link HostStatus#HOST_PATH_ERROR}, the listener hears why, and the
+ * queue is polled until its flushed work requests are back, then destroyed.
+ */
+final class RdmaHostQueue implements HostQueue {
+    private static final Logger LOG = LoggerFactory.getLogger(RdmaHostQueue.class);
+
+    static final long WR_RECV = 1L << 32;
+    static final long WR_SEND = 2L << 32;
+    private static final long WR_KIND_MASK = 0xFFL << 32;
+    static final long DRAIN_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(2);
+
+    final RdmaHostPollGroup group;
+    private final HostMemory memory;
+    private final QueuePairVerbs verbs;
+    private final TransportAddress address;
+    private final String peer;
+    private final int depth;
+    private final int inCapsuleDataSize;
+    private final int receiveCount;
+    private final ByteBuffer queueMemory;
+    private final MemoryKeys queueKeys;
+    private final HostQueueListener listener;
+    private final Runnable onDestroyed;
+    private final int receivesAt;
+
+    private final RdmaHostCommand[] slots;
+    private final int[] freeTags;
+    private int freeCount;
+    private int outstanding;
+    private final ByteBuffer syntheticCqeBuffer = ByteBuffer.allocateDirect(CompletionQueueEntry.LENGTH)
+        .order(ByteOrder.LITTLE_ENDIAN);
+    private final CompletionQueueEntry syntheticCqe = new CompletionQueueEntry().wrap(syntheticCqeBuffer, 0);
+
+    private volatile boolean open = true;
+    private boolean closing;
+    private boolean destroyed;
+    private int postedReceives;
+    private int postedSends;
+    private long drainDeadline;
+    boolean registered;
+    /** On the group's flush list (capsules staged). */
+    boolean flushQueued;
+
+    static int stride(int inCapsuleDataSize) {
+        return (SubmissionQueueEntry.LENGTH + inCapsuleDataSize + 63) & ~63;
+    }
+
+    /** Bytes of registered memory a queue of {@code depth} slots and {@code receives} receives needs. */
+    static int memoryBytes(int depth, int inCapsuleDataSize, int receives) {
+        return depth * stride(inCapsuleDataSize) + receives * CompletionQueueEntry.LENGTH
+            + depth * CompletionQueueEntry.LENGTH;
+    }
+
+    RdmaHostQueue(RdmaHostPollGroup group, HostMemory memory, QueuePairVerbs verbs, TransportAddress address,
+                  String peer, int depth, int inCapsuleDataSize, int receiveCount, ByteBuffer queueMemory,
+                  MemoryKeys queueKeys, HostQueueListener listener, Runnable onDestroyed) {
+        this.group = group;
+        this.memory = memory;
+        this.verbs = verbs;
+        this.address = address;
+        this.peer = peer;
+        this.depth = depth;
+        this.inCapsuleDataSize = inCapsuleDataSize;
+        this.receiveCount = receiveCount;
+        this.queueMemory = queueMemory.order(ByteOrder.LITTLE_ENDIAN);
+        this.queueKeys = queueKeys;
+        this.listener = listener;
+        this.onDestroyed = onDestroyed;
+        int stride = stride(inCapsuleDataSize);
+        this.receivesAt = depth * stride;
+        int cqesAt = receivesAt + receiveCount * CompletionQueueEntry.LENGTH;
+        if (queueMemory.capacity() < memoryBytes(depth, inCapsuleDataSize, receiveCount)) {
+            throw new IllegalArgumentException("queue memory too small");
+        }
+        slots = new RdmaHostCommand[depth];
+        freeTags = new int[depth];
+        for (int tag = depth - 1; tag >= 0; tag--) {
+            slots[tag] = new RdmaHostCommand(tag, queueMemory.slice(tag * stride, stride).order(ByteOrder.LITTLE_ENDIAN),
+                queueKeys.address() + (long) tag * stride,
+                queueMemory.slice(cqesAt + tag * CompletionQueueEntry.LENGTH, CompletionQueueEntry.LENGTH)
+                    .order(ByteOrder.LITTLE_ENDIAN));
+            freeTags[freeCount++] = tag;
+        }
+    }
+
+    // ---- HostQueue ---------------------------------------------------------------------------------------------
+
+    @Override
+    public TransportAddress address() {
+        return address;
+    }
+
+    @Override
+    public String peer() {
+        return peer;
+    }
+
+    @Override
+    public HostPollGroup pollGroup() {
+        return group;
+    }
+
+    @Override
+    public int depth() {
+        return depth;
+    }
+
+    @Override
+    public int inCapsuleDataSize() {
+        return inCapsuleDataSize;
+    }
+
+    @Override
+    public int commandsOutstanding() {
+        return outstanding;
+    }
+
+    @Override
+    public boolean isOpen() {
+        return open;
+    }
+
+    /** Posts every receive; before the CM connect, so the first response always finds one. */
+    int postInitialReceives() {
+        for (int i = 0; i < receiveCount; i++) {
+            int rc = postReceive(i);
+            if (rc < 0) {
+                return rc;
+            }
+        }
+        return 0;
+    }
+
+    private int postReceive(int index) {
+        int rc = verbs.postReceive(WR_RECV | index, queueKeys.address() + receivesAt
+            + (long) index * CompletionQueueEntry.LENGTH, CompletionQueueEntry.LENGTH, queueKeys.lkey());
+        if (rc == 0) {
+            postedReceives++;
+        }
+        return rc;
+    }
+
+    @Override
+    public int submit(SubmissionQueueEntry sqe, ByteBuffer data, int dataOffset, int dataLength,
+                      HostCommandCallback callback, Object context) {
+        if (!open || freeCount == 0) {
+            return -1;
+        }
+        DataDirection direction = sqe.dataDirection();
+        if (dataLength > 0) {
+            if (data == null || dataOffset < 0 || dataOffset > data.capacity() - dataLength) {
+                throw new IllegalArgumentException("data range [" + dataOffset + ", +" + dataLength
+                    + ") outside the buffer " + data);
+            }
+            if (direction != DataDirection.HOST_TO_CONTROLLER && direction != DataDirection.CONTROLLER_TO_HOST) {
+                throw new IllegalArgumentException("command " + sqe + " moves no data (direction " + direction
+                    + ") but " + dataLength + " bytes were given");
+            }
+            if (dataLength > SglDescriptor.MAX_KEYED_LENGTH) {
+                throw new IllegalArgumentException(dataLength + " bytes exceed a keyed SGL's 24-bit length");
+            }
+        } else if (dataLength < 0) {
+            throw new IllegalArgumentException("negative data length " + dataLength);
+        }
+        RdmaHostCommand command = slots[freeTags[freeCount - 1]];
+        ByteBuffer capsule = command.capsule;
+        ByteBuffer source = sqe.buffer();
+        int from = sqe.offset();
+        for (int i = 0; i < SubmissionQueueEntry.LENGTH; i += 8) {
+            capsule.putLong(i, source.getLong(from + i));
+        }
+        command.hostToController = direction == DataDirection.HOST_TO_CONTROLLER;
+        int sendLength = SubmissionQueueEntry.LENGTH;
+        SglDescriptor sgl = command.sqe.sgl1();
+        command.cacheEntry = -1;
+        command.bounce = null;
+        if (dataLength == 0) {
+            sgl.address(0).keyedLength(0).key(0).id(SglDescriptor.ID_KEYED_ADDRESS);
+        } else if (command.hostToController && dataLength <= inCapsuleDataSize) {
+            capsule.put(SubmissionQueueEntry.LENGTH, data, dataOffset, dataLength);
+            sgl.address(0).length(dataLength).id(SglDescriptor.ID_IN_CAPSULE);
+            sendLength += dataLength;
+        } else {
+            long dataAddress;
+            int rkey;
+            int entry = memory.cache().acquire(data);
+            if (entry >= 0) {
+                MemoryKeys keys = memory.cache().keys(entry);
+                dataAddress = keys.address() + dataOffset;
+                rkey = keys.rkey();
+                command.cacheEntry = entry;
+            } else {
+                ByteBuffer bounce = memory.bounce().acquire(dataLength);
+                if (bounce == null) {
+                    return -1; // retried when a command completes and returns its bounce buffer
+                }
+                if (command.hostToController) {
+                    bounce.put(0, data, dataOffset, dataLength);
+                }
+                dataAddress = memory.bounceKeys().address() + memory.bounce().regionOffset(bounce);
+                rkey = memory.bounceKeys().rkey();
+                command.bounce = bounce;
+            }
+            sgl.address(dataAddress).keyedLength(dataLength).key(rkey).id(SglDescriptor.ID_KEYED_ADDRESS);
+        }
+        command.generation = (command.generation + 1) & 0xF;
+        command.cid = command.generation << 12 | command.tag;
+        command.sqe.commandId(command.cid);
+        // Staged: the poll group posts every capsule of the round in one chained post (flushSends).
+        int rc = verbs.postSend(WR_SEND | command.tag, command.capsuleAddress, sendLength, queueKeys.lkey(), 0);
+        if (rc < 0) {
+            releaseData(command);
+            closeNow("posting command capsules to " + peer + " failed: errno " + -rc);
+            return -1;
+        }
+        if (!flushQueued) {
+            flushQueued = true;
+            group.requestFlush(this);
+        }
+        freeCount--;
+        outstanding++;
+        postedSends++;
+        command.data = dataLength > 0 ? data : null;
+        command.dataOffset = dataOffset;
+        command.dataLength = dataLength;
+        command.callback = callback;
+        command.context = context;
+        command.sendDone = false;
+        command.responseReceived = false;
+        command.state = RdmaHostCommand.IN_FLIGHT;
+        return command.cid;
+    }
+
+    @Override
+    public void close(String reason) {
+        if (group.inPollGroupThread() || group.isClosed()) {
+            closeNow(reason);
+        } else {
+            try {
+                group.execute(() -> closeNow(reason));
+            } catch (IllegalStateException e) {
+                closeNow(reason);
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "RdmaHostQueue[" + peer + "]";
+    }
+
+    // ---- completions ---------------------------------------------------------------------------------------------
+
+    /** Posts the capsules staged since the last flush in one chained post. Poll-group thread. */
+    int flushSends() {
+        flushQueued = false;
+        if (destroyed || !open || verbs.stagedSends() == 0) {
+            return 0;
+        }
+        int n = verbs.stagedSends();
+        int rc = verbs.flushSends();
+        if (rc < 0) {
+            closeNow("posting " + n + " command capsules to " + peer + " failed: errno " + -rc);
+        }
+        return 1;
+    }
+
+    int armNotification() {
+        return destroyed ? 0 : verbs.armNotification();
+    }
+
+    int poll(WorkCompletions wc) {
+        if (destroyed) {
+            return 0;
+        }
+        int n = verbs.poll(wc);
+        if (n < 0) {
+            closeNow("polling the completion queue failed: errno " + -n);
+            return 1;
+        }
+        for (int i = 0; i < n; i++) {
+            onWorkCompletion(wc.wrId[i], wc.status[i], wc.byteLength[i], wc.vendorError[i]);
+        }
+        if (closing) {
+            checkDrained();
+        }
+        return n;
+    }
+
+    private void onWorkCompletion(long wrId, int status, int byteLength, int vendorError) {
+        long kind = wrId & WR_KIND_MASK;
+        int index = (int) wrId;
+        if (kind == WR_RECV) {
+            postedReceives--;
+            if (status != WorkCompletions.STATUS_SUCCESS) {
+                onError("receive", status, vendorError);
+                return;
+            }
+            if (!closing) {
+                onResponse(index, byteLength);
+            }
+            return;
+        }
+        postedSends--;
+        if (status != WorkCompletions.STATUS_SUCCESS) {
+            onError("command SEND", status, vendorError);
+            return;
+        }
+        if (closing || index < 0 || index >= slots.length) {
+            return;
+        }
+        RdmaHostCommand command = slots[index];
+        if (command.state != RdmaHostCommand.IN_FLIGHT) {
+            return;
+        }
+        command.sendDone = true;
+        if (command.responseReceived) {
+            complete(command, command.cqe);
+        }
+    }
+
+    private void onError(String what, int status, int vendorError) {
+        if (status == WorkCompletions.STATUS_WR_FLUSH_ERROR && closing) {
+            return;
+        }
+        closeNow(what + " failed: " + WorkCompletions.statusName(status) + " (vendor error 0x"
+            + Integer.toHexString(vendorError) + ")");
+    }
+
+    private void onResponse(int receive, int byteLength) {
+        int at = receivesAt + receive * CompletionQueueEntry.LENGTH;
+        if (byteLength < CompletionQueueEntry.LENGTH) {
+            closeNow("response capsule of " + byteLength + " bytes from " + peer);
+            return;
+        }
+        int cid = queueMemory.getShort(at + CompletionQueueEntry.CID_OFFSET) & 0xFFFF;
+        int tag = cid & 0xFFF;
+        RdmaHostCommand command = tag < slots.length ? slots[tag] : null;
+        if (command == null || command.state != RdmaHostCommand.IN_FLIGHT || command.cid != cid
+            || command.responseReceived) {
+            closeNow("response for CID " + cid + ", which is not outstanding");
+            return;
+        }
+        ByteBuffer copy = command.cqeBuffer;
+        copy.putLong(0, queueMemory.getLong(at));
+        copy.putLong(8, queueMemory.getLong(at + 8));
+        int rc = postReceive(receive);
+        if (rc < 0) {
+            closeNow("posting a receive failed: errno " + -rc);
+            return;
+        }
+        command.responseReceived = true;
+        if (command.sendDone) {
+            complete(command, command.cqe);
+        }
+    }
+
+    private void complete(RdmaHostCommand command, CompletionQueueEntry cqe) {
+        if (command.bounce != null && !command.hostToController && command.dataLength > 0
+            && cqe.status() == 0) {
+            command.data.put(command.dataOffset, command.bounce, 0, command.dataLength);
+        }
+        releaseData(command);
+        HostCommandCallback callback = command.callback;
+        Object context = command.context;
+        command.state = RdmaHostCommand.FREE;
+        command.callback = null;
+        command.context = null;
+        command.data = null;
+        freeTags[freeCount++] = command.tag;
+        outstanding--;
+        try {
+            callback.onCompletion(cqe, context);
+        } catch (RuntimeException e) {
+            LOG.warn("NVMe/RDMA host {}: a completion callback failed", peer, e);
+        }
+    }
+
+    private void releaseData(RdmaHostCommand command) {
+        if (command.cacheEntry >= 0) {
+            memory.cache().release(command.cacheEntry);
+            command.cacheEntry = -1;
+        }
+        if (command.bounce != null) {
+            memory.bounce().release(command.bounce);
+            command.bounce = null;
+        }
+    }
+
+    // ---- closing -------------------------------------------------------------------------------------------------
+
+    /** Closes now (poll-group thread): error state, path errors for what is outstanding, the listener. */
+    void closeNow(String reason) {
+        if (!open) {
+            return;
+        }
+        open = false;
+        closing = true;
+        drainDeadline = System.nanoTime() + DRAIN_TIMEOUT_NANOS;
+        postedSends -= verbs.discardStagedSends(); // never posted: nothing will complete them
+        verbs.disconnect(); // the queue pair is in error when this returns: no more DMA into host memory
+        LOG.debug("NVMe/RDMA host queue {} closed: {}", peer, reason);
+        for (RdmaHostCommand command : slots) {
+            if (command.state != RdmaHostCommand.FREE) {
+                syntheticCqe.clear().commandId(command.cid).status(HostStatus.HOST_PATH_ERROR);
+                complete(command, syntheticCqe);
+            }
+        }
+        if (!registered) {
+            group.register(this);
+        }
+        if (listener != null) {
+            try {
+                listener.onClosed(this, reason);
+            } catch (RuntimeException e) {
+                LOG.warn("NVMe/RDMA host {}: queue listener failed", peer, e);
+            }
+        }
+        checkDrained();
+    }
+
+    private void checkDrained() {
+        if (destroyed) {
+            return;
+        }
+        boolean drained = postedReceives <= 0 && postedSends <= 0;
+        if (!drained && System.nanoTime() - drainDeadline < 0 && !group.isClosed()) {
+            return;
+        }
+        destroyNow();
+    }
+
+    /** Destroys the queue pair and deregisters the queue's memory. */
+    void destroyNow() {
+        if (destroyed) {
+            return;
+        }
+        if (open) {
+            closeNow("poll group closed");
+            if (destroyed) {
+                return;
+            }
+        }
+        destroyed = true;
+        verbs.destroy();
+        group.unregister(this);
+        try {
+            onDestroyed.run();
+        } catch (RuntimeException e) {
+            LOG.warn("NVMe/RDMA host {}: releasing the queue's resources failed", peer, e);
+        }
+    }
+
+    boolean isDestroyed() {
+        return destroyed;
+    }
+}

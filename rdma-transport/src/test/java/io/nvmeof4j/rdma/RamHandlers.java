@@ -1,0 +1,65 @@
+package io.nvmeof4j.rdma;
+
+import io.nvmeof4j.protocol.command.NvmeStatus;
+import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
+import io.nvmeof4j.protocol.spi.QueueHandler;
+import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
+import io.nvmeof4j.protocol.spi.Request;
+import io.nvmeof4j.protocol.spi.TransportQueue;
+
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.LinkedBlockingQueue;
+
+/**
+ * A fake command layer for the RDMA state machine tests: Write (0x01) stores into RAM at SLBA × 512, Read (0x02)
+ * returns it, anything else succeeds without data. Fabrics commands (0x7F) call {@link TransportQueue#connected}.
+ * With {@link #hold} set, commands wait in {@link #held} for the test to complete them.
+ */
+public final class RamHandlers implements QueueHandlerFactory {
+    public final byte[] ram = new byte[4 << 20];
+    final List<TransportQueue> opened = new CopyOnWriteArrayList<>();
+    public final List<String> closed = new CopyOnWriteArrayList<>();
+    final LinkedBlockingQueue<Request> held = new LinkedBlockingQueue<>();
+    public volatile boolean hold;
+
+    @Override
+    public QueueHandler open(TransportQueue queue) {
+        opened.add(queue);
+        return new QueueHandler() {
+            @Override
+            public void onCommand(Request request) {
+                if (hold) {
+                    held.add(request);
+                    return;
+                }
+                request.complete(execute(request));
+            }
+
+            @Override
+            public void onClosed(String reason) {
+                closed.add(reason);
+            }
+        };
+    }
+
+    int execute(Request request) {
+        SubmissionQueueEntry sqe = request.command();
+        ByteBuffer data = request.data();
+        int at = (int) (sqe.cdw10And11() * 512);
+        switch (sqe.opcode()) {
+            case 0x7F:
+                request.queue().connected(sqe.cdw(10) >>> 16, (sqe.cdw(11) & 0xFFFF) + 1, false);
+                return NvmeStatus.SUCCESS;
+            case 0x01:
+                data.get(0, ram, at, request.dataLength());
+                return NvmeStatus.SUCCESS;
+            case 0x02:
+                data.put(0, ram, at, request.dataLength());
+                return NvmeStatus.SUCCESS;
+            default:
+                return NvmeStatus.SUCCESS;
+        }
+    }
+}
