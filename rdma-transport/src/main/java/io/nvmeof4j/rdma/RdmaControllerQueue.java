@@ -371,7 +371,19 @@ final class RdmaControllerQueue implements TransportQueue {
                 recycle(request);
             }
         } else if (kind == WR_SEND) {
+            if (request.reachedHandler) {
+                responseSent(request);
+            }
             recycle(request);
+        }
+    }
+
+    /** The response SEND completed: tell the handler that took the command (metrics end here). */
+    private void responseSent(RdmaRequest request) {
+        try {
+            handler.onResponseSent(request);
+        } catch (RuntimeException e) {
+            LOG.warn("NVMe/RDMA {}: queue handler failed after sending CID {}", peer, request.commandId, e);
         }
     }
 
@@ -551,6 +563,7 @@ final class RdmaControllerQueue implements TransportQueue {
             data.limit(request.dataLength);
         }
         request.state(RdmaRequest.EXECUTING);
+        request.reachedHandler = true;
         try {
             handler.onCommand(request);
         } catch (RuntimeException e) {

@@ -155,6 +155,9 @@ final class RdmaRequest implements Request {
         STATE.setRelease(this, newState);
     }
 
+    /** The handler took this command (so it hears when the response is sent). */
+    boolean reachedHandler;
+
     /** Takes a received SQE (64 bytes at {@code offset} of {@code source}) into this context. */
     void begin(ByteBuffer source, int offset, long nowNanos) {
         for (int i = 0; i < SubmissionQueueEntry.LENGTH; i += 8) {
@@ -168,6 +171,7 @@ final class RdmaRequest implements Request {
         dataLength = 0;
         data = null;
         pooled = false;
+        reachedHandler = false;
         heldReceive = -1;
         remoteAddress = 0;
         remoteKey = 0;

@@ -22,12 +22,19 @@ public final class RamHandlers implements QueueHandlerFactory {
     final List<TransportQueue> opened = new CopyOnWriteArrayList<>();
     public final List<String> closed = new CopyOnWriteArrayList<>();
     final LinkedBlockingQueue<Request> held = new LinkedBlockingQueue<>();
+    /** CIDs whose response SEND completed ({@link QueueHandler#onResponseSent}), in order. */
+    final List<Integer> responsesSent = new CopyOnWriteArrayList<>();
     public volatile boolean hold;
 
     @Override
     public QueueHandler open(TransportQueue queue) {
         opened.add(queue);
         return new QueueHandler() {
+            @Override
+            public void onResponseSent(Request request) {
+                responsesSent.add(request.command().commandId());
+            }
+
             @Override
             public void onCommand(Request request) {
                 if (hold) {

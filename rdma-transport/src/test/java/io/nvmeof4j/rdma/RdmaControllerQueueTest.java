@@ -119,6 +119,8 @@ class RdmaControllerQueueTest {
         group.poll();
         assertThat(pool.buffersInUse()).isZero();
         assertThat(queue.commandsOutstanding()).isZero();
+        // Each response SEND completed once: the handler heard of both (metrics end there).
+        assertThat(handlers.responsesSent).hasSize(2).startsWith(1);
     }
 
     @Test

@@ -859,6 +859,7 @@ final class TcpConnection implements TransportQueue {
             data.limit(request.dataLength);
         }
         request.state(TcpRequest.EXECUTING);
+        request.reachedHandler = true;
         try {
             handler.onCommand(request);
         } catch (RuntimeException e) {
@@ -893,6 +894,18 @@ final class TcpConnection implements TransportQueue {
     }
 
     /** The slot is done: its buffer back to the pool, the slot back on the free list. */
+    /** The request's response is on the socket: tell the handler that took the command (metrics end here). */
+    void responseSent(TcpRequest request) {
+        QueueHandler h = handler;
+        if (h != null && request.reachedHandler) {
+            try {
+                h.onResponseSent(request);
+            } catch (RuntimeException e) {
+                LOG.warn("NVMe/TCP {}: queue handler failed after sending CID {}", peer, request.commandId, e);
+            }
+        }
+    }
+
     void recycle(TcpRequest request) {
         releaseData(request);
         if (request.state() != TcpRequest.FREE) {

@@ -89,6 +89,8 @@ final class TcpRequest extends SendJob implements Request {
     int h2cReceived;
     /** H2C: the R2T has been written, H2CData for this TTAG is now legal. */
     boolean r2tSent;
+    /** The handler took this command (so it hears when the response is sent). */
+    boolean reachedHandler;
 
     private int sendKind;
     private int sendOffset;
@@ -208,6 +210,7 @@ final class TcpRequest extends SendJob implements Request {
         data = null;
         h2cReceived = 0;
         r2tSent = false;
+        reachedHandler = false;
         state(RECEIVING);
     }
 
@@ -331,6 +334,7 @@ final class TcpRequest extends SendJob implements Request {
         if (sendKind == SEND_R2T) {
             r2tSent = true; // still RECEIVING: H2CData for this TTAG may now arrive
         } else {
+            connection.responseSent(this);
             connection.recycle(this);
         }
     }

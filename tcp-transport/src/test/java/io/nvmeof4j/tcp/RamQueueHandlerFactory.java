@@ -43,6 +43,8 @@ final class RamQueueHandlerFactory implements QueueHandlerFactory, AutoCloseable
     final List<TransportQueue> opened = new CopyOnWriteArrayList<>();
     final List<String> closed = new CopyOnWriteArrayList<>();
     final List<Seen> seen = new CopyOnWriteArrayList<>();
+    /** CIDs whose responses the transport reported sent ({@link QueueHandler#onResponseSent}), in order. */
+    final List<Integer> responsesSent = new CopyOnWriteArrayList<>();
     final LinkedBlockingQueue<Request> held = new LinkedBlockingQueue<>();
     final AtomicInteger completionFailures = new AtomicInteger();
     volatile Mode mode = Mode.INLINE;
@@ -59,6 +61,13 @@ final class RamQueueHandlerFactory implements QueueHandlerFactory, AutoCloseable
     public QueueHandler open(TransportQueue queue) {
         opened.add(queue);
         return new QueueHandler() {
+            @Override
+            public void onResponseSent(Request request) {
+                if (recording) {
+                    responsesSent.add(request.command().commandId());
+                }
+            }
+
             @Override
             public void onCommand(Request request) {
                 if (request.command().opcode() == THROWING_OPCODE) {

@@ -180,6 +180,24 @@ class TcpControllerTransportTest {
     }
 
     @Test
+    void shouldTellTheHandlerOnceEachResponseIsSent() throws Exception {
+        try (RawHost host = target.host()) {
+            host.initializeAndConnect(NO_DIGESTS, 1, 128, false);
+            byte[] data = pattern(4096, 3);
+            host.sendCapsule(RawHost.ioSqe(0x01, 5, 8, 4096, 0x01), data); // in-capsule write: CapsuleResp
+            assertResponse(host.readPdu(), 5, NvmeStatus.SUCCESS);
+            assertThat(read(host, 6, 8, 4096, 1)).isEqualTo(data); // read: C2HData, then CapsuleResp
+            // The host has both responses; the reactor reports each sent right after its socket write.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (target.handlers.responsesSent.size() < 3 && System.nanoTime() < deadline) {
+                Thread.sleep(1);
+            }
+            // Connect (CID 0 from initializeAndConnect), the write, the read: each once, in order.
+            assertThat(target.handlers.responsesSent).hasSize(3).endsWith(5, 6);
+        }
+    }
+
+    @Test
     void shouldTakeInCapsuleConnectDataAndAnswerWithSqIdZeroOnTheAdminQueue() throws IOException {
         try (RawHost host = target.host()) {
             Pdu connect = host.initializeAndConnect(NO_DIGESTS, 0, 32, false);

@@ -88,10 +88,23 @@ class TargetMetricsIT {
                 assertThat(ns.compare(i, block.duplicate()).get(10, TimeUnit.SECONDS)).isTrue();
             }
 
-            Http.Response r = target.http.get("/metrics");
-            assertThat(r.status()).isEqualTo(200);
-            PrometheusText m = new PrometheusText(r.body());
             Map<String, String> ns1 = Map.of("subsystem", MetricsTarget.OPEN, "nsid", "1", "transport", "tcp");
+            // A command is recorded when the target's reactor has sent its response, which can be a moment after the
+            // host got it: wait (bounded) until the last command, a compare, is in, then check everything exactly.
+            Map<String, String> lastOp = new java.util.HashMap<>(ns1);
+            lastOp.put("op", "compare");
+            PrometheusText m;
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (true) {
+                Http.Response r = target.http.get("/metrics");
+                assertThat(r.status()).isEqualTo(200);
+                m = new PrometheusText(r.body());
+                if (m.valueOrZero("nvmeof_target_io_seconds_count", lastOp) >= COMPARES
+                    || System.nanoTime() > deadline) {
+                    break;
+                }
+                Thread.sleep(10);
+            }
 
             assertCount(m, ns1, "write", WRITES);
             assertCount(m, ns1, "read", READS + FAILED_READS);

@@ -11,6 +11,15 @@ public interface QueueHandler {
     void onCommand(Request request);
 
     /**
+     * The response of a command this handler completed has left: NVMe/TCP wrote its last PDU (the CapsuleResp, or the
+     * last C2HData carrying SUCCESS) to the socket; NVMe-oF/RDMA's response SEND completed. Reactor thread, before
+     * the transport reuses the request: the end of a command's latency as the target sees it (metrics). Not called
+     * when the queue went away before the response was sent. Must not block or allocate.
+     */
+    default void onResponseSent(Request request) {
+    }
+
+    /**
      * The queue is gone (the host closed it, a protocol error, {@link TransportQueue#disconnect}); called once.
      * Requests still executing will complete into nothing.
      */

@@ -178,6 +178,13 @@ final class ControllerQueueHandler implements QueueHandler {
     }
 
     @Override
+    public void onResponseSent(Request request) {
+        if (request.attachment() instanceof MeteredRequest m) {
+            m.responseSent();
+        }
+    }
+
+    @Override
     public void onClosed(String reason) {
         closed = true;
         Controller c = controller;

@@ -9,14 +9,15 @@ import java.nio.ByteBuffer;
 
 /**
  * A transport's request with the command layer's metering around it: everything delegates, except that
- * {@link #complete(int)} first records the latency ({@link Request#receivedNanos()} to now), the bytes and the
- * status into the meters resolved for the command, and that the {@link #attachment()} slot is this object's own, so
- * the executor behind it keeps its per-slot context as before.
+ * {@link #complete(int)} notes the status, {@link #responseSent()} (the transport's "response sent", through
+ * {@link io.nvmeof4j.protocol.spi.QueueHandler#onResponseSent}) then records the latency
+ * ({@link Request#receivedNanos()} to now), the bytes and the status into the meters resolved for the command, and
+ * the {@link #attachment()} slot is this object's own, so the executor behind it keeps its per-slot context.
  * <p>One per transport slot, created the first time the slot carries a metered command and kept in the
  * transport request's attachment: nothing is allocated per command. Set up on the reactor thread before the command
  * is handed on; {@link #complete} may run on any thread (the hand-off to a backend thread publishes the fields).
- * <p>The latency ends when the command layer completes the command, just before the transport queues the response:
- * the reactor's socket write of the response is not included (the transport SPI has no "response sent" hook).
+ * <p>The latency ends when the response has left: NVMe/TCP wrote it to the socket, NVMe-oF/RDMA's SEND completed.
+ * A command whose queue went away before its response was sent is not recorded.
  */
 public final class MeteredRequest implements Request {
     private final Request delegate;
@@ -25,6 +26,9 @@ public final class MeteredRequest implements Request {
     private SubsystemMeters subsystem;
     private int op;
     private int transport;
+    /** Set by complete(), cleared when recorded: a response is owed to the meters. */
+    private boolean pending;
+    private int status;
 
     private MeteredRequest(Request delegate) {
         this.delegate = delegate;
@@ -47,6 +51,7 @@ public final class MeteredRequest implements Request {
         this.subsystem = null;
         this.op = op;
         this.transport = transport;
+        this.pending = false;
         return this;
     }
 
@@ -56,22 +61,37 @@ public final class MeteredRequest implements Request {
         this.subsystem = meters;
         this.op = TargetMeterNames.OP_ADMIN;
         this.transport = transport;
+        this.pending = false;
         return this;
     }
 
     @Override
     public void complete(int nvmeStatus) {
+        // Plain fields: the transport's completion hand-off (to the reactor that sends the response) publishes them.
+        status = nvmeStatus;
+        pending = true;
+        delegate.complete(nvmeStatus);
+    }
+
+    /**
+     * The transport sent this command's response (reactor thread): records latency, bytes and status. Does nothing
+     * when no metered completion is owed (a command of this slot that was not metered, or one already recorded).
+     */
+    public void responseSent() {
+        if (!pending) {
+            return;
+        }
+        pending = false;
         long latency = System.nanoTime() - delegate.receivedNanos();
         NamespaceMeters ns = namespace;
         if (ns != null) {
-            ns.record(transport, op, latency, nvmeStatus, delegate.dataLength());
+            ns.record(transport, op, latency, status, delegate.dataLength());
         } else {
             SubsystemMeters s = subsystem;
             if (s != null) {
-                s.recordAdmin(transport, latency, nvmeStatus);
+                s.recordAdmin(transport, latency, status);
             }
         }
-        delegate.complete(nvmeStatus);
     }
 
     @Override

@@ -81,6 +81,10 @@ public final class FakeRequest implements Request {
             }
             done.countDown();
         }
+        // Like a transport: the response goes out at once, and the handler hears it was sent.
+        if (queue instanceof FakeQueue && ((FakeQueue) queue).handler() != null) {
+            ((FakeQueue) queue).handler().onResponseSent(this);
+        }
     }
 
     @Override
