@@ -9,8 +9,6 @@ import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.LocalDateTime;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -52,10 +50,8 @@ class InitiatorRdmaIT {
 
     @Test
     void ourInitiatorShouldWorkOverRdmaAgainstTheKernelTargetAndOurs() throws Exception {
-        Path work = Path.of("target", "vm-rdma-initiator-it-"
-            + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"))).toAbsolutePath();
+        Path work = VmHarness.workDir("vm-rdma-initiator-it-");
         Path results = work.resolve("results");
-        Files.createDirectories(results);
         // Both launchers build the tree when stale: let them do it here on the host, never inside the guest.
         for (String launcher : List.of("bin/nvmeof", "bin/nvmeof-target")) {
             List<String> cmd = launcher.endsWith("target") ? List.of(repo.resolve(launcher).toString(), "--version")

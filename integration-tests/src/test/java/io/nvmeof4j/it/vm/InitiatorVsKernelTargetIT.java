@@ -9,8 +9,6 @@ import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.LocalDateTime;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -67,10 +65,8 @@ class InitiatorVsKernelTargetIT {
 
     @Test
     void ourInitiatorShouldWorkAgainstTheLinuxKernelTarget() throws Exception {
-        Path work = Path.of("target", "vm-initiator-it-"
-            + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"))).toAbsolutePath();
+        Path work = VmHarness.workDir("vm-initiator-it-");
         Path results = work.resolve("results");
-        Files.createDirectories(results);
 
         Path cli = Path.of(System.getProperty("nvmeof4j.it.cli", repo.resolve("bin/nvmeof").toString()));
         assertThat(cli).as("the nvmeof CLI launcher (bin/nvmeof)").isExecutable();

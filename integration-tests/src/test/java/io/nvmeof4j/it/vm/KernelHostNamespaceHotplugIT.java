@@ -8,8 +8,6 @@ import org.junit.jupiter.api.Test;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.LocalDateTime;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
@@ -37,9 +35,7 @@ class KernelHostNamespaceHotplugIT {
 
     @Test
     void shouldShowAndHideNamespacesAddedAndRemovedThroughTheApi() throws Exception {
-        Path work = Path.of("target", "vm-hotplug-" + LocalDateTime.now().format(
-            DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"))).toAbsolutePath();
-        Files.createDirectories(work.resolve("results"));
+        Path work = VmHarness.workDir("vm-hotplug-");
         String json = """
             {
               "nvmeof4j": {"http": "127.0.0.1:0"},

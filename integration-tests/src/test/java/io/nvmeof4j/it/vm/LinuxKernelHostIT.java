@@ -6,8 +6,6 @@ import org.junit.jupiter.api.Test;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.LocalDateTime;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -50,9 +48,7 @@ class LinuxKernelHostIT {
     void shouldPassTheKernelHostChecksAndKeepDataAcrossADaemonRestart() throws Exception {
         Path launcher = Path.of(System.getProperty("nvmeof4j.it.daemon", repo.resolve("bin/nvmeof-target").toString()));
         assertThat(launcher).as("the daemon launcher").isExecutable();
-        Path work = Path.of("target", "vm-it-" + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")))
-            .toAbsolutePath();
-        Files.createDirectories(work.resolve("results"));
+        Path work = VmHarness.workDir("vm-it-");
         int ioPort = VmHarness.freePort();
         int discoveryPort = VmHarness.freePort();
         while (discoveryPort == ioPort) {

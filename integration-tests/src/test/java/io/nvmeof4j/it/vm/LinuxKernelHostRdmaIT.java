@@ -6,8 +6,6 @@ import org.junit.jupiter.api.Test;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.LocalDateTime;
-import java.time.format.DateTimeFormatter;
 import java.util.List;
 import java.util.Map;
 
@@ -49,10 +47,8 @@ class LinuxKernelHostRdmaIT {
 
     @Test
     void theLinuxRdmaHostShouldWorkAgainstOurTarget() throws Exception {
-        Path work = Path.of("target", "vm-rdma-host-it-"
-            + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"))).toAbsolutePath();
+        Path work = VmHarness.workDir("vm-rdma-host-it-");
         Path results = work.resolve("results");
-        Files.createDirectories(results);
         // The launcher builds the tree when its output is stale: let it do so here, never inside the guest.
         Path launcher = repo.resolve("bin/nvmeof-target");
         VmHarness.Result version = VmHarness.run(List.of(launcher.toString(), "--version"), Map.of(), BUILD_TIMEOUT,

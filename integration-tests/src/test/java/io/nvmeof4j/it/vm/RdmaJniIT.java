@@ -12,8 +12,6 @@ import java.lang.reflect.Method;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.LocalDateTime;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -46,10 +44,8 @@ class RdmaJniIT {
 
     @Test
     void rdmaJniChecksShouldPassOnSoftRoce() throws Exception {
-        Path work = Path.of("target", "vm-rdma-jni-it-"
-            + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"))).toAbsolutePath();
+        Path work = VmHarness.workDir("vm-rdma-jni-it-");
         Path results = work.resolve("results");
-        Files.createDirectories(results);
 
         List<String> classpath = testClasspath();
         String console = classpath.stream().filter(e -> e.contains("junit-platform-console-standalone")).findFirst()

@@ -126,6 +126,17 @@ final class VmHarness {
         return new Result(finished ? process.exitValue() : -1, List.copyOf(lines), !finished);
     }
 
+    /**
+     * A fresh work directory for one guest run, {@code target/PREFIXyyyyMMdd-HHmmss} (absolute), with its
+     * {@code results} folder (the guest's results mount) already made.
+     */
+    static Path workDir(String prefix) throws IOException {
+        Path work = Path.of("target", prefix + java.time.LocalDateTime.now()
+            .format(java.time.format.DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"))).toAbsolutePath();
+        Files.createDirectories(work.resolve("results"));
+        return work;
+    }
+
     /** SIGTERM to a process and its descendants (deepest first), then SIGKILL to whatever is left after {@code grace}. */
     static void killTree(Process process, Duration grace) {
         List<ProcessHandle> all = new ArrayList<>(process.descendants().toList());
