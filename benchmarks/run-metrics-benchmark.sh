@@ -23,7 +23,8 @@ trap cleanup EXIT
 (cd "$root" && mvn -q -B -ntp -DskipTests -pl target-daemon,initiator-lib -am package) 2>&1 | sed 's/\x1b\[0m//g'
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-start_target() { # start_target NAME METRICS(true|false): prints the NVMe/TCP port
+# Not in a $(...) subshell: the daemon's pid must reach this shell's pids for the cleanup on exit.
+start_target() { # start_target NAME METRICS(true|false): sets started_port to its NVMe/TCP port
     local name="$1" metrics="$2" port http
     port=$(free_port)
     http=$(free_port)
@@ -38,14 +39,16 @@ JSON
         > "$work/$name.out" 2> "$work/$name.log" &
     pids+=($!)
     for _ in $(seq 1 600); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return 0; fi
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then started_port=$port; return 0; fi
         sleep 0.1
     done
     echo "target $name did not start; log:" >&2; tail -20 "$work/$name.log" >&2; exit 1
 }
 
-port_on=$(start_target target-metrics-on true)
-port_off=$(start_target target-metrics-off false)
+start_target target-metrics-on true
+port_on=$started_port
+start_target target-metrics-off false
+port_off=$started_port
 echo "targets: metrics on at 127.0.0.1:$port_on, metrics off at 127.0.0.1:$port_off; $rounds rounds of $secs s"
 
 run_perf() { # run_perf LABEL PORT QD [perf options]: appends "LABEL QD iops p50 p99" to results
