@@ -361,11 +361,14 @@ static jlong bdev_group_create(JNIEnv *env, jclass cls, jint capacity, jobject r
     struct io_uring_params p;
     memset(&p, 0, sizeof(p));
     /* Not SINGLE_ISSUER: the daemon creates a reactor's group on the main thread and the reactor submits. */
-    p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN;
+    /* COOP_TASKRUN defers completion work to the next kernel entry; TASKRUN_FLAG makes the kernel say so in the SQ
+     * flags, so liburing's peek enters the kernel to run it. Without the flag a reactor that makes no syscalls (RDMA
+     * polling, busy idling) would not see completions that have already happened. */
+    p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
     p.cq_entries = g->capacity * 2;
     int rc = io_uring_queue_init_params(g->capacity, &g->ring, &p);
     if (rc == -EINVAL) {
-        /* Kernels before 5.19 do not know COOP_TASKRUN. */
+        /* Kernels before 5.19 know neither COOP_TASKRUN nor TASKRUN_FLAG. */
         memset(&p, 0, sizeof(p));
         p.flags = IORING_SETUP_CQSIZE;
         p.cq_entries = g->capacity * 2;
@@ -833,8 +836,9 @@ static jlong bdev_region_map(JNIEnv *env, jclass cls, jlong length, jboolean hug
     jint reason = 0;
     if (hugepages) {
         size_t huge = ((size_t)length + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
-        void *p = mmap(NULL, huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_NORESERVE,
-                       -1, 0);
+        /* No MAP_NORESERVE here: the hugetlb reservation is what makes a shortage fail now (ENOMEM, then normal
+         * pages) instead of a SIGBUS at the first touch of a page the pool cannot back. */
+        void *p = mmap(NULL, huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
         if (p != MAP_FAILED) {
             return nvmeof4j_handle(p);
         }

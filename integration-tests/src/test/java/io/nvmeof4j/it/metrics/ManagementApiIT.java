@@ -159,51 +159,17 @@ class ManagementApiIT {
             assertThat(Files.size(file)).isEqualTo(2L << 20);
             ctrl.namespace(5).write(1, data.duplicate()).get(10, TimeUnit.SECONDS);
 
-            // Removal while I/O runs on that namespace: in-flight commands finish or fail cleanly, nothing hangs.
-            AtomicBoolean stop = new AtomicBoolean();
-            AtomicLong ok = new AtomicLong();
-            List<Integer> failures = java.util.Collections.synchronizedList(new ArrayList<>());
-            CompletableFuture<Void> load = CompletableFuture.runAsync(() -> {
-                List<CompletableFuture<Void>> inFlight = new ArrayList<>();
-                long lba = 0;
-                while (!stop.get()) {
-                    for (int i = 0; i < 8; i++) {
-                        inFlight.add(ns3.write(lba++ % 1024, data.duplicate()));
-                    }
-                    for (CompletableFuture<Void> f : inFlight) {
-                        try {
-                            f.get(10, TimeUnit.SECONDS);
-                            ok.incrementAndGet();
-                        } catch (ExecutionException e) {
-                            failures.add(e.getCause() instanceof NvmeofIoException io ? io.status() : -1);
-                        } catch (Exception e) {
-                            failures.add(-2);
-                        }
-                    }
-                    inFlight.clear();
-                }
-            });
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (ok.get() < 200 && System.nanoTime() < deadline) {
-                Thread.sleep(5);
-            }
-            assertThat(ok.get()).as("writes done before the removal").isGreaterThanOrEqualTo(200);
-            JsonNode removed = json(target.http.delete(NS + "/3"), 200);
-            assertThat(removed.get("nsid").asInt()).isEqualTo(3);
-            Change removal = heard.poll(10, TimeUnit.SECONDS);
-            assertThat(removal.changed()).containsExactly(3);
-            assertThat(removal.nsids()).containsExactly(1, 2, 5);
-            Thread.sleep(100);
-            stop.set(true);
-            load.get(30, TimeUnit.SECONDS);
-            assertThat(failures).as("I/O to the removed namespace fails with Invalid Namespace or Namespace Not Ready")
-                .isNotEmpty()
-                .allSatisfy(s -> assertThat(NvmeStatus.code(s)).isIn(NvmeStatus.INVALID_NAMESPACE,
-                    NvmeStatus.NAMESPACE_NOT_READY));
+            // Removal while I/O runs on it, for a RAM namespace and for a file namespace (io_uring channels on the
+            // reactors): in-flight commands finish or fail cleanly, nothing hangs or crashes.
+            removeUnderLoad(target, ctrl, heard, 3, data, List.of(1, 2, 5));
+            removeUnderLoad(target, ctrl, heard, 5, data, List.of(1, 2));
             assertThat(ctrl.namespace(3)).isNull();
+            assertThat(ctrl.namespace(5)).isNull();
             // The rest of the target is unaffected.
             ctrl.namespace(1).write(0, data.duplicate()).get(10, TimeUnit.SECONDS);
-            assertThat(nsids(json(target.http.get(NS), 200))).containsExactly(1, 2, 5);
+            ByteBuffer check = ctrl.namespace(1).read(0, 1).get(10, TimeUnit.SECONDS);
+            assertThat(check.getLong(0)).isEqualTo(0x1122334455667788L);
+            assertThat(nsids(json(target.http.get(NS), 200))).containsExactly(1, 2);
             PrometheusText after = new PrometheusText(target.http.get("/metrics").body());
             assertThat(after.has("nvmeof_target_io_seconds_count", Map.of("subsystem", MetricsTarget.OPEN, "nsid", "3")))
                 .as("meters of a removed namespace are gone").isFalse();
@@ -249,6 +215,63 @@ class ManagementApiIT {
             assertThat(emptied.get("allowed_hosts")).isEmpty();
             assertConnectRefused(allowed, target);
         }
+    }
+
+    /**
+     * Writes to namespace {@code nsid} from another thread (bounded: stops on a flag or after 60 s) and removes it
+     * through the API once 200 writes are done: the host hears the change, and every write that did not succeed
+     * failed with Invalid Namespace or Namespace Not Ready.
+     */
+    private static void removeUnderLoad(MetricsTarget target, NvmeofController ctrl, LinkedBlockingQueue<Change> heard,
+                                        int nsid, ByteBuffer data, List<Integer> remaining) throws Exception {
+        NvmeofNamespace ns = ctrl.namespace(nsid);
+        long blocks = ns.blockCount();
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicLong ok = new AtomicLong();
+        List<Integer> failures = java.util.Collections.synchronizedList(new ArrayList<>());
+        long loadDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        CompletableFuture<Void> load = CompletableFuture.runAsync(() -> {
+            List<CompletableFuture<Void>> inFlight = new ArrayList<>();
+            long lba = 0;
+            while (!stop.get() && System.nanoTime() < loadDeadline) {
+                for (int i = 0; i < 8; i++) {
+                    inFlight.add(ns.write(lba++ % blocks, data.duplicate()));
+                }
+                for (CompletableFuture<Void> f : inFlight) {
+                    try {
+                        f.get(10, TimeUnit.SECONDS);
+                        ok.incrementAndGet();
+                    } catch (ExecutionException e) {
+                        failures.add(e.getCause() instanceof NvmeofIoException io ? io.status() : -1);
+                    } catch (Exception e) {
+                        failures.add(-2);
+                    }
+                }
+                inFlight.clear();
+            }
+        });
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (ok.get() < 200 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertThat(ok.get()).as("writes to namespace %d done before the removal", nsid).isGreaterThanOrEqualTo(200);
+            JsonNode removed = json(target.http.delete(NS + "/" + nsid), 200);
+            assertThat(removed.get("nsid").asInt()).isEqualTo(nsid);
+            Change removal = heard.poll(10, TimeUnit.SECONDS);
+            assertThat(removal).as("removal of namespace %d heard", nsid).isNotNull();
+            assertThat(removal.changed()).containsExactly(nsid);
+            assertThat(removal.nsids()).containsExactlyElementsOf(remaining);
+            Thread.sleep(100);
+        } finally {
+            stop.set(true);
+            load.get(30, TimeUnit.SECONDS);
+        }
+        assertThat(failures).as("I/O to the removed namespace %d fails with Invalid Namespace or Namespace Not Ready",
+                nsid)
+            .isNotEmpty()
+            .allSatisfy(st -> assertThat(NvmeStatus.code(st)).isIn(NvmeStatus.INVALID_NAMESPACE,
+                NvmeStatus.NAMESPACE_NOT_READY));
     }
 
     private static void assertConnectRefused(NvmeofHost host, MetricsTarget target) {

@@ -12,6 +12,7 @@ import org.slf4j.LoggerFactory;
 
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.concurrent.TimeUnit;
 
 /**
  * One reactor's block-device poll group: the io_uring every {@link UringBlockDevice} used on this reactor submits
@@ -75,6 +76,32 @@ public final class BdevChannels implements PollGroup, InFlightAware {
             channels[id] = ch;
         }
         return ch;
+    }
+
+    /**
+     * Takes {@code device} off this reactor (live namespace removal): waits until its channel has no I/O in flight,
+     * polling this reactor's ring meanwhile (which completes those commands), then closes the channel. Returns false
+     * when I/O was still in flight at {@code deadlineNanos} ({@link System#nanoTime()}): the channel stays open and
+     * the device must not be closed. The device refuses new I/O before this is called. Reactor thread.
+     */
+    boolean closeChannel(UringBlockDevice device, long deadlineNanos) {
+        int id = device.id();
+        BdevIoChannel ch = id < channels.length ? channels[id] : null;
+        if (ch == null) {
+            return true;
+        }
+        while (ch.inFlight() > 0) {
+            long left = deadlineNanos - System.nanoTime();
+            if (left <= 0) {
+                return false;
+            }
+            if (group.poll() == 0) {
+                group.await(Math.min(left, TimeUnit.MILLISECONDS.toNanos(1)));
+            }
+        }
+        ch.close();
+        channels[id] = null;
+        return true;
     }
 
     @Override

@@ -12,9 +12,16 @@ import io.nvmeof4j.protocol.command.NvmeStatus;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import io.nvmeof4j.target.reactor.Reactor;
+
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -51,6 +58,8 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
     private final int blockSize;
     private final RateLimitedLog errorLog = new RateLimitedLog(LOG);
     private volatile boolean closed;
+    /** No new I/O: set by {@link #detach} or {@link #close()}. */
+    private volatile boolean stopped;
 
     // Off-reactor submissions: a private ring, under this lock.
     private final Object offReactorLock = new Object();
@@ -155,7 +164,7 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
 
     @Override
     public void submit(BlockIo io) {
-        if (closed) {
+        if (stopped) {
             io.complete(DeviceSupport.STATUS_CLOSED);
             return;
         }
@@ -166,6 +175,11 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
         }
         BdevChannels channels = BdevChannels.current();
         if (channels == null) {
+            if (Reactor.current() != null) {
+                // A reactor without a ring (io_uring refused at start): never block a reactor on the private ring.
+                io.complete(NvmeStatus.NAMESPACE_NOT_READY);
+                return;
+            }
             submitOffReactor(io);
             return;
         }
@@ -273,8 +287,44 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
     }
 
     /**
-     * Closes the descriptor and the device ({@code fsync}). The reactors' channels must be closed first (the
-     * daemon stops its reactors before closing devices). Idempotent.
+     * Takes the device out of service on running reactors, before {@link #close()} while the reactors keep running
+     * (live namespace removal): from now on new I/O completes with Namespace Not Ready, and each reactor waits for
+     * the I/O its channel has in flight, then closes that channel. Returns false when a reactor did not finish by the
+     * timeout (or refused the task): the native channel and descriptor may still be in use, so the caller must not
+     * close the device (it leaks it and says so).
+     */
+    public boolean detach(List<Reactor> reactors, Duration timeout) throws InterruptedException {
+        stopped = true; // before the tasks: a reactor that runs a submit after its task sees it (same thread)
+        long deadline = System.nanoTime() + timeout.toNanos();
+        CountDownLatch done = new CountDownLatch(reactors.size());
+        AtomicBoolean allClosed = new AtomicBoolean(true);
+        for (Reactor reactor : reactors) {
+            BdevChannels channels = reactor.pollGroup(BdevChannels.class);
+            if (channels == null || !reactor.isRunning()) {
+                done.countDown(); // no ring here, or the reactor closes its channels itself as it stops
+                continue;
+            }
+            try {
+                reactor.execute(() -> {
+                    if (!channels.closeChannel(this, deadline)) {
+                        allClosed.set(false);
+                    }
+                    done.countDown();
+                });
+            } catch (RejectedExecutionException e) {
+                if (reactor.isRunning()) {
+                    allClosed.set(false);
+                }
+                done.countDown();
+            }
+        }
+        boolean inTime = done.await(timeout.toNanos() + TimeUnit.SECONDS.toNanos(1), TimeUnit.NANOSECONDS);
+        return inTime && allClosed.get();
+    }
+
+    /**
+     * Closes the descriptor and the device ({@code fsync}). The reactors' channels must be closed first: the daemon
+     * stops its reactors before closing devices, and {@link #detach} closes them on running reactors. Idempotent.
      */
     @Override
     public void close() {
@@ -282,6 +332,7 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
             return;
         }
         closed = true;
+        stopped = true;
         synchronized (offReactorLock) {
             if (offReactorGroup != null) {
                 offReactorGroup.close();

@@ -5,6 +5,7 @@ import io.nvmeof4j.protocol.buffer.OffHeapBufferPool;
 import io.nvmeof4j.protocol.spi.PollGroup;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportListener;
+import io.nvmeof4j.jni.NativeIoException;
 import io.nvmeof4j.jni.bdev.Bdev;
 import io.nvmeof4j.jni.bdev.BdevRegion;
 import io.nvmeof4j.target.backend.BdevChannels;
@@ -88,7 +89,9 @@ public final class TargetDaemon implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(TargetDaemon.class);
 
     /** How long a reactor gets to stop and close its poll groups. */
-    public static final Duration REACTOR_STOP_TIMEOUT = Reactor.STOP_TIMEOUT_DEFAULT;
+    /** Longer than a reactor's ring drain on close (so a slow disk finishes draining before devices close). */
+    public static final Duration REACTOR_STOP_TIMEOUT =
+        Duration.ofNanos(io.nvmeof4j.jni.bdev.BdevPollGroup.CLOSE_DRAIN_NANOS).plusSeconds(2);
     /** How long a file device gets to finish its I/O and fsync when closed. */
     public static final Duration DEVICE_CLOSE_TIMEOUT = Duration.ofSeconds(10);
     /** Most block I/Os in flight on one reactor's io_uring. */
@@ -178,7 +181,14 @@ public final class TargetDaemon implements AutoCloseable {
                 groups.add(group);
             }
             if (Bdev.isAvailable()) {
-                reactor.add(new BdevChannels(reactor.name() + " block I/O", pool, BDEV_IO_PER_REACTOR));
+                try {
+                    reactor.add(new BdevChannels(reactor.name() + " block I/O", pool, BDEV_IO_PER_REACTOR));
+                } catch (NativeIoException e) {
+                    // io_uring refused (a seccomp profile, kernel.io_uring_disabled): RAM and null namespaces still
+                    // serve; file and block-device namespaces answer Namespace Not Ready on this reactor.
+                    LOG.warn("{}: no io_uring for file and block-device namespaces: {}", reactor.name(),
+                        e.getMessage());
+                }
             }
         }
         for (Reactor reactor : reactors) {
@@ -443,22 +453,45 @@ public final class TargetDaemon implements AutoCloseable {
         if (metrics != null) {
             metrics.unbindNamespace(removed);
         }
+        if (removed.device() instanceof UringBlockDevice uring) {
+            // Its I/O channels live on the reactors: each reactor finishes the I/O in flight there and closes its
+            // channel before the native device may be freed. If one does not in time, leak the device (say so)
+            // rather than free memory a ring still completes into.
+            boolean detached;
+            try {
+                detached = uring.detach(reactors, DEVICE_CLOSE_TIMEOUT);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                detached = false;
+            }
+            if (!detached) {
+                LOG.error("{} namespace {} removed, but its I/O did not finish within {} ms: {} is left open",
+                    subsystemNqn, Integer.toUnsignedString(nsid), DEVICE_CLOSE_TIMEOUT.toMillis(),
+                    uring.description());
+                forgetDevice(uring);
+                return removed;
+            }
+        }
         closeDevice(removed.device());
         LOG.info("{} namespace {} removed ({})", subsystemNqn, Integer.toUnsignedString(nsid),
             removed.device().description());
         return removed;
     }
 
-    private void closeDevice(BlockDevice device) {
-        OpenDevice open = null;
+    /** Takes {@code device} off the list of devices to close at shutdown; returns its entry, or null. */
+    private OpenDevice forgetDevice(BlockDevice device) {
         synchronized (devices) {
             for (int i = 0; i < devices.size(); i++) {
                 if (devices.get(i).device() == device) {
-                    open = devices.remove(i);
-                    break;
+                    return devices.remove(i);
                 }
             }
         }
+        return null;
+    }
+
+    private void closeDevice(BlockDevice device) {
+        OpenDevice open = forgetDevice(device);
         String label = open != null ? open.label() : device.description();
         step("closing " + label + " (" + device.description() + ")", device::close);
     }
@@ -588,10 +621,12 @@ public final class TargetDaemon implements AutoCloseable {
                 }
             });
         }
+        boolean[] reactorStuck = {false};
         for (int i = reactors.size() - 1; i >= 0; i--) {
             Reactor reactor = reactors.get(i);
             step("stopping " + reactor, () -> {
                 if (!reactor.stop(REACTOR_STOP_TIMEOUT)) {
+                    reactorStuck[0] = true;
                     LOG.warn("{} did not stop within {} ms", reactor, REACTOR_STOP_TIMEOUT.toMillis());
                 }
             });
@@ -612,6 +647,12 @@ public final class TargetDaemon implements AutoCloseable {
         }
         for (int i = toClose.size() - 1; i >= 0; i--) {
             OpenDevice open = toClose.get(i);
+            if (reactorStuck[0] && open.device() instanceof UringBlockDevice) {
+                // A reactor still running may still be draining its ring into this device's native structures.
+                LOG.error("not closing {} ({}): a reactor did not stop, and its io_uring may still use the device",
+                    open.label(), open.device().description());
+                continue;
+            }
             step("closing " + open.label() + " (" + open.device().description() + ")", open.device()::close);
         }
         if (!started) {

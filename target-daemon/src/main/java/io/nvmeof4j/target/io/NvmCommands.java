@@ -138,9 +138,12 @@ public final class NvmCommands implements NvmCommandExecutor {
             return;
         }
         int shift = namespace.blockSizeShift();
-        BlockIo.Op op = (cdw12 & CDW12_DEAC) != 0 ? BlockIo.Op.DEALLOCATE : BlockIo.Op.WRITE_ZEROES;
-        slot.submitSingle(request, namespace.device(), op, slba << shift, blocks << shift, null,
-            (cdw12 & CDW12_FUA) != 0);
+        boolean fua = (cdw12 & CDW12_FUA) != 0;
+        // DEAC only permits deallocating: it is taken where deallocated blocks read as zeroes (DLFEAT says so) and no
+        // FUA asks for durability the deallocate path does not give; otherwise the blocks are zeroed.
+        BlockIo.Op op = (cdw12 & CDW12_DEAC) != 0 && !fua && namespace.device().deallocatedBlocksReadZeroes()
+            ? BlockIo.Op.DEALLOCATE : BlockIo.Op.WRITE_ZEROES;
+        slot.submitSingle(request, namespace.device(), op, slba << shift, blocks << shift, null, fua);
     }
 
     private static void datasetManagement(IoSlot slot, Request request, Namespace namespace, SubmissionQueueEntry sqe) {

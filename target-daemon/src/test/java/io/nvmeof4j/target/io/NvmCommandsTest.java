@@ -221,6 +221,22 @@ class NvmCommandsTest {
     }
 
     @Test
+    void shouldZeroNotDeallocateWhereDeallocatedBlocksNeedNotReadZeroesOrFuaIsAsked() {
+        RecordingDevice device = device(512, false);
+        Namespace ns = namespace(device);
+        device.zeroesAfterDeallocate = false; // a block device: discard need not zero
+        request.reset(OPC_WRITE_ZEROES).slba(0).cdw(12, 3 | CDW12_DEAC);
+        assertThat(execute(ns)).isZero();
+        assertThat(device.ops.get(0).op()).isEqualTo(BlockIo.Op.WRITE_ZEROES);
+
+        device.zeroesAfterDeallocate = true; // deallocating would do, but FUA wants durability the deallocate lacks
+        request.reset(OPC_WRITE_ZEROES).slba(0).cdw(12, 3 | CDW12_DEAC | NvmCommands.CDW12_FUA);
+        assertThat(execute(ns)).isZero();
+        assertThat(device.ops.get(1).op()).isEqualTo(BlockIo.Op.WRITE_ZEROES);
+        assertThat(device.ops.get(1).fua()).isTrue();
+    }
+
+    @Test
     void shouldRejectWriteZeroesCarryingData() {
         RecordingDevice device = device(512, false);
         request.reset(OPC_WRITE_ZEROES).slba(0).cdw(12, 0).data(512);
@@ -446,6 +462,8 @@ class NvmCommandsTest {
         final List<Op> ops = Collections.synchronizedList(new ArrayList<>());
         private final BlockDevice delegate;
         private final ExecutorService completer;
+        /** What the device says of deallocated blocks (a block device's discard need not zero). */
+        boolean zeroesAfterDeallocate = true;
 
         RecordingDevice(BlockDevice delegate, boolean async) {
             this.delegate = delegate;
@@ -474,6 +492,11 @@ class NvmCommandsTest {
         @Override
         public boolean hasVolatileWriteCache() {
             return delegate.hasVolatileWriteCache();
+        }
+
+        @Override
+        public boolean deallocatedBlocksReadZeroes() {
+            return zeroesAfterDeallocate;
         }
 
         @Override
