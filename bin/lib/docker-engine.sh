@@ -12,7 +12,7 @@
 #   answering socket counts as running.
 # An engine that runs already (systemd's docker.service, a CI service) is used as it is.
 
-NVMEOF4J_DOCKER_CACHE="${NVMEOF4J_DOCKER_CACHE:-$HOME/.cache/nvmeof4j-docker}"
+NVMEOF4J_DOCKER_CACHE="${NVMEOF4J_DOCKER_CACHE:-${HOME:-/root}/.cache/nvmeof4j-docker}"
 # How long to wait for a starting engine to answer, seconds.
 NVMEOF4J_DOCKER_START_TIMEOUT="${NVMEOF4J_DOCKER_START_TIMEOUT:-90}"
 
@@ -44,7 +44,8 @@ ensure_docker_engine() {
             # dockerd writes its own pid file (/var/run/docker.pid) too and refuses to start while that names a
             # live process; a stale one (after a reboot) it replaces.
             echo "$caller: starting dockerd --bridge=none --iptables=false (log: $log)" >&2
-            setsid dockerd --bridge=none --iptables=false --ip-masq=false >>"$log" 2>&1 < /dev/null &
+            # 9>&-: the engine must not inherit (and so hold for its whole life) the start-up lock.
+            setsid dockerd --bridge=none --iptables=false --ip-masq=false >>"$log" 2>&1 < /dev/null 9>&- &
             echo $! >"$pidfile"
             pid=$!
         fi

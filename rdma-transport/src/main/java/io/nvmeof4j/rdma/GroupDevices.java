@@ -24,7 +24,11 @@ import java.util.Map;
  */
 final class GroupDevices implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GroupDevices.class);
-    static final int POOL_ACCESS = MemoryRegion.LOCAL_WRITE | MemoryRegion.REMOTE_READ | MemoryRegion.REMOTE_WRITE;
+    /**
+     * The target only starts RDMA READs (into pool buffers) and WRITEs (from them) itself: local write access is all
+     * it needs. Remote access would let any connected host that guesses the key reach every tenant's data in flight.
+     */
+    static final int POOL_ACCESS = MemoryRegion.LOCAL_WRITE;
 
     /** One device's share of a group. */
     record Device(String name, RdmaDevice attributes, ProtectionDomain pd, MemoryRegion poolRegion,

@@ -131,7 +131,7 @@ final class RdmaListener implements TransportListener {
             }
             try {
                 onEvent(event);
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | OutOfMemoryError e) {
                 LOG.error("NVMe/RDMA {}: handling {} failed", address, event, e);
             }
         }
@@ -242,10 +242,12 @@ final class RdmaListener implements TransportListener {
             LOG.debug("NVMe/RDMA {}: accepted queue {} from {} (RQ {}, SQ {}, CQ {}, in-capsule {}, ORD {})", address,
                 sizing.queueId(), peer, sizing.receiveQueueSize(), sizing.sendQueueSize(),
                 sizing.completionQueueSize(), sizing.inCapsuleDataSize(), sizing.initiatorDepth());
-        } catch (NativeIoException | RuntimeException e) {
+        } catch (NativeIoException | RuntimeException | OutOfMemoryError e) {
+            // OutOfMemoryError too: direct memory for the queue's buffers can run out with many hosts connected; the
+            // host gets "no resources" and this CM thread keeps serving the port.
             queues.remove(id);
             LOG.warn("NVMe/RDMA {}: cannot set up queue {} for {}: {}", address, sizing.queueId(), peer,
-                e.getMessage());
+                e.toString());
             try {
                 id.reject(CmConnectReject.encode(CmConnectReject.STS_NO_RESOURCES));
             } catch (NativeIoException | RuntimeException ignored) {
@@ -312,6 +314,13 @@ final class RdmaListener implements TransportListener {
                 thread.join(JOIN_TIMEOUT_MILLIS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
+            }
+            if (thread.isAlive()) {
+                // It may be inside a CM call on an id the channel close would destroy: leak rather than free under it.
+                LOG.warn("NVMe/RDMA {}: CM event thread did not stop within {} ms; its event channel is left open",
+                    address, JOIN_TIMEOUT_MILLIS);
+                transport.removeListener(this);
+                return;
             }
         }
         for (RdmaControllerQueue queue : queues.values()) {

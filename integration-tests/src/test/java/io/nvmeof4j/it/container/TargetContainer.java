@@ -92,6 +92,7 @@ final class TargetContainer implements AutoCloseable {
             .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
             .start();
         if (!p.waitFor(BUILD_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
+            p.descendants().forEach(ProcessHandle::destroyForcibly); // docker build under the script, too
             p.destroyForcibly();
             throw new IllegalStateException("deploy/build-image.sh did not finish within " + BUILD_TIMEOUT + "; see " + log);
         }

@@ -26,8 +26,13 @@ final class Http {
     }
 
     Response post(String path, String json) throws IOException, InterruptedException {
-        return send(HttpRequest.newBuilder(URI.create(base + path)).header("Content-Type", "application/json")
-            .POST(HttpRequest.BodyPublishers.ofString(json)));
+        return post(path, "application/json", json);
+    }
+
+    /** A POST with another content type (what a cross-site form or fetch without preflight can send). */
+    Response post(String path, String contentType, String body) throws IOException, InterruptedException {
+        return send(HttpRequest.newBuilder(URI.create(base + path)).header("Content-Type", contentType)
+            .POST(HttpRequest.BodyPublishers.ofString(body)));
     }
 
     Response delete(String path) throws IOException, InterruptedException {

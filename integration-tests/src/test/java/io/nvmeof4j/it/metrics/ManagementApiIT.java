@@ -132,6 +132,8 @@ class ManagementApiIT {
             assertError(target.http.post(NS, "{\"nsid\": 1, \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}"),
                 409, "already has namespace 1");
             assertError(target.http.post(NS, "{\"nsid\": 4, \"device\": {\"backend\": \"ram\"}}"), 400, "size");
+            assertError(target.http.post(NS, "text/plain", "{\"nsid\": 4, \"device\": {\"backend\": \"ram\", "
+                + "\"size\": \"1M\"}}"), 415, "application/json");
             assertError(target.http.post(NS, "{\"nsid\": 4, \"device\": {\"backend\": \"tape\", \"size\": \"1M\"}}"),
                 400, "backend");
             assertError(target.http.post(NS, "{\"nsid\": 0, \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}"),

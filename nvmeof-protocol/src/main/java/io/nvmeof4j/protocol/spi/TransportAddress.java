@@ -1,5 +1,7 @@
 package io.nvmeof4j.protocol.spi;
 
+import java.net.InetAddress;
+import java.net.UnknownHostException;
 import java.util.Objects;
 
 /**
@@ -26,6 +28,28 @@ public record TransportAddress(TransportType type, AddressFamily family, String 
         } catch (NumberFormatException e) {
             throw new IllegalStateException("trsvcid '" + trsvcid + "' is not a port number", e);
         }
+    }
+
+    /**
+     * TRADDR as an address, without any name lookup: an IPv4 or IPv6 literal only, like the Linux host's TRADDR,
+     * so that no connect step can block on a resolver beyond its timeout.
+     *
+     * @throws UnknownHostException when TRADDR is not an IP literal
+     */
+    public InetAddress inetAddress() throws UnknownHostException {
+        boolean ipv4 = traddr.matches("[0-9]{1,3}(\\.[0-9]{1,3}){3}");
+        if (ipv4) {
+            for (String octet : traddr.split("\\.")) {
+                if (Integer.parseInt(octet) > 255) {
+                    throw new UnknownHostException("not an IP literal: " + traddr);
+                }
+            }
+        }
+        boolean ipv6 = traddr.indexOf(':') >= 0 && traddr.matches("[0-9A-Fa-f:.]+(%[0-9A-Za-z]+)?");
+        if (!ipv4 && !ipv6) {
+            throw new UnknownHostException("not an IP literal: " + traddr);
+        }
+        return InetAddress.getByName(traddr); // a literal: parsed, never looked up
     }
 
     public TransportAddress withPort(int port) {

@@ -41,17 +41,29 @@ final class HostDevice implements AutoCloseable, MemoryRegistrar {
         this.name = context.deviceName();
         this.attributes = context.query();
         this.pd = context.allocateProtectionDomain();
+        CompletionChannel createdChannel = null;
+        MemoryRegion createdRegion = null;
         try {
-            this.channel = context.createCompletionChannel();
+            createdChannel = context.createCompletionChannel();
             ByteBuffer region = ByteBuffer.allocateDirect(BOUNCE_BYTES);
-            this.bounceRegion = pd.registerMemory(region, ACCESS);
+            createdRegion = pd.registerMemory(region, ACCESS);
             OffHeapBufferPool bounce = new OffHeapBufferPool(BOUNCE_MAX_BUFFER, region);
             this.memory = new HostMemory(new RegistrationCache(this, RegistrationCache.MAX_BYTES_DEFAULT,
-                RegistrationCache.MAX_ENTRIES_DEFAULT), bounce, keys(bounceRegion));
-        } catch (NativeIoException | RuntimeException e) {
+                RegistrationCache.MAX_ENTRIES_DEFAULT), bounce, keys(createdRegion));
+        } catch (NativeIoException | RuntimeException | OutOfMemoryError e) {
+            // The channel belongs to the shared device context, not to the PD: close it too, or every failed
+            // connect (a low memlock limit refusing the bounce registration) leaks a channel and its fd.
+            if (createdRegion != null) {
+                createdRegion.close();
+            }
+            if (createdChannel != null) {
+                createdChannel.close();
+            }
             pd.close();
             throw e;
         }
+        this.channel = createdChannel;
+        this.bounceRegion = createdRegion;
         waiter.add(channel);
     }
 

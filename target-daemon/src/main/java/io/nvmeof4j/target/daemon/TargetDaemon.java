@@ -635,7 +635,12 @@ public final class TargetDaemon implements AutoCloseable {
             step("closing the NVMe/TCP transport", transport::close);
         }
         if (rdmaTransport != null) {
-            step("closing the NVMe-oF/RDMA transport", rdmaTransport::close);
+            if (reactorStuck[0]) {
+                // Closing it destroys the queue pairs a still-running reactor may be polling.
+                LOG.error("not closing the NVMe-oF/RDMA transport: a reactor did not stop");
+            } else {
+                step("closing the NVMe-oF/RDMA transport", rdmaTransport::close);
+            }
         }
         List<OpenDevice> toClose;
         // Under the lock live changes hold: one in progress finishes first, none starts (closing is set).

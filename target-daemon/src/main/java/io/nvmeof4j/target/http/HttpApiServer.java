@@ -67,6 +67,11 @@ public final class HttpApiServer implements AutoCloseable {
     private final ManagementApi api;
     private final ObjectMapper mapper;
 
+    static final String MAX_REQUEST_SECONDS_PROP = "sun.net.httpserver.maxReqTime";
+    static final String MAX_RESPONSE_SECONDS_PROP = "sun.net.httpserver.maxRspTime";
+    static final String JSON_CONTENT_TYPE_BASE = "application/json";
+    static final int HTTP_THREADS = 4;
+
     private HttpApiServer(HttpServer server, ExecutorService executor, TargetDaemon daemon) {
         this.server = server;
         this.executor = executor;
@@ -77,9 +82,20 @@ public final class HttpApiServer implements AutoCloseable {
 
     /** Binds {@code address} (port 0: any free port) and starts serving. */
     public static HttpApiServer start(InetSocketAddress address, TargetDaemon daemon) throws IOException {
+        // The JDK server reads a request on an executor thread with no time limit by default: a client that connects
+        // and stalls would hold a thread (and /metrics, which liveness probes use) forever. Bound both directions
+        // unless the operator chose other limits; read once, when the JVM's first server is made.
+        if (System.getProperty(MAX_REQUEST_SECONDS_PROP) == null) {
+            System.setProperty(MAX_REQUEST_SECONDS_PROP, "10");
+        }
+        if (System.getProperty(MAX_RESPONSE_SECONDS_PROP) == null) {
+            System.setProperty(MAX_RESPONSE_SECONDS_PROP, "30");
+        }
         HttpServer server = HttpServer.create(address, 16);
-        ExecutorService executor = Executors.newSingleThreadExecutor(r -> {
-            Thread t = new Thread(r, "nvmeof-http");
+        // A few threads, so one slow client does not block scrapes; live changes are serialised by the daemon.
+        java.util.concurrent.atomic.AtomicInteger threads = new java.util.concurrent.atomic.AtomicInteger();
+        ExecutorService executor = Executors.newFixedThreadPool(HTTP_THREADS, r -> {
+            Thread t = new Thread(r, "nvmeof-http-" + threads.getAndIncrement());
             t.setDaemon(true);
             return t;
         });
@@ -129,6 +145,15 @@ public final class HttpApiServer implements AutoCloseable {
                 if (!path.startsWith(API_PREFIX)) {
                     throw new ManagementException(404, "no such path " + path + " (try " + METRICS_PATH + " or "
                         + API_PREFIX + "subsystems)");
+                }
+                if ("POST".equals(method)) {
+                    // A web page can make a browser POST text/plain or a form to localhost without asking; it cannot
+                    // set application/json without a CORS preflight, which this server never grants.
+                    String type = exchange.getRequestHeaders().getFirst("Content-Type");
+                    if (type == null || !type.toLowerCase(java.util.Locale.ROOT).startsWith(JSON_CONTENT_TYPE_BASE)) {
+                        throw new ManagementException(415, "Content-Type must be application/json (was "
+                            + (type == null ? "none" : type) + ")");
+                    }
                 }
                 List<String> parts = segments(path.substring(API_PREFIX.length()));
                 Response r = route(method, parts, exchange);

@@ -13,7 +13,6 @@ import io.nvmeof4j.protocol.tcp.ICRespPdu;
 import io.nvmeof4j.protocol.tcp.PduType;
 
 import java.io.IOException;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.net.UnknownHostException;
@@ -70,7 +69,7 @@ public final class TcpHostTransport implements HostTransport {
         long deadline = System.nanoTime() + options.connectTimeout().toNanos();
         InetSocketAddress remote;
         try {
-            remote = new InetSocketAddress(ipLiteral(address.traddr()), address.port());
+            remote = new InetSocketAddress(address.inetAddress(), address.port());
         } catch (UnknownHostException e) {
             throw new TransportConnectException(where, TransportConnectException.STEP_RESOLVE,
                 "'" + address.traddr() + "' is not an IP address; TRADDR is an IPv4 or IPv6 address (host names are "
@@ -276,25 +275,5 @@ public final class TcpHostTransport implements HostTransport {
     @Override
     public void close() {
         closed = true;
-    }
-
-    /**
-     * The address of an IPv4 or IPv6 literal, without any name lookup: like the Linux host's TRADDR, and so that
-     * no connect step can block on a resolver beyond the connect timeout.
-     */
-    static InetAddress ipLiteral(String traddr) throws UnknownHostException {
-        boolean ipv4 = traddr.matches("[0-9]{1,3}(\\.[0-9]{1,3}){3}");
-        if (ipv4) {
-            for (String octet : traddr.split("\\.")) {
-                if (Integer.parseInt(octet) > 255) {
-                    throw new UnknownHostException(traddr);
-                }
-            }
-        }
-        boolean ipv6 = traddr.indexOf(':') >= 0 && traddr.matches("[0-9A-Fa-f:.]+(%[0-9A-Za-z]+)?");
-        if (!ipv4 && !ipv6) {
-            throw new UnknownHostException(traddr);
-        }
-        return InetAddress.getByName(traddr); // a literal: parsed, never looked up
     }
 }
