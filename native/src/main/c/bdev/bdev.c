@@ -541,6 +541,9 @@ static int bdev_queue(struct bdev_group *g, uint32_t tag)
 {
     struct bdev_task *t = &g->tasks[tag];
     struct bdev *dev = t->channel->desc->bdev;
+    if (t->op > BDEV_OP_UNMAP) {
+        return -EINVAL; /* before taking an SQE: one taken and left unprepared would be submitted stale */
+    }
     if (t->op == BDEV_OP_UNMAP && dev->blkdev && dev->no_discard_cmd && t->step == BDEV_STEP_MAIN) {
         return bdev_discard_ioctl(dev, t); /* synchronous: bdev_start completes it with this result */
     }

@@ -306,6 +306,9 @@ public final class CmEventChannel extends NativeHandle {
         return new CmEvent(type, status, id, listener, params, qpNum);
     }
 
+    /** How long close waits for a thread inside {@link #nextEvent} to leave (it is woken first). */
+    static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(5);
+
     @Override
     protected void release(long handle) {
         RuntimeException childFailure;
@@ -314,8 +317,27 @@ public final class CmEventChannel extends NativeHandle {
             wake0(handle); // the reader, if any, returns from its wait
             state.lock();
             try {
+                long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+                boolean interrupted = false;
                 while (reader != null) {
-                    changed.awaitUninterruptibly();
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        if (interrupted) {
+                            Thread.currentThread().interrupt();
+                        }
+                        // The reader is stuck in native code on this channel: leave the channel (and its ids) open
+                        // rather than free them under it.
+                        throw new IllegalStateException("rdma_destroy_event_channel: a reader did not leave its wait "
+                            + "within " + TimeUnit.NANOSECONDS.toMillis(CLOSE_WAIT_NANOS) + " ms; channel left open");
+                    }
+                    try {
+                        changed.awaitNanos(left);
+                    } catch (InterruptedException e) {
+                        interrupted = true; // keep waiting (bounded); the flag is restored below
+                    }
+                }
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
                 }
                 reader = Thread.currentThread(); // nobody reads any more; waiters see the channel closed
                 changed.signalAll();

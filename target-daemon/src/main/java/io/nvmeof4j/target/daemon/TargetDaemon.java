@@ -397,10 +397,13 @@ public final class TargetDaemon implements AutoCloseable {
         }
         int createdBefore = createdFiles.size();
         BlockDevice device = open(subsystemNqn, nc, config.daemon());
-        Namespace namespace = new Namespace(nc.nsid(), device, nc.uuid(), nc.nguid());
+        Namespace namespace = null;
         boolean added = false;
         try {
+            namespace = new Namespace(nc.nsid(), device, nc.uuid(), nc.nguid());
             if (metrics != null) {
+                // This NSID has no meters (checked above, and changes are serialised): unbinding below on failure
+                // removes only what this call bound.
                 metrics.bindNamespace(subsystem, namespace);
             }
             added = subsystem.addNamespace(namespace);
@@ -410,13 +413,19 @@ public final class TargetDaemon implements AutoCloseable {
             }
         } finally {
             if (!added) {
-                if (metrics != null) {
+                if (metrics != null && namespace != null) {
                     metrics.unbindNamespace(namespace);
                 }
                 closeDevice(device);
                 if (createdFiles.size() > createdBefore) {
                     Path created = createdFiles.remove(createdFiles.size() - 1);
-                    Files.deleteIfExists(created);
+                    try {
+                        Files.deleteIfExists(created);
+                    } catch (IOException e) {
+                        // Do not hide why the add failed; say what is left behind.
+                        LOG.warn("{}: created for namespace {}, not removed after the failed add: {}", created,
+                            Integer.toUnsignedString(nc.nsid()), e.toString());
+                    }
                 }
             }
         }
