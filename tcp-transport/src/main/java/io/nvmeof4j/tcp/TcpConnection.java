@@ -27,6 +27,9 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
+import io.nvmeof4j.tcp.tls.PskResolver;
+import io.nvmeof4j.tcp.tls.TcpStream;
+import io.nvmeof4j.tcp.tls.TlsStream;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 
@@ -70,6 +73,8 @@ final class TcpConnection implements TransportQueue {
     }
 
     // Lifecycle.
+    /** A TLS port: the first bytes tell a TLS ClientHello from an ICReq, then the handshake runs. */
+    private static final int AWAITING_TLS = -1;
     private static final int AWAITING_ICREQ = 0;
     private static final int LIVE = 1;
     private static final int TERMINATING = 2;
@@ -96,10 +101,16 @@ final class TcpConnection implements TransportQueue {
     private static final int WRITE_BUDGET = 16;
     /** How long a C2HTermReq may take to go out before the connection is closed anyway. */
     static final long TERMINATION_LINGER_NANOS = TimeUnit.SECONDS.toNanos(1);
+    /** How long a host on a TLS port may take from connecting to a finished handshake (tlshd's default is 10 s). */
+    static final long TLS_HANDSHAKE_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(10);
+    private static final byte TLS_HANDSHAKE_RECORD = 0x16;
 
     final TcpPollGroup group;
     final TcpListener listener;
     private final SocketChannel channel;
+    /** The socket, or TLS records over it once the handshake is done. */
+    private TcpStream stream;
+    private TlsStream handshake;
     private final TransportAddress localAddress;
     private final String peer;
     private final PortOptions portOptions;
@@ -109,7 +120,8 @@ final class TcpConnection implements TransportQueue {
     private final int maxTransferSize;
     SelectionKey key;
     private QueueHandler handler;
-    private int lifecycle = AWAITING_ICREQ;
+    private int lifecycle;
+    private final Runnable readAgain = this::onReadable;
 
     // Negotiated by ICReq.
     int headerDigestLength;
@@ -161,8 +173,10 @@ final class TcpConnection implements TransportQueue {
         this.listener = listener;
         this.localAddress = connectedAddress(channel, listener.address());
         this.channel = channel;
+        this.stream = TcpStream.plain(channel);
         this.peer = peer;
         this.portOptions = listener.options();
+        this.lifecycle = portOptions.tls() ? AWAITING_TLS : AWAITING_ICREQ;
         TcpTransportOptions tcpOptions = group.options;
         this.maxH2CDataSize = tcpOptions.maxH2CDataSize();
         this.c2hDataPduSize = tcpOptions.c2hDataPduSize();
@@ -263,9 +277,19 @@ final class TcpConnection implements TransportQueue {
             drainAfterTermReq();
             return;
         }
+        if (lifecycle == AWAITING_TLS && !advanceTls()) {
+            return;
+        }
         for (int reads = 0; ; reads++) {
-            if (!processReceived() || reads == READ_BUDGET) {
-                return; // stopped, stalled, or budget spent (the selector is level-triggered and will call again)
+            if (!processReceived()) {
+                return; // stopped or stalled
+            }
+            if (reads == READ_BUDGET) {
+                if (stream.hasBufferedInput()) {
+                    // Decrypted bytes the socket will not signal again: come back in the next poll.
+                    group.execute(readAgain);
+                }
+                return; // budget spent (the selector is level-triggered and will call again)
             }
             int wanted;
             int n;
@@ -277,7 +301,7 @@ final class TcpConnection implements TransportQueue {
                     destination.limit(payloadEnd);
                     destination.position(payloadPosition);
                     wanted = payloadEnd - payloadPosition;
-                    n = channel.read(destination);
+                    n = stream.read(destination);
                     if (n > 0) {
                         payloadPosition += n;
                     }
@@ -286,7 +310,7 @@ final class TcpConnection implements TransportQueue {
                     wanted = receiveBuffer.capacity() - writeIndex;
                     receiveBuffer.limit(receiveBuffer.capacity());
                     receiveBuffer.position(writeIndex);
-                    n = channel.read(receiveBuffer);
+                    n = stream.read(receiveBuffer);
                     if (n > 0) {
                         writeIndex += n;
                     }
@@ -950,6 +974,87 @@ final class TcpConnection implements TransportQueue {
         }
     }
 
+    // ---- TLS (NVMe/TCP 1.0c 3.6) ----------------------------------------------------------------------------------
+
+    /**
+     * Drives the TLS handshake of a TLS port; true once it is done and PDUs may follow (decrypted bytes may
+     * already be buffered). On a port where TLS is not required, a connection that starts with anything other
+     * than a TLS handshake record (0x16) is served in plain text, as nvmet does.
+     */
+    private boolean advanceTls() {
+        try {
+            if (handshake == null) {
+                prepareReceiveBuffer();
+                receiveBuffer.limit(receiveBuffer.capacity());
+                receiveBuffer.position(writeIndex);
+                int n = channel.read(receiveBuffer);
+                if (n < 0) {
+                    close("host closed the connection before the TLS handshake");
+                    return false;
+                }
+                writeIndex += Math.max(n, 0);
+                if (writeIndex == readIndex) {
+                    return false;
+                }
+                if (receiveBuffer.get(readIndex) != TLS_HANDSHAKE_RECORD) {
+                    if (portOptions.tlsRequired()) {
+                        close("TLS is required on this port, but the host sent a plain PDU (type 0x"
+                            + Integer.toHexString(receiveBuffer.get(readIndex) & 0xFF) + ")");
+                        return false;
+                    }
+                    lifecycle = AWAITING_ICREQ;
+                    group.removeDeadline(this);
+                    return true;
+                }
+                PskResolver psks = listener.pskResolver();
+                if (psks == null) {
+                    close("TLS handshake from the host, but no PSKs are configured (hosts[].tls_key)");
+                    return false;
+                }
+                handshake = TlsStream.server(channel, psks);
+                ByteBuffer early = receiveBuffer.duplicate();
+                early.limit(writeIndex).position(readIndex);
+                readIndex = 0;
+                writeIndex = 0;
+                handshake.offerEarlyInput(early);
+            }
+            boolean done = handshake.handshake();
+            setWriteInterest(handshake.hasPendingOutput());
+            if (!done) {
+                return false;
+            }
+            stream = handshake;
+            handshake = null;
+            lifecycle = AWAITING_ICREQ;
+            group.removeDeadline(this);
+            LOG.info("NVMe/TCP {}: {} with PSK identity {}", peer, stream.security(),
+                ((TlsStream) stream).identity());
+            return true;
+        } catch (IOException e) {
+            close(e.getMessage() != null ? e.getMessage() : e.toString());
+            return false;
+        }
+    }
+
+    /** The host NQN the TLS handshake authenticated, or null on a plain connection. */
+    public String tlsHostNqn() {
+        return stream instanceof TlsStream tls && tls.identity() != null ? tls.identity().hostNqn() : null;
+    }
+
+    /** "plain" or "TLS 1.3 (suite)". */
+    public String security() {
+        return stream.security();
+    }
+
+    /** A deadline set by the poll group passed: the handshake or the C2HTermReq took too long. */
+    void onDeadline() {
+        if (lifecycle == AWAITING_TLS) {
+            close("no TLS handshake within " + TLS_HANDSHAKE_TIMEOUT_NANOS / 1_000_000 + " ms");
+        } else {
+            close("C2HTermReq not sent within " + TERMINATION_LINGER_NANOS / 1_000_000 + " ms");
+        }
+    }
+
     // ---- send --------------------------------------------------------------------------------------------------
 
     private void enqueueSend(SendJob job) {
@@ -980,6 +1085,19 @@ final class TcpConnection implements TransportQueue {
         if (lifecycle == CLOSED) {
             return 0;
         }
+        if (lifecycle == AWAITING_TLS) {
+            advanceTls(); // OP_WRITE during the handshake: its records go out first
+            return 1;
+        }
+        try {
+            if (!stream.flushPending()) {
+                setWriteInterest(true); // TLS records of an earlier write still wait for the socket
+                return 1;
+            }
+        } catch (IOException e) {
+            close("send failed: " + e.getMessage());
+            return 1;
+        }
         ByteBuffer[] iov = group.iov;
         int work = 0;
         for (int round = 0; round < WRITE_BUDGET && sendHead != null; round++) {
@@ -997,7 +1115,7 @@ final class TcpConnection implements TransportQueue {
             }
             long written;
             try {
-                written = channel.write(iov, 0, count);
+                written = stream.write(iov, 0, count);
             } catch (IOException e) {
                 close("send failed: " + e.getMessage());
                 return work + 1;
@@ -1020,7 +1138,7 @@ final class TcpConnection implements TransportQueue {
                     return work;
                 }
             }
-            if (written < total) {
+            if (written < total || stream.hasPendingOutput()) {
                 setWriteInterest(true); // the socket is full: wait for OP_WRITE
                 return work;
             }
@@ -1107,7 +1225,7 @@ final class TcpConnection implements TransportQueue {
      */
     private void onTermReqSent() {
         try {
-            channel.shutdownOutput();
+            stream.shutdownOutput();
         } catch (IOException e) {
             close(terminationReason);
             return;
@@ -1123,7 +1241,7 @@ final class TcpConnection implements TransportQueue {
             int n;
             try {
                 receiveBuffer.clear();
-                n = channel.read(receiveBuffer);
+                n = stream.read(receiveBuffer);
             } catch (IOException e) {
                 n = -1;
             }
@@ -1148,7 +1266,7 @@ final class TcpConnection implements TransportQueue {
             key.cancel();
         }
         try {
-            channel.close();
+            (handshake != null ? handshake : stream).close();
         } catch (IOException e) {
             LOG.debug("NVMe/TCP {}: error closing the socket", peer, e);
         }

@@ -4,6 +4,7 @@ import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportListener;
+import io.nvmeof4j.tcp.tls.PskResolver;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -65,6 +66,10 @@ final class TcpListener implements TransportListener {
 
     QueueHandlerFactory handlers() {
         return handlers;
+    }
+
+    PskResolver pskResolver() {
+        return transport.pskResolver();
     }
 
     private void acceptLoop() {

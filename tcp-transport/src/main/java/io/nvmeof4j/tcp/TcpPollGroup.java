@@ -264,6 +264,11 @@ public final class TcpPollGroup implements PollGroup {
             String peer = describe(channel.getRemoteAddress());
             TcpConnection connection = new TcpConnection(this, listener, channel, peer);
             connection.key = channel.register(selector, SelectionKey.OP_READ, connection);
+            if (listener.options().tls()) {
+                // The handshake shares the deadline list of lingering terminations (onDeadline tells them apart).
+                connection.terminationDeadlineNanos = System.nanoTime() + TcpConnection.TLS_HANDSHAKE_TIMEOUT_NANOS;
+                terminating.add(connection);
+            }
             connections.add(connection);
             if (flushList.length < connections.size()) {
                 flushList = Arrays.copyOf(flushList, connections.size() * 2);
@@ -345,13 +350,17 @@ public final class TcpPollGroup implements PollGroup {
         terminating.add(connection);
     }
 
+    /** The connection met its deadline (TLS handshake done): it no longer needs watching. */
+    void removeDeadline(TcpConnection connection) {
+        terminating.remove(connection);
+    }
+
     private void expireTerminations() {
         long now = System.nanoTime();
         for (int i = terminating.size() - 1; i >= 0; i--) {
             TcpConnection connection = terminating.get(i);
             if (now - connection.terminationDeadlineNanos >= 0) {
-                connection.close("C2HTermReq not sent within "
-                    + TcpConnection.TERMINATION_LINGER_NANOS / 1_000_000 + " ms");
+                connection.onDeadline();
             }
         }
     }

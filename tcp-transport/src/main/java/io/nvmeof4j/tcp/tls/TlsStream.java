@@ -132,6 +132,21 @@ public final class TlsStream extends TcpStream {
         }
     }
 
+    /**
+     * Hands the stream bytes already read from the socket (a controller on a port where TLS is optional reads the
+     * first bytes to tell a TLS record, 0x16, from an ICReq, 0x00). Call before {@link #handshake()}.
+     */
+    public void offerEarlyInput(ByteBuffer src) throws IOException {
+        byte[] bytes = new byte[src.remaining()];
+        src.get(bytes);
+        try {
+            protocol.offerInput(bytes);
+        } catch (IOException e) {
+            sendAlertQuietly();
+            throw new IOException("TLS 1.3 handshake failed: " + (failure != null ? failure : describe(e)), e);
+        }
+    }
+
     /** The identity the handshake settled on (the controller side: the host's; null before the handshake). */
     public PskIdentity identity() {
         return identity;
