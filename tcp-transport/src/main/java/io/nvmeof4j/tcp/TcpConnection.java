@@ -1036,8 +1036,8 @@ final class TcpConnection implements TransportQueue {
         }
     }
 
-    /** The host NQN the TLS handshake authenticated, or null on a plain connection. */
-    public String tlsHostNqn() {
+    @Override
+    public String secureChannelHostNqn() {
         return stream instanceof TlsStream tls && tls.identity() != null ? tls.identity().hostNqn() : null;
     }
 

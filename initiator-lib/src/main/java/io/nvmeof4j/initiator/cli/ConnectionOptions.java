@@ -1,5 +1,11 @@
 package io.nvmeof4j.initiator.cli;
 
+import java.nio.file.Path;
+
+import java.nio.file.Files;
+
+import java.io.IOException;
+
 import io.nvmeof4j.initiator.ConnectOptions;
 import io.nvmeof4j.initiator.HostIdentity;
 import io.nvmeof4j.protocol.spi.TransportAddress;
@@ -74,6 +80,18 @@ public final class ConnectionOptions {
             + "10000.")
     Long connectTimeoutMs;
 
+    @Option(names = "--tls", description = "NVMe/TCP over TLS 1.3 with a pre-shared key (needs --tls-key).")
+    boolean tls;
+
+    @Option(names = "--tls-key", paramLabel = "KEY|@FILE",
+        description = "The host's configured TLS PSK in the interchange format (NVMeTLSkey-1:01:...:, as "
+            + "'nvme gen-tls-key' prints it), or @FILE to read it from a file (keeps it out of the process list).")
+    String tlsKey;
+
+    @Option(names = "--tls-identity", paramLabel = "0|1", defaultValue = "1",
+        description = "PSK identity version: 1 (with the PSK digest, TP 8018) or 0. Default: ${DEFAULT-VALUE}.")
+    int tlsIdentity;
+
     @Option(names = {"-v", "--verbose"}, description = "Debug logging, and stack traces with errors.")
     boolean verbose;
 
@@ -133,6 +151,17 @@ public final class ConnectionOptions {
         }
     }
 
+    private String readTlsKey() {
+        if (!tlsKey.startsWith("@")) {
+            return tlsKey.trim();
+        }
+        try {
+            return Files.readString(Path.of(tlsKey.substring(1))).trim();
+        } catch (IOException e) {
+            throw new CliUsageException("cannot read the TLS key file " + tlsKey.substring(1) + ": " + e.getMessage());
+        }
+    }
+
     /**
      * @param minQueueSize entries per queue at least (perf: its depth + 1), unless {@code -Q} says otherwise
      * @param minOutstanding requests per queue the callback API must accept at once
@@ -150,6 +179,12 @@ public final class ConnectionOptions {
             }
             if (connectTimeoutMs != null) {
                 o = o.withConnectTimeout(Duration.ofMillis(connectTimeoutMs));
+            }
+            if (tls != (tlsKey != null)) {
+                throw new CliUsageException("--tls and --tls-key go together");
+            }
+            if (tls) {
+                o = o.withTls(new ConnectOptions.Tls(readTlsKey(), tlsIdentity));
             }
             return o;
         } catch (IllegalArgumentException e) {

@@ -1,17 +1,18 @@
 package io.nvmeof4j.protocol.spi;
 
+import io.nvmeof4j.protocol.discovery.DiscoveryLogEntry;
+
 /**
  * Transport-independent settings of one port.
  *
  * @param inlineDataSize in-capsule data bytes accepted on I/O queues (nvmetcli {@code param.inline_data_size})
  * @param maxQueueSize   largest submission queue a host may create, in entries (MQES + 1)
  * @param maxDataTransferSize largest data transfer of one command, in bytes (MDTS); the pool's largest buffer
- * @param secureChannel  TREQ bits 1:0 as the discovery log reports them (nvmetcli {@code addr.treq}):
- *                       {@link #SECURE_CHANNEL_NOT_SPECIFIED}, {@link #SECURE_CHANNEL_REQUIRED} or
- *                       {@link #SECURE_CHANNEL_NOT_REQUIRED}
- * @param tcpSecurityType NVMe/TCP TSAS SECTYPE (nvmetcli {@code addr.tsas}): {@link #SECTYPE_NONE} or
- *                       {@link #SECTYPE_TLS13}; with TLS 1.3 a host may (not required) or must (required) start
- *                       the connection with a TLS handshake
+ * @param secureChannel  TREQ bits 1:0 as the discovery log reports them (nvmetcli {@code addr.treq}): 0 not
+ *                       specified, 1 required, 2 not required ({@code DiscoveryLogEntry.TREQ_SECURE_CHANNEL_*})
+ * @param tcpSecurityType NVMe/TCP TSAS SECTYPE (nvmetcli {@code addr.tsas}): 0 none or 2 TLS 1.3
+ *                       ({@code DiscoveryLogEntry.TCP_SECTYPE_*}); with TLS 1.3 a host may (not required) or must
+ *                       (required) start the connection with a TLS handshake
  */
 public record PortOptions(int inlineDataSize, int maxQueueSize, int maxDataTransferSize, int secureChannel,
                           int tcpSecurityType) {
@@ -20,12 +21,12 @@ public record PortOptions(int inlineDataSize, int maxQueueSize, int maxDataTrans
     public static final int MAX_QUEUE_SIZE_DEFAULT = 128;
     public static final int MAX_DATA_TRANSFER_SIZE_DEFAULT = 1 << 20;
 
-    public static final int SECURE_CHANNEL_NOT_SPECIFIED = 0;
-    public static final int SECURE_CHANNEL_REQUIRED = 1;
-    public static final int SECURE_CHANNEL_NOT_REQUIRED = 2;
-    /** NVMe/TCP SECTYPE values (libnvme NVMF_TCP_SECTYPE_*): 1 is TLS 1.2, which NVMe/TCP never adopted. */
-    public static final int SECTYPE_NONE = 0;
-    public static final int SECTYPE_TLS13 = 2;
+    private static final int SECURE_CHANNEL_NOT_SPECIFIED = DiscoveryLogEntry.TREQ_SECURE_CHANNEL_NOT_SPECIFIED;
+    private static final int SECURE_CHANNEL_REQUIRED = DiscoveryLogEntry.TREQ_SECURE_CHANNEL_REQUIRED;
+    private static final int SECURE_CHANNEL_NOT_REQUIRED = DiscoveryLogEntry.TREQ_SECURE_CHANNEL_NOT_REQUIRED;
+    private static final int SECTYPE_NONE = DiscoveryLogEntry.TCP_SECTYPE_NONE;
+    /** TLS 1.2 (SECTYPE 1) was never adopted by NVMe/TCP; only TLS 1.3 is served. */
+    private static final int SECTYPE_TLS13 = DiscoveryLogEntry.TCP_SECTYPE_TLS13;
 
     public PortOptions {
         if (inlineDataSize < 0 || inlineDataSize > (1 << 20)) {

@@ -1,5 +1,7 @@
 package io.nvmeof4j.target.config;
 
+import io.nvmeof4j.tcp.tls.ConfiguredPsk;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import io.nvmeof4j.protocol.Nqn;
 import io.nvmeof4j.protocol.spi.AddressFamily;
@@ -74,6 +76,7 @@ final class ConfigParser {
 
     private final Path baseDirectory;
     private final List<TargetConfig.Notice> notices = new ArrayList<>();
+    private final Map<String, ConfiguredPsk> tlsKeys = new HashMap<>();
 
     ConfigParser(Path baseDirectory) {
         this.baseDirectory = baseDirectory.toAbsolutePath().normalize();
@@ -88,7 +91,7 @@ final class ConfigParser {
         reportKeys(root, "", Set.of("nvmeof4j", "hosts", "subsystems", "ports"), Map.of());
         checkBufferPool(settings, ports);
         reportUnreachable(subsystems, ports, hosts);
-        TargetConfig config = new TargetConfig(source, hosts, ports, subsystems, settings, notices);
+        TargetConfig config = new TargetConfig(source, hosts, ports, subsystems, settings, notices, tlsKeys);
         config.checkEnvironment();
         return config;
     }
@@ -209,7 +212,15 @@ final class ConfigParser {
                     }
                 }
             }
-            reportKeys(host, hw, Set.of("nqn"), IGNORED_HOST);
+            JsonNode tlsKey = host.get("tls_key");
+            if (tlsKey != null && !tlsKey.isNull() && !(tlsKey.isTextual() && tlsKey.asText().isEmpty())) {
+                try {
+                    tlsKeys.put(nqn, ConfiguredPsk.parse(text(tlsKey, at(hw, "tls_key"))));
+                } catch (IllegalArgumentException e) {
+                    throw new ConfigException(at(hw, "tls_key"), e.getMessage()); // never the key itself
+                }
+            }
+            reportKeys(host, hw, Set.of("nqn", "tls_key"), IGNORED_HOST);
             if (!hosts.contains(nqn)) {
                 hosts.add(nqn);
             }
@@ -551,16 +562,27 @@ final class ConfigParser {
                 throw new ConfigException(at(aw, "treq"), quote(treq)
                     + " is not a treq value (\"not specified\", \"required\", \"not required\")");
             }
-            if (treq.equals("required")) {
-                throw new ConfigException(at(aw, "treq"), "\"required\" demands a secure channel (TLS), which "
-                    + "nvmeof4j does not support");
+        }
+        // addr.tsas as nvmet's configfs names it: "none" or "tls1.3" (NVMe/TCP only).
+        boolean tls = false;
+        if (addr.has("tsas")) {
+            String tsas = text(addr.get("tsas"), at(aw, "tsas")).toLowerCase(Locale.ROOT);
+            if (tsas.equals("tls1.3")) {
+                if (trtype != TransportType.TCP) {
+                    throw new ConfigException(at(aw, "tsas"), "\"tls1.3\" is for NVMe/TCP ports only");
+                }
+                tls = true;
+            } else if (!tsas.isEmpty() && !tsas.equals("none") && !tsas.equals("reserved")
+                && !tsas.equals("connected")) {
+                throw new ConfigException(at(aw, "tsas"), quote(tsas) + " is not supported (\"none\" or \"tls1.3\")");
             }
         }
-        if (addr.has("tsas")) {
-            String tsas = text(addr.get("tsas"), at(aw, "tsas"));
-            if (!tsas.isEmpty() && !tsas.equals("none") && !tsas.equals("reserved") && !tsas.equals("connected")) {
-                throw new ConfigException(at(aw, "tsas"), quote(tsas) + " is not supported (TLS is not available)");
-            }
+        if (treq.equals("required") && !tls) {
+            throw new ConfigException(at(aw, "treq"), "\"required\" demands a secure channel: set addr.tsas to "
+                + "\"tls1.3\"");
+        }
+        if (tls && treq.equals("not specified")) {
+            treq = "required"; // TLS offered but not demanded would be "not required": say so to get it
         }
         reportKeys(addr, aw, Set.of("trtype", "adrfam", "traddr", "trsvcid", "treq", "tsas"), IGNORED_ADDR);
 
@@ -629,6 +651,9 @@ final class ConfigParser {
         }
         TransportAddress address = new TransportAddress(trtype, family, traddr, Integer.toString(trsvcid));
         PortOptions options = new PortOptions(inline, queueSize, settings.maxDataTransferSize());
+        if (tls) {
+            options = options.withTls(treq.equals("required"));
+        }
         return new PortConfig(pw, portId, address, treq, options, exported);
     }
 

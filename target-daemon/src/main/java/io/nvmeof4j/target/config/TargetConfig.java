@@ -1,5 +1,7 @@
 package io.nvmeof4j.target.config;
 
+import io.nvmeof4j.tcp.tls.ConfiguredPsk;
+
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.json.JsonReadFeature;
@@ -17,6 +19,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.UUID;
@@ -116,10 +119,12 @@ public final class TargetConfig {
     private final List<SubsystemConfig> subsystems;
     private final DaemonSettings daemon;
     private final List<Notice> notices;
+    private final Map<String, ConfiguredPsk> tlsKeys;
 
     TargetConfig(Path source, List<String> hosts, List<PortConfig> ports, List<SubsystemConfig> subsystems,
-                 DaemonSettings daemon, List<Notice> notices) {
+                 DaemonSettings daemon, List<Notice> notices, Map<String, ConfiguredPsk> tlsKeys) {
         this.source = source;
+        this.tlsKeys = Map.copyOf(tlsKeys);
         this.hosts = List.copyOf(hosts);
         this.ports = List.copyOf(ports);
         this.subsystems = List.copyOf(subsystems);
@@ -197,7 +202,7 @@ public final class TargetConfig {
 
     /** This configuration with other daemon settings (command-line overrides such as {@code --http}). */
     public TargetConfig withDaemonSettings(DaemonSettings settings) {
-        return new TargetConfig(source, hosts, ports, subsystems, settings, notices);
+        return new TargetConfig(source, hosts, ports, subsystems, settings, notices, tlsKeys);
     }
 
     private static String location(JsonProcessingException e) {
@@ -221,6 +226,11 @@ public final class TargetConfig {
     /** The file this configuration was loaded from, if any. */
     public Optional<Path> source() {
         return Optional.ofNullable(source);
+    }
+
+    /** {@code hosts[].tls_key}: each host's configured TLS PSK (NVMe/TCP TLS 1.3), by host NQN. */
+    public Map<String, ConfiguredPsk> tlsKeys() {
+        return tlsKeys;
     }
 
     /** {@code hosts[].nqn}: accepted (nvmetcli needs them for allowed_hosts); nvmeof4j does not need them. */
