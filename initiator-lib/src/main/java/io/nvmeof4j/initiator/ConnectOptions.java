@@ -152,7 +152,7 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
 
     /** TLS 1.3 with this configured PSK ({@code NVMeTLSkey-1:hh:...:}) and PSK identity version 1. */
     public ConnectOptions withTls(String configuredPsk) {
-        return withTls(new Tls(configuredPsk, 1));
+        return withTls(new Tls(configuredPsk, 1, false));
     }
 
     public ConnectOptions withTls(Tls settings) {
@@ -162,10 +162,11 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
     }
 
     /**
-     * The host's configured TLS PSK and the PSK identity version to offer (1, with the PSK digest, as libnvme's
-     * {@code --identity 1}; 0 for controllers that only know the older identity).
+     * The host's configured TLS PSK, the PSK identity version to offer (1, with the PSK digest, as libnvme's
+     * {@code --identity 1}; 0 for controllers that only know the older identity), and whether to derive the
+     * TLS PSK as libnvme before 1.16 did (a Linux target whose keys an older nvme-cli inserted).
      */
-    public record Tls(String configuredPsk, int identityVersion) {
+    public record Tls(String configuredPsk, int identityVersion, boolean libnvmeCompat) {
         public Tls {
             ConfiguredPsk.parse(configuredPsk); // fail here, naming the problem (never the key), not at connect
             if (identityVersion != 0 && identityVersion != 1) {
@@ -175,12 +176,12 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
 
         /** The queue-level settings for one host and subsystem. */
         public HostTlsPsk forQueue(String hostNqn, String subsystemNqn) {
-            return new HostTlsPsk(configuredPsk, hostNqn, subsystemNqn, identityVersion);
+            return new HostTlsPsk(configuredPsk, hostNqn, subsystemNqn, identityVersion, libnvmeCompat);
         }
 
         @Override
         public String toString() {
-            return "Tls[identity v" + identityVersion + "]";
+            return "Tls[identity v" + identityVersion + (libnvmeCompat ? ", libnvme compat" : "") + "]";
         }
     }
 

@@ -92,6 +92,11 @@ public final class ConnectionOptions {
         description = "PSK identity version: 1 (with the PSK digest, TP 8018) or 0. Default: ${DEFAULT-VALUE}.")
     int tlsIdentity;
 
+    @Option(names = "--tls-compat",
+        description = "Derive the TLS PSK as nvme-cli/libnvme before 2.16/1.16 did (a Linux target whose key an older "
+            + "'nvme check-tls-key --insert' put into its keyring).")
+    boolean tlsCompat;
+
     @Option(names = {"-v", "--verbose"}, description = "Debug logging, and stack traces with errors.")
     boolean verbose;
 
@@ -184,7 +189,7 @@ public final class ConnectionOptions {
                 throw new CliUsageException("--tls and --tls-key go together");
             }
             if (tls) {
-                o = o.withTls(new ConnectOptions.Tls(readTlsKey(), tlsIdentity));
+                o = o.withTls(new ConnectOptions.Tls(readTlsKey(), tlsIdentity, tlsCompat));
             }
             return o;
         } catch (IllegalArgumentException e) {

@@ -65,7 +65,7 @@ class TlsIT {
     static void start() throws Exception {
         String json = """
             {
-              "hosts": [{"nqn": "%2$s", "tls_key": "%4$s"}, {"nqn": "%3$s"}, {"nqn": "%6$s", "tls_key": "%5$s"}],
+              "hosts": [{"nqn": "%2$s", "tls_key": "%4$s", "tls_psk_derivation": "rfc8446"}, {"nqn": "%3$s"}, {"nqn": "%6$s", "tls_key": "%5$s"}],
               "ports": [
                 {"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "0",
                                        "treq": "required", "tsas": "tls1.3"}, "subsystems": ["%1$s"]},
@@ -102,9 +102,13 @@ class TlsIT {
     }
 
     private static ConnectOptions tls(String key, int identityVersion) {
+        return tls(key, identityVersion, false);
+    }
+
+    private static ConnectOptions tls(String key, int identityVersion, boolean compat) {
         return ConnectOptions.defaults().withIoQueues(2).withConnectTimeout(TIMEOUT)
             .withReconnect(Duration.ofMillis(200), Duration.ofMillis(200), Duration.ZERO)
-            .withTls(new ConnectOptions.Tls(key, identityVersion));
+            .withTls(new ConnectOptions.Tls(key, identityVersion, compat));
     }
 
     @Test
@@ -119,6 +123,14 @@ class TlsIT {
             }
             try (NvmeofController sha384 = host384.connect(required, SUBNQN, tls(KEY_384, 1))) {
                 writeAndVerify(sha384.namespace(1), 4000, 9);
+            }
+            // As a Linux host with nvme-cli < 2.16 derives: detected from the v1 digest, configured (the default)
+            // for v0.
+            try (NvmeofController compat = host384.connect(required, SUBNQN, tls(KEY_384, 1, true))) {
+                writeAndVerify(compat.namespace(1), 12_000, 10);
+            }
+            try (NvmeofController compat = host384.connect(optional, SUBNQN, tls(KEY_384, 0, true))) {
+                writeAndVerify(compat.namespace(1), 14_000, 11);
             }
         }
     }

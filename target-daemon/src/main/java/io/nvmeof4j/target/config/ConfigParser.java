@@ -1,6 +1,8 @@
 package io.nvmeof4j.target.config;
 
 import io.nvmeof4j.tcp.tls.ConfiguredPsk;
+import io.nvmeof4j.tcp.tls.HostPskStore;
+import io.nvmeof4j.tcp.tls.NvmeTlsKeys;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.nvmeof4j.protocol.Nqn;
@@ -76,7 +78,7 @@ final class ConfigParser {
 
     private final Path baseDirectory;
     private final List<TargetConfig.Notice> notices = new ArrayList<>();
-    private final Map<String, ConfiguredPsk> tlsKeys = new HashMap<>();
+    private final Map<String, HostPskStore.HostPsk> tlsKeys = new HashMap<>();
 
     ConfigParser(Path baseDirectory) {
         this.baseDirectory = baseDirectory.toAbsolutePath().normalize();
@@ -214,13 +216,26 @@ final class ConfigParser {
             }
             JsonNode tlsKey = host.get("tls_key");
             if (tlsKey != null && !tlsKey.isNull() && !(tlsKey.isTextual() && tlsKey.asText().isEmpty())) {
+                ConfiguredPsk key;
                 try {
-                    tlsKeys.put(nqn, ConfiguredPsk.parse(text(tlsKey, at(hw, "tls_key"))));
+                    key = ConfiguredPsk.parse(text(tlsKey, at(hw, "tls_key")));
                 } catch (IllegalArgumentException e) {
                     throw new ConfigException(at(hw, "tls_key"), e.getMessage()); // never the key itself
                 }
+                // Version-0 identities do not say how the host derived its TLS PSK; hosts with nvme-cli < 2.16
+                // (libnvme < 1.16) use the older layout, hence the default.
+                NvmeTlsKeys.Derivation derivation = NvmeTlsKeys.Derivation.LIBNVME_COMPAT;
+                if (host.has("tls_psk_derivation")) {
+                    String dw = at(hw, "tls_psk_derivation");
+                    try {
+                        derivation = NvmeTlsKeys.Derivation.fromConfigName(text(host.get("tls_psk_derivation"), dw));
+                    } catch (IllegalArgumentException e) {
+                        throw new ConfigException(dw, e.getMessage());
+                    }
+                }
+                tlsKeys.put(nqn, new HostPskStore.HostPsk(key, derivation));
             }
-            reportKeys(host, hw, Set.of("nqn", "tls_key"), IGNORED_HOST);
+            reportKeys(host, hw, Set.of("nqn", "tls_key", "tls_psk_derivation"), IGNORED_HOST);
             if (!hosts.contains(nqn)) {
                 hosts.add(nqn);
             }

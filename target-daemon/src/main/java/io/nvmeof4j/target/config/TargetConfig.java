@@ -1,6 +1,6 @@
 package io.nvmeof4j.target.config;
 
-import io.nvmeof4j.tcp.tls.ConfiguredPsk;
+import io.nvmeof4j.tcp.tls.HostPskStore;
 
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
@@ -119,10 +119,10 @@ public final class TargetConfig {
     private final List<SubsystemConfig> subsystems;
     private final DaemonSettings daemon;
     private final List<Notice> notices;
-    private final Map<String, ConfiguredPsk> tlsKeys;
+    private final Map<String, HostPskStore.HostPsk> tlsKeys;
 
     TargetConfig(Path source, List<String> hosts, List<PortConfig> ports, List<SubsystemConfig> subsystems,
-                 DaemonSettings daemon, List<Notice> notices, Map<String, ConfiguredPsk> tlsKeys) {
+                 DaemonSettings daemon, List<Notice> notices, Map<String, HostPskStore.HostPsk> tlsKeys) {
         this.source = source;
         this.tlsKeys = Map.copyOf(tlsKeys);
         this.hosts = List.copyOf(hosts);
@@ -228,8 +228,8 @@ public final class TargetConfig {
         return Optional.ofNullable(source);
     }
 
-    /** {@code hosts[].tls_key}: each host's configured TLS PSK (NVMe/TCP TLS 1.3), by host NQN. */
-    public Map<String, ConfiguredPsk> tlsKeys() {
+    /** {@code hosts[].tls_key} (and {@code tls_psk_derivation}): each host's configured TLS PSK, by host NQN. */
+    public Map<String, HostPskStore.HostPsk> tlsKeys() {
         return tlsKeys;
     }
 

@@ -35,9 +35,7 @@ import io.nvmeof4j.target.model.Subsystem;
 import io.nvmeof4j.target.model.TargetModel;
 import io.nvmeof4j.target.reactor.Reactor;
 import io.nvmeof4j.tcp.TcpControllerTransport;
-import io.nvmeof4j.tcp.tls.ConfiguredPsk;
-import io.nvmeof4j.tcp.tls.NvmeTlsKeys;
-import io.nvmeof4j.tcp.tls.PskResolver;
+import io.nvmeof4j.tcp.tls.HostPskStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -158,7 +156,7 @@ public final class TargetDaemon implements AutoCloseable {
         }
 
         transport = new TcpControllerTransport();
-        transport.pskResolver(tlsKeys(config.tlsKeys()));
+        transport.pskResolver(new HostPskStore(config.tlsKeys()));
         boolean rdma = servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.RDMA);
         if (rdma) {
             rdmaTransport = new RdmaControllerTransport();
@@ -700,19 +698,5 @@ public final class TargetDaemon implements AutoCloseable {
     @Override
     public String toString() {
         return "TargetDaemon[" + listenAddresses + (closing.get() ? ", closed" : "") + "]";
-    }
-
-    /**
-     * The TLS PSK store: a host NQN with a configured {@code tls_key} gets the TLS PSK libnvme would derive for
-     * the identity it offers (the subsystem NQN comes from the identity; Connect then checks host and subsystem).
-     */
-    private static PskResolver tlsKeys(Map<String, ConfiguredPsk> keys) {
-        return identity -> {
-            ConfiguredPsk key = keys.get(identity.hostNqn());
-            if (key == null || key.cipherHash() != identity.hash()) {
-                return null;
-            }
-            return NvmeTlsKeys.derive(key, identity.hostNqn(), identity.subsystemNqn(), identity.version());
-        };
     }
 }

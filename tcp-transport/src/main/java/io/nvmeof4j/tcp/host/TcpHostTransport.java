@@ -146,7 +146,8 @@ public final class TcpHostTransport implements HostTransport {
         DerivedPsk psk;
         try {
             psk = NvmeTlsKeys.derive(ConfiguredPsk.parse(tls.configuredPsk()), tls.hostNqn(), tls.subsystemNqn(),
-                tls.identityVersion());
+                tls.identityVersion(), tls.libnvmeCompat() ? NvmeTlsKeys.Derivation.LIBNVME_COMPAT
+                    : NvmeTlsKeys.Derivation.RFC8446);
         } catch (IllegalArgumentException e) {
             throw new TransportConnectException(where, step, "TLS PSK: " + e.getMessage(), null);
         }

@@ -22,6 +22,12 @@ import java.util.Base64;
  * </ol>
  * HKDF-Expand-Label is TLS 1.3's (RFC 8446 7.1): info = length (2 bytes) || "tls13 " + label || context, each of
  * the two strings with a one-byte length prefix.
+ * <p><b>Compat.</b> libnvme before 1.16 (nvme-cli before 2.16: Debian trixie's 2.13, and what the Linux hosts of
+ * most distributions run) built the HKDF info differently: the length little-endian and the label and context
+ * concatenated without length prefixes (libnvme's {@code derive_*_compat} since commit fde6b1f "TLS PSK derivation
+ * fixes"). Keys such a host inserted into its keyring are derived that way, so both roles can do it too
+ * ({@link Derivation#LIBNVME_COMPAT}). A version-1 identity tells which one the host used (its digest is computed
+ * from the retained PSK, which differs); a version-0 identity does not.
  */
 public final class NvmeTlsKeys {
     private static final String DIGEST_SEED = "NVMe-over-Fabrics";
@@ -29,13 +35,36 @@ public final class NvmeTlsKeys {
     private NvmeTlsKeys() {
     }
 
-    /** The identity and TLS PSK a host with this configured PSK uses towards a subsystem. */
+    /** How the HKDF info is built: RFC 8446's HkdfLabel (libnvme 1.16+) or libnvme's older layout. */
+    public enum Derivation {
+        RFC8446,
+        LIBNVME_COMPAT;
+
+        /** Configuration name: "rfc8446" or "compat". */
+        public static Derivation fromConfigName(String name) {
+            return switch (name) {
+                case "rfc8446" -> RFC8446;
+                case "compat" -> LIBNVME_COMPAT;
+                default -> throw new IllegalArgumentException("TLS PSK derivation \"" + name
+                    + "\" is not \"rfc8446\" or \"compat\"");
+            };
+        }
+    }
+
+    /** The identity and TLS PSK a host with this configured PSK uses towards a subsystem (RFC 8446 labels). */
     public static DerivedPsk derive(ConfiguredPsk configured, String hostNqn, String subsystemNqn, int version) {
+        return derive(configured, hostNqn, subsystemNqn, version, Derivation.RFC8446);
+    }
+
+    /** The identity and TLS PSK a host with this configured PSK uses towards a subsystem. */
+    public static DerivedPsk derive(ConfiguredPsk configured, String hostNqn, String subsystemNqn, int version,
+                                    Derivation derivation) {
         if (version != 0 && version != 1) {
             throw new IllegalArgumentException("PSK identity version " + version + " is not 0 or 1");
         }
         PskHash hash = configured.cipherHash();
-        byte[] retained = retainedPsk(configured, hostNqn);
+        boolean compat = derivation == Derivation.LIBNVME_COMPAT;
+        byte[] retained = retainedPsk(configured, hostNqn, compat);
         try {
             PskIdentity identity;
             byte[] context;
@@ -49,7 +78,8 @@ public final class NvmeTlsKeys {
             }
             byte[] prk = hkdfExtract(hash, retained);
             try {
-                return new DerivedPsk(identity, hkdfExpandLabel(hash, prk, "nvme-tls-psk", context, configured.length()));
+                return new DerivedPsk(identity, hkdfExpandLabel(hash, prk, "nvme-tls-psk", context, configured.length(),
+                    compat));
             } finally {
                 Arrays.fill(prk, (byte) 0);
             }
@@ -59,14 +89,14 @@ public final class NvmeTlsKeys {
     }
 
     /** Step 1: the retained PSK (the caller clears it). */
-    static byte[] retainedPsk(ConfiguredPsk configured, String hostNqn) {
+    static byte[] retainedPsk(ConfiguredPsk configured, String hostNqn, boolean compat) {
         if (configured.transform() == 0) {
             return configured.keyBytes().clone();
         }
         PskHash hash = PskHash.byId(configured.transform());
         byte[] prk = hkdfExtract(hash, configured.keyBytes());
         try {
-            return hkdfExpandLabel(hash, prk, "HostNQN", ascii(hostNqn), configured.length());
+            return hkdfExpandLabel(hash, prk, "HostNQN", ascii(hostNqn), configured.length(), compat);
         } finally {
             Arrays.fill(prk, (byte) 0);
         }
@@ -87,12 +117,20 @@ public final class NvmeTlsKeys {
         return mac(hash, new byte[hash.length]).doFinal(ikm);
     }
 
-    static byte[] hkdfExpandLabel(PskHash hash, byte[] prk, String label, byte[] context, int length) {
+    static byte[] hkdfExpandLabel(PskHash hash, byte[] prk, String label, byte[] context, int length,
+                                  boolean compat) {
         byte[] fullLabel = ascii("tls13 " + label);
         if (fullLabel.length > 255 || context.length > 255) {
             throw new IllegalArgumentException("HKDF label or context longer than 255 bytes");
         }
         ByteArrayOutputStream info = new ByteArrayOutputStream(4 + fullLabel.length + context.length);
+        if (compat) {
+            info.write(length);
+            info.write(length >>> 8);
+            info.writeBytes(fullLabel);
+            info.writeBytes(context);
+            return hkdfExpand(hash, prk, info.toByteArray(), length);
+        }
         info.write(length >>> 8);
         info.write(length);
         info.write(fullLabel.length);

@@ -72,6 +72,18 @@ class NvmeTlsKeysTest {
     }
 
     @Test
+    void shouldDeriveLibnvmeCompatIdentitiesAsOlderLibnvmeAndNvmeCli213Do() {
+        // libnvme's test_data_identity_compat; nvme-cli 2.13 (Debian trixie) prints the SHA-256 one for this key.
+        assertThat(NvmeTlsKeys.derive(ConfiguredPsk.of(1, KEY32), HOST, SUBSYS, 1,
+            NvmeTlsKeys.Derivation.LIBNVME_COMPAT).identity().toString()).isEqualTo(
+            "NVMe1R01 nqn.psk-test-host nqn.psk-test-subsys 66GuqV08TsAGII39teWUfwQwizjv06Jy8jOcX3NAAzM=");
+        assertThat(NvmeTlsKeys.derive(ConfiguredPsk.of(2, KEY48), HOST, SUBSYS, 1,
+            NvmeTlsKeys.Derivation.LIBNVME_COMPAT).identity().toString()).isEqualTo(
+            "NVMe1R02 nqn.psk-test-host nqn.psk-test-subsys "
+                + "RsKmYJ3nAn1ApjjMloJFbAkLPivONDAX/xW327YBUsn2eGShXSjCZvBaOxscLqmz");
+    }
+
+    @Test
     void shouldDeriveVersion0IdentityFromAnUntransformedKey() {
         DerivedPsk derived = NvmeTlsKeys.derive(ConfiguredPsk.of(0, KEY32), HOST, SUBSYS, 0);
         assertThat(derived.identity().toString()).isEqualTo("NVMe0R01 nqn.psk-test-host nqn.psk-test-subsys");

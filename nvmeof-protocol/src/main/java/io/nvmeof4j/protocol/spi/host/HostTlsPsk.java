@@ -10,8 +10,11 @@ import java.util.Objects;
  * @param hostNqn         the host NQN the identity names (the one Connect will carry)
  * @param subsystemNqn    the subsystem NQN the identity names
  * @param identityVersion 1 (with the PSK digest, TP 8018; the default) or 0 (the older identity without it)
+ * @param libnvmeCompat   derive as libnvme before 1.16 did (nvme-cli before 2.16): for a Linux target whose keyring
+ *                        holds keys such an nvme-cli inserted; otherwise RFC 8446's HKDF-Expand-Label
  */
-public record HostTlsPsk(String configuredPsk, String hostNqn, String subsystemNqn, int identityVersion) {
+public record HostTlsPsk(String configuredPsk, String hostNqn, String subsystemNqn, int identityVersion,
+                         boolean libnvmeCompat) {
     public HostTlsPsk {
         Objects.requireNonNull(configuredPsk, "configuredPsk");
         Objects.requireNonNull(hostNqn, "hostNqn");
@@ -24,6 +27,7 @@ public record HostTlsPsk(String configuredPsk, String hostNqn, String subsystemN
     /** Never the key. */
     @Override
     public String toString() {
-        return "HostTlsPsk[" + hostNqn + " -> " + subsystemNqn + ", identity v" + identityVersion + "]";
+        return "HostTlsPsk[" + hostNqn + " -> " + subsystemNqn + ", identity v" + identityVersion
+            + (libnvmeCompat ? ", libnvme compat" : "") + "]";
     }
 }
