@@ -189,7 +189,7 @@ final class ConfigParser {
         JsonNode tokenNode = node.get(HttpSecurity.API_TOKEN_FILE);
         if (tokenNode != null) {
             String tw = at(where, HttpSecurity.API_TOKEN_FILE);
-            String text = text(tokenNode, tw);
+            String text = tokenNode.isTextual() ? tokenNode.asText() : "";
             if (text.isBlank() || text.indexOf('\0') >= 0) {
                 throw new ConfigException(tw, "expected the path of the API token file");
             }

@@ -145,6 +145,12 @@ class MainTest {
         String base = "http://127.0.0.1:" + httpPort;
         assertThat(out.toString().lines().toList())
             .contains("HTTP: metrics " + base + "/metrics, management API " + base + "/api/v1/subsystems");
+        // The token is made next to the configuration, owner-only, and its place is printed for the operator.
+        Path token = dir.resolve("api-token");
+        assertThat(out.toString()).contains("API token: " + token + " (curl -H \"Authorization: Bearer $(cat "
+            + token + ")\"");
+        assertThat(java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(token)))
+            .isEqualTo("rw-------");
         java.net.http.HttpResponse<String> metrics = java.net.http.HttpClient.newHttpClient().send(
             java.net.http.HttpRequest.newBuilder(java.net.URI.create(base + "/metrics"))
                 .timeout(java.time.Duration.ofSeconds(10)).build(),
