@@ -33,6 +33,8 @@ final class ConnectionGuard implements Connection.Listener {
     private static final class State {
         final InetAddress peer;
         volatile long since;
+        /** Bytes the connection had received when {@link #since} was set: more means a request has begun. */
+        volatile long bytesAtSince;
         volatile boolean busy;
 
         State(InetAddress peer, long since) {
@@ -86,6 +88,7 @@ final class ConnectionGuard implements Connection.Listener {
     void answered(Connection connection) {
         State s = open.get(connection);
         if (s != null) {
+            s.bytesAtSince = connection.getBytesIn();
             s.since = System.nanoTime();
             s.busy = false;
         }
@@ -98,8 +101,12 @@ final class ConnectionGuard implements Connection.Listener {
             State s = e.getValue();
             if (!s.busy && now - s.since > timeoutNanos) {
                 Connection c = e.getKey();
-                audit.refusedConnection(c.getEndPoint().getRemoteSocketAddress(), "no whole request within "
-                    + (timeoutNanos / 1_000_000) + " ms (http_request_timeout_ms)");
+                // An idle keep-alive connection (Prometheus between scrapes) is closed quietly; one that has
+                // begun a request and not finished it is a slow or stalled client, worth a (rate-limited) line.
+                if (c.getBytesIn() > s.bytesAtSince) {
+                    audit.refusedConnection(c.getEndPoint().getRemoteSocketAddress(), "no whole request within "
+                        + (timeoutNanos / 1_000_000) + " ms (http_request_timeout_ms)");
+                }
                 c.getEndPoint().close();
             }
         }

@@ -462,10 +462,15 @@ public final class HttpApiServer implements AutoCloseable {
         return type.equalsIgnoreCase(JSON_MEDIA_TYPE);
     }
 
+    /**
+     * Jetty's {@code asByteArrayAsync} fails with "Max size (N) exceeded" when a chunked body grows past the cap
+     * (a body with a larger Content-Length is refused before it is read).
+     */
     private static boolean tooLarge(Throwable failure) {
         for (Throwable t = failure; t != null; t = t.getCause()) {
-            if (t instanceof IllegalArgumentException || (t.getMessage() != null
-                && t.getMessage().toLowerCase(Locale.ROOT).contains("too large"))) {
+            String m = t.getMessage() == null ? "" : t.getMessage().toLowerCase(Locale.ROOT);
+            if ((t instanceof IllegalStateException || t instanceof IllegalArgumentException)
+                && (m.contains("max size") || m.contains("too large"))) {
                 return true;
             }
         }
