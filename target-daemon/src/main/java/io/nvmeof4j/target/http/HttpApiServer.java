@@ -355,7 +355,8 @@ public final class HttpApiServer implements AutoCloseable {
         if (authRefusal != null) {
             guard.serving(connection);
             x.response.getHeaders().put(HttpHeader.WWW_AUTHENTICATE, authRefusal);
-            x.refuse(401, "Authorization: Bearer TOKEN required (the token is in " + token.file() + ")"
+            // The token file's path is not told to a client that has not authenticated; nvmeof-target prints it.
+            x.refuse(401, "Authorization: Bearer TOKEN required (the token is in the daemon's api_token_file)"
                 + (authRefusal.contains("invalid_request") ? "; a token in the URL is refused" : ""));
             return;
         }
