@@ -27,6 +27,7 @@ import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.controller.ControllerQueueHandlerFactory;
 import io.nvmeof4j.target.controller.ControllerRegistry;
 import io.nvmeof4j.target.config.HttpSecurity;
+import io.nvmeof4j.target.http.ApiToken;
 import io.nvmeof4j.target.http.HttpApiServer;
 import io.nvmeof4j.target.io.NvmCommands;
 import io.nvmeof4j.target.metrics.TargetMetrics;
@@ -147,6 +148,9 @@ public final class TargetDaemon implements AutoCloseable {
         LOG.info("nvmeof4j target {} starting: {} subsystem(s), {} port(s), {} reactor(s), idle strategy {}",
             BuildVersion.version(), config.subsystems().size(), config.ports().size(), settings.reactors(),
             settings.idleStrategy().configName());
+        // The API token first: a token file that cannot be read fails the start before anything is opened.
+        ApiToken token = settings.http() == null ? null
+            : ApiToken.loadOrCreate(settings.httpSecurity().apiTokenFile());
         servedPorts = portsToServe();
         buildModel(settings);
         warnIfDirectMemoryShort(settings);
@@ -217,7 +221,7 @@ public final class TargetDaemon implements AutoCloseable {
             model.replacePort(port, port.boundTo(listener.address()));
             listenAddresses.add(listener.address());
         }
-        startHttp(settings);
+        startHttp(settings, token);
         started = true;
         LOG.info("nvmeof4j target started in {} ms, listening on {}{}",
             TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - begin), listenAddresses,
@@ -241,7 +245,7 @@ public final class TargetDaemon implements AutoCloseable {
         }
     }
 
-    private void startHttp(DaemonSettings settings) throws IOException {
+    private void startHttp(DaemonSettings settings, ApiToken token) throws IOException {
         if (settings.http() == null) {
             LOG.info("HTTP server off (\"http\": \"off\"): no /metrics, no management API");
             return;
@@ -251,9 +255,7 @@ public final class TargetDaemon implements AutoCloseable {
         InetSocketAddress metricsAddress = security.metricsHttp() == null ? null
             : DaemonSettings.parseHttpAddress(security.metricsHttp());
         try {
-            http = HttpApiServer.start(address, metricsAddress, security, this);
-        } catch (ConfigException e) {
-            throw e;
+            http = HttpApiServer.start(address, metricsAddress, security, token, this);
         } catch (IOException e) {
             if (!settings.httpExplicit() && metricsAddress == null && e instanceof BindException) {
                 // Only the default address: a second daemon on the same machine still starts, without HTTP.

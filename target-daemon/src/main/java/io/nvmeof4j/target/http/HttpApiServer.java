@@ -6,7 +6,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.nvmeof4j.target.config.ConfigException;
 import io.nvmeof4j.target.config.HttpSecurity;
 import io.nvmeof4j.target.daemon.TargetDaemon;
 import io.nvmeof4j.target.management.ManagementApi;
@@ -126,15 +125,13 @@ public final class HttpApiServer implements AutoCloseable {
     }
 
     /**
-     * Reads (or creates) the API token, binds {@code address} (port 0: any free port) and, when given,
-     * {@code metricsAddress}, and starts serving.
+     * Binds {@code address} (port 0: any free port) and, when given, {@code metricsAddress}, and starts serving,
+     * with {@code token} ({@link ApiToken#loadOrCreate}) guarding the API.
      *
-     * @throws ConfigException when the token file cannot be read or made, or holds no token
-     * @throws BindException   when an address is taken
+     * @throws BindException when an address is taken
      */
     public static HttpApiServer start(InetSocketAddress address, InetSocketAddress metricsAddress,
-                                      HttpSecurity security, TargetDaemon daemon) throws IOException {
-        ApiToken token = ApiToken.loadOrCreate(security.apiTokenFile());
+                                      HttpSecurity security, ApiToken token, TargetDaemon daemon) throws IOException {
         QueuedThreadPool threads = new QueuedThreadPool(MAX_THREADS, 4);
         threads.setName("nvmeof-http");
         threads.setDaemon(true);

@@ -177,4 +177,20 @@ class MainTest {
         }
         assertThat(run("--config", file.toString(), "--http", "off", "--check")).isZero();
     }
+
+    @Test
+    void shouldRefuseABadMetricsAddressAndAnUnsafeTokenFileWithNothingStarted() throws Exception {
+        Path file = dir.resolve("token.json");
+        Files.writeString(file, config(port(1, 0, NQN), ram(1)));
+        assertThat(run("--config", file.toString(), "--metrics-http", "nowhere")).isEqualTo(2);
+        assertThat(err.toString()).contains("--metrics-http").contains("HOST:PORT");
+        Path token = dir.resolve("shared-token");
+        Files.writeString(token, "0123456789abcdef0123456789abcdef\n");
+        Files.setPosixFilePermissions(token, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw-rw-"));
+        assertThat(run("--config", file.toString(), "--http", "127.0.0.1:0", "--api-token-file", token.toString()))
+            .as("a token file every user can read or write fails the start as a bad configuration").isEqualTo(2);
+        assertThat(err.toString()).contains("nvmeof4j.api_token_file").contains(token.toString())
+            .contains("chmod 600");
+        assertThat(Files.readString(token)).isEqualTo("0123456789abcdef0123456789abcdef\n");
+    }
 }
