@@ -597,7 +597,8 @@ final class AdminCommands {
             return;
         }
         boolean supported = fid == FeatureIdentifier.KEEP_ALIVE_TIMER || fid == FeatureIdentifier.ASYNC_EVENT_CONFIGURATION
-            || (!discovery && (fid == FeatureIdentifier.NUMBER_OF_QUEUES || fid == FeatureIdentifier.IO_COMMAND_SET_PROFILE));
+            || (!discovery && (fid == FeatureIdentifier.NUMBER_OF_QUEUES
+                || fid == FeatureIdentifier.IO_COMMAND_SET_PROFILE));
         if (!supported) {
             fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Set Features " + FeatureIdentifier.name(fid));
             return;

@@ -28,8 +28,8 @@ import java.util.concurrent.ScheduledFuture;
  * expires or the target shuts down. A discovery controller (Connect to the discovery NQN) is the same object with
  * no subsystem and no I/O queues.
  * <p>State (wire reference 6): CC as the host wrote it; CSTS.RDY set when CC.EN goes 0→1 with the fabrics
- * entry sizes (IOSQES 6, IOCQES 4), MPS 0, AMS 0 and CSS 000b or 110b, else CSTS.CFS; EN 1→0 clears RDY; SHN ≠ 0 reports
- * the shutdown complete at once (SHST 10b): nothing is cached here. Admin commands other than fabrics commands
+ * entry sizes (IOSQES 6, IOCQES 4), MPS 0, AMS 0 and CSS 000b or 110b, else CSTS.CFS; EN 1→0 clears RDY;
+ * SHN ≠ 0 reports the shutdown complete at once (SHST 10b): nothing is cached here. Admin commands other than fabrics commands
  * and all I/O commands need EN = 1 and RDY = 1.
  * <p>Thread-safety: the admin queue's reactor runs admin commands; I/O reactors read {@link #isReady()} and the
  * subsystem; the keep-alive timer and the management API call in from their threads. Control state is guarded

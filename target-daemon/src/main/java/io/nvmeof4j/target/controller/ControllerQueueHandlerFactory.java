@@ -35,11 +35,13 @@ import java.util.Objects;
  *       an NQN field without NUL → 0x182 at 256 or 512; SUBNQN unknown or not exported by this port (the
  *       discovery NQN is served everywhere) → 0x182 at 256; HOSTNQN not allowed (an allow list holds valid NQNs
  *       only; {@code allow_any_host} and discovery serve any NQN, the empty one too, but none with control
- *       characters) → Connect Invalid Host (0x184) at 512; SQSIZE 0 or above the admin queue limit → 0x182 at SQE offset 44; target shutting
- *       down → Controller Busy (0x181, retryable); no free CNTLID → 0x181 + DNR;</li>
+ *       characters) → Connect Invalid Host (0x184) at 512; SQSIZE 0 or above the admin queue limit → 0x182 at
+ *       SQE offset 44; target shutting down → Controller Busy (0x181, retryable); no free CNTLID → 0x181 +
+ *       DNR;</li>
  *   <li>I/O queue: the same NQN checks; a discovery NQN has no I/O queues → 0x182 at SQE offset 42; no live
  *       controller with that CNTLID, subsystem and host NQN → 0x182 at data offset 16 (a host id differing from
- *       the admin queue's is logged, not refused, as nvmet and SPDK); QID above qid_max → 0x182 at SQE offset 42; controller not enabled → Command Sequence Error; SQSIZE 0 or above MQES → 0x182 at 44;
+ *       the admin queue's is logged, not refused, as nvmet and SPDK); QID above qid_max → 0x182 at SQE offset
+ *       42; controller not enabled → Command Sequence Error (as SPDK); SQSIZE 0 or above MQES → 0x182 at 44;
  *       QID already connected → Command Sequence Error.</li>
  * </ul>
  * Success: the transport learns QID, queue size and CATTR bit 2 through {@link TransportQueue#connected}, and DW0
@@ -226,7 +228,7 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
         if (!controller.hostId().equals(hostId)) {
             // nvmet (nvmet_ctrl_find_get) and SPDK (_nvmf_ctrlr_add_io_qpair) match an I/O Connect by subsystem,
             // host NQN and CNTLID only; some hosts send a fresh or zero HOSTID per queue. Worth a line, not a refusal.
-            LOG.warn("I/O Connect with host id {} where the admin queue gave {} (accepted, as nvmet and SPDK do): {}",
+            LOG.info("I/O Connect with host id {} where the admin queue gave {} (accepted, as nvmet and SPDK do): {}",
                 hostId, controller.hostId(), who);
         }
         int[] sqeField = {-1};
