@@ -1,0 +1,229 @@
+#!/bin/bash
+# NVMe/TCP with TLS 1.3 (pre-shared keys) against Linux 6.12, in the 6.12 guest as root. nvme-cli >= 2.7, tlshd
+# (ktls-utils) and keyctl come from the trixie root file system prepare.sh builds ($TRIXIE_ROOT); the guest's
+# bookworm tools (fio, the JDK) come from the host root as usual. Prints PASS/FAIL lines and a SUMMARY; exits
+# non-zero on any failure. All checks of both directions run in this one boot.
+#
+# Phase kernel-host (the Linux host with tlshd against our target, which runs on the host at TARGET_ADDR):
+#   the PSK is inserted into the .nvme keyring with `nvme check-tls-key --insert` (identity version 0, which the
+#   kernel looks up by itself for `nvme connect --tls`, and version 1, passed by key serial with --tls_key);
+#   fio verify on each connection; a host whose keyring holds a wrong PSK is refused; a plain connect to the
+#   TLS-required port is refused; then fio 4 KiB random read QD1 and QD32 over TLS and over plain TCP.
+# Phase our-initiator (bin/nvmeof against the Linux nvmet TLS port in the guest): write 1 MiB, read it back and
+#   compare; a wrong PSK and a plain connect refused; nvmeof perf QD1/QD32 over TLS and plain.
+#
+# Environment:
+#   TRIXIE_ROOT        the trixie root (required)
+#   PHASES             "kernel-host our-initiator" (default both)
+#   TARGET_ADDR        our target (default 10.0.2.2 = the host's 127.0.0.1); TLS_PORT (TLS required) and
+#   PLAIN_PORT         (plain) ports exporting SUBNQN; HOSTNQN/HOSTID: the host our target holds TLS_KEY for;
+#   WRONG_HOSTNQN      a host our target holds another key for (the guest inserts TLS_KEY for it: wrong PSK)
+#   TLS_KEY            the configured PSK (NVMeTLSkey-1:01:...:)
+#   PERF_SECONDS       per perf run (default 5)
+set -u -o pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PROJECT="$(cd "$HERE/../../.." && pwd)"
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+# shellcheck source=nvmet.sh
+. "$HERE/nvmet.sh"
+
+: "${TRIXIE_ROOT:?TRIXIE_ROOT (the trixie root from prepare.sh) is required}"
+: "${TLS_KEY:?TLS_KEY is required}"
+PHASES="${PHASES:-kernel-host our-initiator}"
+TARGET_ADDR="${TARGET_ADDR:-10.0.2.2}"
+SUBNQN="${SUBNQN:-nqn.2026-11.io.nvmeof4j:tls-guest}"
+HOSTID="${HOSTID:-$(cat /proc/sys/kernel/random/uuid)}"
+HOSTNQN="${HOSTNQN:-nqn.2014-08.org.nvmexpress:uuid:$HOSTID}"
+WRONG_HOSTNQN="${WRONG_HOSTNQN:-}"
+PERF_SECONDS="${PERF_SECONDS:-5}"
+RES="${RESULTS_DIR:-/tmp}"
+NVMEOF_CLI="${NVMEOF_CLI:-$PROJECT/bin/nvmeof}"
+KSUBNQN="nqn.2026-11.io.nvmeof4j:linux-tls-target"
+KTLS_PORT=4430
+KPLAIN_PORT=4431
+export NVMEOF4J_JAVA_OPTS="${NVMEOF4J_JAVA_OPTS:-} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+T() { chroot "$TRIXIE_ROOT" "$@"; }   # a trixie tool (nvme-cli 2.13, keyctl, tlshd)
+
+info "kernel $(uname -r); trixie: $(T nvme version 2>&1 | head -n 1); phases: $PHASES"
+
+# ---- the trixie tools ----------------------------------------------------------------------------------------------
+for d in proc sys dev run; do
+    mount --rbind "/$d" "$TRIXIE_ROOT/$d" || { fail trixie-mounts "cannot bind /$d into $TRIXIE_ROOT"; summary; exit 1; }
+done
+mkdir -p "$TRIXIE_ROOT/tmp" && mount -t tmpfs tmpfs "$TRIXIE_ROOT/tmp"
+modprobe tls 2>/dev/null           # kTLS: tlshd hands the session keys to the kernel
+modprobe nvme-tcp 2>/dev/null
+modprobe nvmet-tcp 2>/dev/null
+grep -q '^tls' /proc/modules || [ -d /sys/module/tls ] || info "no tls module: tlshd's kTLS setup will fail"
+T /usr/sbin/tlshd -s > "$RES/tlshd.log" 2>&1 &
+TLSHD=$!
+sleep 1
+if kill -0 "$TLSHD" 2>/dev/null; then pass tlshd-running; else fail tlshd-running "$(tail -n 5 "$RES/tlshd.log")"; fi
+KEYRING="$(T keyctl search %:.nvme keyring .nvme 2>/dev/null || awk '$9 == ".nvme:" {print $1}' /proc/keys | head -n1)"
+info ".nvme keyring: ${KEYRING:-none}; $(grep -c 'psk' /proc/keys) psk keys"
+
+insert_key() { # insert_key HOSTNQN SUBNQN IDENTITY_VERSION: prints the key serial
+    local out
+    out="$(T nvme check-tls-key --hostnqn="$1" --subsysnqn="$2" --keydata="$TLS_KEY" --identity="$3" --insert 2>&1)"
+    echo "$out" | sed -n 's/.*Inserted TLS key \([0-9a-fx]*\).*/\1/p' | head -n1
+    echo "$out" >> "$RES/keys.log"
+}
+
+fio_run() { # fio_run NAME DEV RW BS QD SECONDS [extra]: prints IOPS
+    local name="$1" dev="$2" rw="$3" bs="$4" qd="$5" secs="$6"; shift 6
+    fio --name="$name" --filename="$dev" --rw="$rw" --bs="$bs" --iodepth="$qd" --ioengine=libaio --direct=1 \
+        --runtime="$secs" --time_based --size=32M --output-format=json "$@" > "$RES/fio-$name.json" 2>&1 \
+        && python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(int(j["jobs"][0]["read"]["iops"] + j["jobs"][0]["write"]["iops"]))' "$RES/fio-$name.json"
+}
+
+# ---- phase kernel-host ---------------------------------------------------------------------------------------------
+kernel_connect() { # kernel_connect NAME PORT ARGS...: sets DEV; fails NAME otherwise
+    local name="$1" port="$2" out; shift 2
+    DEV=""
+    if ! out="$(timeout 60 T nvme connect -t tcp -a "$TARGET_ADDR" -s "$port" -n "$SUBNQN" --hostnqn="$HOSTNQN" \
+            --hostid="$HOSTID" --nr-io-queues=2 "$@" 2>&1)"; then
+        fail "$name" "nvme connect $*: $out; tlshd: $(tail -n 3 "$RES/tlshd.log" | tr '\n' ' ')"
+        return 1
+    fi
+    if ! wait_for 30 ns_blockdev "$SUBNQN" 1; then
+        fail "$name" "no namespace block device after connect ($out)"
+        return 1
+    fi
+    DEV="$(ns_blockdev "$SUBNQN" 1)"
+    pass "$name"
+}
+kernel_disconnect() {
+    timeout 60 T nvme disconnect -n "$SUBNQN" > /dev/null 2>&1
+    wait_for 30 test -z "$(ctrls_of_subsys "$SUBNQN")"
+}
+kernel_verify() { # kernel_verify NAME: fio write + verify on $DEV
+    if fio --name="$1" --filename="$DEV" --rw=randwrite --bs=4k --iodepth=16 --ioengine=libaio --direct=1 \
+        --size=8M --verify=crc32c --do_verify=1 --verify_fatal=1 --output="$RES/fio-$1.txt" > /dev/null 2>&1 \
+        && fio --name="$1-128k" --filename="$DEV" --rw=write --bs=128k --iodepth=4 --ioengine=libaio --direct=1 \
+        --offset=16M --size=8M --verify=md5 --do_verify=1 --verify_fatal=1 >> "$RES/fio-$1.txt" 2>&1; then
+        pass "$1"
+    else
+        fail "$1" "fio verify failed: $(grep -iE 'err|verify' "$RES/fio-$1.txt" | head -n 3 | tr '\n' ' ')"
+    fi
+}
+
+if [[ " $PHASES " == *" kernel-host "* ]]; then
+    : "${TLS_PORT:?TLS_PORT is required}"
+    : "${PLAIN_PORT:?PLAIN_PORT is required}"
+    info "kernel host $HOSTNQN -> our target $TARGET_ADDR:$TLS_PORT (TLS) / $PLAIN_PORT (plain), $SUBNQN"
+    serial0="$(insert_key "$HOSTNQN" "$SUBNQN" 0)"
+    serial1="$(insert_key "$HOSTNQN" "$SUBNQN" 1)"
+    info "inserted PSKs: v0 ${serial0:-?}, v1 ${serial1:-?}: $(grep -E 'NVMe[01]R' /proc/keys | awk '{print $9, $10, $11}' | tr '\n' ';')"
+
+    if kernel_connect kernel-tls-connect-v0 "$TLS_PORT" --tls; then
+        info "controller: $(cat /sys/class/nvme/"$(ctrls_of_subsys "$SUBNQN" | head -n1)"/tls_key 2>/dev/null || echo '?') key"
+        kernel_verify kernel-tls-fio-verify-v0
+        iops_tls_qd1="$(fio_run tls-qd1 "$DEV" randread 4k 1 "$PERF_SECONDS")"
+        iops_tls_qd32="$(fio_run tls-qd32 "$DEV" randread 4k 32 "$PERF_SECONDS")"
+        kernel_disconnect
+    fi
+    if [ -n "$serial1" ] && kernel_connect kernel-tls-connect-v1 "$TLS_PORT" --tls --tls_key="$serial1"; then
+        kernel_verify kernel-tls-fio-verify-v1
+        kernel_disconnect
+    elif [ -z "$serial1" ]; then
+        fail kernel-tls-connect-v1 "nvme check-tls-key --identity=1 --insert printed no serial: $(tail -n 2 "$RES/keys.log")"
+    fi
+    if kernel_connect kernel-plain-connect "$PLAIN_PORT"; then
+        iops_plain_qd1="$(fio_run plain-qd1 "$DEV" randread 4k 1 "$PERF_SECONDS")"
+        iops_plain_qd32="$(fio_run plain-qd32 "$DEV" randread 4k 32 "$PERF_SECONDS")"
+        kernel_disconnect
+    fi
+    info "PERF kernel-host->our-target 4k randread IOPS: TLS QD1 ${iops_tls_qd1:-?} QD32 ${iops_tls_qd32:-?}; plain QD1 ${iops_plain_qd1:-?} QD32 ${iops_plain_qd32:-?}"
+
+    # Refusals: nothing may come up, and the target must keep serving (checked by the IT afterwards).
+    if [ -n "$WRONG_HOSTNQN" ]; then
+        insert_key "$WRONG_HOSTNQN" "$SUBNQN" 0 > /dev/null
+        if timeout 60 T nvme connect -t tcp -a "$TARGET_ADDR" -s "$TLS_PORT" -n "$SUBNQN" --hostnqn="$WRONG_HOSTNQN" \
+                --tls > "$RES/wrong-psk.txt" 2>&1; then
+            fail kernel-wrong-psk-refused "connect with a wrong PSK succeeded"
+            kernel_disconnect
+        else
+            pass kernel-wrong-psk-refused
+        fi
+    fi
+    if timeout 60 T nvme connect -t tcp -a "$TARGET_ADDR" -s "$TLS_PORT" -n "$SUBNQN" --hostnqn="$HOSTNQN" \
+            --hostid="$HOSTID" > "$RES/plain-on-tls.txt" 2>&1; then
+        fail kernel-plain-on-tls-port-refused "a plain connect to the TLS-required port succeeded"
+        kernel_disconnect
+    else
+        pass kernel-plain-on-tls-port-refused
+    fi
+fi
+
+# ---- phase our-initiator -------------------------------------------------------------------------------------------
+cli() { # cli ARGS...: bin/nvmeof against the kernel target
+    timeout --kill-after=10 180 "$NVMEOF_CLI" "$@"
+}
+if [[ " $PHASES " == *" our-initiator "* ]]; then
+    IHOSTID="$(cat /proc/sys/kernel/random/uuid)"
+    IHOSTNQN="nqn.2014-08.org.nvmexpress:uuid:$IHOSTID"
+    FILE="${NVMEOF4J_GUEST_TMPFS:-/nvmeof4j-tmpfs}/tls-ns1.img"
+    nvmet_clear
+    if nvmet_subsystem "$KSUBNQN" "linux-nvmet-tls" "kerneltls0000001" && nvmet_file_ns "$KSUBNQN" 1 "$FILE" 64M \
+        && nvmet_port 2 tcp 127.0.0.1 "$KTLS_PORT" \
+        && echo tls1.3 > "$NVMET_CFS/ports/2/addr_tsas" && echo required > "$NVMET_CFS/ports/2/addr_treq" \
+        && nvmet_link 2 "$KSUBNQN" && nvmet_port 3 tcp 127.0.0.1 "$KPLAIN_PORT" && nvmet_link 3 "$KSUBNQN" \
+        && wait_tcp_port 127.0.0.1 "$KTLS_PORT" 20; then
+        pass nvmet-tls-port-setup
+        info "nvmet port 2: tsas $(cat "$NVMET_CFS/ports/2/addr_tsas"), treq $(cat "$NVMET_CFS/ports/2/addr_treq")"
+    else
+        fail nvmet-tls-port-setup "configfs: $(ls "$NVMET_CFS/ports/2" 2>&1 | tr '\n' ' ')"
+    fi
+    # nvme-cli 2.13 derives as libnvme < 1.16 does: our initiator offers the same identity with --tls-compat.
+    iserial="$(insert_key "$IHOSTNQN" "$KSUBNQN" 1)"
+    info "PSK for our initiator: ${iserial:-?} $(grep -F "$IHOSTNQN" /proc/keys | awk '{print $9}')"
+    printf '%s\n' "$TLS_KEY" > "$RES/tls.key"
+    chmod 600 "$RES/tls.key"
+    TLSARGS=(-t tcp -a 127.0.0.1 -s "$KTLS_PORT" -n "$KSUBNQN" -q "$IHOSTNQN" -I "$IHOSTID" --tls --tls-compat
+             --tls-key "@$RES/tls.key")
+    head -c $((1024 * 1024)) /dev/urandom > "$RES/data.bin"
+    if cli write "${TLSARGS[@]}" --start-block 256 -z 1M -d "$RES/data.bin" > "$RES/cli-write.txt" 2>&1 \
+        && cli read "${TLSARGS[@]}" --start-block 256 -z 1M -d "$RES/data.back" > "$RES/cli-read.txt" 2>&1 \
+        && cmp -s "$RES/data.bin" "$RES/data.back"; then
+        pass our-initiator-tls-verified-io
+    else
+        fail our-initiator-tls-verified-io "$(tail -n 3 "$RES/cli-write.txt" "$RES/cli-read.txt" 2>/dev/null | tr '\n' ' ')"
+    fi
+    printf '%s\n' "NVMeTLSkey-1:01:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA0wJwa:" > "$RES/wrong.key"
+    if cli read -t tcp -a 127.0.0.1 -s "$KTLS_PORT" -n "$KSUBNQN" -q "$IHOSTNQN" -I "$IHOSTID" --tls --tls-compat \
+        --tls-key "@$RES/wrong.key" -z 4k -d /dev/null > "$RES/cli-wrong.txt" 2>&1; then
+        fail our-initiator-wrong-psk-refused "read with a wrong PSK succeeded"
+    else
+        pass our-initiator-wrong-psk-refused
+        info "wrong PSK: $(grep -iE 'tls|handshake' "$RES/cli-wrong.txt" | head -n 1)"
+    fi
+    if cli read -t tcp -a 127.0.0.1 -s "$KTLS_PORT" -n "$KSUBNQN" -q "$IHOSTNQN" -I "$IHOSTID" -z 4k -d /dev/null \
+        > "$RES/cli-plain.txt" 2>&1; then
+        fail our-initiator-plain-refused "a plain read on nvmet's TLS-required port succeeded"
+    else
+        pass our-initiator-plain-refused
+    fi
+    for qd in 1 32; do
+        for mode in tls plain; do
+            if [ "$mode" = tls ]; then args=("${TLSARGS[@]}"); else
+                args=(-t tcp -a 127.0.0.1 -s "$KPLAIN_PORT" -n "$KSUBNQN" -q "$IHOSTNQN" -I "$IHOSTID"); fi
+            cli perf "${args[@]}" --queue-depth "$qd" --io-size 4096 --workload randread --time "$PERF_SECONDS" \
+                --json > "$RES/perf-$mode-qd$qd.json" 2> "$RES/perf-$mode-qd$qd.err"
+            iops="$(python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if line.startswith("{"):
+        j = json.loads(line); print(int(j.get("iops", 0))); break' "$RES/perf-$mode-qd$qd.json" 2>/dev/null)"
+            info "PERF our-initiator->nvmet $mode QD$qd 4k randread IOPS ${iops:-?}"
+        done
+    done
+    nvmet_clear
+    rm -f "$FILE"
+fi
+
+kill "$TLSHD" 2>/dev/null
+info "tlshd log (last lines): $(tail -n 5 "$RES/tlshd.log" | tr '\n' ' ')"
+summary
