@@ -11,7 +11,7 @@ import java.nio.file.Path;
  * A daemon in this JVM for the metrics and management tests: NVMe/TCP on 127.0.0.1 (any free port), HTTP on
  * 127.0.0.1 (any free port); subsystem {@link #OPEN} (any host; ns 1 RAM 16 MiB of 4 KiB blocks, ns 2 RAM 8 MiB of
  * 512-byte blocks) and subsystem {@link #CLOSED} (allow list only: {@link #ALLOWED_HOST}; ns 1 RAM 8 MiB).
- * File namespaces may be added live inside the directory given to {@link #start} ({@code allowed_paths}).
+ * File namespaces may be added live inside the directory given to {@link #start(Path)} ({@code allowed_paths}).
  */
 final class MetricsTarget implements AutoCloseable {
     static final String OPEN = "nqn.2014-08.io.nvmeof4j:metrics-open";
@@ -29,9 +29,17 @@ final class MetricsTarget implements AutoCloseable {
     }
 
     static MetricsTarget start(Path dir) throws Exception {
+        return start(dir, "\"allowed_paths\": [" + JSON.writeValueAsString(dir.toAbsolutePath().toString()) + "]");
+    }
+
+    /**
+     * As {@link #start(Path)}, with {@code settings} (JSON members such as {@code "ram_budget_mib": 64}, or nothing)
+     * in the {@code "nvmeof4j"} object instead of the allowed path.
+     */
+    static MetricsTarget start(Path dir, String settings) throws Exception {
         String json = """
             {
-              "nvmeof4j": {"http": "127.0.0.1:0", "reactors": 1, "allowed_paths": [%4$s]},
+              "nvmeof4j": {"http": "127.0.0.1:0", "reactors": 1 %4$s},
               "ports": [
                 {"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "0"},
                  "subsystems": ["%1$s", "%2$s"]}
@@ -46,7 +54,7 @@ final class MetricsTarget implements AutoCloseable {
                  "namespaces": [ {"nsid": 1, "device": {"backend": "ram", "size": "8M"}} ]}
               ]
             }
-            """.formatted(OPEN, CLOSED, ALLOWED_HOST, JSON.writeValueAsString(dir.toAbsolutePath().toString()));
+            """.formatted(OPEN, CLOSED, ALLOWED_HOST, settings.isEmpty() ? "" : ", " + settings);
         return new MetricsTarget(TargetDaemon.start(TargetConfig.parse(json, dir)));
     }
 

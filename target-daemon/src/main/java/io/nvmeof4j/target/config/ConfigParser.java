@@ -976,7 +976,7 @@ final class ConfigParser {
         if (!node.isTextual()) {
             return null;
         }
-        String t = node.asText().trim();
+        String t = node.asText().strip(); // not trim(): that drops control characters too
         try {
             if (t.startsWith("0x") || t.startsWith("0X")) {
                 return Long.parseLong(t.substring(2), 16);
