@@ -239,6 +239,7 @@ public final class TargetDaemon implements AutoCloseable {
         }
         metrics = TargetMetrics.prometheus(types);
         metrics.bindSubsystem(Port.DISCOVERY_NQN);
+        metrics.bindRamBudget(ramBudget);
         for (Subsystem s : model.subsystems()) {
             metrics.bindSubsystem(s.nqn());
             for (Namespace ns : s.namespaces()) {

@@ -123,8 +123,8 @@ public final class PathConfinement {
                 return new Checked(realParent.resolve(fileName), UringOptions.Confinement.REGULAR_FILE);
             }
         }
-        throw refused("cannot create " + path + (realParent.equals(parent) ? "" : " (directory " + realParent + ")")
-            + ": not inside " + allowedText());
+        throw refused("cannot create " + path + ": it is not inside " + allowedText()
+            + (realParent.equals(parent) ? "" : " (its directory is " + realParent + ")"));
     }
 
     private Checked checkExisting(Path path, Path real) throws IOException {
