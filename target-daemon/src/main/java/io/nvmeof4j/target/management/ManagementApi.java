@@ -255,7 +255,7 @@ public final class ManagementApi {
         try {
             host = TargetConfig.checkNqn(host);
         } catch (IllegalArgumentException e) {
-            throw new ManagementException(BAD_REQUEST, "host.nqn: " + e.getMessage());
+            throw new ManagementException(BAD_REQUEST, "host.nqn: not a valid NQN: " + e.getMessage());
         }
         if (Port.DISCOVERY_NQN.equals(host)) {
             throw new ManagementException(BAD_REQUEST, "host.nqn: the discovery NQN is not a host NQN");
