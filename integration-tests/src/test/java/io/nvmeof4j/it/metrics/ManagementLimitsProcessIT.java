@@ -63,7 +63,8 @@ class ManagementLimitsProcessIT {
                 }
             }
             assertThat(daemon.isAlive()).as("the daemon process after the refused requests").isTrue();
-            assertThat(ctrl.namespace(1).read(8, 1).get(10, TimeUnit.SECONDS)).isEqualTo(data);
+            assertThat(ctrl.namespace(1).read(8, 4096 / ctrl.namespace(1).blockSize()).get(10, TimeUnit.SECONDS))
+                .isEqualTo(data);
             PrometheusText m = new PrometheusText(http.get("/metrics").body());
             assertThat(m.value("nvmeof_target_ram_reserved_bytes", Map.of())).isEqualTo(16 * MIB);
             assertThat(m.value("nvmeof_target_ram_budget_bytes", Map.of())).isGreaterThan(16 * MIB);
