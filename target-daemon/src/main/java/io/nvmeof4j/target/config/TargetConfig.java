@@ -41,7 +41,8 @@ import java.util.UUID;
  *                    "namespaces": [ {"nsid": 1, "enable": 1,
  *                                     "device": {"path": "/srv/ns1.img", "uuid": "…", "nguid": "…",
  *                                                "backend": "file", "size": "1G", "block_size": 4096}} ]} ],
- *   "nvmeof4j":   {"reactors": 1, "idle_strategy": "adaptive", "buffer_pool_mib": 64}
+ *   "nvmeof4j":   {"reactors": 1, "idle_strategy": "adaptive", "buffer_pool_mib": 64,
+ *                  "allowed_paths": ["/srv/nvmeof"], "ram_budget_mib": 16384}
  * }
  * </pre>
  * {@code device.backend}, {@code device.size}, {@code device.block_size} and the {@code "nvmeof4j"} object are

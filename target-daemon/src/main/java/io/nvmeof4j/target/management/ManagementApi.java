@@ -39,7 +39,11 @@ import java.util.TreeSet;
  * the subsystem's copy-on-write array and allowed hosts through a concurrent set read at Connect.
  * <p>Namespace objects use the configuration file's shape ({@code {"nsid": 2, "device": {"backend": "ram",
  * "size": "64M"}}}, see {@link TargetConfig}), parsed by the same code with the same defaults and derived
- * identifiers; relative device paths resolve against the configuration file's directory.
+ * identifiers; relative device paths resolve against the configuration file's directory. A request is held to more
+ * than the file: unknown fields are errors, not notices; a file or block device must lie inside
+ * {@code nvmeof4j.allowed_paths} ({@link io.nvmeof4j.target.limits.PathConfinement}, 403 otherwise); a RAM namespace
+ * must fit the RAM budget ({@link io.nvmeof4j.target.limits.RamBudget}; 400 when larger than all of it, 409 when the
+ * others leave too little). See docs/security-limits.md.
  */
 public final class ManagementApi {
     private static final Logger LOG = LoggerFactory.getLogger(ManagementApi.class);
