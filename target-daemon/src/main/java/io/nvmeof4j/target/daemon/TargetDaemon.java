@@ -8,6 +8,7 @@ import io.nvmeof4j.protocol.spi.TransportListener;
 import io.nvmeof4j.jni.NativeIoException;
 import io.nvmeof4j.jni.bdev.Bdev;
 import io.nvmeof4j.jni.bdev.BdevRegion;
+import io.nvmeof4j.jni.bdev.UringOptions;
 import io.nvmeof4j.target.backend.BdevChannels;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.rdma.RdmaControllerTransport;
@@ -30,7 +31,6 @@ import io.nvmeof4j.target.http.HttpApiServer;
 import io.nvmeof4j.target.limits.NamespaceRefusedException;
 import io.nvmeof4j.target.limits.PathConfinement;
 import io.nvmeof4j.target.limits.RamBudget;
-import io.nvmeof4j.jni.bdev.UringOptions;
 import io.nvmeof4j.target.io.NvmCommands;
 import io.nvmeof4j.target.metrics.TargetMetrics;
 import io.nvmeof4j.target.model.Namespace;
@@ -79,7 +79,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <h2>Live changes</h2>
  * {@link #addNamespace} and {@link #removeNamespace} (the management API) open and close devices through the
  * same path as the configured namespaces, one change at a time, and announce the change to connected hosts
- * (namespace attribute changed). The data path's namespace lookup stays a lock-free copy-on-write array.
+ * (namespace attribute changed). The data path's namespace lookup stays a lock-free copy-on-write array. They are held
+ * to limits the configuration file is not: a file or block device must lie inside {@code allowed_paths}
+ * ({@link PathConfinement}, checked here so no caller can skip it). Every RAM namespace, configured or live,
+ * reserves its size from the {@link RamBudget} before its device is created; the configuration's are reserved first
+ * thing at start, so a configuration beyond the budget fails before anything is allocated.
  *
  * <h2>Close</h2>
  * {@link #close()} is the orderly shutdown, each step bounded and each failure logged with what it concerned:
