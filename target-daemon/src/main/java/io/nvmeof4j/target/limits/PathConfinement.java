@@ -92,13 +92,13 @@ public final class PathConfinement {
         if (Files.exists(path)) {
             return checkExisting(path, path.toRealPath());
         }
-        if (Files.exists(path, LinkOption.NOFOLLOW_LINKS)) {
-            // Creating through a dangling symlink would create its target, wherever that is.
-            throw refused(path + " is a symbolic link to a missing file");
-        }
         if (!lexicallyAllowed(path)) {
             // Said before anything about the file: a refusal must not tell what exists outside.
             throw refused(path + " is not inside " + allowedText());
+        }
+        if (Files.exists(path, LinkOption.NOFOLLOW_LINKS)) {
+            // Creating through a dangling symlink would create its target, wherever that is.
+            throw refused(path + " is a symbolic link to a missing file");
         }
         // Inside an allowed directory by name: what is missing is the request's mistake, not a policy matter.
         if (!mayCreate) {
@@ -128,7 +128,8 @@ public final class PathConfinement {
     }
 
     private Checked checkExisting(Path path, Path real) throws IOException {
-        String shown = real.equals(path) ? path.toString() : path + " (" + real + ")";
+        // Where a symlink inside an allowed directory leads is worth saying; where one elsewhere leads is not ours to tell.
+        String shown = real.equals(path) || !lexicallyAllowed(path) ? path.toString() : path + " (" + real + ")";
         int type = (Integer) Files.getAttribute(real, "unix:mode", LinkOption.NOFOLLOW_LINKS) & S_IFMT;
         for (Path entry : allowed) {
             if (real.equals(realOrNull(entry)) && type == S_IFBLK) {
