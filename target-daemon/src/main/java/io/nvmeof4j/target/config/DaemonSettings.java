@@ -5,7 +5,9 @@ import io.nvmeof4j.target.reactor.IdleStrategy;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
@@ -31,10 +33,18 @@ import java.util.concurrent.TimeUnit;
  *                              data-path recording off, {@code /metrics} is then empty
  * @param httpSecurity          the API token file, the metrics-only listener, allowed Host names and connection
  *                              limits of the HTTP server ({@link HttpSecurity})
+ * @param allowedPaths          {@code allowed_paths}: where file and block-device namespaces added through the
+ *                              management API may lie: directories (the files below them) and block devices (that
+ *                              device only), absolute. Empty (the default): no file namespace can be added live.
+ *                              The configuration file's own namespaces are not confined (the operator wrote them)
+ * @param ramBudgetBytes        {@code ram_budget_mib}: the most bytes all RAM namespaces together may hold, or
+ *                              {@link #RAM_BUDGET_DERIVED} (the default) for what this JVM and machine can give
+ *                              (see {@code io.nvmeof4j.target.daemon.RamBudget})
  */
 public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleSpinNanos, long bufferPoolBytes,
                              int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout, String http,
-                             boolean httpExplicit, boolean metrics, HttpSecurity httpSecurity) {
+                             boolean httpExplicit, boolean metrics, HttpSecurity httpSecurity,
+                             List<Path> allowedPaths, long ramBudgetBytes) {
     public static final String REACTORS = "reactors";
     public static final String IDLE_STRATEGY = "idle_strategy";
     public static final String IDLE_SPIN_US = "idle_spin_us";
@@ -49,6 +59,12 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
     public static final String SHUTDOWN_TIMEOUT_MS = "shutdown_timeout_ms";
     public static final String HTTP = "http";
     public static final String METRICS = "metrics";
+    public static final String ALLOWED_PATHS = "allowed_paths";
+    public static final String RAM_BUDGET_MIB = "ram_budget_mib";
+    /** {@link #ramBudgetBytes()} when {@code ram_budget_mib} is not set: derived from the JVM and the machine. */
+    public static final long RAM_BUDGET_DERIVED = -1;
+    /** The largest {@code ram_budget_mib}: 2^33 MiB (8 PiB), far above any machine, far below a long's overflow. */
+    public static final long RAM_BUDGET_MIB_MAX = 1L << 33;
     /** Where the HTTP server (GET /metrics, the management API) listens unless told otherwise: loopback only. */
     public static final String HTTP_DEFAULT = "127.0.0.1:9480";
     /** {@code "http": "off"} (or {@code false}) turns the HTTP server off. */
@@ -71,31 +87,47 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
         if (http != null) {
             parseHttpAddress(http);
         }
+        allowedPaths = List.copyOf(allowedPaths);
+        for (Path p : allowedPaths) {
+            if (!p.isAbsolute()) {
+                throw new IllegalArgumentException("allowed path " + p + " is not absolute");
+            }
+        }
+        if (ramBudgetBytes < 0 && ramBudgetBytes != RAM_BUDGET_DERIVED) {
+            throw new IllegalArgumentException("ram budget " + ramBudgetBytes + " is negative");
+        }
     }
 
     /** The settings of an older configuration shape: HTTP on the default address, metrics on. */
     public DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleSpinNanos, long bufferPoolBytes,
                           int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout) {
         this(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize, hugepages, shutdownTimeout,
-            HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()));
+            HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()), List.of(),
+            RAM_BUDGET_DERIVED);
     }
 
     /** These settings with the HTTP server at {@code address} ("HOST:PORT", or "off"), given explicitly. */
     public DaemonSettings withHttp(String address) {
         String a = address == null || HTTP_OFF.equals(address.trim().toLowerCase(Locale.ROOT)) ? null : address.trim();
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
-            hugepages, shutdownTimeout, a, true, metrics, httpSecurity);
+            hugepages, shutdownTimeout, a, true, metrics, httpSecurity, allowedPaths, ramBudgetBytes);
     }
 
     public DaemonSettings withMetrics(boolean on) {
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
-            hugepages, shutdownTimeout, http, httpExplicit, on, httpSecurity);
+            hugepages, shutdownTimeout, http, httpExplicit, on, httpSecurity, allowedPaths, ramBudgetBytes);
     }
 
     /** These settings with other HTTP security settings (command-line overrides: --api-token-file, --metrics-http). */
     public DaemonSettings withHttpSecurity(HttpSecurity security) {
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
-            hugepages, shutdownTimeout, http, httpExplicit, metrics, security);
+            hugepages, shutdownTimeout, http, httpExplicit, metrics, security, allowedPaths, ramBudgetBytes);
+    }
+
+    /** These settings with other {@code allowed_paths} and {@code ram_budget_mib} (bytes, or the derived default). */
+    public DaemonSettings withNamespaceLimits(List<Path> paths, long ramBudget) {
+        return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
+            hugepages, shutdownTimeout, http, httpExplicit, metrics, httpSecurity, paths, ramBudget);
     }
 
     /**
@@ -158,6 +190,7 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
         return new DaemonSettings(defaultReactors(cpus), IDLE_STRATEGY_DEFAULT,
             TimeUnit.MICROSECONDS.toNanos(IDLE_SPIN_US_DEFAULT), (long) BUFFER_POOL_MIB_DEFAULT << 20,
             MAX_DATA_TRANSFER_KIB_DEFAULT << 10, false, Duration.ofMillis(SHUTDOWN_TIMEOUT_MS_DEFAULT),
-            HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()));
+            HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()), List.of(),
+            RAM_BUDGET_DERIVED);
     }
 }

@@ -26,6 +26,13 @@ import java.time.Duration;
  *   <tr><td>{@value #QUEUE_INFLIGHT}</td><td>gauge</td><td>subsystem, cntlid, qid, transport</td>
  *       <td>commands received on the queue and not yet answered</td></tr>
  *   <tr><td>{@value #POOL_BUFFERS_IN_USE}</td><td>gauge</td><td>reactor</td><td>data buffers handed out</td></tr>
+ *   <tr><td>{@value #RAM_ALLOCATION_FAILURES}</td><td>counter</td><td>subsystem, nsid</td>
+ *       <td>writes to a RAM namespace refused (Capacity Exceeded) because memory for a new 1 MiB chunk could not be
+ *       had</td></tr>
+ *   <tr><td>{@value #RAM_BUDGET}</td><td>gauge (bytes)</td><td></td><td>the most all RAM namespaces may hold
+ *       ({@code ram_budget_mib} or derived)</td></tr>
+ *   <tr><td>{@value #RAM_RESERVED}</td><td>gauge (bytes)</td><td></td><td>the sizes of the RAM namespaces
+ *       there are, reserved from the budget</td></tr>
  * </table>
  */
 public final class TargetMeterNames {
@@ -37,6 +44,9 @@ public final class TargetMeterNames {
     public static final String QUEUE_PAIRS = "nvmeof.target.queue.pairs";
     public static final String QUEUE_INFLIGHT = "nvmeof.target.queue.inflight";
     public static final String POOL_BUFFERS_IN_USE = "nvmeof.target.pool.buffers.in.use";
+    public static final String RAM_ALLOCATION_FAILURES = "nvmeof.target.ram.allocation.failures";
+    public static final String RAM_BUDGET = "nvmeof.target.ram.budget";
+    public static final String RAM_RESERVED = "nvmeof.target.ram.reserved";
 
     public static final String TAG_OP = "op";
     public static final String TAG_SUBSYSTEM = "subsystem";

@@ -1,5 +1,8 @@
 package io.nvmeof4j.target.metrics;
 
+import io.nvmeof4j.target.backend.RamBlockDevice;
+import io.nvmeof4j.target.limits.RamBudget;
+
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
@@ -147,6 +150,11 @@ public final class TargetMetrics {
             all.add(read[ti]);
             all.add(written[ti]);
         }
+        if (namespace.device() instanceof RamBlockDevice ram) {
+            all.add(FunctionCounter.builder(RAM_ALLOCATION_FAILURES, ram, RamBlockDevice::allocationFailures)
+                .description("Writes refused with Capacity Exceeded: no memory for a new chunk")
+                .tags(TAG_SUBSYSTEM, subsystem.nqn(), TAG_NSID, nsid).register(registry));
+        }
         NamespaceMeters meters = new NamespaceMeters(s, namespace.nsid(), timers, read, written, all);
         namespace.meters(meters);
         return meters;
@@ -172,6 +180,15 @@ public final class TargetMetrics {
             queueInflight = MultiGauge.builder(QUEUE_INFLIGHT).baseUnit("commands")
                 .description("Commands received on the queue and not yet answered").register(this.registry);
         }
+    }
+
+    /** Gauges of the RAM budget: its limit and what RAM namespaces reserve of it. */
+    public void bindRamBudget(RamBudget budget) {
+        Gauge.builder(RAM_BUDGET, budget, b -> (double) b.limitBytes()).baseUnit("bytes")
+            .description("The most all RAM namespaces may hold").strongReference(true).register(registry);
+        Gauge.builder(RAM_RESERVED, budget, b -> (double) b.reservedBytes()).baseUnit("bytes")
+            .description("Sizes of the RAM namespaces, reserved from the budget").strongReference(true)
+            .register(registry);
     }
 
     /** Gauge of a reactor's buffer pool. */

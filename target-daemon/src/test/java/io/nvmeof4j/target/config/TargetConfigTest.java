@@ -594,17 +594,111 @@ class TargetConfigTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"0", "4294967295", "-1", "\"x\""})
-    void shouldRejectReservedNsids(String nsid) {
+    @ValueSource(strings = {"0", "4294967295", "-1", "\"x\"", "1025", "4294967294", "18446744073709551615",
+        "99999999999999999999999", "1.5", "\"0x401\""})
+    void shouldRejectNsidsOutsideOneToNn(String nsid) {
         assertRejected(withNamespaces("{\"nsid\": " + nsid + ", \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}"),
             "subsystems[0].namespaces[0].nsid");
     }
 
     @Test
-    void shouldAcceptTheLargestNsid() throws Exception {
-        NamespaceConfig ns = parse(withNamespaces("{\"nsid\": 4294967294, \"device\": {\"backend\": \"ram\", "
+    void shouldAcceptNsidNn() throws Exception {
+        NamespaceConfig ns = parse(withNamespaces("{\"nsid\": 1024, \"device\": {\"backend\": \"ram\", "
             + "\"size\": \"1M\"}}")).subsystems().get(0).namespaces().get(0);
-        assertThat(Integer.toUnsignedLong(ns.nsid())).isEqualTo(0xFFFFFFFEL);
+        assertThat(ns.nsid()).isEqualTo(1024);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"\"16E\"", "\"8E\"", "9223372036854775807", "18446744073709551616", "\"-1M\"",
+        "\"1M1\"", "1.5", "\"0\"", "\"513\"", "true", "\"1M\\u0000\""})
+    void shouldRejectSizesThatAreNotPositiveBlockMultiplesOrOverflow(String size) {
+        assertRejected(withDevice("{\"backend\": \"ram\", \"size\": " + size + "}"),
+            "subsystems[0].namespaces[1].device.size");
+    }
+
+    @Test
+    void shouldRejectControlCharactersInDevicePaths() {
+        assertRejected(withDevice("{\"path\": \"ns\\u0000.img\", \"size\": \"1M\"}"),
+            "subsystems[0].namespaces[1].device.path", "control character U+0000");
+        assertRejected(withDevice("{\"path\": \"ns\\n.img\", \"size\": \"1M\"}"),
+            "subsystems[0].namespaces[1].device.path", "control character U+000A");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"nqn.2014-08.io.nvmeof4j:a/../b", "nqn.2014-08.io.nvmeof4j:a\\u0000b",
+        "nqn.2014-08.io.nvmeof4j:a\\u001bb", "nqn.2014-08.io.nvmeof4j:a\\\\b", "nqn.14-08.x:y",
+        "nqx.2014-08.io.nvmeof4j:a"})
+    void shouldRejectMalformedNqns(String nqn) {
+        assertRejected(config("[" + tcpPort(1, "127.0.0.1", "0", NQN_A) + "]", "[" + subsystem(NQN_A,
+            ramNamespace(1)).replace("\"allow_any_host\": \"1\"", "\"allow_any_host\": \"0\"")
+            .replace("\"namespaces\"", "\"allowed_hosts\": [\"" + nqn + "\"], \"namespaces\"") + "]"),
+            "subsystems[0].allowed_hosts[0]");
+    }
+
+    @Test
+    void shouldRejectAnNqnLongerThan223Bytes() {
+        String nqn = "nqn.2014-08.io.nvmeof4j:" + "x".repeat(200);
+        assertThatThrownBy(() -> TargetConfig.checkNqn(nqn)).hasMessageContaining("223");
+        assertThat(TargetConfig.checkNqn(nqn.substring(0, 223))).hasSize(223);
+    }
+
+    @Test
+    void shouldReadAllowedPathsAndTheRamBudget() throws Exception {
+        String json = withNamespaces(ramNamespace(1)).replaceFirst("\\{", "{\"nvmeof4j\": {\"allowed_paths\": "
+            + "[\"/srv/images\", \"imgs/../live\", \"/dev/sdb\", \"/srv/images\"], \"ram_budget_mib\": 2048}, ");
+        DaemonSettings d = parse(json).daemon();
+        assertThat(d.allowedPaths()).containsExactly(Path.of("/srv/images"), dir.resolve("live"), Path.of("/dev/sdb"));
+        assertThat(d.ramBudgetBytes()).isEqualTo(2048L << 20);
+        assertThat(parse(withNamespaces(ramNamespace(1))).daemon().allowedPaths()).isEmpty();
+        assertThat(parse(withNamespaces(ramNamespace(1))).daemon().ramBudgetBytes())
+            .isEqualTo(DaemonSettings.RAM_BUDGET_DERIVED);
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "\"allowed_paths\": \"/srv\"            | nvmeof4j.allowed_paths       | must be a JSON array",
+        "\"allowed_paths\": [\"/\"]             | nvmeof4j.allowed_paths[0]    | root directory",
+        "\"allowed_paths\": [\"/srv/\\u0000x\"] | nvmeof4j.allowed_paths[0]    | control character",
+        "\"allowed_paths\": [\"\"]              | nvmeof4j.allowed_paths[0]    | empty",
+        "\"allowed_paths\": [7]                 | nvmeof4j.allowed_paths[0]    | must be a string",
+        "\"ram_budget_mib\": -1                 | nvmeof4j.ram_budget_mib      | outside 0..8589934592",
+        "\"ram_budget_mib\": 8589934593         | nvmeof4j.ram_budget_mib      | outside",
+        "\"ram_budget_mib\": \"16E\"            | nvmeof4j.ram_budget_mib      | not an integer"})
+    void shouldRejectBadLimitSettings(String setting, String path, String fragment) {
+        assertRejected(withNamespaces(ramNamespace(1)).replaceFirst("\\{",
+            java.util.regex.Matcher.quoteReplacement("{\"nvmeof4j\": {" + setting + "}, ")), path, fragment);
+    }
+
+    @Test
+    void shouldRefuseUnknownFieldsOfALiveNamespaceButOnlyNoteThemInAFile() throws Exception {
+        com.fasterxml.jackson.databind.ObjectMapper m = new com.fasterxml.jackson.databind.ObjectMapper();
+        String ns = "{\"nsid\": 2, \"colour\": \"red\", \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}";
+        assertThatThrownBy(() -> TargetConfig.parseNamespace(m.readTree(ns), "namespace", NQN_A, dir))
+            .isInstanceOf(ConfigException.class)
+            .hasMessageStartingWith("namespace.colour: unknown field (known: device, enable, nsid)");
+        String dev = "{\"nsid\": 2, \"device\": {\"backend\": \"ram\", \"size\": \"1M\", \"sise\": \"2M\"}}";
+        assertThatThrownBy(() -> TargetConfig.parseNamespace(m.readTree(dev), "namespace", NQN_A, dir))
+            .hasMessageStartingWith("namespace.device.sise: unknown field");
+        String resv = "{\"nsid\": 2, \"resv\": 1, \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}";
+        assertThatThrownBy(() -> TargetConfig.parseNamespace(m.readTree(resv), "namespace", NQN_A, dir))
+            .hasMessageStartingWith("namespace.resv: not supported (reservations are not supported)");
+        // nvmetcli's "none" values of what we lack are no request at all.
+        String none = "{\"nsid\": 2, \"ana_grpid\": 0, \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}";
+        assertThat(TargetConfig.parseNamespace(m.readTree(none), "namespace", NQN_A, dir).nsid()).isEqualTo(2);
+        TargetConfig file = parse(withNamespaces(ns.replace("\"nsid\": 2", "\"nsid\": 1")));
+        assertThat(file.notices()).anySatisfy(n -> assertThat(n.text()).contains("colour: unknown key, ignored"));
+    }
+
+    @Test
+    void shouldRefuseDotDotInALiveNamespacePathButResolveItInAFile() throws Exception {
+        com.fasterxml.jackson.databind.ObjectMapper m = new com.fasterxml.jackson.databind.ObjectMapper();
+        String ns = "{\"nsid\": 2, \"device\": {\"path\": \"images/../../etc/x.img\", \"size\": \"1M\"}}";
+        assertThatThrownBy(() -> TargetConfig.parseNamespace(m.readTree(ns), "namespace", NQN_A, dir))
+            .hasMessageStartingWith("namespace.device.path: \"images/../../etc/x.img\" contains a '..' component");
+        Files.createDirectories(dir.resolve("sub"));
+        TargetConfig file = parse(withNamespaces("{\"nsid\": 1, \"device\": {\"path\": \"sub/../ns.img\", "
+            + "\"size\": \"1M\"}}"));
+        assertThat(file.subsystems().get(0).namespaces().get(0).path()).isEqualTo(dir.resolve("ns.img"));
     }
 
     @Test
@@ -630,7 +724,7 @@ class TargetConfigTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"1024", "0", "8192", "\"4k\"", "513"})
+    @ValueSource(strings = {"1024", "0", "8192", "\"4k\"", "513", "256", "131072", "-512", "4294971392"})
     void shouldRejectUnsupportedBlockSizes(String blockSize) {
         assertRejected(withDevice("{\"backend\": \"ram\", \"size\": \"1M\", \"block_size\": " + blockSize + "}"),
             "subsystems[0].namespaces[1].device.block_size");
