@@ -22,9 +22,12 @@ import static org.assertj.core.api.Assertions.assertThat;
  * initiator ({@code bin/nvmeof}) against the kernel target's TLS port (verified I/O, wrong PSK and plain refused).
  * Checks run in {@code integration-tests/vm/guest/tls.sh}; this class asserts on its PASS/FAIL lines and that the
  * daemon still serves afterwards.
- * <p>The 6.12 kernel and its initramfs come from the guest cache named by {@code NVMEOF4J_VM_CACHE_612} (default
- * {@code ~/.cache/nvmeof4j-vm-6.12}), whose {@code current.env} names the kernel and {@code TRIXIE_ROOT}; the
- * second-kernel part of {@code prepare.sh} fills it. Set {@code NVMEOF4J_SKIP_VM_TESTS=1} to skip.
+ * <p>The 6.12 kernel: {@code run-guest.sh --kernel 6.12} where the harness has it (the second-kernel part of
+ * {@code prepare.sh}); otherwise a guest cache whose {@code current.env} names a 6.12 kernel, given as
+ * {@code NVMEOF4J_VM_CACHE_612}. {@code TRIXIE_ROOT} comes from the cache's {@code current.env} (prepare.sh's
+ * trixie part). Set {@code NVMEOF4J_SKIP_VM_TESTS=1} to skip.
+ * <p>One boot per kernel layer: once the 6.12 authentication layer ({@code LinuxKernelAuthIT}) is on the same
+ * branch, its boot should run {@code tls.sh} too and this class fold into it.
  */
 class LinuxKernelTlsIT {
     private static final String SUBNQN = "nqn.2026-11.io.nvmeof4j:tls-guest";
@@ -34,10 +37,13 @@ class LinuxKernelTlsIT {
     @Test
     void shouldInteroperateWithLinux612OverTlsBothWays() throws Exception {
         Path repo = VmHarness.prepareGuest();
-        Path cache = Path.of(System.getenv().getOrDefault("NVMEOF4J_VM_CACHE_612",
-            System.getProperty("user.home") + "/.cache/nvmeof4j-vm-6.12"));
+        Path runGuest = repo.resolve("integration-tests/vm/run-guest.sh");
+        boolean kernelOption = Files.readString(runGuest).contains("--kernel 6.12");
+        String defaultCache = System.getProperty("user.home") + "/.cache/nvmeof4j-vm";
+        Path cache = Path.of(kernelOption ? System.getenv().getOrDefault("NVMEOF4J_VM_CACHE", defaultCache)
+            : System.getenv().getOrDefault("NVMEOF4J_VM_CACHE_612", defaultCache + "-6.12"));
         Path env612 = cache.resolve("current.env");
-        assertThat(env612).as("the 6.12 guest (prepare.sh's second kernel) in %s", cache).exists();
+        assertThat(env612).as("the guest cache %s (run-guest.sh --kernel 6.12: %s)", cache, kernelOption).exists();
         String trixie = Files.readAllLines(env612).stream().filter(l -> l.startsWith("TRIXIE_ROOT="))
             .map(l -> l.substring("TRIXIE_ROOT=".length())).findFirst().orElse("");
         assertThat(trixie).as("TRIXIE_ROOT in %s (prepare.sh's trixie block)", env612).isNotEmpty();
@@ -85,8 +91,11 @@ class LinuxKernelTlsIT {
             env.put("HOSTID", hostId);
             env.put("WRONG_HOSTNQN", wrongHostNqn);
             env.put("TLS_KEY", key);
-            List<String> cmd = new ArrayList<>(List.of(repo.resolve("integration-tests/vm/run-guest.sh").toString(),
+            List<String> cmd = new ArrayList<>(List.of(runGuest.toString(),
                 "--timeout", Long.toString(GUEST_TIMEOUT.toSeconds()), "--results", work.resolve("results").toString()));
+            if (kernelOption) {
+                cmd.addAll(List.of("--kernel", "6.12"));
+            }
             env.forEach((k, v) -> {
                 cmd.add("--env");
                 cmd.add(k + "=" + v);
