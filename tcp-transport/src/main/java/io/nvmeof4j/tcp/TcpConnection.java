@@ -5,6 +5,8 @@ import io.nvmeof4j.protocol.command.DataDirection;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.command.SglDescriptor;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
+import io.nvmeof4j.protocol.log.RateLimitedLog;
+import io.nvmeof4j.protocol.spi.PendingConnections;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.QueueHandler;
 import io.nvmeof4j.protocol.spi.TransportAddress;
@@ -59,6 +61,11 @@ import static io.nvmeof4j.protocol.tcp.TermReqPdu.FES_UNSUPPORTED_PARAMETER;
  */
 final class TcpConnection implements TransportQueue {
     private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
+    /**
+     * What one peer can make us say over and over (protocol errors, TermReqs, closes of queues that never
+     * connected): one line per peer address a second.
+     */
+    private static final RateLimitedLog PEER_LOG = new RateLimitedLog(LOG);
     private static final VarHandle OUTSTANDING;
 
     static {
@@ -102,6 +109,10 @@ final class TcpConnection implements TransportQueue {
     private final SocketChannel channel;
     private final TransportAddress localAddress;
     private final String peer;
+    /** The peer's address without port: the key of its rate-limited log lines. */
+    private final Object peerKey;
+    /** This connection's place among the port's pending ones, released at Connect or close. */
+    private final PendingConnections.Entry pending;
     private final PortOptions portOptions;
     private final int maxH2CDataSize;
     final int c2hDataPduSize;
@@ -156,8 +167,11 @@ final class TcpConnection implements TransportQueue {
     private String terminationReason;
     long terminationDeadlineNanos;
 
-    TcpConnection(TcpPollGroup group, TcpListener listener, SocketChannel channel, String peer) {
+    TcpConnection(TcpPollGroup group, TcpListener listener, SocketChannel channel, String peer,
+                  PendingConnections.Entry pending) {
         this.group = group;
+        this.pending = pending;
+        this.peerKey = pending.peer();
         this.listener = listener;
         this.localAddress = connectedAddress(channel, listener.address());
         this.channel = channel;
@@ -219,6 +233,7 @@ final class TcpConnection implements TransportQueue {
         this.commandLimit = sqSize;
         this.sqHead %= sqSize;
         ensureSlots(sqSize);
+        pending.release();
         LOG.debug("NVMe/TCP {}: queue {} connected, {} entries, SQ flow control {}", peer, queueId, sqSize,
             sqFlowControlDisabled ? "disabled" : "enabled");
     }
@@ -755,7 +770,8 @@ final class TcpConnection implements TransportQueue {
     private boolean receiveH2CTermReq(int base, int hlen, long plen, int available) {
         // NVMe/TCP 7.4.7: a TermReq with a bad length is not answered; the connection just ends.
         if (hlen != TermReqPdu.HEADER_LENGTH || plen < TermReqPdu.HEADER_LENGTH || plen > TermReqPdu.MAX_PDU_LENGTH) {
-            LOG.warn("NVMe/TCP {}: malformed H2CTermReq (HLEN {}, PLEN {}); closing", peer, hlen, plen);
+            PEER_LOG.warnFrom(peerKey, "NVMe/TCP {}: malformed H2CTermReq (HLEN {}, PLEN {}); closing", peer, hlen,
+                plen);
             close("malformed H2CTermReq");
             return false;
         }
@@ -764,7 +780,7 @@ final class TcpConnection implements TransportQueue {
         }
         int fes = u16(base + TermReqPdu.FES_OFFSET);
         long fei = u32(base + TermReqPdu.FEI_OFFSET);
-        LOG.warn("NVMe/TCP {}: host terminated the connection with H2CTermReq: {} (FEI {})", peer,
+        PEER_LOG.warnFrom(peerKey, "NVMe/TCP {}: host terminated the connection with H2CTermReq: {} (FEI {})", peer,
             TermReqPdu.fesName(fes), fei);
         close("host sent H2CTermReq: " + TermReqPdu.fesName(fes) + ", FEI " + fei);
         return false;
@@ -809,8 +825,8 @@ final class TcpConnection implements TransportQueue {
             // nvmet (nvmet_tcp_try_recv_ddgst) fails the whole connection on a data digest error and sends no
             // response for the command; the host sees the queue drop and reconnects. We do the same.
             TcpRequest request = payloadRequest;
-            LOG.warn("NVMe/TCP {}: data digest error in {} for CID {} (received 0x{}, computed 0x{}); closing",
-                peer, payloadInCapsule ? "CapsuleCmd" : "H2CData", request.commandId,
+            PEER_LOG.warnFrom(peerKey, "NVMe/TCP {}: data digest error in {} for CID {} (received 0x{}, computed "
+                + "0x{}); closing", peer, payloadInCapsule ? "CapsuleCmd" : "H2CData", request.commandId,
                 Integer.toHexString(received), Integer.toHexString(expected));
             close("data digest error on CID " + request.commandId);
             return false;
@@ -1064,8 +1080,8 @@ final class TcpConnection implements TransportQueue {
         if (lifecycle >= TERMINATING) {
             return;
         }
-        LOG.warn("NVMe/TCP {}: protocol error in {} PDU: {} ({}, FEI {}); terminating the connection",
-            peer, PduType.name(pduType), what, TermReqPdu.fesName(fes), fei);
+        PEER_LOG.warnFrom(peerKey, "NVMe/TCP {}: protocol error in {} PDU: {} ({}, FEI {}); terminating the "
+            + "connection", peer, PduType.name(pduType), what, TermReqPdu.fesName(fes), fei);
         int available = writeIndex - readIndex;
         int hlen = available > PduFlyweight.HLEN_OFFSET ? u8(readIndex + PduFlyweight.HLEN_OFFSET) : 0;
         int quoted = Math.min(available, Math.min(TermReqPdu.MAX_ERROR_DATA_LENGTH,
@@ -1171,7 +1187,13 @@ final class TcpConnection implements TransportQueue {
         payloadRequest = null;
         payloadBuffer = null;
         group.unregister(this);
-        LOG.info("NVMe/TCP {}: queue {} closed: {}", peer, queueId, reason);
+        pending.release();
+        if (queueId >= 0) {
+            LOG.info("NVMe/TCP {}: queue {} closed: {}", peer, queueId, reason);
+        } else {
+            // Never connected: a scanner, a flood, a host that gave up. One line per address a second is plenty.
+            PEER_LOG.infoFrom(peerKey, "NVMe/TCP {}: connection closed before Connect: {}", peer, reason);
+        }
         if (handler != null) {
             try {
                 handler.onClosed(reason);
