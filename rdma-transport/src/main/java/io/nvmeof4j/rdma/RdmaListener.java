@@ -189,7 +189,7 @@ final class RdmaListener implements TransportListener {
                 if (!running) {
                     break;
                 }
-                LOG.warn("NVMe/RDMA {}: waiting for CM events failed: {}", address, e.getMessage());
+                PEER_LOG.warnFrom(this, "NVMe/RDMA {}: waiting for CM events failed: {}", address, e);
                 sleepQuietly();
                 continue;
             }
@@ -379,8 +379,8 @@ final class RdmaListener implements TransportListener {
 
     private void reject(CmId id, String peer, int status, String why) {
         InetSocketAddress peerSocket = id.peerAddress();
-        PEER_LOG.warnFrom(peerSocket == null ? null : peerSocket.getAddress(), "NVMe/RDMA {}: rejecting {}: {} ({})", address, peer,
-            CmConnectReject.statusName(status), why);
+        PEER_LOG.warnFrom(peerSocket == null ? null : peerSocket.getAddress(), "NVMe/RDMA {}: rejecting {}: {} ({})",
+            address, peer, CmConnectReject.statusName(status), why);
         try {
             id.reject(CmConnectReject.encode(status));
         } catch (NativeIoException | RuntimeException e) {

@@ -1190,8 +1190,9 @@ final class TcpConnection implements TransportQueue {
         pending.release();
         if (queueId >= 0) {
             LOG.info("NVMe/TCP {}: queue {} closed: {}", peer, queueId, reason);
-        } else {
+        } else if (pending.refusal() == null) {
             // Never connected: a scanner, a flood, a host that gave up. One line per address a second is plenty.
+            // (A refusal by the pre-Connect limits was logged by the listener already.)
             PEER_LOG.infoFrom(peerKey, "NVMe/TCP {}: connection closed before Connect: {}", peer, reason);
         }
         if (handler != null) {

@@ -83,6 +83,18 @@ public final class RateLimitedLog {
         return state.getAndSet(base + 1, 0);
     }
 
+    /**
+     * The host part of a {@code "host:port"} or {@code "[v6]:port"} peer string: the key that puts all connections
+     * of one address under one budget.
+     */
+    public static String hostOf(String peer) {
+        if (peer == null) {
+            return null;
+        }
+        int colon = peer.lastIndexOf(':');
+        return colon > 0 && peer.indexOf(']') < colon ? peer.substring(0, colon) : peer;
+    }
+
     private int slot(Object key) {
         if (key == null || slotMask == 0) {
             return 0;

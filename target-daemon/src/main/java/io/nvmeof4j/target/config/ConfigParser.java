@@ -3,6 +3,7 @@ package io.nvmeof4j.target.config;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.nvmeof4j.protocol.Nqn;
 import io.nvmeof4j.protocol.spi.AddressFamily;
+import io.nvmeof4j.protocol.spi.ConnectionLimits;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
@@ -104,7 +105,8 @@ final class ConfigParser {
         Set<String> known = Set.of(DaemonSettings.REACTORS, DaemonSettings.IDLE_STRATEGY, DaemonSettings.IDLE_SPIN_US,
             DaemonSettings.BUFFER_POOL_MIB, DaemonSettings.MAX_DATA_TRANSFER_KIB, DaemonSettings.HUGEPAGES,
             DaemonSettings.FILE_WORKERS_OBSOLETE, DaemonSettings.SHUTDOWN_TIMEOUT_MS, DaemonSettings.HTTP,
-            DaemonSettings.METRICS);
+            DaemonSettings.METRICS, DaemonSettings.MAX_PENDING_CONNECTIONS,
+            DaemonSettings.MAX_PENDING_CONNECTIONS_PER_HOST, DaemonSettings.CONNECT_TIMEOUT_MS);
         for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
             String name = names.next();
             if (!known.contains(name)) {
@@ -171,7 +173,20 @@ final class ConfigParser {
         boolean metrics = !node.has(DaemonSettings.METRICS)
             || bool(node.get(DaemonSettings.METRICS), at(where, DaemonSettings.METRICS));
         return new DaemonSettings(reactors, idle, TimeUnit.MICROSECONDS.toNanos(spinUs), poolMib << 20,
-            (int) mdtsKib << 10, hugepages, Duration.ofMillis(shutdownMs), http, httpExplicit, metrics);
+            (int) mdtsKib << 10, hugepages, Duration.ofMillis(shutdownMs), http, httpExplicit, metrics,
+            connectionLimits(node, where, d.connectionLimits()));
+    }
+
+    private static ConnectionLimits connectionLimits(JsonNode node, String where, ConnectionLimits d)
+        throws ConfigException {
+        int maxPending = (int) optionalInteger(node, where, DaemonSettings.MAX_PENDING_CONNECTIONS, 1,
+            ConnectionLimits.MAX_PENDING_LIMIT, d.maxPending());
+        // The per-host default follows a lowered port limit; an explicit value above it is an error.
+        int perHost = (int) optionalInteger(node, where, DaemonSettings.MAX_PENDING_CONNECTIONS_PER_HOST, 1,
+            maxPending, Math.min(d.maxPendingPerHost(), maxPending));
+        long timeoutMs = optionalInteger(node, where, DaemonSettings.CONNECT_TIMEOUT_MS,
+            ConnectionLimits.CONNECT_TIMEOUT_MS_MIN, ConnectionLimits.CONNECT_TIMEOUT_MS_MAX, d.connectTimeoutMillis());
+        return new ConnectionLimits(maxPending, perHost, TimeUnit.MILLISECONDS.toNanos(timeoutMs));
     }
 
     private void checkBufferPool(DaemonSettings settings, List<PortConfig> ports) throws ConfigException {
@@ -628,7 +643,8 @@ final class ConfigParser {
             trsvcid = discoveryOnly && trtype == TransportType.TCP ? 8009 : 4420;
         }
         TransportAddress address = new TransportAddress(trtype, family, traddr, Integer.toString(trsvcid));
-        PortOptions options = new PortOptions(inline, queueSize, settings.maxDataTransferSize());
+        PortOptions options = new PortOptions(inline, queueSize, settings.maxDataTransferSize(),
+            settings.connectionLimits());
         return new PortConfig(pw, portId, address, treq, options, exported);
     }
 

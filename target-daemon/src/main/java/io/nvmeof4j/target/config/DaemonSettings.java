@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.config;
 
+import io.nvmeof4j.protocol.spi.ConnectionLimits;
 import io.nvmeof4j.target.reactor.IdleStrategy;
 
 import java.net.InetAddress;
@@ -29,10 +30,13 @@ import java.util.concurrent.TimeUnit;
  *                              the start. The default address, when taken, only gets a warning.
  * @param metrics               {@code metrics}: record the target's meters (default true); false turns the
  *                              data-path recording off, {@code /metrics} is then empty
+ * @param connectionLimits      {@code max_pending_connections}, {@code max_pending_connections_per_host},
+ *                              {@code connect_timeout_ms}: limits on each port's queues that have not completed
+ *                              their Connect (see {@link ConnectionLimits} for the defaults and why)
  */
 public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleSpinNanos, long bufferPoolBytes,
                              int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout, String http,
-                             boolean httpExplicit, boolean metrics) {
+                             boolean httpExplicit, boolean metrics, ConnectionLimits connectionLimits) {
     public static final String REACTORS = "reactors";
     public static final String IDLE_STRATEGY = "idle_strategy";
     public static final String IDLE_SPIN_US = "idle_spin_us";
@@ -47,6 +51,9 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
     public static final String SHUTDOWN_TIMEOUT_MS = "shutdown_timeout_ms";
     public static final String HTTP = "http";
     public static final String METRICS = "metrics";
+    public static final String MAX_PENDING_CONNECTIONS = "max_pending_connections";
+    public static final String MAX_PENDING_CONNECTIONS_PER_HOST = "max_pending_connections_per_host";
+    public static final String CONNECT_TIMEOUT_MS = "connect_timeout_ms";
     /** Where the HTTP server (GET /metrics, the management API) listens unless told otherwise: loopback only. */
     public static final String HTTP_DEFAULT = "127.0.0.1:9480";
     /** {@code "http": "off"} (or {@code false}) turns the HTTP server off. */
@@ -65,9 +72,18 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
         }
         Objects.requireNonNull(idleStrategy, "idleStrategy");
         Objects.requireNonNull(shutdownTimeout, "shutdownTimeout");
+        Objects.requireNonNull(connectionLimits, "connectionLimits");
         if (http != null) {
             parseHttpAddress(http);
         }
+    }
+
+    /** With the default connection limits. */
+    public DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleSpinNanos, long bufferPoolBytes,
+                          int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout, String http,
+                          boolean httpExplicit, boolean metrics) {
+        this(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize, hugepages, shutdownTimeout,
+            http, httpExplicit, metrics, ConnectionLimits.defaults());
     }
 
     /** The settings of an older configuration shape: HTTP on the default address, metrics on. */
@@ -81,12 +97,17 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
     public DaemonSettings withHttp(String address) {
         String a = address == null || HTTP_OFF.equals(address.trim().toLowerCase(Locale.ROOT)) ? null : address.trim();
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
-            hugepages, shutdownTimeout, a, true, metrics);
+            hugepages, shutdownTimeout, a, true, metrics, connectionLimits);
     }
 
     public DaemonSettings withMetrics(boolean on) {
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
-            hugepages, shutdownTimeout, http, httpExplicit, on);
+            hugepages, shutdownTimeout, http, httpExplicit, on, connectionLimits);
+    }
+
+    public DaemonSettings withConnectionLimits(ConnectionLimits limits) {
+        return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
+            hugepages, shutdownTimeout, http, httpExplicit, metrics, limits);
     }
 
     /**
