@@ -196,7 +196,7 @@ final class RdmaListener implements TransportListener {
             if (event != null) {
                 try {
                     onEvent(event);
-                } catch (RuntimeException | OutOfMemoryError e) {
+                } catch (RuntimeException | LinkageError | OutOfMemoryError e) {
                     LOG.error("NVMe/RDMA {}: handling {} failed", address, event, e);
                 }
             }

@@ -101,7 +101,33 @@ final class TcpListener implements TransportListener {
         return acceptFailures.sum();
     }
 
+    /**
+     * Never lets the acceptor die while the port is open: out of file descriptors, even loading a class (opening
+     * its jar) can fail, and a dead acceptor would leave the port deaf for good.
+     */
     private void acceptLoop() {
+        while (!closed.get() && server.isOpen() && !Thread.currentThread().isInterrupted()) {
+            try {
+                acceptUntilClosed();
+            } catch (RuntimeException | LinkageError | OutOfMemoryError e) {
+                acceptFailures.increment();
+                try {
+                    REFUSALS.warnFrom(this, "NVMe/TCP acceptor on {} failed: {}; continuing in {} ms", address, e,
+                        ACCEPT_BACKOFF_MAX_MILLIS);
+                } catch (RuntimeException | LinkageError | OutOfMemoryError ignored) {
+                    // logging failed for the same reason: the backoff below still applies
+                }
+                try {
+                    Thread.sleep(ACCEPT_BACKOFF_MAX_MILLIS);
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+        }
+    }
+
+    private void acceptUntilClosed() {
         ServerSocket socket = server.socket();
         long backoffMillis = 0;
         long nextSweep = System.nanoTime();

@@ -282,7 +282,9 @@ public final class TcpPollGroup implements PollGroup {
                 flushList = Arrays.copyOf(flushList, connections.size() * 2);
             }
             LOG.debug("NVMe/TCP connection from {} on {}", peer, listener.address());
-        } catch (IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException | OutOfMemoryError e) {
+            // OutOfMemoryError too: a connection's receive buffer is direct memory, which a flood can use up; the
+            // new connection is closed and the reactor keeps serving the others.
             pending.release();
             TcpListener.REFUSALS.warnFrom(pending.peer(), "NVMe/TCP: cannot take a new connection from {} on {}: {}",
                 peer, listener.address(), e);

@@ -252,18 +252,16 @@ public final class RateLimitedLog {
             all = java.util.Arrays.copyOf(args, args.length + 1);
             all[args.length] = suppressed;
         }
-        switch (level) {
-            case ERROR:
-                log.error(line, all);
-                break;
-            case WARN:
-                log.warn(line, all);
-                break;
-            case INFO:
-                log.info(line, all);
-                break;
-            default:
-                log.debug(line, all);
+        // if/else, not a switch on the enum: that would need a synthetic class loaded at the first line, which can
+        // be exactly when the process is out of file descriptors (EMFILE) and cannot open the jar to load it.
+        if (level == Level.ERROR) {
+            log.error(line, all);
+        } else if (level == Level.WARN) {
+            log.warn(line, all);
+        } else if (level == Level.INFO) {
+            log.info(line, all);
+        } else {
+            log.debug(line, all);
         }
     }
 }

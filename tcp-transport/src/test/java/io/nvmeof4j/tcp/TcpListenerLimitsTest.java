@@ -1,0 +1,76 @@
+package io.nvmeof4j.tcp;
+
+import io.nvmeof4j.protocol.spi.ConnectionLimits;
+import io.nvmeof4j.protocol.spi.PortOptions;
+import org.junit.jupiter.api.Test;
+
+import java.io.FileInputStream;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The listener's pre-Connect limits and its accept() failure handling, with real sockets on 127.0.0.1. */
+class TcpListenerLimitsTest {
+
+    @Test
+    void shouldBackOffInsteadOfSpinningWhenAcceptRunsOutOfFileDescriptors() throws Exception {
+        try (TargetFixture target = new TargetFixture(1)) {
+            TcpListener listener = (TcpListener) target.listener;
+            try (RawHost warmUp = target.host()) { // loads every class of the path before fds run out
+                warmUp.initializeAndConnect(0, 0, 32, false);
+            }
+            List<FileInputStream> hogs = new ArrayList<>();
+            RawHost host;
+            try {
+                try {
+                    while (true) {
+                        hogs.add(new FileInputStream("/dev/null"));
+                    }
+                } catch (IOException e) {
+                    assertThat(e.getMessage()).contains("Too many open files");
+                }
+                hogs.remove(hogs.size() - 1).close(); // one fd for the host's socket; none left for accept()
+                host = target.host();
+                long start = System.nanoTime();
+                Thread.sleep(1_500);
+                long failures = listener.acceptFailures();
+                // Backing off 10, 20, 40 ... ms: about 7 attempts in 1.5 s. Spinning would make hundreds of thousands.
+                assertThat(failures).as("accept() failures in %d ms",
+                    TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isBetween(1L, 12L);
+            } finally {
+                for (FileInputStream hog : hogs) {
+                    hog.close();
+                }
+            }
+            // Descriptors are back: the connection that waited in the backlog is accepted within the 1 s backoff cap.
+            try (host) {
+                host.initializeAndConnect(0, 0, 32, false);
+            }
+            assertThat(listener.pendingCount()).isZero();
+        }
+    }
+
+    @Test
+    void shouldCloseAConnectionThatSendsICReqButNoConnectWithinTheTimeout() throws Exception {
+        PortOptions port = PortOptions.defaults().withConnectionLimits(
+            new ConnectionLimits(8, 8, TimeUnit.MILLISECONDS.toNanos(300)));
+        try (TargetFixture target = new TargetFixture(1, 1 << 20, 64L << 20, port, TcpTransportOptions.defaults());
+             RawHost icReqOnly = target.host();
+             RawHost connected = target.host()) {
+            TcpListener listener = (TcpListener) target.listener;
+            icReqOnly.initialize(0, 0);
+            connected.initializeAndConnect(0, 0, 32, false);
+            long start = System.nanoTime();
+            assertThat(icReqOnly.closedByTarget()).as("ICReq-only connection closed").isTrue();
+            assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isLessThan(2_000);
+            assertThat(listener.pendingCount()).isZero();
+            assertThat(target.handlers.refusals()).containsExactly("CONNECT_TIMEOUT");
+            // The connected queue outlives the timeout.
+            Thread.sleep(400);
+            assertThat(target.groups.get(0).connectionCount()).isEqualTo(1);
+        }
+    }
+}
