@@ -27,8 +27,6 @@ import java.net.Inet6Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -73,9 +71,7 @@ final class RdmaListener implements TransportListener {
     private final QueueHandlerFactory handlers;
     private final Thread thread;
     private final Map<CmId, RdmaControllerQueue> queues = new ConcurrentHashMap<>();
-    private final PendingConnections pending;
-    /** The accepted queues that have not sent Connect yet, with their places in {@link #pending}. CM thread only. */
-    private final Map<CmId, PendingConnections.Entry> pendingQueues = new HashMap<>();
+    private final PendingQueues pending;
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile boolean running = true;
     private int nextGroup;
@@ -89,7 +85,7 @@ final class RdmaListener implements TransportListener {
         this.options = options;
         this.groups = List.copyOf(groups);
         this.handlers = handlers;
-        this.pending = new PendingConnections(options.connectionLimits());
+        this.pending = new PendingQueues(new PendingConnections(options.connectionLimits()));
         this.thread = new Thread(this::eventLoop, "nvmeof-rdma-cm-" + address.trsvcid());
         this.thread.setDaemon(true);
     }
@@ -134,26 +130,6 @@ final class RdmaListener implements TransportListener {
     /** Queues of this port that have not completed Connect (a snapshot). */
     int pendingCount() {
         return pending.count();
-    }
-
-    /**
-     * CM thread: forgets the pending queues that have connected or gone, then disconnects those past the connect
-     * timeout. The transport learns of a Connect only through the queue's id, so this looks rather than being told.
-     */
-    private void sweepPending(long now) {
-        if (pendingQueues.isEmpty()) {
-            return;
-        }
-        for (Iterator<Map.Entry<CmId, PendingConnections.Entry>> it = pendingQueues.entrySet().iterator();
-             it.hasNext(); ) {
-            Map.Entry<CmId, PendingConnections.Entry> e = it.next();
-            RdmaControllerQueue queue = queues.get(e.getKey());
-            if (queue == null || queue.queueId() >= 0 || e.getValue().refusal() != null) {
-                e.getValue().release();
-                it.remove();
-            }
-        }
-        pending.expire(now);
     }
 
     /** Counts and logs (rate-limited per peer address) a refused or disconnected pending queue. */
@@ -201,7 +177,7 @@ final class RdmaListener implements TransportListener {
                 }
             }
             try {
-                sweepPending(System.nanoTime());
+                pending.sweep(System.nanoTime());
             } catch (RuntimeException e) {
                 LOG.error("NVMe/RDMA {}: checking pending queues failed", address, e);
             }
@@ -262,7 +238,7 @@ final class RdmaListener implements TransportListener {
         InetSocketAddress peerSocket = id.peerAddress();
         InetAddress peerAddress = peerSocket != null && peerSocket.getAddress() != null ? peerSocket.getAddress()
             : InetAddress.getLoopbackAddress(); // unknown: all such requests share one budget
-        sweepPending(System.nanoTime());
+        pending.sweep(System.nanoTime());
         PendingConnections.Entry entry = pending.admit(peerAddress, System.nanoTime());
         if (entry == null) {
             try {
@@ -342,11 +318,10 @@ final class RdmaListener implements TransportListener {
             }
             queues.put(id, queue);
             id.accept(new ConnectionParameters(sizing.acceptPrivateData(), 0, sizing.initiatorDepth(), 1, 7, 7));
-            entry.attach(why -> {
+            pending.track(queue, entry, () -> !queues.containsKey(id), why -> {
                 refused(peerAddress, peer, why);
                 queue.disconnect(why.tag());
             });
-            pendingQueues.put(id, entry);
             LOG.debug("NVMe/RDMA {}: accepted queue {} from {} (RQ {}, SQ {}, CQ {}, in-capsule {}, ORD {})", address,
                 sizing.queueId(), peer, sizing.receiveQueueSize(), sizing.sendQueueSize(),
                 sizing.completionQueueSize(), sizing.inCapsuleDataSize(), sizing.initiatorDepth());
