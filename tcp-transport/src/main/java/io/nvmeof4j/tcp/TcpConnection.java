@@ -95,6 +95,11 @@ final class TcpConnection implements TransportQueue {
 
     /** Linux admin queue depth (NVME_AQ_DEPTH); also the command limit before Connect tells us the queue size. */
     private static final int INITIAL_SLOTS = 32;
+    /**
+     * Receive buffer before ICReq: the 128-byte ICReq and room to spare. The host sends nothing else before it has
+     * ICResp, so more bytes than this before ICReq are a protocol error found in the first header anyway.
+     */
+    private static final int PRE_ICREQ_BUFFER_SIZE = 256;
     /** Payload bytes from which a read goes straight into the command buffer instead of the receive buffer. */
     private static final int DIRECT_READ_THRESHOLD = 8192;
     /** Socket reads per readiness event before other connections get their turn. */
@@ -138,7 +143,12 @@ final class TcpConnection implements TransportQueue {
     private int outstanding;
 
     // Receive.
-    private final ByteBuffer receiveBuffer;
+    /**
+     * Small until ICReq arrives (a socket that never sends one, the bulk of an idle-socket flood, then holds
+     * {@link #PRE_ICREQ_BUFFER_SIZE} bytes instead of the full buffer); the full size from ICReq on.
+     */
+    private ByteBuffer receiveBuffer;
+    private final int receiveBufferSize;
     private int readIndex;
     private int writeIndex;
     private int receiveState = RECV_HEADER;
@@ -181,7 +191,8 @@ final class TcpConnection implements TransportQueue {
         this.maxH2CDataSize = tcpOptions.maxH2CDataSize();
         this.c2hDataPduSize = tcpOptions.c2hDataPduSize();
         this.maxTransferSize = Math.min(portOptions.maxDataTransferSize(), group.pool.maxBufferSize());
-        this.receiveBuffer = ByteBuffer.allocateDirect(tcpOptions.receiveBufferSize()).order(ByteOrder.LITTLE_ENDIAN);
+        this.receiveBufferSize = tcpOptions.receiveBufferSize();
+        this.receiveBuffer = ByteBuffer.allocateDirect(PRE_ICREQ_BUFFER_SIZE).order(ByteOrder.LITTLE_ENDIAN);
         this.icRespJob = new ControlPduJob(ICRespPdu.PDU_LENGTH, null);
         this.termReqJob = new ControlPduJob(TermReqPdu.MAX_PDU_LENGTH, this::onTermReqSent);
         ensureSlots(INITIAL_SLOTS);
@@ -470,6 +481,7 @@ final class TcpConnection implements TransportQueue {
         lifecycle = LIVE;
         LOG.debug("NVMe/TCP {}: connection initialized (header digest {}, data digest {}, HPDA {}, MAXR2T {})",
             peer, headerDigestLength > 0, dataDigestLength > 0, hpda, u32(base + ICReqPdu.MAXR2T_OFFSET) + 1);
+        growReceiveBuffer();
         try {
             handler = listener.handlers().open(this);
         } catch (RuntimeException e) {
@@ -482,6 +494,18 @@ final class TcpConnection implements TransportQueue {
             return false;
         }
         return true;
+    }
+
+    /** From the small pre-ICReq buffer to the full one, keeping whatever followed the ICReq. Once per connection. */
+    private void growReceiveBuffer() {
+        ByteBuffer full = ByteBuffer.allocateDirect(receiveBufferSize).order(ByteOrder.LITTLE_ENDIAN);
+        int unparsed = writeIndex - readIndex;
+        for (int i = 0; i < unparsed; i++) {
+            full.put(i, receiveBuffer.get(readIndex + i));
+        }
+        receiveBuffer = full;
+        readIndex = 0;
+        writeIndex = unparsed;
     }
 
     /**

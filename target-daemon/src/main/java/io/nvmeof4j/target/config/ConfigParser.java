@@ -88,6 +88,7 @@ final class ConfigParser {
         List<PortConfig> ports = ports(root.get("ports"), "ports", subsystems, settings);
         reportKeys(root, "", Set.of("nvmeof4j", "hosts", "subsystems", "ports"), Map.of());
         checkBufferPool(settings, ports);
+        checkConnectionLimits(settings, subsystems);
         reportUnreachable(subsystems, ports, hosts);
         TargetConfig config = new TargetConfig(source, hosts, ports, subsystems, settings, notices);
         config.checkEnvironment();
@@ -187,6 +188,22 @@ final class ConfigParser {
         long timeoutMs = optionalInteger(node, where, DaemonSettings.CONNECT_TIMEOUT_MS,
             ConnectionLimits.CONNECT_TIMEOUT_MS_MIN, ConnectionLimits.CONNECT_TIMEOUT_MS_MAX, d.connectTimeoutMillis());
         return new ConnectionLimits(maxPending, perHost, TimeUnit.MILLISECONDS.toNanos(timeoutMs));
+    }
+
+    /**
+     * The Linux host opens every I/O queue's connection (ICReq done) before it sends their Connects, so one host can
+     * have qid_max + 1 queues pending at once: a per-host limit at or below that refuses real hosts.
+     */
+    private void checkConnectionLimits(DaemonSettings settings, List<SubsystemConfig> subsystems) {
+        int perHost = settings.connectionLimits().maxPendingPerHost();
+        for (SubsystemConfig s : subsystems) {
+            if (s.qidMax() + 1 > perHost) {
+                notice(true, at("nvmeof4j", DaemonSettings.MAX_PENDING_CONNECTIONS_PER_HOST) + ": " + perHost
+                    + " is below the " + (s.qidMax() + 1) + " queues a host of " + s.nqn() + " (attr.qid_max "
+                    + s.qidMax() + ") may set up before it sends their Connects; such a host would be refused");
+                return;
+            }
+        }
     }
 
     private void checkBufferPool(DaemonSettings settings, List<PortConfig> ports) throws ConfigException {

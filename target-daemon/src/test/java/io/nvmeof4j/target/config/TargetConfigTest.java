@@ -263,6 +263,13 @@ class TargetConfigTest {
         ConnectionLimits expected = new ConnectionLimits(100, 20, TimeUnit.MILLISECONDS.toNanos(2500));
         assertThat(parse(json).daemon().connectionLimits()).isEqualTo(expected);
         assertThat(parse(json).ports().get(0).options().connectionLimits()).isEqualTo(expected);
+        // 20 is below qid_max + 1 (129): a Linux host setting up all its queues would be refused.
+        assertThat(parse(json).notices()).anySatisfy(n -> {
+            assertThat(n.warning()).isTrue();
+            assertThat(n.text()).startsWith("nvmeof4j.max_pending_connections_per_host: 20 is below the 129 queues");
+        });
+        assertThat(parse(withNamespaces(ramNamespace(1))).notices())
+            .noneSatisfy(n -> assertThat(n.text()).contains("max_pending_connections_per_host"));
     }
 
     @Test
