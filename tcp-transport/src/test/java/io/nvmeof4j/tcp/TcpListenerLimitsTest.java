@@ -5,6 +5,10 @@ import io.nvmeof4j.protocol.spi.PortOptions;
 import org.junit.jupiter.api.Test;
 
 import java.io.FileInputStream;
+import java.lang.management.BufferPoolMXBean;
+import java.lang.management.ManagementFactory;
+import java.net.InetSocketAddress;
+import java.nio.channels.SocketChannel;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -49,6 +53,34 @@ class TcpListenerLimitsTest {
             try (host) {
                 host.initializeAndConnect(0, 0, 32, false);
             }
+            assertThat(listener.pendingCount()).isZero();
+        }
+    }
+
+    @Test
+    void shouldHoldLittleMemoryForSocketsThatNeverSendICReq() throws Exception {
+        try (TargetFixture target = new TargetFixture(1)) {
+            TcpListener listener = (TcpListener) target.listener;
+            BufferPoolMXBean direct = ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class).stream()
+                .filter(b -> b.getName().equals("direct")).findFirst().orElseThrow();
+            long before = direct.getMemoryUsed();
+            List<SocketChannel> idle = new ArrayList<>();
+            try {
+                for (int i = 0; i < 200; i++) {
+                    idle.add(SocketChannel.open(new InetSocketAddress("127.0.0.1", target.address().port())));
+                }
+                TargetFixture.eventually("200 connections taken by the reactor",
+                    () -> target.groups.get(0).connectionCount() == 200);
+                long perSocket = (direct.getMemoryUsed() - before) / 200;
+                // The full receive buffer (64 KiB) comes with ICReq; before it, a few hundred bytes.
+                assertThat(perSocket).as("direct bytes per idle socket").isLessThan(4096);
+                assertThat(listener.pendingCount()).isEqualTo(200);
+            } finally {
+                for (SocketChannel ch : idle) {
+                    ch.close();
+                }
+            }
+            TargetFixture.eventually("idle sockets closed", () -> target.groups.get(0).connectionCount() == 0);
             assertThat(listener.pendingCount()).isZero();
         }
     }
