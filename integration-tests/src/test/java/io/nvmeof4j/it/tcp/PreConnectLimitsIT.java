@@ -119,25 +119,26 @@ class PreConnectLimitsIT {
     @Test
     void shouldCloseConnectionsThatSendNoICReqOrNoConnectWithinTheTimeout() throws Exception {
         target = TestTarget.start(dir, """
-            "connect_timeout_ms": 500""");
-        for (int i = 0; i < 10; i++) {
-            clients.add(idleSocket(4, target.ioPort()));
-        }
-        // ICReq answered, then nothing: the Linux host would send Connect right after ICResp.
-        RawNvmeTcpHost icReqOnly = RawNvmeTcpHost.connect(target.ioPort(), false, false);
-        // A host that connects properly must outlive the timeout.
+            "connect_timeout_ms": 2000""");
+        // A host that connects properly (well within the timeout, even on a loaded machine) must outlive it.
         HostIdentity host = HostIdentity.random();
-        try (icReqOnly; RawNvmeTcpHost admin = Sessions.enabledAdmin(target.ioPort(), TestTarget.NQN_A, host,
+        try (RawNvmeTcpHost admin = Sessions.enabledAdmin(target.ioPort(), TestTarget.NQN_A, host,
             Sessions.KATO_MS)) {
             long start = System.nanoTime();
-            waitFor(() -> openClientsFrom(4) == 0, "idle sockets closed after connect_timeout_ms");
-            long waitedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
-            assertThat(waitedMillis).as("closed after the timeout, not long after").isLessThan(3_000);
-            RawNvmeTcpHost.PeerClose close = icReqOnly.awaitPeerClose(java.time.Duration.ofSeconds(3));
-            assertThat(close.closed()).as("ICReq-only connection closed by the target: %s", close).isTrue();
+            for (int i = 0; i < 10; i++) {
+                clients.add(idleSocket(4, target.ioPort()));
+            }
+            // ICReq answered, then nothing: the Linux host would send Connect right after ICResp.
+            try (RawNvmeTcpHost icReqOnly = RawNvmeTcpHost.connect(target.ioPort(), false, false)) {
+                waitFor(() -> openClientsFrom(4) == 0, "idle sockets closed after connect_timeout_ms");
+                long waitedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+                assertThat(waitedMillis).as("closed at the timeout, not before, not long after")
+                    .isBetween(1_900L, 5_000L);
+                RawNvmeTcpHost.PeerClose close = icReqOnly.awaitPeerClose(java.time.Duration.ofSeconds(3));
+                assertThat(close.closed()).as("ICReq-only connection closed by the target: %s", close).isTrue();
+            }
             assertThat(target.daemon().metrics().connectionsRefused(TransportType.TCP, Refusal.CONNECT_TIMEOUT))
                 .isEqualTo(11.0);
-            Thread.sleep(600);
             Completion id = admin.identify(1, 0);
             assertThat(id.status()).as("Identify Controller on the connected admin queue after the timeout")
                 .isEqualTo(0);
@@ -169,14 +170,22 @@ class PreConnectLimitsIT {
         clients.add(idleSocket(5, target.ioPort())); // one more refusal: its line reports the others
         waitFor(() -> refusalLines().size() > lines.size(), "a line after the interval");
         String last = refusalLines().get(refusalLines().size() - 1).getFormattedMessage();
-        Matcher m = Pattern.compile("\\[(\\d+) similar suppressed]").matcher(last);
-        assertThat(m.find()).as("suppressed count in %s", last).isTrue();
-        long reported = Long.parseLong(m.group(1));
-        // Every refusal of the flood is either a line or in the count (a colliding key could add to the count).
-        assertThat(reported + lines.size()).as("lines + suppressed vs refusals").isGreaterThanOrEqualTo(396);
+        assertThat(suppressedCount(last)).as("suppressed count in %s", last).isPositive();
+        // Every refusal of the flood is a line or counted in a later line's "[N similar suppressed]" (a key sharing
+        // the slot could add to a count, never take from it).
+        long accounted = lines.size() + suppressedCount(last);
+        for (ILoggingEvent line : lines) {
+            accounted += suppressedCount(line.getFormattedMessage());
+        }
+        assertThat(accounted).as("lines + suppressed vs 396 refusals").isGreaterThanOrEqualTo(396);
     }
 
     // ---- helpers ---------------------------------------------------------------------------------------------------
+
+    private static long suppressedCount(String line) {
+        Matcher m = Pattern.compile("\\[(\\d+) similar suppressed]").matcher(line);
+        return m.find() ? Long.parseLong(m.group(1)) : 0;
+    }
 
     private List<ILoggingEvent> refusalLines() {
         List<ILoggingEvent> out = new ArrayList<>();
