@@ -15,6 +15,7 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.net.SocketException;
 import java.net.SocketTimeoutException;
 import java.net.StandardSocketOptions;
 import java.nio.channels.ClosedChannelException;
@@ -109,7 +110,7 @@ final class TcpListener implements TransportListener {
         while (!closed.get() && server.isOpen() && !Thread.currentThread().isInterrupted()) {
             try {
                 acceptUntilClosed();
-            } catch (RuntimeException | LinkageError | OutOfMemoryError e) {
+            } catch (SocketException | RuntimeException | LinkageError | OutOfMemoryError e) {
                 acceptFailures.increment();
                 try {
                     REFUSALS.warnFrom(this, "NVMe/TCP acceptor on {} failed: {}; continuing in {} ms", address, e,
@@ -127,8 +128,9 @@ final class TcpListener implements TransportListener {
         }
     }
 
-    private void acceptUntilClosed() {
+    private void acceptUntilClosed() throws SocketException {
         ServerSocket socket = server.socket();
+        socket.setSoTimeout(SWEEP_INTERVAL_MILLIS);
         long backoffMillis = 0;
         long nextSweep = System.nanoTime();
         while (!closed.get()) {
@@ -139,7 +141,6 @@ final class TcpListener implements TransportListener {
             }
             SocketChannel channel;
             try {
-                socket.setSoTimeout(SWEEP_INTERVAL_MILLIS);
                 channel = socket.accept().getChannel();
                 backoffMillis = 0;
             } catch (SocketTimeoutException e) {
