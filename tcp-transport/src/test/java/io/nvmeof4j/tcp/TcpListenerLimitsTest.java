@@ -39,7 +39,7 @@ class TcpListenerLimitsTest {
                 hogs.remove(hogs.size() - 1).close(); // one fd for the host's socket; none left for accept()
                 host = target.host();
                 long start = System.nanoTime();
-                Thread.sleep(1_500);
+                Thread.sleep(1_250);
                 long failures = listener.acceptFailures();
                 // Backing off 10, 20, 40 ... ms: about 7 attempts in 1.5 s. Spinning would make hundreds of thousands.
                 assertThat(failures).as("accept() failures in %d ms",
@@ -66,15 +66,16 @@ class TcpListenerLimitsTest {
             long before = direct.getMemoryUsed();
             List<SocketChannel> idle = new ArrayList<>();
             try {
-                for (int i = 0; i < 200; i++) {
+                for (int i = 0; i < 250; i++) {
                     idle.add(SocketChannel.open(new InetSocketAddress("127.0.0.1", target.address().port())));
                 }
-                TargetFixture.eventually("200 connections taken by the reactor",
-                    () -> target.groups.get(0).connectionCount() == 200);
-                long perSocket = (direct.getMemoryUsed() - before) / 200;
-                // The full receive buffer (64 KiB) comes with ICReq; before it, a few hundred bytes.
-                assertThat(perSocket).as("direct bytes per idle socket").isLessThan(4096);
-                assertThat(listener.pendingCount()).isEqualTo(200);
+                TargetFixture.eventually("250 connections taken by the reactor",
+                    () -> target.groups.get(0).connectionCount() == 250);
+                long perSocket = (direct.getMemoryUsed() - before) / 250;
+                // The full receive buffer (64 KiB) comes with ICReq; before it, a few hundred bytes (the bound leaves
+                // room for other direct allocations of the JVM meanwhile, e.g. a pool slab).
+                assertThat(perSocket).as("direct bytes per idle socket").isLessThan(16_384);
+                assertThat(listener.pendingCount()).isEqualTo(250);
             } finally {
                 for (SocketChannel ch : idle) {
                     ch.close();
@@ -90,11 +91,11 @@ class TcpListenerLimitsTest {
         PortOptions port = PortOptions.defaults().withConnectionLimits(
             new ConnectionLimits(8, 8, TimeUnit.MILLISECONDS.toNanos(1_000)));
         try (TargetFixture target = new TargetFixture(1, 1 << 20, 64L << 20, port, TcpTransportOptions.defaults());
-             RawHost icReqOnly = target.host();
              RawHost connected = target.host()) {
             TcpListener listener = (TcpListener) target.listener;
             connected.initializeAndConnect(0, 0, 32, false);
             long start = System.nanoTime();
+            RawHost icReqOnly = target.host();
             icReqOnly.initialize(0, 0);
             assertThat(icReqOnly.closedByTarget()).as("ICReq-only connection closed").isTrue();
             assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).as("ms to the close")
@@ -104,6 +105,7 @@ class TcpListenerLimitsTest {
             // The connected queue outlives the timeout.
             Thread.sleep(400);
             assertThat(target.groups.get(0).connectionCount()).isEqualTo(1);
+            icReqOnly.close();
         }
     }
 }
