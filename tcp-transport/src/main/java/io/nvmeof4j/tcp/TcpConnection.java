@@ -122,6 +122,8 @@ final class TcpConnection implements TransportQueue {
     private int sqSize;
     private boolean sqFlowControlDisabled;
     private int sqHead;
+    /** Capsules received so far: each command's {@link TcpRequest#sequence()}. */
+    private long capsulesReceived;
     /** Slots not FREE. Written by the reactor thread with release semantics, read by any thread with acquire. */
     @SuppressWarnings("unused")
     private int outstanding;
@@ -543,7 +545,7 @@ final class TcpConnection implements TransportQueue {
         }
         TcpRequest request = slots[freeSlots[--freeSlotCount]];
         OUTSTANDING.setRelease(this, (int) OUTSTANDING.get(this) + 1);
-        request.begin(receiveBuffer, base + CapsuleCmdPdu.SQE_OFFSET, System.nanoTime());
+        request.begin(receiveBuffer, base + CapsuleCmdPdu.SQE_OFFSET, System.nanoTime(), ++capsulesReceived);
         readIndex = base + dataStart;
         if (++sqHead >= commandLimit) {
             sqHead = 0;
