@@ -68,8 +68,11 @@ public final class FakeRequest implements Request {
 
     @Override
     public long receivedNanos() {
-        return 0;
+        return receivedNanos;
     }
+
+    /** Like a transport's: when the capsule arrived. */
+    private final long receivedNanos = System.nanoTime();
 
     /** The capsule order number a transport would give; tests set it for fused pairs. */
     private long sequence;
