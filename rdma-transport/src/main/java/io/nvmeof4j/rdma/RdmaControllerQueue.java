@@ -470,7 +470,8 @@ final class RdmaControllerQueue implements TransportQueue {
      */
     private int mapData(RdmaRequest request, int receive, int inCapsuleBytes) {
         SubmissionQueueEntry sqe = request.command();
-        if (sqe.psdt() != 1 || sqe.fuse() != 0) {
+        if (sqe.psdt() != 1) {
+            // FUSE is the command layer's to judge: it pairs fused commands by Request.sequence().
             return NvmeStatus.INVALID_FIELD | NvmeStatus.DNR;
         }
         SglDescriptor sgl = sqe.sgl1();

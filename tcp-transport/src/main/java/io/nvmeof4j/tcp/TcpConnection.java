@@ -598,9 +598,10 @@ final class TcpConnection implements TransportQueue {
      */
     private int mapData(TcpRequest request, int inCapsuleBytes) {
         SubmissionQueueEntry sqe = request.command();
-        if (sqe.psdt() != 1 || sqe.fuse() != 0) {
-            // Fabrics data is always SGL-described (PSDT 01b) and nothing here is fused: like nvmet, answer
-            // Invalid Field before reading the SGL, whose bytes mean something else under PRPs.
+        if (sqe.psdt() != 1) {
+            // Fabrics data is always SGL-described (PSDT 01b): like nvmet, answer Invalid Field before reading the
+            // SGL, whose bytes mean something else under PRPs. FUSE is the command layer's to judge (it pairs
+            // fused commands by Request.sequence()).
             return NvmeStatus.INVALID_FIELD | NvmeStatus.DNR;
         }
         SglDescriptor sgl = sqe.sgl1();
