@@ -7,6 +7,7 @@ import io.nvmeof4j.initiator.NvmeofHost;
 import io.nvmeof4j.initiator.NvmeofIoException;
 import io.nvmeof4j.initiator.NvmeofNamespace;
 import io.nvmeof4j.protocol.spi.TransportAddress;
+import io.nvmeof4j.target.backend.UringBlockDevice;
 import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.daemon.TargetDaemon;
 import org.junit.jupiter.api.AfterAll;
@@ -84,6 +85,8 @@ class FusedCompareAndWriteIT {
             }
             """.formatted(NQN, "\"" + image.toAbsolutePath() + "\"");
         daemon = TargetDaemon.start(TargetConfig.parse(json, dir));
+        assertThat(daemon.model().subsystem(NQN).namespace(2).device()).as("namespace 2: a file on io_uring")
+            .isInstanceOf(UringBlockDevice.class);
         List<TransportAddress> ports = daemon.listenAddresses();
         ConnectOptions options = ConnectOptions.defaults().withIoQueues(1);
         hostA = NvmeofHost.create(HostIdentity.generate(), 1);
