@@ -46,7 +46,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * by R2T, so the target sees them in whatever order their data completes and pairs them by capsule order.
  * Namespace 1 is RAM (512-byte blocks), namespace 2 a file on io_uring (4096-byte blocks).
  * <p>The fused-pair bad input a conforming host never sends (a pair split across queues, a second half that never
- * comes, NSIDs that differ) is in {@code FusedPairingTest} (target-daemon), against the queue handler itself.
+ * comes, NSIDs that differ, halves whose data arrives out of order) is in {@link FusedRawHostIT}.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class FusedCompareAndWriteIT {
