@@ -13,8 +13,8 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * <h2>The normal path stays lock-free</h2>
  * A write (Write, Write Zeroes, Dataset Management deallocate, the write of a Copy) counts itself in flight in one
  * of a few padded counters (picked by thread, so reactors do not share a cache line) and reads the volatile
- * {@link #locked} count. While no fused pair is active that count is 0 and nothing else happens: two uncontended
- * atomic adds and a volatile read per write, no monitor, no allocation.
+ * {@link #locked} count. While no fused pair is active that count is 0 and nothing else happens: two atomic adds on
+ * a counter other reactors rarely touch and three volatile reads per write, no monitor, no allocation.
  *
  * <h2>A fused pair</h2>
  * The pair registers its range (under this object's monitor: the slow path only), raises {@link #locked} and waits
