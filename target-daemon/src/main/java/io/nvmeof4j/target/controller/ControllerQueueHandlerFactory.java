@@ -65,6 +65,10 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
     private final Port port;
     private final NvmCommandExecutor nvm;
     private final ControllerRegistry registry;
+
+    ControllerRegistry registry() {
+        return registry;
+    }
     private final TargetMetrics metrics;
 
     public ControllerQueueHandlerFactory(TargetModel model, Port port, NvmCommandExecutor nvm, ControllerRegistry registry) {
