@@ -9,6 +9,7 @@ import io.nvmeof4j.jni.bdev.BdevIoChannel;
 import io.nvmeof4j.jni.bdev.BdevPollGroup;
 import io.nvmeof4j.jni.bdev.UringOptions;
 import io.nvmeof4j.protocol.command.NvmeStatus;
+import io.nvmeof4j.protocol.log.RateLimitedLog;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

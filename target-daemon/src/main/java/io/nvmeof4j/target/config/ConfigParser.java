@@ -7,6 +7,7 @@ import io.nvmeof4j.tcp.tls.NvmeTlsKeys;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.nvmeof4j.protocol.Nqn;
 import io.nvmeof4j.protocol.spi.AddressFamily;
+import io.nvmeof4j.protocol.spi.ConnectionLimits;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
@@ -113,6 +114,7 @@ final class ConfigParser {
         List<PortConfig> ports = ports(root.get("ports"), "ports", subsystems, settings);
         reportKeys(root, "", Set.of("nvmeof4j", "hosts", "subsystems", "ports"), Map.of());
         checkBufferPool(settings, ports);
+        checkConnectionLimits(settings, subsystems);
         reportUnreachable(subsystems, ports, hosts);
         TargetConfig config = new TargetConfig(source, hosts, ports, subsystems, settings, notices, tlsKeys);
         config.checkEnvironment();
@@ -132,7 +134,9 @@ final class ConfigParser {
             DaemonSettings.FILE_WORKERS_OBSOLETE, DaemonSettings.SHUTDOWN_TIMEOUT_MS, DaemonSettings.HTTP,
             DaemonSettings.METRICS, HttpSecurity.API_TOKEN_FILE, HttpSecurity.METRICS_HTTP,
             HttpSecurity.HTTP_ALLOWED_HOSTS, HttpSecurity.HTTP_REQUEST_TIMEOUT_MS, HttpSecurity.HTTP_MAX_CONNECTIONS,
-            HttpSecurity.HTTP_MAX_CONNECTIONS_PER_PEER, DaemonSettings.ALLOWED_PATHS, DaemonSettings.RAM_BUDGET_MIB);
+            HttpSecurity.HTTP_MAX_CONNECTIONS_PER_PEER, DaemonSettings.ALLOWED_PATHS, DaemonSettings.RAM_BUDGET_MIB,
+            DaemonSettings.MAX_PENDING_CONNECTIONS, DaemonSettings.MAX_PENDING_CONNECTIONS_PER_HOST,
+            DaemonSettings.CONNECT_TIMEOUT_MS);
         for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
             String name = names.next();
             if (!known.contains(name)) {
@@ -207,7 +211,8 @@ final class ConfigParser {
         }
         return new DaemonSettings(reactors, idle, TimeUnit.MICROSECONDS.toNanos(spinUs), poolMib << 20,
             (int) mdtsKib << 10, hugepages, Duration.ofMillis(shutdownMs), http, httpExplicit, metrics,
-            httpSecurity(node, where, d.httpSecurity()), allowedPaths, ramBudget);
+            httpSecurity(node, where, d.httpSecurity()), allowedPaths, ramBudget,
+            connectionLimits(node, where, d.connectionLimits()));
     }
 
     private HttpSecurity httpSecurity(JsonNode node, String where, HttpSecurity d) throws ConfigException {
@@ -312,6 +317,34 @@ final class ConfigParser {
             if (c < 0x20 || c == 0x7F) {
                 throw new ConfigException(where, "contains the control character U+" + String.format("%04X", (int) c)
                     + " at index " + i);
+            }
+        }
+    }
+
+    private static ConnectionLimits connectionLimits(JsonNode node, String where, ConnectionLimits d)
+        throws ConfigException {
+        int maxPending = (int) optionalInteger(node, where, DaemonSettings.MAX_PENDING_CONNECTIONS, 1,
+            ConnectionLimits.MAX_PENDING_LIMIT, d.maxPending());
+        // The per-host default follows a lowered port limit; an explicit value above it is an error.
+        int perHost = (int) optionalInteger(node, where, DaemonSettings.MAX_PENDING_CONNECTIONS_PER_HOST, 1,
+            maxPending, Math.min(d.maxPendingPerHost(), maxPending));
+        long timeoutMs = optionalInteger(node, where, DaemonSettings.CONNECT_TIMEOUT_MS,
+            ConnectionLimits.CONNECT_TIMEOUT_MS_MIN, ConnectionLimits.CONNECT_TIMEOUT_MS_MAX, d.connectTimeoutMillis());
+        return new ConnectionLimits(maxPending, perHost, TimeUnit.MILLISECONDS.toNanos(timeoutMs));
+    }
+
+    /**
+     * The Linux host opens every I/O queue's connection (ICReq done) before it sends their Connects, so one host can
+     * have qid_max + 1 queues pending at once: a per-host limit at or below that refuses real hosts.
+     */
+    private void checkConnectionLimits(DaemonSettings settings, List<SubsystemConfig> subsystems) {
+        int perHost = settings.connectionLimits().maxPendingPerHost();
+        for (SubsystemConfig s : subsystems) {
+            if (s.qidMax() + 1 > perHost) {
+                notice(true, at("nvmeof4j", DaemonSettings.MAX_PENDING_CONNECTIONS_PER_HOST) + ": " + perHost
+                    + " is below the " + (s.qidMax() + 1) + " queues a host of " + s.nqn() + " (attr.qid_max "
+                    + s.qidMax() + ") may set up before it sends their Connects; such a host would be refused");
+                return;
             }
         }
     }
@@ -811,7 +844,8 @@ final class ConfigParser {
             trsvcid = discoveryOnly && trtype == TransportType.TCP ? 8009 : 4420;
         }
         TransportAddress address = new TransportAddress(trtype, family, traddr, Integer.toString(trsvcid));
-        PortOptions options = new PortOptions(inline, queueSize, settings.maxDataTransferSize());
+        PortOptions options = new PortOptions(inline, queueSize, settings.maxDataTransferSize(),
+            settings.connectionLimits());
         if (tls) {
             options = options.withTls(treq.equals("required"));
         }

@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.config;
 
+import io.nvmeof4j.protocol.spi.ConnectionLimits;
 import io.nvmeof4j.target.reactor.IdleStrategy;
 
 import java.net.InetAddress;
@@ -40,11 +41,14 @@ import java.util.concurrent.TimeUnit;
  * @param ramBudgetBytes        {@code ram_budget_mib}: the most bytes all RAM namespaces together may hold, or
  *                              {@link #RAM_BUDGET_DERIVED} (the default) for what this JVM and machine can give
  *                              (see {@code io.nvmeof4j.target.daemon.RamBudget})
+ * @param connectionLimits      {@code max_pending_connections}, {@code max_pending_connections_per_host},
+ *                              {@code connect_timeout_ms}: limits on each port's queues that have not completed
+ *                              their Connect (see {@link ConnectionLimits} for the defaults and why)
  */
 public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleSpinNanos, long bufferPoolBytes,
                              int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout, String http,
                              boolean httpExplicit, boolean metrics, HttpSecurity httpSecurity,
-                             List<Path> allowedPaths, long ramBudgetBytes) {
+                             List<Path> allowedPaths, long ramBudgetBytes, ConnectionLimits connectionLimits) {
     public static final String REACTORS = "reactors";
     public static final String IDLE_STRATEGY = "idle_strategy";
     public static final String IDLE_SPIN_US = "idle_spin_us";
@@ -65,6 +69,9 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
     public static final long RAM_BUDGET_DERIVED = -1;
     /** The largest {@code ram_budget_mib}: 2^33 MiB (8 PiB), far above any machine, far below a long's overflow. */
     public static final long RAM_BUDGET_MIB_MAX = 1L << 33;
+    public static final String MAX_PENDING_CONNECTIONS = "max_pending_connections";
+    public static final String MAX_PENDING_CONNECTIONS_PER_HOST = "max_pending_connections_per_host";
+    public static final String CONNECT_TIMEOUT_MS = "connect_timeout_ms";
     /** Where the HTTP server (GET /metrics, the management API) listens unless told otherwise: loopback only. */
     public static final String HTTP_DEFAULT = "127.0.0.1:9480";
     /** {@code "http": "off"} (or {@code false}) turns the HTTP server off. */
@@ -84,6 +91,7 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
         Objects.requireNonNull(idleStrategy, "idleStrategy");
         Objects.requireNonNull(shutdownTimeout, "shutdownTimeout");
         Objects.requireNonNull(httpSecurity, "httpSecurity");
+        Objects.requireNonNull(connectionLimits, "connectionLimits");
         if (http != null) {
             parseHttpAddress(http);
         }
@@ -103,31 +111,40 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
                           int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout) {
         this(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize, hugepages, shutdownTimeout,
             HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()), List.of(),
-            RAM_BUDGET_DERIVED);
+            RAM_BUDGET_DERIVED, ConnectionLimits.defaults());
     }
 
     /** These settings with the HTTP server at {@code address} ("HOST:PORT", or "off"), given explicitly. */
     public DaemonSettings withHttp(String address) {
         String a = address == null || HTTP_OFF.equals(address.trim().toLowerCase(Locale.ROOT)) ? null : address.trim();
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
-            hugepages, shutdownTimeout, a, true, metrics, httpSecurity, allowedPaths, ramBudgetBytes);
+            hugepages, shutdownTimeout, a, true, metrics, httpSecurity, allowedPaths, ramBudgetBytes,
+            connectionLimits);
     }
 
     public DaemonSettings withMetrics(boolean on) {
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
-            hugepages, shutdownTimeout, http, httpExplicit, on, httpSecurity, allowedPaths, ramBudgetBytes);
+            hugepages, shutdownTimeout, http, httpExplicit, on, httpSecurity, allowedPaths, ramBudgetBytes,
+            connectionLimits);
     }
 
     /** These settings with other HTTP security settings (command-line overrides: --api-token-file, --metrics-http). */
     public DaemonSettings withHttpSecurity(HttpSecurity security) {
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
-            hugepages, shutdownTimeout, http, httpExplicit, metrics, security, allowedPaths, ramBudgetBytes);
+            hugepages, shutdownTimeout, http, httpExplicit, metrics, security, allowedPaths, ramBudgetBytes,
+            connectionLimits);
     }
 
     /** These settings with other {@code allowed_paths} and {@code ram_budget_mib} (bytes, or the derived default). */
     public DaemonSettings withNamespaceLimits(List<Path> paths, long ramBudget) {
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
-            hugepages, shutdownTimeout, http, httpExplicit, metrics, httpSecurity, paths, ramBudget);
+            hugepages, shutdownTimeout, http, httpExplicit, metrics, httpSecurity, paths, ramBudget,
+            connectionLimits);
+    }
+
+    public DaemonSettings withConnectionLimits(ConnectionLimits limits) {
+        return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
+            hugepages, shutdownTimeout, http, httpExplicit, metrics, httpSecurity, allowedPaths, ramBudgetBytes, limits);
     }
 
     /**
@@ -191,6 +208,6 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
             TimeUnit.MICROSECONDS.toNanos(IDLE_SPIN_US_DEFAULT), (long) BUFFER_POOL_MIB_DEFAULT << 20,
             MAX_DATA_TRANSFER_KIB_DEFAULT << 10, false, Duration.ofMillis(SHUTDOWN_TIMEOUT_MS_DEFAULT),
             HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()), List.of(),
-            RAM_BUDGET_DERIVED);
+            RAM_BUDGET_DERIVED, ConnectionLimits.defaults());
     }
 }

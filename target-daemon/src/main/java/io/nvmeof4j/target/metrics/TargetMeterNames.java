@@ -33,6 +33,9 @@ import java.time.Duration;
  *       ({@code ram_budget_mib} or derived)</td></tr>
  *   <tr><td>{@value #RAM_RESERVED}</td><td>gauge (bytes)</td><td></td><td>the sizes of the RAM namespaces
  *       there are, reserved from the budget</td></tr>
+ *   <tr><td>{@value #CONNECTIONS_REFUSED}</td><td>counter</td><td>transport, reason</td>
+ *       <td>queues refused or closed before their Connect: reason {@code port_limit} (the oldest pending one closed
+ *       for a new one), {@code host_limit} (a new one from an address at its limit), {@code connect_timeout}</td></tr>
  * </table>
  */
 public final class TargetMeterNames {
@@ -47,6 +50,7 @@ public final class TargetMeterNames {
     public static final String RAM_ALLOCATION_FAILURES = "nvmeof.target.ram.allocation.failures";
     public static final String RAM_BUDGET = "nvmeof.target.ram.budget";
     public static final String RAM_RESERVED = "nvmeof.target.ram.reserved";
+    public static final String CONNECTIONS_REFUSED = "nvmeof.target.connections.refused";
 
     public static final String TAG_OP = "op";
     public static final String TAG_SUBSYSTEM = "subsystem";
@@ -57,6 +61,7 @@ public final class TargetMeterNames {
     public static final String TAG_CNTLID = "cntlid";
     public static final String TAG_QID = "qid";
     public static final String TAG_REACTOR = "reactor";
+    public static final String TAG_REASON = "reason";
 
     /** nsid tag of admin commands (they belong to the controller, not to a namespace). */
     public static final String ADMIN_NSID = "0";

@@ -4,6 +4,7 @@ import io.nvmeof4j.target.backend.RamBlockDevice;
 import io.nvmeof4j.target.limits.RamBudget;
 
 import io.micrometer.core.instrument.Counter;
+import io.nvmeof4j.protocol.spi.PendingConnections;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
@@ -67,6 +68,8 @@ public final class TargetMetrics {
     private final Object refreshLock = new Object();
     private volatile ControllerRegistry controllers;
     private MultiGauge queueInflight;
+    /** [transport ordinal][refusal ordinal]: registered up front, so counting allocates nothing. */
+    private final Counter[][] connectionsRefused;
 
     /**
      * @param transports the transports the daemon serves: timers exist for these (a queue of another transport is
@@ -75,6 +78,30 @@ public final class TargetMetrics {
     public TargetMetrics(MeterRegistry registry, Set<TransportType> transports) {
         this.registry = Objects.requireNonNull(registry, "registry");
         this.transports = transports.isEmpty() ? EnumSet.noneOf(TransportType.class) : EnumSet.copyOf(transports);
+        PendingConnections.Refusal[] reasons = PendingConnections.Refusal.values();
+        this.connectionsRefused = new Counter[TRANSPORTS][reasons.length];
+        for (TransportType t : this.transports) {
+            for (PendingConnections.Refusal r : reasons) {
+                connectionsRefused[t.ordinal()][r.ordinal()] = Counter.builder(CONNECTIONS_REFUSED)
+                    .description("Queues refused or closed before their Connect")
+                    .tags(TAG_TRANSPORT, transportName(t), TAG_REASON, r.tag())
+                    .register(registry);
+            }
+        }
+    }
+
+    /** A queue refused or closed before its Connect (any transport thread). */
+    public void connectionRefused(TransportType transport, PendingConnections.Refusal reason) {
+        Counter c = connectionsRefused[transport.ordinal()][reason.ordinal()];
+        if (c != null) {
+            c.increment();
+        }
+    }
+
+    /** The count of {@link #connectionRefused} calls so far (tests, the management API). */
+    public double connectionsRefused(TransportType transport, PendingConnections.Refusal reason) {
+        Counter c = connectionsRefused[transport.ordinal()][reason.ordinal()];
+        return c == null ? 0 : c.count();
     }
 
     /** Metrics on a new Prometheus registry. */

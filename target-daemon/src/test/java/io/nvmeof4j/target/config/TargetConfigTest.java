@@ -3,6 +3,7 @@ package io.nvmeof4j.target.config;
 import io.nvmeof4j.tcp.tls.NvmeTlsKeys;
 
 import io.nvmeof4j.protocol.spi.AddressFamily;
+import io.nvmeof4j.protocol.spi.ConnectionLimits;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
@@ -254,6 +255,35 @@ class TargetConfigTest {
         assertThat(d).isEqualTo(new DaemonSettings(3, IdleStrategy.BUSY, 10_000, 16L << 20, 512 << 10, true,
             Duration.ofMillis(250)).withHttpSecurity(d.httpSecurity()));
         assertThat(parse(json).ports().get(0).options().maxDataTransferSize()).isEqualTo(512 << 10);
+    }
+
+    @Test
+    void shouldReadConnectionLimitsIntoEveryPort() throws Exception {
+        String json = withNamespaces(ramNamespace(1)).replaceFirst("\\{", "{\"nvmeof4j\": {"
+            + "\"max_pending_connections\": 100, \"max_pending_connections_per_host\": 20, "
+            + "\"connect_timeout_ms\": 2500}, ");
+        ConnectionLimits expected = new ConnectionLimits(100, 20, TimeUnit.MILLISECONDS.toNanos(2500));
+        assertThat(parse(json).daemon().connectionLimits()).isEqualTo(expected);
+        assertThat(parse(json).ports().get(0).options().connectionLimits()).isEqualTo(expected);
+        // 20 is below qid_max + 1 (129): a Linux host setting up all its queues would be refused.
+        assertThat(parse(json).notices()).anySatisfy(n -> {
+            assertThat(n.warning()).isTrue();
+            assertThat(n.text()).startsWith("nvmeof4j.max_pending_connections_per_host: 20 is below the 129 queues");
+        });
+        assertThat(parse(withNamespaces(ramNamespace(1))).notices())
+            .noneSatisfy(n -> assertThat(n.text()).contains("max_pending_connections_per_host"));
+    }
+
+    @Test
+    void shouldDefaultConnectionLimitsAndLowerThePerHostDefaultWithThePortLimit() throws Exception {
+        assertThat(parse(withNamespaces(ramNamespace(1))).ports().get(0).options().connectionLimits())
+            .isEqualTo(ConnectionLimits.defaults());
+        String json = withNamespaces(ramNamespace(1)).replaceFirst("\\{",
+            "{\"nvmeof4j\": {\"max_pending_connections\": 50}, ");
+        ConnectionLimits limits = parse(json).daemon().connectionLimits();
+        assertThat(limits.maxPending()).isEqualTo(50);
+        assertThat(limits.maxPendingPerHost()).isEqualTo(50);
+        assertThat(limits.connectTimeoutMillis()).isEqualTo(ConnectionLimits.CONNECT_TIMEOUT_MS_DEFAULT);
     }
 
     @Test
@@ -805,7 +835,15 @@ class TargetConfigTest {
         "\"max_data_transfer_kib\": 1000|nvmeof4j.max_data_transfer_kib",
         "\"hugepages\": 2|nvmeof4j.hugepages",
         "\"shutdown_timeout_ms\": -5|nvmeof4j.shutdown_timeout_ms",
-        "\"buffer_pool_mib\": 1, \"max_data_transfer_kib\": 2048|nvmeof4j.buffer_pool_mib"})
+        "\"buffer_pool_mib\": 1, \"max_data_transfer_kib\": 2048|nvmeof4j.buffer_pool_mib",
+        "\"max_pending_connections\": 0|nvmeof4j.max_pending_connections",
+        "\"max_pending_connections\": 2000000|nvmeof4j.max_pending_connections",
+        "\"max_pending_connections_per_host\": 0|nvmeof4j.max_pending_connections_per_host",
+        "\"max_pending_connections\": 10, \"max_pending_connections_per_host\": 11|"
+            + "nvmeof4j.max_pending_connections_per_host",
+        "\"connect_timeout_ms\": 99|nvmeof4j.connect_timeout_ms",
+        "\"connect_timeout_ms\": \"soon\"|nvmeof4j.connect_timeout_ms",
+        "\"connect_timeout_ms\": 3600001|nvmeof4j.connect_timeout_ms"})
     void shouldRejectBadDaemonSettings(String settings, String path) {
         String json = withNamespaces(ramNamespace(1)).replaceFirst("\\{", "{\"nvmeof4j\": {" + settings + "}, ");
         assertRejected(json, path);
