@@ -115,8 +115,8 @@ class LinuxKernelTlsIT {
                     "PASS our-initiator-wrong-psk-refused", "PASS our-initiator-plain-refused");
             assertThat(guest.exitCode()).as("guest exit code; tail:\n%s", guest.tail(40)).isZero();
             String log = Files.readString(work.resolve("daemon.log"));
-            assertThat(log).as("the daemon log names the refused handshakes").contains("TLS 1.3 handshake failed")
-                .contains("TLS is required on this port");
+            // (Refusals are logged rate-limited per peer address: the plain connect right after may not show.)
+            assertThat(log).as("the daemon log names the refused handshake").contains("TLS 1.3 handshake failed");
             assertThat(log).as("no key material in the daemon log").doesNotContain(key.substring(16, key.length() - 1))
                 .doesNotContain(otherKey.substring(16, otherKey.length() - 1));
             assertThat(daemon.waitForPorts(Duration.ofSeconds(5), tlsPort, plainPort))
