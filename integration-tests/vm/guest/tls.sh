@@ -115,17 +115,19 @@ if [[ " $PHASES " == *" kernel-host "* ]]; then
     : "${TLS_PORT:?TLS_PORT is required}"
     : "${PLAIN_PORT:?PLAIN_PORT is required}"
     info "kernel host $HOSTNQN -> our target $TARGET_ADDR:$TLS_PORT (TLS) / $PLAIN_PORT (plain), $SUBNQN"
+    # Version 0 first, alone: what a plain `nvme connect --tls` finds in the keyring when nothing else is there
+    # (the kernel prefers a version-1 key when it has one).
     serial0="$(insert_key "$HOSTNQN" "$SUBNQN" 0)"
-    serial1="$(insert_key "$HOSTNQN" "$SUBNQN" 1)"
-    info "inserted PSKs: v0 ${serial0:-?}, v1 ${serial1:-?}: $(grep -E 'NVMe[01]R' /proc/keys | awk '{print $9, $10, $11}' | tr '\n' ';')"
-
+    info "inserted PSK v0: ${serial0:-?}: $(grep -E 'NVMe[01]R' /proc/keys | awk '{print $9, $10, $11}' | tr '\n' ';')"
     if kernel_connect kernel-tls-connect-v0 "$TLS_PORT" --tls; then
-        info "controller: $(cat /sys/class/nvme/"$(ctrls_of_subsys "$SUBNQN" | head -n1)"/tls_key 2>/dev/null || echo '?') key"
+        info "controller tls_key: $(cat /sys/class/nvme/"$(ctrls_of_subsys "$SUBNQN" | head -n1)"/tls_key 2>/dev/null || echo '?')"
         kernel_verify kernel-tls-fio-verify-v0
         iops_tls_qd1="$(fio_run tls-qd1 "$DEV" randread 4k 1 "$PERF_SECONDS")"
         iops_tls_qd32="$(fio_run tls-qd32 "$DEV" randread 4k 32 "$PERF_SECONDS")"
         kernel_disconnect
     fi
+    serial1="$(insert_key "$HOSTNQN" "$SUBNQN" 1)"
+    info "inserted PSK v1: ${serial1:-?}"
     if [ -n "$serial1" ] && kernel_connect kernel-tls-connect-v1 "$TLS_PORT" --tls --tls_key="$serial1"; then
         kernel_verify kernel-tls-fio-verify-v1
         kernel_disconnect
@@ -188,8 +190,9 @@ if [[ " $PHASES " == *" our-initiator "* ]]; then
     info "PSK for our initiator: ${iserial:-?} $(grep -F "$IHOSTNQN" /proc/keys | awk '{print $9}')"
     printf '%s\n' "$TLS_KEY" > "$RES/tls.key"
     chmod 600 "$RES/tls.key"
+    # A generous connect timeout: a fresh JVM's first TLS handshake in this software-emulated guest takes seconds.
     TLSARGS=(-t tcp -a 127.0.0.1 -s "$KTLS_PORT" -n "$KSUBNQN" -q "$IHOSTNQN" -I "$IHOSTID" --tls --tls-compat
-             --tls-key "@$RES/tls.key")
+             --tls-key "@$RES/tls.key" --connect-timeout 60000)
     head -c $((1024 * 1024)) /dev/urandom > "$RES/data.bin"
     if cli write "${TLSARGS[@]}" --start-block 256 -z 1M -d "$RES/data.bin" > "$RES/cli-write.txt" 2>&1 \
         && cli read "${TLSARGS[@]}" --start-block 256 -z 1M -d "$RES/data.back" > "$RES/cli-read.txt" 2>&1 \
@@ -202,7 +205,7 @@ if [[ " $PHASES " == *" our-initiator "* ]]; then
 print("NVMeTLSkey-1:01:" + base64.b64encode(k + zlib.crc32(k).to_bytes(4, "little")).decode() + ":")' \
         > "$RES/wrong.key"
     if cli read -t tcp -a 127.0.0.1 -s "$KTLS_PORT" -n "$KSUBNQN" -q "$IHOSTNQN" -I "$IHOSTID" --tls --tls-compat \
-        --tls-key "@$RES/wrong.key" -z 4k -d /dev/null > "$RES/cli-wrong.txt" 2>&1; then
+        --tls-key "@$RES/wrong.key" --connect-timeout 60000 -z 4k -d /dev/null > "$RES/cli-wrong.txt" 2>&1; then
         fail our-initiator-wrong-psk-refused "read with a wrong PSK succeeded"
     else
         if grep -q 'TLS handshake' "$RES/cli-wrong.txt"; then
@@ -221,7 +224,8 @@ print("NVMeTLSkey-1:01:" + base64.b64encode(k + zlib.crc32(k).to_bytes(4, "littl
     for qd in 1 32; do
         for mode in tls plain; do
             if [ "$mode" = tls ]; then args=("${TLSARGS[@]}"); else
-                args=(-t tcp -a 127.0.0.1 -s "$KPLAIN_PORT" -n "$KSUBNQN" -q "$IHOSTNQN" -I "$IHOSTID"); fi
+                args=(-t tcp -a 127.0.0.1 -s "$KPLAIN_PORT" -n "$KSUBNQN" -q "$IHOSTNQN" -I "$IHOSTID"
+                      --connect-timeout 60000); fi
             cli perf "${args[@]}" --queue-depth "$qd" --io-size 4096 --workload randread --time "$PERF_SECONDS" \
                 --json > "$RES/perf-$mode-qd$qd.json" 2> "$RES/perf-$mode-qd$qd.err"
             iops="$(python3 -c '
