@@ -128,7 +128,9 @@ if [[ " $PHASES " == *" kernel-host "* ]]; then
     fi
     serial1="$(insert_key "$HOSTNQN" "$SUBNQN" 1)"
     info "inserted PSK v1: ${serial1:-?}"
-    if [ -n "$serial1" ] && kernel_connect kernel-tls-connect-v1 "$TLS_PORT" --tls --tls_key="$serial1"; then
+    # nvme-cli prints the serial in hex and takes it in decimal.
+    if [ -n "$serial1" ] && kernel_connect kernel-tls-connect-v1 "$TLS_PORT" --tls --tls_key="$((16#$serial1))"; then
+        info "controller tls_key: $(cat /sys/class/nvme/"$(ctrls_of_subsys "$SUBNQN" | head -n1)"/tls_key 2>/dev/null || echo '?')"
         kernel_verify kernel-tls-fio-verify-v1
         kernel_disconnect
     elif [ -z "$serial1" ]; then
