@@ -10,25 +10,37 @@ package io.nvmeof4j.jni.bdev;
  * @param sizeBytes 0 for the whole file or device; otherwise the size used (a shorter file is extended, sparse)
  * @param create    create a missing file
  * @param readOnly  open read-only (a shared lock)
+ * @param discardCommand use io_uring's block discard command (Linux 6.12+; where the kernel refuses it the device
+ *                  learns that and completes discards with {@link Bdev#RESULT_BLOCKING}); false: act as on an
+ *                  older kernel from the start (tests of the worker path, or a kernel whose command misbehaves)
  */
-public record UringOptions(boolean buffered, int blockSize, long sizeBytes, boolean create, boolean readOnly) {
+public record UringOptions(boolean buffered, int blockSize, long sizeBytes, boolean create, boolean readOnly,
+                           boolean discardCommand) {
+    public UringOptions(boolean buffered, int blockSize, long sizeBytes, boolean create, boolean readOnly) {
+        this(buffered, blockSize, sizeBytes, create, readOnly, true);
+    }
+
     public static UringOptions defaults() {
-        return new UringOptions(false, 0, 0, false, false);
+        return new UringOptions(false, 0, 0, false, false, true);
+    }
+
+    public UringOptions withDiscardCommand(boolean value) {
+        return new UringOptions(buffered, blockSize, sizeBytes, create, readOnly, value);
     }
 
     public UringOptions withBuffered(boolean value) {
-        return new UringOptions(value, blockSize, sizeBytes, create, readOnly);
+        return new UringOptions(value, blockSize, sizeBytes, create, readOnly, discardCommand);
     }
 
     public UringOptions withBlockSize(int value) {
-        return new UringOptions(buffered, value, sizeBytes, create, readOnly);
+        return new UringOptions(buffered, value, sizeBytes, create, readOnly, discardCommand);
     }
 
     public UringOptions withSize(long value) {
-        return new UringOptions(buffered, blockSize, value, create, readOnly);
+        return new UringOptions(buffered, blockSize, value, create, readOnly, discardCommand);
     }
 
     public UringOptions withCreate(boolean value) {
-        return new UringOptions(buffered, blockSize, sizeBytes, value, readOnly);
+        return new UringOptions(buffered, blockSize, sizeBytes, value, readOnly, discardCommand);
     }
 }

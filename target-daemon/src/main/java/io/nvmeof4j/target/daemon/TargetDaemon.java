@@ -28,6 +28,7 @@ import io.nvmeof4j.target.controller.ControllerQueueHandlerFactory;
 import io.nvmeof4j.target.controller.ControllerRegistry;
 import io.nvmeof4j.target.http.HttpApiServer;
 import io.nvmeof4j.target.io.NvmCommands;
+import io.nvmeof4j.target.metrics.TargetMeterNames;
 import io.nvmeof4j.target.metrics.TargetMetrics;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Port;
@@ -94,8 +95,6 @@ public final class TargetDaemon implements AutoCloseable {
         Duration.ofNanos(io.nvmeof4j.jni.bdev.BdevPollGroup.CLOSE_DRAIN_NANOS).plusSeconds(2);
     /** How long a file device gets to finish its I/O and fsync when closed. */
     public static final Duration DEVICE_CLOSE_TIMEOUT = Duration.ofSeconds(10);
-    /** Most block I/Os in flight on one reactor's io_uring. */
-    public static final int BDEV_IO_PER_REACTOR = 4096;
 
     private final TargetConfig config;
     private final TargetModel model = new TargetModel();
@@ -182,7 +181,12 @@ public final class TargetDaemon implements AutoCloseable {
             }
             if (Bdev.isAvailable()) {
                 try {
-                    reactor.add(new BdevChannels(reactor.name() + " block I/O", pool, BDEV_IO_PER_REACTOR));
+                    BdevChannels channels = new BdevChannels(reactor.name() + " block I/O", pool,
+                        BdevChannels.entriesFromProperty());
+                    reactor.add(channels);
+                    if (metrics != null) {
+                        metrics.bindResourceWaits(i, TargetMeterNames.RESOURCE_IO_URING, channels, BdevChannels::waits);
+                    }
                 } catch (NativeIoException e) {
                     // io_uring refused (a seccomp profile, kernel.io_uring_disabled): RAM and null namespaces still
                     // serve; file and block-device namespaces answer Namespace Not Ready on this reactor.
