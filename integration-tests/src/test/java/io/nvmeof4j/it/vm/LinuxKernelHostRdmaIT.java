@@ -34,6 +34,10 @@ class LinuxKernelHostRdmaIT {
         "PASS fio-verify-q1-digest-off-bs1m-qd1", "PASS fio-verify-q1-digest-off-bs1m-qd32",
         "PASS discard-zeroes-q1-digest-off", "PASS flush-q1-digest-off", "PASS disconnect-q1-digest-off",
         "PASS connect-q2-digest-off", "PASS disconnect-q2-digest-off",
+        // Namespace 3: a loop device with 4096-byte sectors, O_DIRECT; 4 KiB writes arrive in-capsule.
+        "PASS loop-4k-sectors", "PASS connect-fio-namespaces",
+        "PASS fio-verify-ns3-bs4k-qd1", "PASS fio-verify-ns3-bs4k-qd32", "PASS discard-zeroes-ns3",
+        "PASS disconnect-fio-namespaces",
         "PASS ours-target-stop", "PASS ours-log-clean");
 
     private static Path repo;
