@@ -76,6 +76,11 @@ public final class Reactor implements Executor, AutoCloseable {
     static final int FATAL_CONSECUTIVE_FAILURES = 1000;
     private static final int MAX_TASKS_PER_ROUND = 64;
     public static final Duration STOP_TIMEOUT_DEFAULT = Duration.ofSeconds(5);
+    /**
+     * System property: false turns the contention measurement off (an adaptive reactor then always spins
+     * {@code idle_spin_us} first, as before it existed); for comparisons such as benchmarks/run-shared-cpu-benchmark.sh.
+     */
+    public static final String ADAPT_TO_CONTENTION_PROP_NAME = "nvmeof4j.reactor.adapt_to_contention";
     static final long CONTENTION_WINDOW_MILLIS = 50;
     static final int CONTENDED_PERCENT = 10;
     static final long CONTENDED_HOLD_MILLIS = 1000;
@@ -325,7 +330,8 @@ public final class Reactor implements Executor, AutoCloseable {
         boolean idling = false;
         long idleStart = 0;
         effectiveSpinNanos = spinNanos;
-        if (idleStrategy == IdleStrategy.ADAPTIVE) {
+        if (idleStrategy == IdleStrategy.ADAPTIVE
+            && Boolean.parseBoolean(System.getProperty(ADAPT_TO_CONTENTION_PROP_NAME, "true"))) {
             schedStat = SchedStat.open(); // on this thread: the file describes the thread that opens it
             windowStartNanos = System.nanoTime();
             windowStartRunDelay = schedStat == null ? 0 : schedStat.runDelayNanos();
