@@ -17,7 +17,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 : "${SUBNQN:?SUBNQN is required}"
 : "${HTTP_PORT:?HTTP_PORT is required}"
-TARGET_ADDR="${TARGET_ADDR:-10.0.2.2}"
+TARGET_ADDR="${TARGET_ADDR:-${NVMEOF4J_HOST_ADDR:-10.0.2.2}}"
 TARGET_PORT="${TARGET_PORT:-4420}"
 if [ -z "${HOSTID:-}" ]; then HOSTID="$(cat /proc/sys/kernel/random/uuid)"; fi
 HOSTNQN="${HOSTNQN:-nqn.2014-08.org.nvmexpress:uuid:$HOSTID}"
