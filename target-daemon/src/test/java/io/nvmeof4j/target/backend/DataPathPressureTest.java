@@ -96,9 +96,11 @@ class DataPathPressureTest {
         final CompletableFuture<Integer> done = new CompletableFuture<>();
         final AtomicInteger completions = new AtomicInteger();
         volatile boolean onReactor;
+        volatile long completedAt;
 
         @Override
         public void complete(int nvmeStatus) {
+            completedAt = System.nanoTime();
             onReactor = reactor.isReactorThread();
             completions.incrementAndGet();
             done.complete(nvmeStatus);
@@ -175,9 +177,9 @@ class DataPathPressureTest {
 
     /**
      * Three 4 GiB Deallocates on a loop device (its backing file re-allocated before each, so the discard has
-     * extents to free) while QD1 reads of a file on the same reactor run at one per 2 ms. Each read's
-     * latency counts from when it was due, not from when it was sent: a reactor stalled by the discard delays every
-     * read due meanwhile, and they all count (no coordinated omission).
+     * extents to free) while reads of a file on the same reactor arrive one per 2 ms (open loop: QD1 while the
+     * reactor keeps up), each timed from its submission: a reactor stalled by the discard holds every read sent
+     * meanwhile, and they all count (no coordinated omission), while the test thread's own scheduling delays do not.
      */
     private void discardWhileReading(boolean ringCommand) throws Exception {
         startReactor(64);
@@ -200,10 +202,14 @@ class DataPathPressureTest {
             ByteBuffer src = poolBuffer(MIB);
             src.put(0, data);
             assertThat(run(file, WRITE, 0, MIB, src)).isZero();
-            ByteBuffer dst = poolBuffer(4096);
 
+            ByteBuffer[] dsts = new ByteBuffer[64];
+            for (int i = 0; i < dsts.length; i++) {
+                dsts[i] = poolBuffer(4096);
+            }
             long[] discardMillis = new long[3];
-            long[] latencies = new long[4000];
+            Io[] readIos = new Io[8000];
+            long[] sentAt = new long[readIos.length];
             int reads = 0;
             for (int d = 0; d < discardMillis.length; d++) {
                 if (d > 0) {
@@ -213,35 +219,46 @@ class DataPathPressureTest {
                 long discardStart = System.nanoTime();
                 reactor.execute(() -> disk.submit(discard.prepare(DEALLOCATE, 0, loopBytes, null, false)));
                 long next = System.nanoTime();
-                while (!discard.done.isDone() || System.nanoTime() - discardStart < TimeUnit.MILLISECONDS.toNanos(50)) {
+                // Open loop: a read every 2 ms whether or not the previous one is back (QD1 while the reactor keeps up),
+                // each timed from its own submission; a reactor stalled by the discard holds every read sent meanwhile.
+                // 500 ms past the discard's start (or until its end): ~750 samples, so the p99 is not the single
+                // worst one, which a busy machine's scheduler alone can make 20 ms.
+                while (!discard.done.isDone() || System.nanoTime() - discardStart < TimeUnit.MILLISECONDS.toNanos(500)) {
                     long early = next - System.nanoTime();
                     if (early > 0) {
                         LockSupport.parkNanos(early);
                     }
                     Io read = new Io();
                     int block = reads % 256;
+                    ByteBuffer dst = dsts[reads % dsts.length];
+                    sentAt[reads] = System.nanoTime();
                     reactor.execute(() -> file.submit(read.prepare(READ, (long) block * 4096, 4096, dst, false)));
-                    assertThat(read.done.get(30, TimeUnit.SECONDS)).isZero();
-                    latencies[reads++] = System.nanoTime() - next; // from when it was due
-                    next += TimeUnit.MILLISECONDS.toNanos(2);
-                    assertThat(reads).as("reads bounded").isLessThan(latencies.length);
+                    readIos[reads++] = read;
+                    // No catch-up: a test thread that was itself descheduled must not fire a burst the reactor then
+                    // serves in turn (measured here: 37 reads sent within 1 ms after such a stall, all 64 ms late).
+                    next = Math.max(next + TimeUnit.MILLISECONDS.toNanos(2), System.nanoTime());
+                    assertThat(reads).as("reads bounded").isLessThan(readIos.length);
                 }
                 assertThat(discard.done.get(30, TimeUnit.SECONDS)).as("4 GiB Deallocate").isZero();
-                discardMillis[d] = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - discardStart);
+                discardMillis[d] = TimeUnit.NANOSECONDS.toMillis(discard.completedAt - discardStart);
             }
-            int lastBlock = (reads - 1) % 256;
-            byte[] expect = Arrays.copyOfRange(data, lastBlock * 4096, (lastBlock + 1) * 4096);
+            long[] sorted = new long[reads];
+            for (int i = 0; i < reads; i++) {
+                assertThat(readIos[i].done.get(30, TimeUnit.SECONDS)).as("read %d", i).isZero();
+                sorted[i] = readIos[i].completedAt - sentAt[i];
+            }
+            int last = reads - 1;
+            byte[] expect = Arrays.copyOfRange(data, (last % 256) * 4096, (last % 256 + 1) * 4096);
             byte[] got = new byte[4096];
-            dst.get(0, got);
+            dsts[last % dsts.length].get(0, got);
             assertThat(got).as("the last read's data").isEqualTo(expect);
 
-            long[] sorted = Arrays.copyOf(latencies, reads);
             Arrays.sort(sorted);
             long p99 = sorted[(int) Math.ceil(reads * 0.99) - 1];
-            System.out.printf("discard (%s): 3 x 4 GiB took %s ms; %d QD1 reads, p50 %d us, p99 %d us, max %d us%n",
+            System.out.printf("discard (%s): 3 x 4 GiB took %s ms; %d reads, p50 %d us, p99 %d us, max %d us%n",
                 ringCommand ? "io_uring command" : "worker", Arrays.toString(discardMillis), reads,
                 sorted[reads / 2] / 1000, p99 / 1000, sorted[reads - 1] / 1000);
-            assertThat(TimeUnit.NANOSECONDS.toMillis(p99)).as("p99 of QD1 reads during the discards").isLessThan(10);
+            assertThat(TimeUnit.NANOSECONDS.toMillis(p99)).as("p99 of the reads during the discards").isLessThan(10);
             if (!ringCommand) {
                 assertThat(BlockingWorkers.handedOver() - handedBefore).as("discards run on the workers").isEqualTo(3);
             }
