@@ -278,6 +278,7 @@ class RdmaControllerQueueTest {
             null));
         group.poll();
         assertThat(qp.sent).isEmpty();
+        assertThat(group.bufferWaits()).as("commands that waited for a buffer").isEqualTo(1);
         pool.release(taken.remove(0));
         group.poll();
         assertThat(lastResponse().status()).isEqualTo(NvmeStatus.SUCCESS);

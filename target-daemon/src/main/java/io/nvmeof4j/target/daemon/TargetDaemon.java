@@ -167,17 +167,24 @@ public final class TargetDaemon implements AutoCloseable {
             if (metrics != null) {
                 metrics.bindPool(i, pool);
             }
+            List<java.util.function.LongSupplier> bufferWaits = new ArrayList<>();
             if (rdma) {
                 // First: an idle reactor blocks on its first group's wait primitive (here the completion channel).
-                PollGroup rdmaGroup = rdmaTransport.createPollGroup(pool);
+                io.nvmeof4j.rdma.RdmaPollGroup rdmaGroup = rdmaTransport.createPollGroup(pool);
+                bufferWaits.add(rdmaGroup::bufferWaits);
                 reactor.add(rdmaGroup);
                 rdmaGroups.add(rdmaGroup);
             }
             if (!rdma || servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.TCP)) {
                 // Only when TCP ports exist: an idle group still costs a selectNow per reactor round.
-                PollGroup group = transport.createPollGroup(pool);
+                io.nvmeof4j.tcp.TcpPollGroup group = transport.createPollGroup(pool);
+                bufferWaits.add(group::bufferWaits);
                 reactor.add(group);
                 groups.add(group);
+            }
+            if (metrics != null) {
+                metrics.bindResourceWaits(i, TargetMeterNames.RESOURCE_BUFFER_POOL, bufferWaits,
+                    ws -> ws.stream().mapToLong(java.util.function.LongSupplier::getAsLong).sum());
             }
             if (Bdev.isAvailable()) {
                 try {
