@@ -119,23 +119,38 @@ public final class BdevChannels implements PollGroup, InFlightAware {
 
     /** Completes the waiting I/Os of {@code device} (or of every device, when null) with {@code status}. */
     private void failWaiting(UringBlockDevice device, int status) {
+        // Split first, complete after: a completion may submit (and park) again, which must find a consistent list.
         BlockIo keepHead = null;
         BlockIo keepTail = null;
+        BlockIo failHead = null;
+        BlockIo failTail = null;
         while (waitingHead != null) {
             BlockIo io = popWaiting();
             if (device == null || io.waitingDevice == device) {
-                io.waitingDevice = null;
-                io.complete(status);
-            } else if (keepTail == null) {
-                keepHead = io;
-                keepTail = io;
+                if (failTail == null) {
+                    failHead = io;
+                } else {
+                    failTail.waitingNext = io;
+                }
+                failTail = io;
             } else {
-                keepTail.waitingNext = io;
+                if (keepTail == null) {
+                    keepHead = io;
+                } else {
+                    keepTail.waitingNext = io;
+                }
                 keepTail = io;
             }
         }
         waitingHead = keepHead;
         waitingTail = keepTail;
+        while (failHead != null) {
+            BlockIo io = failHead;
+            failHead = io.waitingNext;
+            io.waitingNext = null;
+            io.waitingDevice = null;
+            io.complete(status);
+        }
     }
 
     /** The group of the calling reactor, or null off a reactor thread (or on a reactor without one). */
