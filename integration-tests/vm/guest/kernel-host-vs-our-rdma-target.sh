@@ -48,7 +48,7 @@ fi
 # The interop checks, run as a child so its PASS/FAIL lines and summary come out as they are.
 TRTYPE=rdma TARGET_ADDR=10.0.2.15 TARGET_PORT=4420 DISCOVERY_PORT=4420 SUBNQN="$SUBNQN" \
     CONNECTS="${CONNECTS:-1:off 2:off}" FIO_FULL=1 EXPECT_MODEL=nvmeof4j EXPECT_SERIAL=nvmeof4jrdmait01 \
-    EXPECT_NAMESPACES="1:16384:12 2:131072:9${LOOP:+ 3:16384:12}" NSID=1 \
+    EXPECT_NAMESPACES="1:16384:12 2:131072:9${LOOP:+ 3:16384:12}" NSID=1 EXPECT_NVM_EXTRAS=1 \
     PHASE="interop${LOOP:+ fio-namespaces}" FIO_NSIDS="${LOOP:+3}" FIO_NS_JOBS="4k:1:4M 4k:32:16M" \
     "$HERE/kernel-host-vs-target.sh"
 interop=$?

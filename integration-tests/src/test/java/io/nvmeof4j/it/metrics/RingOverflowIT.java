@@ -66,7 +66,7 @@ class RingOverflowIT {
             }
         }
         try (daemon; NvmeofHost host = NvmeofHost.create(HostIdentity.generate(), 2)) {
-            Http http = new Http(daemon.httpAddress());
+            Http http = new Http(daemon);
             List<NvmeofController> controllers = new ArrayList<>();
             try {
                 for (int c = 0; c < CONTROLLERS; c++) {

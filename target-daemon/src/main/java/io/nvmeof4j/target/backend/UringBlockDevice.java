@@ -9,12 +9,15 @@ import io.nvmeof4j.jni.bdev.BdevIoChannel;
 import io.nvmeof4j.jni.bdev.BdevPollGroup;
 import io.nvmeof4j.jni.bdev.UringOptions;
 import io.nvmeof4j.protocol.command.NvmeStatus;
+import io.nvmeof4j.protocol.log.RateLimitedLog;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import io.nvmeof4j.target.reactor.Reactor;
 
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -23,7 +26,6 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -67,8 +69,6 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
     public static final long FINAL_SYNC_TIMEOUT_MS_DEFAULT = 10_000;
     /** System property: false makes block devices discard as on kernels without io_uring's command (tests). */
     public static final String DISCARD_COMMAND_PROP_NAME = "nvmeof4j.io_uring.discard_command";
-    /** Interval between two logged I/O failures of one device; the ones between are counted, not formatted. */
-    private static final long FAILURE_LOG_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     private final int id = NEXT_ID.getAndIncrement();
     private final Path path;
@@ -76,11 +76,8 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
     private final BdevDescriptor descriptor;
     private final long capacityBytes;
     private final int blockSize;
+    /** One line a second for this device's errors; the ones between are counted, not formatted. */
     private final RateLimitedLog errorLog = new RateLimitedLog(LOG);
-    // The I/O failure path's own gate: checked before any argument is boxed or formatted, so a failing disk costs
-    // no allocation per failed I/O while the log is rate-limited. Racy across reactors by design (an extra line).
-    private volatile long nextFailureLogNanos = Long.MIN_VALUE;
-    private final AtomicLong failuresNotLogged = new AtomicLong();
     /** Discards handed to {@link BlockingWorkers} and not yet handed back. */
     private final AtomicInteger blockingInFlight = new AtomicInteger();
     private volatile boolean closed;
@@ -110,7 +107,18 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
      */
     public static UringBlockDevice open(Path path, long sizeBytes, int blockSize, boolean buffered)
         throws NativeIoException {
-        UringOptions options = new UringOptions(buffered, blockSize, sizeBytes, sizeBytes > 0, false,
+        return open(path, sizeBytes, blockSize, buffered, UringOptions.Confinement.NONE);
+    }
+
+    /**
+     * As {@link #open(Path, long, int, boolean)}, for a path checked against the allowed directories: see
+     * {@link UringOptions#confinement()} (no symlink followed; a file created only if still absent).
+     */
+    public static UringBlockDevice open(Path path, long sizeBytes, int blockSize, boolean buffered,
+                                        UringOptions.Confinement confinement) throws NativeIoException {
+        boolean create = sizeBytes > 0 && (confinement == UringOptions.Confinement.NONE || !Files.exists(path,
+            LinkOption.NOFOLLOW_LINKS));
+        UringOptions options = new UringOptions(buffered, blockSize, sizeBytes, create, false, confinement,
             Boolean.parseBoolean(System.getProperty(DISCARD_COMMAND_PROP_NAME, "true")));
         Bdev bdev;
         try {
@@ -121,7 +129,15 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
                 case Errno.EINVAL -> "block size " + blockSize + " is below the device's logical block size "
                     + "(O_DIRECT needs whole device blocks)";
                 case Errno.ENOSPC -> "smaller than the configured size " + sizeBytes;
-                case Errno.ENODEV -> "neither a regular file nor a block device";
+                case Errno.ENODEV -> confinement == UringOptions.Confinement.NONE
+                    ? "neither a regular file nor a block device"
+                    : "no longer the " + (confinement == UringOptions.Confinement.BLOCK_DEVICE ? "block device"
+                        : "regular file") + " that was checked";
+                case Errno.ELOOP -> "a path component became a symbolic link after the check";
+                case Errno.EEXIST -> "the file appeared after the check";
+                case Errno.EMLINK -> "has more than one hard link (another name may lie outside the allowed "
+                    + "directories)";
+                case Errno.ENOSYS -> "this kernel has no openat2 (Linux 5.6+), needed to open a confined path safely";
                 default -> null;
             };
             if (why == null) {
@@ -148,7 +164,7 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
             }
             if (created) {
                 try {
-                    java.nio.file.Files.deleteIfExists(path); // a failed open leaves nothing behind
+                    Files.deleteIfExists(path); // a failed open leaves nothing behind
                 } catch (java.io.IOException deleting) {
                     e.addSuppressed(deleting);
                 }
@@ -322,16 +338,14 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
     /** The status for a failed I/O, logged at most once a second; allocates nothing when not logged. */
     private int failed(BlockIo io, int errno) {
         int status = statusFor(io.op(), errno);
-        long now = System.nanoTime();
-        long next = nextFailureLogNanos;
-        if (next != Long.MIN_VALUE && now - next < 0) {
-            failuresNotLogged.incrementAndGet();
+        // admit before any argument is boxed or formatted: a failing disk costs no allocation per failed I/O.
+        long skipped = errorLog.admit(null);
+        if (skipped == RateLimitedLog.SUPPRESSED) {
             return status;
         }
-        nextFailureLogNanos = now + FAILURE_LOG_INTERVAL_NANOS;
-        long skipped = failuresNotLogged.getAndSet(0);
-        errorLog.error("{}: {} of {} bytes at offset {} failed: {} -> {} ({} failures not logged before this one)",
-            path, io.op(), io.length(), io.offset(), Errno.describe(errno), NvmeStatus.describe(status), skipped);
+        errorLog.logger().error("{}: {} of {} bytes at offset {} failed: {} -> {} ({} lines suppressed before this "
+            + "one)", path, io.op(), io.length(), io.offset(), Errno.describe(errno), NvmeStatus.describe(status),
+            skipped);
         return status;
     }
 

@@ -3,10 +3,12 @@ package io.nvmeof4j.target.config;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.nvmeof4j.protocol.Nqn;
 import io.nvmeof4j.protocol.spi.AddressFamily;
+import io.nvmeof4j.protocol.spi.ConnectionLimits;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.target.model.Port;
+import io.nvmeof4j.target.model.Subsystem;
 import io.nvmeof4j.target.reactor.IdleStrategy;
 
 import java.net.InetAddress;
@@ -47,7 +49,6 @@ final class ConfigParser {
         "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}");
     private static final Pattern VERSION = Pattern.compile("\\d{1,5}\\.\\d{1,3}(\\.\\d{1,3})?");
     private static final Set<String> TREQ_VALUES = Set.of("not specified", "required", "not required");
-    private static final long MAX_NSID = 0xFFFFFFFEL;
     private static final int MAX_SERIAL = 20;
     private static final int MAX_MODEL = 40;
     private static final int MAX_FIRMWARE = 8;
@@ -73,10 +74,31 @@ final class ConfigParser {
         "dhchap", "DH-HMAC-CHAP authentication is not supported");
 
     private final Path baseDirectory;
+    private final Path defaultTokenFile;
+    /**
+     * A request rather than the operator's file (management API): unknown or unsupported keys are errors, not
+     * notices, and a device path may not climb out with {@code ..}.
+     */
+    private final boolean strict;
     private final List<TargetConfig.Notice> notices = new ArrayList<>();
 
     ConfigParser(Path baseDirectory) {
+        this(baseDirectory, HttpSecurity.stateDirectoryTokenFile(), false);
+    }
+
+    ConfigParser(Path baseDirectory, boolean strict) {
+        this(baseDirectory, HttpSecurity.stateDirectoryTokenFile(), strict);
+    }
+
+    /** @param defaultTokenFile the API token file when {@code api_token_file} is not given */
+    ConfigParser(Path baseDirectory, Path defaultTokenFile) {
+        this(baseDirectory, defaultTokenFile, false);
+    }
+
+    private ConfigParser(Path baseDirectory, Path defaultTokenFile, boolean strict) {
         this.baseDirectory = baseDirectory.toAbsolutePath().normalize();
+        this.defaultTokenFile = defaultTokenFile.toAbsolutePath().normalize();
+        this.strict = strict;
     }
 
     TargetConfig parse(JsonNode root, Path source) throws ConfigException {
@@ -87,6 +109,7 @@ final class ConfigParser {
         List<PortConfig> ports = ports(root.get("ports"), "ports", subsystems, settings);
         reportKeys(root, "", Set.of("nvmeof4j", "hosts", "subsystems", "ports"), Map.of());
         checkBufferPool(settings, ports);
+        checkConnectionLimits(settings, subsystems);
         reportUnreachable(subsystems, ports, hosts);
         TargetConfig config = new TargetConfig(source, hosts, ports, subsystems, settings, notices);
         config.checkEnvironment();
@@ -96,7 +119,7 @@ final class ConfigParser {
     // ---------------------------------------------------------------------------------------------- nvmeof4j
 
     private DaemonSettings daemonSettings(JsonNode node, String where) throws ConfigException {
-        DaemonSettings d = DaemonSettings.defaults();
+        DaemonSettings d = DaemonSettings.defaults().withHttpSecurity(HttpSecurity.defaults(defaultTokenFile));
         if (node == null || node.isNull()) {
             return d;
         }
@@ -104,7 +127,11 @@ final class ConfigParser {
         Set<String> known = Set.of(DaemonSettings.REACTORS, DaemonSettings.IDLE_STRATEGY, DaemonSettings.IDLE_SPIN_US,
             DaemonSettings.BUFFER_POOL_MIB, DaemonSettings.MAX_DATA_TRANSFER_KIB, DaemonSettings.HUGEPAGES,
             DaemonSettings.FILE_WORKERS_OBSOLETE, DaemonSettings.SHUTDOWN_TIMEOUT_MS, DaemonSettings.HTTP,
-            DaemonSettings.METRICS);
+            DaemonSettings.METRICS, HttpSecurity.API_TOKEN_FILE, HttpSecurity.METRICS_HTTP,
+            HttpSecurity.HTTP_ALLOWED_HOSTS, HttpSecurity.HTTP_REQUEST_TIMEOUT_MS, HttpSecurity.HTTP_MAX_CONNECTIONS,
+            HttpSecurity.HTTP_MAX_CONNECTIONS_PER_PEER, DaemonSettings.ALLOWED_PATHS, DaemonSettings.RAM_BUDGET_MIB,
+            DaemonSettings.MAX_PENDING_CONNECTIONS, DaemonSettings.MAX_PENDING_CONNECTIONS_PER_HOST,
+            DaemonSettings.CONNECT_TIMEOUT_MS);
         for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
             String name = names.next();
             if (!known.contains(name)) {
@@ -170,8 +197,151 @@ final class ConfigParser {
         }
         boolean metrics = !node.has(DaemonSettings.METRICS)
             || bool(node.get(DaemonSettings.METRICS), at(where, DaemonSettings.METRICS));
+        List<Path> allowedPaths = allowedPaths(node.get(DaemonSettings.ALLOWED_PATHS),
+            at(where, DaemonSettings.ALLOWED_PATHS));
+        long ramBudget = d.ramBudgetBytes();
+        if (node.has(DaemonSettings.RAM_BUDGET_MIB) && !node.get(DaemonSettings.RAM_BUDGET_MIB).isNull()) {
+            ramBudget = optionalInteger(node, where, DaemonSettings.RAM_BUDGET_MIB, 0, DaemonSettings.RAM_BUDGET_MIB_MAX,
+                0) << 20;
+        }
         return new DaemonSettings(reactors, idle, TimeUnit.MICROSECONDS.toNanos(spinUs), poolMib << 20,
-            (int) mdtsKib << 10, hugepages, Duration.ofMillis(shutdownMs), http, httpExplicit, metrics);
+            (int) mdtsKib << 10, hugepages, Duration.ofMillis(shutdownMs), http, httpExplicit, metrics,
+            httpSecurity(node, where, d.httpSecurity()), allowedPaths, ramBudget,
+            connectionLimits(node, where, d.connectionLimits()));
+    }
+
+    private HttpSecurity httpSecurity(JsonNode node, String where, HttpSecurity d) throws ConfigException {
+        Path tokenFile = d.apiTokenFile();
+        JsonNode tokenNode = node.get(HttpSecurity.API_TOKEN_FILE);
+        if (tokenNode != null) {
+            String tw = at(where, HttpSecurity.API_TOKEN_FILE);
+            String text = tokenNode.isTextual() ? tokenNode.asText() : "";
+            if (text.isBlank() || text.indexOf('\0') >= 0) {
+                throw new ConfigException(tw, "expected the path of the API token file");
+            }
+            try {
+                tokenFile = baseDirectory.resolve(text).normalize();
+            } catch (InvalidPathException e) {
+                throw new ConfigException(tw, quote(text) + " is not a path: " + e.getReason());
+            }
+        }
+        String metricsHttp = null;
+        JsonNode metricsNode = node.get(HttpSecurity.METRICS_HTTP);
+        if (metricsNode != null && !metricsNode.isNull()) {
+            String mw = at(where, HttpSecurity.METRICS_HTTP);
+            metricsHttp = text(metricsNode, mw).trim();
+            if (DaemonSettings.HTTP_OFF.equalsIgnoreCase(metricsHttp)) {
+                metricsHttp = null;
+            } else {
+                try {
+                    DaemonSettings.parseHttpAddress(metricsHttp);
+                } catch (IllegalArgumentException e) {
+                    throw new ConfigException(mw, e.getMessage());
+                }
+            }
+        }
+        List<String> allowedHosts = new ArrayList<>();
+        JsonNode hostsNode = node.get(HttpSecurity.HTTP_ALLOWED_HOSTS);
+        if (hostsNode != null && !hostsNode.isNull()) {
+            String hw = at(where, HttpSecurity.HTTP_ALLOWED_HOSTS);
+            requireArray(hostsNode, hw);
+            for (int i = 0; i < hostsNode.size(); i++) {
+                String name = text(hostsNode.get(i), hw + "[" + i + "]").trim().toLowerCase(Locale.ROOT);
+                // A host name or an IP literal as it appears in a Host header, without the port.
+                if (!name.matches("[a-z0-9]([a-z0-9.-]{0,252})|\\[[0-9a-f:.]+\\]")) {
+                    throw new ConfigException(hw + "[" + i + "]", quote(name) + " is not a host name (letters, "
+                        + "digits, '-' and '.'; an IPv6 address in brackets; no port)");
+                }
+                allowedHosts.add(name);
+            }
+        }
+        long timeoutMs = optionalInteger(node, where, HttpSecurity.HTTP_REQUEST_TIMEOUT_MS, 100, 600_000,
+            d.requestTimeout().toMillis());
+        int maxConnections = (int) optionalInteger(node, where, HttpSecurity.HTTP_MAX_CONNECTIONS, 1, 65_536,
+            d.maxConnections());
+        int maxPerPeer = (int) optionalInteger(node, where, HttpSecurity.HTTP_MAX_CONNECTIONS_PER_PEER, 1, 65_536,
+            d.maxConnectionsPerPeer());
+        return new HttpSecurity(tokenFile, metricsHttp, allowedHosts, Duration.ofMillis(timeoutMs), maxConnections,
+            maxPerPeer);
+    }
+
+    /**
+     * {@code allowed_paths}: absolute paths (relative ones are taken relative to the configuration's directory) of
+     * directories and block devices. Kept as written, normalised; they are resolved (symlinks followed) each time a
+     * namespace is checked against them, so a directory created after the start counts.
+     */
+    private List<Path> allowedPaths(JsonNode node, String where) throws ConfigException {
+        List<Path> paths = new ArrayList<>();
+        if (node == null || node.isNull()) {
+            return paths;
+        }
+        requireArray(node, where);
+        for (int i = 0; i < node.size(); i++) {
+            String pw = where + "[" + i + "]";
+            JsonNode entry = node.get(i);
+            if (!entry.isTextual()) {
+                throw new ConfigException(pw, "must be a string (a directory or a block device), not " + describe(entry));
+            }
+            String text = entry.asText();
+            requirePlainText(text, pw);
+            if (text.isEmpty()) {
+                throw new ConfigException(pw, "is empty");
+            }
+            Path p;
+            try {
+                p = baseDirectory.resolve(text).normalize();
+            } catch (InvalidPathException e) {
+                throw new ConfigException(pw, quote(text) + " is not a valid path: " + e.getReason());
+            }
+            if (p.getParent() == null) {
+                // "/" would allow every file the daemon can open: the very thing allowed_paths exists to prevent.
+                throw new ConfigException(pw, quote(text) + " is the root directory; list the directories that hold "
+                    + "namespace files");
+            }
+            if (!paths.contains(p)) {
+                paths.add(p);
+            }
+        }
+        return paths;
+    }
+
+    /** No NUL byte or other control character: such text is an attack or a mistake, never a name. */
+    private static void requirePlainText(String text, String where) throws ConfigException {
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c < 0x20 || c == 0x7F) {
+                throw new ConfigException(where, "contains the control character U+" + String.format("%04X", (int) c)
+                    + " at index " + i);
+            }
+        }
+    }
+
+    private static ConnectionLimits connectionLimits(JsonNode node, String where, ConnectionLimits d)
+        throws ConfigException {
+        int maxPending = (int) optionalInteger(node, where, DaemonSettings.MAX_PENDING_CONNECTIONS, 1,
+            ConnectionLimits.MAX_PENDING_LIMIT, d.maxPending());
+        // The per-host default follows a lowered port limit; an explicit value above it is an error.
+        int perHost = (int) optionalInteger(node, where, DaemonSettings.MAX_PENDING_CONNECTIONS_PER_HOST, 1,
+            maxPending, Math.min(d.maxPendingPerHost(), maxPending));
+        long timeoutMs = optionalInteger(node, where, DaemonSettings.CONNECT_TIMEOUT_MS,
+            ConnectionLimits.CONNECT_TIMEOUT_MS_MIN, ConnectionLimits.CONNECT_TIMEOUT_MS_MAX, d.connectTimeoutMillis());
+        return new ConnectionLimits(maxPending, perHost, TimeUnit.MILLISECONDS.toNanos(timeoutMs));
+    }
+
+    /**
+     * The Linux host opens every I/O queue's connection (ICReq done) before it sends their Connects, so one host can
+     * have qid_max + 1 queues pending at once: a per-host limit at or below that refuses real hosts.
+     */
+    private void checkConnectionLimits(DaemonSettings settings, List<SubsystemConfig> subsystems) {
+        int perHost = settings.connectionLimits().maxPendingPerHost();
+        for (SubsystemConfig s : subsystems) {
+            if (s.qidMax() + 1 > perHost) {
+                notice(true, at("nvmeof4j", DaemonSettings.MAX_PENDING_CONNECTIONS_PER_HOST) + ": " + perHost
+                    + " is below the " + (s.qidMax() + 1) + " queues a host of " + s.nqn() + " (attr.qid_max "
+                    + s.qidMax() + ") may set up before it sends their Connects; such a host would be refused");
+                return;
+            }
+        }
     }
 
     private void checkBufferPool(DaemonSettings settings, List<PortConfig> ports) throws ConfigException {
@@ -336,7 +506,7 @@ final class ConfigParser {
 
     private NamespaceConfig namespace(JsonNode n, String where, String subsystemNqn) throws ConfigException {
         requireObject(n, where);
-        long nsid = integer(required(n, where, "nsid"), at(where, "nsid"), 1, MAX_NSID);
+        long nsid = integer(required(n, where, "nsid"), at(where, "nsid"), 1, Subsystem.MAX_NSID);
         boolean enabled = !n.has("enable") || bool(n.get("enable"), at(where, "enable"));
         reportKeys(n, where, Set.of("nsid", "enable", "device"), IGNORED_NAMESPACE);
 
@@ -351,6 +521,15 @@ final class ConfigParser {
             String pathText = text(device.get("path"), at(dw, "path"));
             if (pathText.isEmpty()) {
                 throw new ConfigException(at(dw, "path"), "is empty");
+            }
+            requirePlainText(pathText, at(dw, "path"));
+            if (strict) {
+                for (String part : pathText.split("/")) {
+                    if (part.equals("..")) {
+                        throw new ConfigException(at(dw, "path"), quote(pathText) + " contains a '..' component; give "
+                            + "the path without it");
+                    }
+                }
             }
             try {
                 path = baseDirectory.resolve(pathText).normalize();
@@ -628,7 +807,8 @@ final class ConfigParser {
             trsvcid = discoveryOnly && trtype == TransportType.TCP ? 8009 : 4420;
         }
         TransportAddress address = new TransportAddress(trtype, family, traddr, Integer.toString(trsvcid));
-        PortOptions options = new PortOptions(inline, queueSize, settings.maxDataTransferSize());
+        PortOptions options = new PortOptions(inline, queueSize, settings.maxDataTransferSize(),
+            settings.connectionLimits());
         return new PortConfig(pw, portId, address, treq, options, exported);
     }
 
@@ -706,7 +886,8 @@ final class ConfigParser {
 
     // ---------------------------------------------------------------------------------------------- values
 
-    private void reportKeys(JsonNode object, String where, Set<String> used, Map<String, String> ignored) {
+    private void reportKeys(JsonNode object, String where, Set<String> used, Map<String, String> ignored)
+        throws ConfigException {
         for (Iterator<Map.Entry<String, JsonNode>> it = object.fields(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> e = it.next();
             String key = e.getKey();
@@ -714,6 +895,15 @@ final class ConfigParser {
                 continue;
             }
             String reason = ignored.get(key);
+            if (strict) {
+                if (reason != null && isEmpty(e.getValue())) {
+                    continue; // nvmetcli's "none" value of a feature we lack: nothing asked that we ignore
+                }
+                // A request naming a field we would not use would be answered as if it had been honoured.
+                throw new ConfigException(at(where, printable(key)), reason != null
+                    ? "not supported (" + reason + ")"
+                    : "unknown field (known: " + String.join(", ", new java.util.TreeSet<>(used)) + ")");
+            }
             if (reason != null) {
                 if (!isEmpty(e.getValue())) {
                     notice(false, at(where, key) + ": ignored (" + reason + ")");
@@ -722,6 +912,16 @@ final class ConfigParser {
                 notice(true, at(where, key) + ": unknown key, ignored");
             }
         }
+    }
+
+    /** Text as it may appear in a message: control characters escaped, at most 240 characters. */
+    private static String printable(String text) {
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < text.length() && i < 240; i++) {
+            char c = text.charAt(i);
+            sb.append(c < 0x20 || c == 0x7F ? String.format("\\u%04x", (int) c) : String.valueOf(c));
+        }
+        return text.length() > 240 ? sb + "..." : sb.toString();
     }
 
     private static boolean isEmpty(JsonNode node) {
@@ -784,10 +984,28 @@ final class ConfigParser {
     private static String nqn(JsonNode node, String where) throws ConfigException {
         String text = text(node, where);
         try {
-            return Nqn.of(text).value();
+            return checkNqn(text);
         } catch (IllegalArgumentException e) {
             throw new ConfigException(where, e.getMessage());
         }
+    }
+
+    /**
+     * An NQN as {@link Nqn#of} takes it, and without control characters, '/' or '\\': nvmet's NQNs are configfs
+     * directory names, which cannot hold '/', and the management API carries NQNs in URL paths and log lines.
+     *
+     * @throws IllegalArgumentException saying what is wrong
+     */
+    static String checkNqn(String text) {
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c < 0x20 || c == 0x7F || c == '/' || c == '\\') {
+                throw new IllegalArgumentException("NQN " + printable(text) + " contains "
+                    + (c < 0x20 || c == 0x7F ? "the control character U+" + String.format("%04X", (int) c)
+                    : "'" + c + "'") + " at index " + i);
+            }
+        }
+        return Nqn.of(text).value();
     }
 
     private static String ascii(JsonNode attr, String aw, String key, int max, String fallback)
@@ -860,7 +1078,7 @@ final class ConfigParser {
         if (!node.isTextual()) {
             return null;
         }
-        String t = node.asText().trim();
+        String t = node.asText().strip(); // not trim(): that drops control characters too
         try {
             if (t.startsWith("0x") || t.startsWith("0X")) {
                 return Long.parseLong(t.substring(2), 16);

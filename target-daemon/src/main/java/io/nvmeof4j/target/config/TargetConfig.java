@@ -41,7 +41,8 @@ import java.util.UUID;
  *                    "namespaces": [ {"nsid": 1, "enable": 1,
  *                                     "device": {"path": "/srv/ns1.img", "uuid": "…", "nguid": "…",
  *                                                "backend": "file", "size": "1G", "block_size": 4096}} ]} ],
- *   "nvmeof4j":   {"reactors": 1, "idle_strategy": "adaptive", "buffer_pool_mib": 64}
+ *   "nvmeof4j":   {"reactors": 1, "idle_strategy": "adaptive", "buffer_pool_mib": 64,
+ *                  "allowed_paths": ["/srv/nvmeof"], "ram_budget_mib": 16384}
  * }
  * </pre>
  * {@code device.backend}, {@code device.size}, {@code device.block_size} and the {@code "nvmeof4j"} object are
@@ -144,20 +145,28 @@ public final class TargetConfig {
         }
         Path absolute = file.toAbsolutePath();
         Path dir = absolute.getParent() != null ? absolute.getParent() : Path.of("").toAbsolutePath();
-        return parse(json, absolute, dir);
+        return parse(json, absolute, dir, dir.resolve(HttpSecurity.API_TOKEN_FILE_NAME));
     }
 
-    /** Parses and validates a configuration; relative device paths are taken relative to the working directory. */
+    /**
+     * Parses and validates a configuration; relative device paths are taken relative to the working directory,
+     * the API token file defaults to {@link HttpSecurity#stateDirectoryTokenFile()} (there is no configuration
+     * file to put it next to).
+     */
     public static TargetConfig parse(String json) throws ConfigException {
-        return parse(json, null, Path.of("").toAbsolutePath());
+        return parse(json, null, Path.of("").toAbsolutePath(), HttpSecurity.stateDirectoryTokenFile());
     }
 
-    /** Parses and validates a configuration; relative device paths are taken relative to {@code baseDirectory}. */
+    /**
+     * Parses and validates a configuration; relative device paths are taken relative to {@code baseDirectory}, and
+     * the API token file defaults to {@value HttpSecurity#API_TOKEN_FILE_NAME} in it, as for a file there.
+     */
     public static TargetConfig parse(String json, Path baseDirectory) throws ConfigException {
-        return parse(json, null, baseDirectory);
+        return parse(json, null, baseDirectory, baseDirectory.resolve(HttpSecurity.API_TOKEN_FILE_NAME));
     }
 
-    private static TargetConfig parse(String json, Path source, Path baseDirectory) throws ConfigException {
+    private static TargetConfig parse(String json, Path source, Path baseDirectory, Path defaultTokenFile)
+        throws ConfigException {
         JsonNode root;
         try {
             root = MAPPER.readTree(json);
@@ -167,7 +176,7 @@ public final class TargetConfig {
         if (root == null || root.isMissingNode()) {
             throw new ConfigException("", "the configuration is empty");
         }
-        TargetConfig config = new ConfigParser(baseDirectory).parse(root, source);
+        TargetConfig config = new ConfigParser(baseDirectory, defaultTokenFile).parse(root, source);
         for (Notice n : config.notices) {
             if (n.warning()) {
                 LOG.warn("config: {}", n.text());
@@ -180,19 +189,27 @@ public final class TargetConfig {
 
     /**
      * Parses one namespace object as it appears in {@code subsystems[].namespaces[]} (management API: adding a
-     * namespace live), with the same checks, defaults and derived identifiers as a configuration file, and checks
-     * its file as {@link #checkEnvironment()} would. Relative paths are taken relative to {@code baseDirectory}.
+     * namespace live), with the same checks, defaults and derived identifiers as a configuration file, and stricter
+     * ones for a request: an unknown or unsupported key is an error naming it (a configuration file only gets a
+     * notice, since nvmetcli files carry keys we ignore), and a device path may not contain a {@code ..} component.
+     * Nothing on the machine is looked at: the daemon checks the path against {@code allowed_paths} first, then
+     * {@link #checkNamespaceFile}. Relative paths are taken relative to {@code baseDirectory}.
      *
      * @param where the JSON path to name in messages
      */
     public static NamespaceConfig parseNamespace(JsonNode namespace, String where, String subsystemNqn,
                                                  Path baseDirectory) throws ConfigException {
-        ConfigParser parser = new ConfigParser(baseDirectory);
-        NamespaceConfig nc = parser.standaloneNamespace(namespace, where, subsystemNqn);
-        if (nc.enabled() && nc.backend() == BackendType.FILE) {
-            checkFile(nc);
-        }
-        return nc;
+        return new ConfigParser(baseDirectory, true).standaloneNamespace(namespace, where, subsystemNqn);
+    }
+
+    /**
+     * An NQN as the configuration takes it: {@link io.nvmeof4j.protocol.Nqn#of}'s rules (at most 223 bytes,
+     * {@code nqn.yyyy-mm.domain[:name]}), and no control character, '/' or '\\'.
+     *
+     * @throws IllegalArgumentException saying what is wrong
+     */
+    public static String checkNqn(String nqn) {
+        return ConfigParser.checkNqn(nqn);
     }
 
     /** This configuration with other daemon settings (command-line overrides such as {@code --http}). */
@@ -276,13 +293,17 @@ public final class TargetConfig {
         for (SubsystemConfig s : subsystems) {
             for (NamespaceConfig ns : s.namespaces()) {
                 if (ns.enabled() && ns.backend() == BackendType.FILE) {
-                    checkFile(ns);
+                    checkNamespaceFile(ns);
                 }
             }
         }
     }
 
-    private static void checkFile(NamespaceConfig ns) throws ConfigException {
+    /**
+     * Checks a file namespace's file as {@link #checkEnvironment()} does: it exists and is usable, or can be
+     * created (a size is given and the directory exists and is writable).
+     */
+    public static void checkNamespaceFile(NamespaceConfig ns) throws ConfigException {
         String where = ns.where() + ".device.path";
         Path path = ns.path();
         if (Files.isDirectory(path)) {

@@ -28,6 +28,7 @@ import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.Request;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.target.discovery.DiscoveryLogBuilder;
+import io.nvmeof4j.target.io.NvmCommands;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Port;
 import io.nvmeof4j.target.model.Subsystem;
@@ -55,8 +56,6 @@ final class AdminCommands {
     static final int ACL = 3;
     /** Error Information log entries (ELPE + 1); we keep no errors, so the log reads as empty entries. */
     static final int ERROR_LOG_ENTRIES = 64;
-    /** NN when the subsystem's NSIDs are small: the Linux target's NVMET_MAX_NAMESPACES. */
-    static final int NN_DEFAULT = 1024;
     /** FRMW: slot 1 read-only, one slot. */
     static final int FRMW = IdentifyController.FRMW_SLOT1_READ_ONLY | 1 << 1;
     /** DLFEAT of a device whose deallocated blocks read as zeroes: that, and Write Zeroes may deallocate. */
@@ -264,6 +263,13 @@ final class AdminCommands {
             case IdentifyCommand.CNS_CSI_INDEPENDENT_NAMESPACE:
                 independentNamespace(r, nsid);
                 return;
+            case IdentifyCommand.CNS_IO_COMMAND_SET:
+                // One combination, index 0: NVM only (SPDK's nvmf_ctrlr_identify_iocs; nvmet answers Invalid Field).
+                // It is what Set Features 19h selects, and what a host that set CC.CSS 110b may look up.
+                zeroData(r);
+                r.data().putLong(0, IdentifyCommand.IO_COMMAND_SET_VECTOR_NVM);
+                r.complete(NvmeStatus.SUCCESS);
+                return;
             default:
                 fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Identify CNS " + identify.cns());
         }
@@ -309,10 +315,13 @@ final class AdminCommands {
             .errorLogPageEntries(ERROR_LOG_ENTRIES - 1)
             .submissionQueueEntrySize(IdentifyController.SQES_NVM)
             .completionQueueEntrySize(IdentifyController.CQES_NVM)
-            .numberOfNamespaces(numberOfNamespaces(subsystem))
-            .maxAllowedNamespaces(numberOfNamespaces(subsystem))
+            .numberOfNamespaces(Subsystem.MAX_NSID)
+            .maxAllowedNamespaces(Subsystem.MAX_NSID)
             .optionalNvmCommands(IdentifyController.ONCS_COMPARE | IdentifyController.ONCS_DATASET_MANAGEMENT
-                | IdentifyController.ONCS_WRITE_ZEROES)
+                | IdentifyController.ONCS_WRITE_ZEROES | IdentifyController.ONCS_VERIFY | IdentifyController.ONCS_COPY)
+            // Fused Compare and Write (VMware ESXi's atomic test-and-set for VMFS); Copy with range format 0.
+            .fusedOperations(IdentifyController.FUSES_COMPARE_AND_WRITE)
+            .optionalCopyFormats(IdentifyController.OCFS_FORMAT_0)
             // Reported always, as nvmet does: a Flush the device did not need costs little, a lost write a lot.
             .volatileWriteCache(IdentifyController.VWC_PRESENT)
             .ioCommandCapsuleSize((64 + options.inlineDataSize()) / 16)
@@ -335,17 +344,6 @@ final class AdminCommands {
         return sgls;
     }
 
-    /** NN: at least 1024, and never below the highest NSID in use (NSIDs may be sparse). */
-    static int numberOfNamespaces(Subsystem subsystem) {
-        int nn = NN_DEFAULT;
-        for (Namespace ns : subsystem.namespaces()) {
-            if (Integer.compareUnsigned(ns.nsid(), nn) > 0) {
-                nn = ns.nsid();
-            }
-        }
-        return nn;
-    }
-
     private void identifyNamespace(Request r, int nsid) {
         if (nsid == 0 || nsid == -1) {
             // The spec's answer for both; nvmet returns zeroes for NSID 0, which no host relies on.
@@ -363,6 +361,10 @@ final class AdminCommands {
                 .formattedLbaSize(0)
                 .multiPathCapabilities(IdentifyNamespace.NMIC_SHARED)
                 .deallocateFeatures(ns.device().deallocatedBlocksReadZeroes() ? DLFEAT : 0)
+                // Copy limits: a Copy is staged whole in one 64 KiB buffer. MSRC is 0-based.
+                .maxSingleSourceRangeLength(NvmCommands.copyMaxBlocks(ns.blockSizeShift()))
+                .maxCopyLength(NvmCommands.copyMaxBlocks(ns.blockSizeShift()))
+                .maxSourceRangeCount(NvmCommands.COPY_MAX_RANGES - 1)
                 .nguid(ns.nguid())
                 .lbaFormat(0, 0, ns.blockSizeShift(), 0);
         }
@@ -537,6 +539,8 @@ final class AdminCommands {
         log.io(OPC_DATASET_MANAGEMENT, CommandsSupportedAndEffects.CSUPP);
         log.io(OPC_WRITE, CommandsSupportedAndEffects.CSUPP | CommandsSupportedAndEffects.LBCC);
         log.io(OPC_WRITE_ZEROES, CommandsSupportedAndEffects.CSUPP | CommandsSupportedAndEffects.LBCC);
+        log.io(NvmCommands.OPC_VERIFY, CommandsSupportedAndEffects.CSUPP);
+        log.io(NvmCommands.OPC_COPY, CommandsSupportedAndEffects.CSUPP | CommandsSupportedAndEffects.LBCC);
     }
 
     /**
@@ -590,7 +594,8 @@ final class AdminCommands {
             return;
         }
         boolean supported = fid == FeatureIdentifier.KEEP_ALIVE_TIMER || fid == FeatureIdentifier.ASYNC_EVENT_CONFIGURATION
-            || (!discovery && fid == FeatureIdentifier.NUMBER_OF_QUEUES);
+            || (!discovery && (fid == FeatureIdentifier.NUMBER_OF_QUEUES
+                || fid == FeatureIdentifier.IO_COMMAND_SET_PROFILE));
         if (!supported) {
             fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Set Features " + FeatureIdentifier.name(fid));
             return;
@@ -632,6 +637,16 @@ final class AdminCommands {
             case FeatureIdentifier.KEEP_ALIVE_TIMER:
                 controller.keepAliveTimeoutMillis(value & 0xFFFF_FFFFL);
                 break;
+            case FeatureIdentifier.IO_COMMAND_SET_PROFILE:
+                // CAP.CSS bit 43 makes this feature the host's way to pick a combination of Identify CNS 1Ch; the
+                // only one is index 0 (NVM), already in force. nvmet refuses the feature (Invalid Field).
+                if ((value & FeatureIdentifier.IO_COMMAND_SET_COMBINATION_INDEX_MASK) != 0) {
+                    fail(r, NvmeStatus.IO_COMMAND_SET_COMBINATION_REJECTED | NvmeStatus.DNR, "I/O Command Set Profile "
+                        + (value & FeatureIdentifier.IO_COMMAND_SET_COMBINATION_INDEX_MASK) + " (only 0 exists)");
+                    return;
+                }
+                r.response().dw0(0);
+                break;
             default:
                 throw new AssertionError(fid);
         }
@@ -645,7 +660,7 @@ final class AdminCommands {
         boolean discovery = controller.isDiscovery();
         boolean supported = fid == FeatureIdentifier.KEEP_ALIVE_TIMER || fid == FeatureIdentifier.ASYNC_EVENT_CONFIGURATION
             || (!discovery && (fid == FeatureIdentifier.NUMBER_OF_QUEUES || fid == FeatureIdentifier.VOLATILE_WRITE_CACHE
-                || fid == FeatureIdentifier.HOST_IDENTIFIER));
+                || fid == FeatureIdentifier.HOST_IDENTIFIER || fid == FeatureIdentifier.IO_COMMAND_SET_PROFILE));
         if (!supported) {
             fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Get Features " + FeatureIdentifier.name(fid));
             return;
@@ -680,6 +695,9 @@ final class AdminCommands {
                 break;
             case FeatureIdentifier.VOLATILE_WRITE_CACHE:
                 r.response().dw0(1);
+                break;
+            case FeatureIdentifier.IO_COMMAND_SET_PROFILE:
+                r.response().dw0(0); // combination index 0, current and default alike
                 break;
             case FeatureIdentifier.HOST_IDENTIFIER:
                 if ((cmd.cdw11() & FeatureIdentifier.HOST_IDENTIFIER_EXTENDED) == 0) {

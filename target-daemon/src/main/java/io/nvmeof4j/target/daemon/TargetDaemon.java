@@ -8,6 +8,7 @@ import io.nvmeof4j.protocol.spi.TransportListener;
 import io.nvmeof4j.jni.NativeIoException;
 import io.nvmeof4j.jni.bdev.Bdev;
 import io.nvmeof4j.jni.bdev.BdevRegion;
+import io.nvmeof4j.jni.bdev.UringOptions;
 import io.nvmeof4j.target.backend.BdevChannels;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.rdma.RdmaControllerTransport;
@@ -26,7 +27,12 @@ import io.nvmeof4j.target.config.SubsystemConfig;
 import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.controller.ControllerQueueHandlerFactory;
 import io.nvmeof4j.target.controller.ControllerRegistry;
+import io.nvmeof4j.target.config.HttpSecurity;
+import io.nvmeof4j.target.http.ApiToken;
 import io.nvmeof4j.target.http.HttpApiServer;
+import io.nvmeof4j.target.limits.NamespaceRefusedException;
+import io.nvmeof4j.target.limits.PathConfinement;
+import io.nvmeof4j.target.limits.RamBudget;
 import io.nvmeof4j.target.io.NvmCommands;
 import io.nvmeof4j.target.metrics.TargetMeterNames;
 import io.nvmeof4j.target.metrics.TargetMetrics;
@@ -40,7 +46,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.lang.management.ManagementFactory;
 import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -77,7 +82,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <h2>Live changes</h2>
  * {@link #addNamespace} and {@link #removeNamespace} (the management API) open and close devices through the
  * same path as the configured namespaces, one change at a time, and announce the change to connected hosts
- * (namespace attribute changed). The data path's namespace lookup stays a lock-free copy-on-write array.
+ * (namespace attribute changed). The data path's namespace lookup stays a lock-free copy-on-write array. They are held
+ * to limits the configuration file is not: a file or block device must lie inside {@code allowed_paths}
+ * ({@link PathConfinement}, checked here so no caller can skip it). Every RAM namespace, configured or live,
+ * reserves its size from the {@link RamBudget} before its device is created; the configuration's are reserved first
+ * thing at start, so a configuration beyond the budget fails before anything is allocated.
  *
  * <h2>Close</h2>
  * {@link #close()} is the orderly shutdown, each step bounded and each failure logged with what it concerned:
@@ -111,6 +120,10 @@ public final class TargetDaemon implements AutoCloseable {
     private ControllerRegistry registry;
     private TargetMetrics metrics;
     private HttpApiServer http;
+    /** What RAM namespaces may hold together; every one, configured or live, reserves its size here first. */
+    private RamBudget ramBudget;
+    /** Where live file and block-device namespaces may lie ({@code allowed_paths}). */
+    private PathConfinement confinement;
     private boolean started;
     private final AtomicBoolean closing = new AtomicBoolean();
     private final CountDownLatch closed = new CountDownLatch(1);
@@ -145,9 +158,13 @@ public final class TargetDaemon implements AutoCloseable {
         LOG.info("nvmeof4j target {} starting: {} subsystem(s), {} port(s), {} reactor(s), idle strategy {}",
             BuildVersion.version(), config.subsystems().size(), config.ports().size(), settings.reactors(),
             settings.idleStrategy().configName());
+        // The API token first: a token file that cannot be read fails the start before anything is opened.
+        ApiToken token = settings.http() == null ? null
+            : ApiToken.loadOrCreate(settings.httpSecurity().apiTokenFile());
+        reserveConfiguredRam(settings);
+        confinement = new PathConfinement(settings.allowedPaths());
         servedPorts = portsToServe();
-        buildModel(settings);
-        warnIfDirectMemoryShort(settings);
+        buildModel();
         if (settings.metrics()) {
             bindMetrics();
         }
@@ -227,11 +244,12 @@ public final class TargetDaemon implements AutoCloseable {
             model.replacePort(port, port.boundTo(listener.address()));
             listenAddresses.add(listener.address());
         }
-        startHttp(settings);
+        startHttp(settings, token);
         started = true;
         LOG.info("nvmeof4j target started in {} ms, listening on {}{}",
             TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - begin), listenAddresses,
-            http == null ? "" : "; HTTP (metrics, management API) on " + http.url());
+            http == null ? "" : "; HTTP (metrics, management API) on " + http.url() + ", API token in "
+                + http.tokenFile());
     }
 
     /** Every subsystem, the discovery subsystem and every namespace get their meters before the first Connect. */
@@ -242,6 +260,7 @@ public final class TargetDaemon implements AutoCloseable {
         }
         metrics = TargetMetrics.prometheus(types);
         metrics.bindSubsystem(Port.DISCOVERY_NQN);
+        metrics.bindRamBudget(ramBudget);
         for (Subsystem s : model.subsystems()) {
             metrics.bindSubsystem(s.nqn());
             for (Namespace ns : s.namespaces()) {
@@ -250,31 +269,29 @@ public final class TargetDaemon implements AutoCloseable {
         }
     }
 
-    private void startHttp(DaemonSettings settings) throws IOException {
+    private void startHttp(DaemonSettings settings, ApiToken token) throws IOException {
         if (settings.http() == null) {
             LOG.info("HTTP server off (\"http\": \"off\"): no /metrics, no management API");
             return;
         }
         InetSocketAddress address = DaemonSettings.parseHttpAddress(settings.http());
+        HttpSecurity security = settings.httpSecurity();
+        InetSocketAddress metricsAddress = security.metricsHttp() == null ? null
+            : DaemonSettings.parseHttpAddress(security.metricsHttp());
         try {
-            http = HttpApiServer.start(address, this);
+            http = HttpApiServer.start(address, metricsAddress, security, token, this);
         } catch (IOException e) {
-            if (!settings.httpExplicit() && e instanceof BindException) {
+            if (!settings.httpExplicit() && metricsAddress == null && e instanceof BindException) {
                 // Only the default address: a second daemon on the same machine still starts, without HTTP.
                 LOG.warn("HTTP server not started: the default address {} is taken ({}); set \"http\" in the "
                     + "\"nvmeof4j\" section or --http to use another", settings.http(), e.getMessage());
                 return;
             }
-            throw new IOException("nvmeof4j.http: cannot serve HTTP on " + settings.http() + ": " + e.getMessage(), e);
+            throw new IOException("nvmeof4j.http: cannot serve HTTP on " + settings.http()
+                + (metricsAddress == null ? "" : " and " + security.metricsHttp()) + ": " + e.getMessage(), e);
         }
     }
 
-    /**
-     * The memory a reactor's buffer pool is carved from: an anonymous mapping (hugepages when configured), so the
-     * pool is one range to register with io_uring (and RDMA) and its pages are committed only when first used.
-     * The reactor owns the mapping and unmaps it last, after the poll groups that use it have closed. Without the
-     * native library, a direct buffer.
-     */
     private static ByteBuffer poolRegion(Reactor reactor, DaemonSettings settings) throws IOException {
         if (!Bdev.isAvailable()) {
             return ByteBuffer.allocateDirect((int) Math.min(Integer.MAX_VALUE, settings.bufferPoolBytes()));
@@ -326,7 +343,7 @@ public final class TargetDaemon implements AutoCloseable {
         throw new IllegalStateException("port " + portId + " missing from the model");
     }
 
-    private void buildModel(DaemonSettings settings) throws IOException {
+    private void buildModel() throws IOException {
         for (SubsystemConfig sc : config.subsystems()) {
             Subsystem subsystem = new Subsystem(sc.nqn(), sc.serial(), sc.model(), sc.firmware(), sc.allowAnyHost());
             for (String host : sc.allowedHosts()) {
@@ -336,7 +353,7 @@ public final class TargetDaemon implements AutoCloseable {
                 if (!nc.enabled()) {
                     continue;
                 }
-                BlockDevice device = open(sc, nc, settings);
+                BlockDevice device = open(sc.nqn(), nc, UringOptions.Confinement.NONE);
                 subsystem.addNamespace(new Namespace(nc.nsid(), device, nc.uuid(), nc.nguid()));
                 LOG.info("{} namespace {}: {}, {} blocks of {} bytes, uuid {}", sc.nqn(),
                     Integer.toUnsignedString(nc.nsid()), device.description(), device.blockCount(), device.blockSize(),
@@ -350,12 +367,14 @@ public final class TargetDaemon implements AutoCloseable {
         }
     }
 
-    private BlockDevice open(SubsystemConfig sc, NamespaceConfig nc, DaemonSettings settings) throws IOException {
-        return open(sc.nqn(), nc, settings);
-    }
-
-    /** The one place devices are created (configured namespaces and namespaces added through the API alike). */
-    private BlockDevice open(String subsystemNqn, NamespaceConfig nc, DaemonSettings settings) throws IOException {
+    /**
+     * The one place devices are created (configured namespaces and namespaces added through the API alike).
+     *
+     * @param confinement what a live namespace's path was checked to be ({@link PathConfinement}); NONE for the
+     *                    configuration's namespaces
+     */
+    private BlockDevice open(String subsystemNqn, NamespaceConfig nc, UringOptions.Confinement confinement)
+        throws IOException {
         String label = subsystemNqn + " namespace " + Integer.toUnsignedString(nc.nsid());
         BlockDevice device;
         try {
@@ -369,7 +388,7 @@ public final class TargetDaemon implements AutoCloseable {
                         + Bdev.unavailabilityCause());
                 }
                 boolean existed = Files.exists(nc.path());
-                device = UringBlockDevice.open(nc.path(), nc.sizeBytes(), nc.blockSize(), nc.bufferedIo());
+                device = UringBlockDevice.open(nc.path(), nc.sizeBytes(), nc.blockSize(), nc.bufferedIo(), confinement);
                 if (!existed) {
                     createdFiles.add(nc.path());
                     LOG.info("{}: created {} ({}, sparse)", nc.where(), nc.path(), Sizes.format(nc.sizeBytes()));
@@ -378,6 +397,11 @@ public final class TargetDaemon implements AutoCloseable {
         } catch (IOException | RuntimeException e) {
             throw new IOException(nc.where() + " (" + label + "): cannot open "
                 + (nc.path() != null ? nc.path() : nc.backend().configName() + " device") + ": " + e.getMessage(), e);
+        } catch (OutOfMemoryError e) {
+            // The budget keeps a RAM device's chunk table small; should memory still run out, this namespace is
+            // refused and the daemon keeps serving the others.
+            throw new IOException(nc.where() + " (" + label + "): not enough memory for the "
+                + nc.backend().configName() + " device: " + e.getMessage());
         }
         synchronized (devices) {
             devices.add(new OpenDevice(label, device));
@@ -395,6 +419,9 @@ public final class TargetDaemon implements AutoCloseable {
      *
      * @throws IllegalArgumentException the subsystem does not exist
      * @throws IllegalStateException    the NSID is taken, or the daemon is not running
+     * @throws NamespaceRefusedException a file outside {@code allowed_paths}, or RAM beyond the budget; nothing was
+     *                                  opened, created or allocated
+     * @throws ConfigException          the (allowed) file cannot be used: missing without a size, unreadable, ...
      * @throws IOException              the device cannot be opened (the message names the namespace)
      */
     public synchronized Namespace addNamespace(String subsystemNqn, NamespaceConfig nc) throws IOException {
@@ -406,8 +433,29 @@ public final class TargetDaemon implements AutoCloseable {
         if (subsystem.namespace(nc.nsid()) != null) {
             throw new IllegalStateException(subsystemNqn + " already has namespace " + Integer.toUnsignedString(nc.nsid()));
         }
+        String label = subsystemNqn + " namespace " + Integer.toUnsignedString(nc.nsid());
+        UringOptions.Confinement kind = UringOptions.Confinement.NONE;
+        if (nc.backend() == BackendType.FILE) {
+            // Whatever the request said, a live namespace's file lies inside allowed_paths: checked before the
+            // file is looked at for anything else, opened by the checked real path without following symlinks.
+            PathConfinement.Checked checked = confinement.check(nc.path(), nc.sizeBytes() > 0);
+            nc = nc.withPath(checked.realPath());
+            kind = checked.kind();
+            TargetConfig.checkNamespaceFile(nc);
+        }
+        long ramReserved = 0;
+        if (nc.backend() == BackendType.RAM) {
+            ramBudget.reserve(nc.sizeBytes(), label);
+            ramReserved = nc.sizeBytes();
+        }
         int createdBefore = createdFiles.size();
-        BlockDevice device = open(subsystemNqn, nc, config.daemon());
+        BlockDevice device;
+        try {
+            device = open(subsystemNqn, nc, kind);
+        } catch (IOException | RuntimeException | Error e) {
+            ramBudget.release(ramReserved);
+            throw e;
+        }
         Namespace namespace = null;
         boolean added = false;
         try {
@@ -428,6 +476,7 @@ public final class TargetDaemon implements AutoCloseable {
                     metrics.unbindNamespace(namespace);
                 }
                 closeDevice(device);
+                ramBudget.release(ramReserved);
                 if (createdFiles.size() > createdBefore) {
                     Path created = createdFiles.remove(createdFiles.size() - 1);
                     try {
@@ -493,6 +542,9 @@ public final class TargetDaemon implements AutoCloseable {
             }
         }
         closeDevice(removed.device());
+        if (removed.device() instanceof RamBlockDevice) {
+            ramBudget.release(removed.device().blockCount() * removed.device().blockSize());
+        }
         LOG.info("{} namespace {} removed ({})", subsystemNqn, Integer.toUnsignedString(nsid),
             removed.device().description());
         return removed;
@@ -523,37 +575,28 @@ public final class TargetDaemon implements AutoCloseable {
     }
 
     /**
-     * RAM namespaces and buffer pools live in direct memory, which the JVM caps ({@code -XX:MaxDirectMemorySize},
-     * by default the heap's maximum). Writes past the cap fail with Capacity Exceeded; say so at start.
+     * Reserves the RAM of every enabled RAM namespace of the configuration before anything is allocated: a
+     * configuration whose RAM namespaces exceed the budget fails the start, naming the first that does not fit.
      */
-    private void warnIfDirectMemoryShort(DaemonSettings settings) {
-        long ram = 0;
+    private void reserveConfiguredRam(DaemonSettings settings) throws ConfigException {
+        ramBudget = RamBudget.of(settings);
         for (SubsystemConfig s : config.subsystems()) {
             for (NamespaceConfig n : s.namespaces()) {
                 if (n.enabled() && n.backend() == BackendType.RAM) {
-                    ram += n.sizeBytes();
+                    try {
+                        ramBudget.reserve(n.sizeBytes(), s.nqn() + " namespace " + Integer.toUnsignedString(n.nsid()));
+                    } catch (NamespaceRefusedException e) {
+                        throw new ConfigException(n.where() + ".device.size", e.getMessage());
+                    }
                 }
             }
         }
-        long needed = ram + settings.reactors() * settings.bufferPoolBytes();
-        long limit = maxDirectMemory();
-        if (limit > 0 && needed > limit) {
-            LOG.warn("RAM namespaces ({}) and buffer pools ({} x {}) may need {} of direct memory, more than this "
-                    + "JVM's limit of {}: writes beyond it fail with Capacity Exceeded. Raise -XX:MaxDirectMemorySize.",
-                Sizes.format(ram), settings.reactors(), Sizes.format(settings.bufferPoolBytes()), Sizes.format(needed),
-                Sizes.format(limit));
-        }
+        LOG.info("RAM namespaces reserve {} of the {}", Sizes.format(ramBudget.reservedBytes()), ramBudget.describe());
     }
 
-    private static long maxDirectMemory() {
-        try {
-            com.sun.management.HotSpotDiagnosticMXBean bean =
-                ManagementFactory.getPlatformMXBean(com.sun.management.HotSpotDiagnosticMXBean.class);
-            long value = Long.parseLong(bean.getVMOption("MaxDirectMemorySize").getValue());
-            return value > 0 ? value : Runtime.getRuntime().maxMemory();
-        } catch (RuntimeException | LinkageError e) {
-            return -1; // not HotSpot: no warning
-        }
+    /** The RAM budget (its limit and what RAM namespaces hold of it); null before the start. */
+    public RamBudget ramBudget() {
+        return ramBudget;
     }
 
     /** The configuration this daemon serves. */
@@ -585,6 +628,18 @@ public final class TargetDaemon implements AutoCloseable {
     public InetSocketAddress httpAddress() {
         HttpApiServer h = http;
         return h == null ? null : h.address();
+    }
+
+    /** Where the metrics-only HTTP listener listens, or null when there is none (or HTTP is off). */
+    public InetSocketAddress metricsHttpAddress() {
+        HttpApiServer h = http;
+        return h == null ? null : h.metricsAddress();
+    }
+
+    /** The file holding the management API's token, or null when the HTTP server is off. */
+    public Path apiTokenFile() {
+        HttpApiServer h = http;
+        return h == null ? null : h.tokenFile();
     }
 
     /** True once {@link #close()} has begun. */

@@ -52,7 +52,7 @@ class ControllerBringUpTest {
         assertThat(capValue >>> 24 & 0xFF).as("TO").isEqualTo(15);
         assertThat(capValue >>> 32 & 0xF).as("DSTRD").isZero();
         assertThat(capValue >>> 37 & 1).as("CSS NVM").isEqualTo(1);
-        assertThat(capValue >>> 43 & 1).as("CSS I/O command sets").isZero();
+        assertThat(capValue >>> 43 & 1).as("CSS I/O command sets, as nvmet").isEqualTo(1);
         assertThat(capValue >>> 48 & 0xF).as("MPSMIN").isZero();
         assertThat(capValue >>> 59 & 1).as("CRWMS").isZero();
 
@@ -96,8 +96,9 @@ class ControllerBringUpTest {
         assertThat(id.get(513)).as("CQES").isEqualTo((byte) 0x44);
         assertThat(id.getShort(514) & 0xFFFF).as("MAXCMD").isEqualTo(128);
         assertThat(id.getInt(516)).as("NN").isEqualTo(1024);
-        assertThat(id.getShort(520)).as("ONCS").isEqualTo((short) 0x0D);
-        assertThat(id.getShort(522)).as("FUSES").isZero();
+        assertThat(id.getShort(520)).as("ONCS: compare, DSM, write zeroes, verify, copy").isEqualTo((short) 0x18D);
+        assertThat(id.getShort(522)).as("FUSES: compare and write").isEqualTo((short) 1);
+        assertThat(id.getShort(534)).as("OCFS: copy format 0").isEqualTo((short) 1);
         assertThat(id.get(525)).as("VWC").isEqualTo((byte) 1);
         assertThat(id.getShort(526)).as("AWUN").isZero();
         assertThat(id.getShort(528)).as("AWUPF").isZero();
