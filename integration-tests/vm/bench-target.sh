@@ -94,7 +94,7 @@ guest_main() {
     # ---- 2. our target ----
     local addr port daemon_pid=""
     if [ "$ours_where" = host ]; then
-        addr=10.0.2.2; port="${BENCH_OURS_PORT:?}"
+        addr="${NVMEOF4J_HOST_ADDR:-10.0.2.2}"; port="${BENCH_OURS_PORT:?}"
     else
         addr=127.0.0.1; port=4421
         local cfg="$tmpfs/ours-config.json" device

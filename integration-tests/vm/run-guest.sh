@@ -12,6 +12,15 @@
 #   --mem MB            guest memory (default 3072).     --smp N   guest vCPUs (default 2).
 #   --hostfwd HPORT[:GPORT]  forward the host's 127.0.0.1:HPORT to the guest's 10.0.2.15:GPORT (default GPORT=HPORT),
 #                       e.g. for a host-side initiator against the kernel target in the guest (repeatable).
+#   --guestfwd PORT     let the guest reach the host's 127.0.0.1:PORT at $NVMEOF4J_HOST_ADDR:PORT (repeatable).
+#                       Every --env NAME_PORT=N (TARGET_PORT, DISCOVERY_PORT, HTTP_PORT, ...) is forwarded the same way.
+#
+# Network: QEMU user-mode networking with restrict=on: the guest has no path out, not to the host, not to the
+# internet. It reaches only what is forwarded: the host's 127.0.0.1:PORT at 10.0.2.100:PORT (exported to SCRIPT as
+# $NVMEOF4J_HOST_ADDR) for each --guestfwd / NAME_PORT, one bash /dev/tcp bridge per connection (a FIN from either
+# side closes both). libslirp refuses forwarding rules on its own address 10.0.2.2 (and restrict=on drops
+# everything else sent there), so an --env value that is exactly 10.0.2.2 (TARGET_ADDR=10.0.2.2, "the host") is
+# handed to SCRIPT as 10.0.2.100.
 #   --verbose           show the kernel's boot messages (default: quiet, errors only).
 #   --keep              keep the run directory (job.sh, console.log) and print its path.
 #   --prepare           run prepare.sh first even when its output exists.
@@ -33,6 +42,9 @@ PREPARE=0
 RESULTS=""
 ENVS=()
 HOSTFWD=""
+GUESTFWD_PORTS=()
+# Where the guest reaches the host's forwarded 127.0.0.1 ports (any free address of 10.0.2.0/24 but slirp's own).
+HOST_ADDR=10.0.2.100
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
 die() { echo "run-guest.sh: ERROR: $*" >&2; exit 2; }
@@ -51,6 +63,9 @@ while [ $# -gt 0 ]; do
             [[ "$2" =~ ^([0-9]+)(:([0-9]+))?$ ]] || die "--hostfwd wants HPORT[:GPORT], got $2"
             HOSTFWD="$HOSTFWD,hostfwd=tcp:127.0.0.1:${BASH_REMATCH[1]}-10.0.2.15:${BASH_REMATCH[3]:-${BASH_REMATCH[1]}}"
             shift 2 ;;
+        --guestfwd) [ $# -ge 2 ] || usage
+            [[ "$2" =~ ^[0-9]+$ ]] && [ "$2" -ge 1 ] && [ "$2" -le 65535 ] || die "--guestfwd wants a port, got $2"
+            GUESTFWD_PORTS+=("$2"); shift 2 ;;
         --verbose) VERBOSE=1; shift ;;
         --keep) KEEP=1; shift ;;
         --prepare) PREPARE=1; shift ;;
@@ -102,11 +117,14 @@ q() { # single-quote for sh
     echo 'export HOME=/root TERM=dumb LANG=C.UTF-8 NVMEOF4J_IN_GUEST=1'
     echo "export RESULTS_DIR=$(q "$RESULTS")"
     echo 'export NVMEOF4J_GUEST_TMPFS=/nvmeof4j-tmpfs'
+    echo "export NVMEOF4J_HOST_ADDR=$HOST_ADDR"
     [ -n "${JAVA_HOME:-}" ] && echo "export JAVA_HOME=$(q "$JAVA_HOME")"
     for kv in "${ENVS[@]+"${ENVS[@]}"}"; do
         key="${kv%%=*}"
         [[ "$key" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && [ "$key" != "$kv" ] || die "bad --env value: $kv"
-        echo "export $key=$(q "${kv#*=}")"
+        value="${kv#*=}"
+        [ "$value" = 10.0.2.2 ] && value="$HOST_ADDR" # see "Network" above
+        echo "export $key=$(q "$value")"
     done
     echo "cd $(q "$PWD") 2>/dev/null || cd /"
     if [ -x "$SCRIPT" ]; then printf 'exec %s' "$(q "$SCRIPT")"; else printf 'exec /bin/bash %s' "$(q "$SCRIPT")"; fi
@@ -114,6 +132,20 @@ q() { # single-quote for sh
     echo
 } > "$RUNDIR/ctl/job.sh"
 chmod 0755 "$RUNDIR/ctl/job.sh"
+
+# ---- network: restrict=on, plus the host ports the guest may reach ------------------------------------------------
+for kv in "${ENVS[@]+"${ENVS[@]}"}"; do
+    if [[ "$kv" =~ ^[A-Za-z0-9_]*PORT=([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -ge 1 ] && [ "${BASH_REMATCH[1]}" -le 65535 ]; then
+        GUESTFWD_PORTS+=("${BASH_REMATCH[1]}")
+    fi
+done
+GUESTFWD=""
+for port in $(printf '%s\n' "${GUESTFWD_PORTS[@]+"${GUESTFWD_PORTS[@]}"}" | sort -un); do
+    # QEMU spawns the command per guest connection, its stdin/stdout the connection. Two cats copy both ways;
+    # when either direction ends (a FIN, or an error) both are stopped, so each side sees the other close.
+    bridge='exec 3<>/dev/tcp/127.0.0.1/'"$port"' 4<&0 || exit 1; cat <&3 & a=$!; cat <&4 >&3 & b=$!; wait -n; kill $a $b 2>/dev/null'
+    GUESTFWD="$GUESTFWD,guestfwd=tcp:$HOST_ADDR:$port-cmd:/bin/bash -c '$bridge'"
+done
 
 if [ "$VERBOSE" = 1 ]; then LOGOPTS="loglevel=7"; else LOGOPTS="quiet loglevel=3"; fi
 # hardened_usercopy=off: Debian's 6.1 kernel BUG()s in usercopy checks on large NVMe/TCP transfers (seen in
@@ -126,7 +158,7 @@ APPEND="$APPEND nvmeof4j.results=$RESULTS nvmeof4j.modules=$MODULES_DIR"
 QEMU=(qemu-system-x86_64
     -accel tcg,thread=multi -cpu max -m "$MEM" -smp "$SMP" -nographic -no-reboot
     -kernel "$KERNEL" -initrd "$INITRD" -append "$APPEND"
-    -netdev "user,id=net0$HOSTFWD" -device virtio-net-pci,netdev=net0,romfile=
+    -netdev "user,id=net0,restrict=on$HOSTFWD$GUESTFWD" -device virtio-net-pci,netdev=net0,romfile=
     -device virtio-rng-pci
     -virtfs local,path=/,mount_tag=nvmeof4j_root,security_model=none,readonly=on,multidevs=remap
     -virtfs "local,path=$RUNDIR/ctl,mount_tag=nvmeof4j_ctl,security_model=none,multidevs=remap"

@@ -7,7 +7,8 @@
 #
 # Environment:
 #   SUBNQN        subsystem NQN (required); it starts with namespace 1 only
-#   TARGET_ADDR   target address (default 10.0.2.2 = the host's 127.0.0.1)
+#   TARGET_ADDR   target address, also of the management API (default $NVMEOF4J_HOST_ADDR: the host's forwarded
+#                 127.0.0.1 ports; the daemon's http_allowed_hosts must name it)
 #   TARGET_PORT   NVMe/TCP port (default 4420)
 #   HTTP_PORT     the daemon's HTTP port (required): the script calls the management API itself
 #   API_TOKEN     the management API's bearer token (required; the daemon's api_token_file)
@@ -20,7 +21,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 : "${SUBNQN:?SUBNQN is required}"
 : "${HTTP_PORT:?HTTP_PORT is required}"
 : "${API_TOKEN:?API_TOKEN is required}"
-TARGET_ADDR="${TARGET_ADDR:-10.0.2.2}"
+TARGET_ADDR="${TARGET_ADDR:-${NVMEOF4J_HOST_ADDR:-10.0.2.2}}"
 TARGET_PORT="${TARGET_PORT:-4420}"
 if [ -z "${HOSTID:-}" ]; then HOSTID="$(cat /proc/sys/kernel/random/uuid)"; fi
 HOSTNQN="${HOSTNQN:-nqn.2014-08.org.nvmexpress:uuid:$HOSTID}"

@@ -3,8 +3,11 @@
 # Soft-RoCE (rxe0 on eth0, 10.0.2.15): our daemon listens on rdma://10.0.2.15:4420 (which also answers discovery),
 # then kernel-host-vs-target.sh runs with TRTYPE=rdma: nvme discover, nvme connect with 1 I/O queue (full fio
 # matrix: write + verify=crc32c at 4 KiB (in-capsule), 128 KiB and 1 MiB (keyed SGLs), QD 1 and QD 32, blkdiscard,
-# flush), disconnect, then a reconnect with 2 I/O queues (dd write/read/compare), disconnect. Last, our daemon is
-# stopped with SIGTERM and must exit cleanly with a clean log.
+# flush), disconnect, then a reconnect with 2 I/O queues (dd write/read/compare), disconnect. Then namespace 3, on
+# a loop device with 4096-byte sectors opened O_DIRECT: fio write + verify with 4 KiB writes, whose data arrives
+# in-capsule and goes to the device straight from the receive buffer (O_DIRECT refuses it unless that data is
+# aligned: EINVAL, an Internal Error for the host), and a discard (on this kernel, before 6.12, BLKDISCARD runs on
+# the daemon's worker threads). Last, our daemon is stopped with SIGTERM and must exit cleanly with a clean log.
 # Prints PASS/FAIL lines and a SUMMARY; exits non-zero on any failure. LinuxKernelHostRdmaIT runs it with:
 #   integration-tests/vm/run-guest.sh --results DIR integration-tests/vm/guest/kernel-host-vs-our-rdma-target.sh
 # Environment: SUBNQN [nqn.2014-08.io.nvmeof4j:rdma-it], FIO_JOBS, CONNECTS ["1:off 2:off"], GUEST_JAVA_OPTS.
@@ -26,7 +29,15 @@ else
 fi
 modprobe nvme-rdma
 
-ours_config "$TMPFS/rdma-it.json" 4420 "$SUBNQN" "$TMPFS/rdma-it-ns1.img"
+modprobe loop 2>/dev/null
+truncate -s 64M "$TMPFS/rdma-it-loop.img"
+LOOP="$(losetup --find --show --sector-size 4096 "$TMPFS/rdma-it-loop.img" 2>&1)"
+if [ -b "$LOOP" ] && [ "$(blockdev --getss "$LOOP")" = 4096 ]; then
+    pass loop-4k-sectors
+else
+    fail loop-4k-sectors "losetup --sector-size 4096: $LOOP"; LOOP=""
+fi
+ours_config "$TMPFS/rdma-it.json" 4420 "$SUBNQN" "$TMPFS/rdma-it-ns1.img" "$LOOP"
 if ours_start "$TMPFS/rdma-it.json" "$RES/ours-daemon.log" \
     && grep -q "NVMe/RDMA listening on rdma://10.0.2.15:4420" "$RES/ours-daemon.log"; then
     pass ours-target-start
@@ -37,7 +48,8 @@ fi
 # The interop checks, run as a child so its PASS/FAIL lines and summary come out as they are.
 TRTYPE=rdma TARGET_ADDR=10.0.2.15 TARGET_PORT=4420 DISCOVERY_PORT=4420 SUBNQN="$SUBNQN" \
     CONNECTS="${CONNECTS:-1:off 2:off}" FIO_FULL=1 EXPECT_MODEL=nvmeof4j EXPECT_SERIAL=nvmeof4jrdmait01 \
-    EXPECT_NAMESPACES="1:16384:12 2:131072:9" NSID=1 PHASE=interop EXPECT_NVM_EXTRAS=1 \
+    EXPECT_NAMESPACES="1:16384:12 2:131072:9${LOOP:+ 3:16384:12}" NSID=1 EXPECT_NVM_EXTRAS=1 \
+    PHASE="interop${LOOP:+ fio-namespaces}" FIO_NSIDS="${LOOP:+3}" FIO_NS_JOBS="4k:1:4M 4k:32:16M" \
     "$HERE/kernel-host-vs-target.sh"
 interop=$?
 info "kernel-host-vs-target.sh exit code $interop"
@@ -49,6 +61,7 @@ else
     fail ours-log-clean "$(grep -m3 -E ' ERROR |Exception' "$RES/ours-daemon.log" | tr '\n' ' ')"
 fi
 tail -n 15 "$RES/ours-daemon.log" | sed 's/^/INFO daemon: /'
+[ -n "$LOOP" ] && losetup -d "$LOOP"
 summary
 rc=$?
 [ "$interop" = 0 ] && exit $rc

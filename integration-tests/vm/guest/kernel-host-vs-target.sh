@@ -5,7 +5,7 @@
 #
 # Environment:
 #   SUBNQN             subsystem NQN (required)
-#   TARGET_ADDR        target address (default 10.0.2.2 = the host's 127.0.0.1)
+#   TARGET_ADDR        target address (default $NVMEOF4J_HOST_ADDR: the host's forwarded 127.0.0.1 ports)
 #   TARGET_PORT        I/O port (default 4420)
 #   DISCOVERY_PORT     discovery port (default: TARGET_PORT)
 #   TRTYPE             tcp (default) or rdma
@@ -36,7 +36,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/lib.sh"
 
 : "${SUBNQN:?SUBNQN is required}"
-TARGET_ADDR="${TARGET_ADDR:-10.0.2.2}"
+TARGET_ADDR="${TARGET_ADDR:-${NVMEOF4J_HOST_ADDR:-10.0.2.2}}"
 TARGET_PORT="${TARGET_PORT:-4420}"
 DISCOVERY_PORT="${DISCOVERY_PORT:-$TARGET_PORT}"
 TRTYPE="${TRTYPE:-tcp}"

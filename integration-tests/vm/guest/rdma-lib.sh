@@ -37,9 +37,13 @@ ours_stop() {
     [ "$rc" = 0 ] || [ "$rc" = 143 ]
 }
 
-# ours_config FILE PORT SUBNQN NSFILE: an nvmetcli-shaped config with one RDMA port on 10.0.2.15:PORT (which also
-# answers discovery), a 64 MiB file namespace (4 KiB blocks) and a 64 MiB RAM namespace (512-byte blocks).
+# ours_config FILE PORT SUBNQN NSFILE [BLOCKDEV]: an nvmetcli-shaped config with one RDMA port on 10.0.2.15:PORT
+# (which also answers discovery), a 64 MiB file namespace (4 KiB blocks), a 64 MiB RAM namespace (512-byte blocks)
+# and, when BLOCKDEV is given, namespace 3 on that block device (O_DIRECT, the device's own block size).
 ours_config() {
+    local ns3=""
+    [ -n "${5:-}" ] && ns3=",
+                      {\"nsid\": 3, \"enable\": 1, \"device\": {\"path\": \"$5\"}}"
     cat > "$1" <<J
 { "hosts": [],
   "ports": [ {"portid": 1, "addr": {"trtype": "rdma", "adrfam": "ipv4", "traddr": "10.0.2.15", "trsvcid": "$2"},
@@ -48,7 +52,7 @@ ours_config() {
       "attr": {"allow_any_host": "1", "serial": "nvmeof4jrdmait01", "model": "nvmeof4j", "version": "1.3"},
       "allowed_hosts": [],
       "namespaces": [ {"nsid": 1, "enable": 1, "device": {"path": "$4", "size": "64M", "block_size": 4096}},
-                      {"nsid": 2, "enable": 1, "device": {"backend": "ram", "size": "64M", "block_size": 512}} ] } ] }
+                      {"nsid": 2, "enable": 1, "device": {"backend": "ram", "size": "64M", "block_size": 512}}$ns3 ] } ] }
 J
 }
 

@@ -17,10 +17,13 @@
  *
  * Semantics: FUA writes carry RWF_DSYNC; flush is fdatasync (IORING_OP_FSYNC + DATASYNC); write zeroes is
  * fallocate(ZERO_RANGE | KEEP_SIZE) and, where the file system or device refuses it, writes of a zero buffer;
- * unmap is fallocate(PUNCH_HOLE | KEEP_SIZE) on files and BLKDISCARD on block devices (the io_uring block command
- * where the kernel has it, 6.12+, else the ioctl, which runs on the calling thread). Short reads and writes are
- * resubmitted for the rest; a read at end of file returns zeros for the missing part; a write that makes no
- * progress fails with EIO. Results are 0 or -errno: the NVMe status is chosen in Java.
+ * unmap is fallocate(PUNCH_HOLE | KEEP_SIZE) on files and a discard on block devices: the io_uring block command
+ * where the kernel has it (6.12+, learned at run time from the first refusal). Where it has not, BLKDISCARD is an
+ * ioctl the kernel runs synchronously for as long as the discard takes (seconds on large ranges), so the shim never
+ * runs it on the polling thread: it completes the I/O with BDEV_RESULT_BLOCKING and Java hands it to a worker that
+ * calls bdev_discard_blocking. Short reads and writes are resubmitted for the rest; a read at end of file returns
+ * zeros for the missing part; a write that makes no progress fails with EIO. Results are 0 or -errno (or
+ * BDEV_RESULT_BLOCKING): the NVMe status is chosen in Java.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -69,6 +72,10 @@
 #define BDEV_OPEN_CONFINED 0x8
 /* With BDEV_OPEN_CONFINED: the checked path was a block device, and must still be one. */
 #define BDEV_OPEN_BLOCK_DEVICE 0x10
+#define BDEV_OPEN_NO_DISCARD_CMD 0x20 /* behave as a kernel without the block discard command (tests, old kernels) */
+
+/* A completion result meaning "not done: run it with the blocking call on a worker thread" (errno results are < 0). */
+#define BDEV_RESULT_BLOCKING 1
 
 /* Task states beyond the plain operation. */
 #define BDEV_STEP_MAIN 0
@@ -96,6 +103,7 @@ struct bdev {
     int no_zero_range;
     int no_punch_hole;
     int no_discard_cmd;
+    int created; /* the open created the file: a failed open removes it again */
 };
 
 struct bdev_desc {
@@ -180,28 +188,51 @@ static jlong bdev_uring_open(JNIEnv *env, jclass cls, jstring jpath, jint flags,
         return -ENOMEM;
     }
     int read_only = (flags & BDEV_OPEN_READ_ONLY) != 0;
-    int oflags = (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | ((flags & BDEV_OPEN_CREATE) ? O_CREAT : 0);
+    int oflags = (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC;
     int direct = (flags & BDEV_OPEN_BUFFERED) == 0;
     int confined = (flags & BDEV_OPEN_CONFINED) != 0;
-    if (confined && (flags & BDEV_OPEN_CREATE)) {
-        oflags |= O_EXCL;
+    int create = (flags & BDEV_OPEN_CREATE) != 0 && !read_only;
+    int created = 0;
+    int fd = -1;
+    errno = ENOENT;
+    /* A confined path to create was absent when checked: an existing file there appeared since, and is refused
+     * (EEXIST from the O_EXCL create below) instead of opened. */
+    if (!(confined && create)) {
+        fd = bdev_open_path(path, oflags | (direct ? O_DIRECT : 0), confined);
+        if (fd < 0 && direct && errno == EINVAL) {
+            /* The file system has no O_DIRECT (tmpfs before 6.6, some FUSE): buffered, and Java says so. */
+            direct = 0;
+            fd = bdev_open_path(path, oflags, confined);
+        }
     }
-    int fd = bdev_open_path(path, oflags | (direct ? O_DIRECT : 0), confined);
-    if (fd < 0 && direct && errno == EINVAL) {
-        /* The file system has no O_DIRECT (tmpfs before 6.6, some FUSE): buffered, and Java says so. */
-        direct = 0;
-        fd = bdev_open_path(path, oflags, confined);
+    if (fd < 0 && errno == ENOENT && create) {
+        /* O_EXCL: only a file this call created is removed again when the open fails further on. O_DIRECT is set
+         * after the create, so a file system refusing it leaves no file to remove before a second attempt. */
+        fd = bdev_open_path(path, oflags | O_CREAT | O_EXCL, confined);
+        created = fd >= 0;
+        if (created && direct) {
+            int fl = fcntl(fd, F_GETFL);
+            if (fl < 0 || fcntl(fd, F_SETFL, fl | O_DIRECT) != 0) {
+                direct = 0;
+            }
+        }
     }
     int err = fd < 0 ? NVMEOF4J_ERR() : 0;
-    (*env)->ReleaseStringUTFChars(env, jpath, path);
     if (fd < 0) {
+        (*env)->ReleaseStringUTFChars(env, jpath, path);
         return err;
     }
     struct bdev *dev = calloc(1, sizeof(*dev));
     if (dev == NULL) {
         close(fd);
+        if (created) {
+            unlink(path);
+        }
+        (*env)->ReleaseStringUTFChars(env, jpath, path);
         return -ENOMEM;
     }
+    dev->created = created;
+    dev->no_discard_cmd = (flags & BDEV_OPEN_NO_DISCARD_CMD) != 0;
     dev->type = BDEV_TYPE_URING;
     dev->fd = fd;
     dev->direct = direct;
@@ -277,9 +308,14 @@ static jlong bdev_uring_open(JNIEnv *env, jclass cls, jstring jpath, jint flags,
         goto fail;
     }
     dev->caps = BDEV_CAP_FLUSH | BDEV_CAP_UNMAP | BDEV_CAP_WRITE_ZEROES | BDEV_CAP_FUA;
+    (*env)->ReleaseStringUTFChars(env, jpath, path);
     return nvmeof4j_handle(dev);
 fail:
     close(fd);
+    if (dev->created) {
+        unlink(path);
+    }
+    (*env)->ReleaseStringUTFChars(env, jpath, path);
     free(dev);
     return err;
 }
@@ -313,17 +349,28 @@ static jlong bdev_memory_create(JNIEnv *env, jclass cls, jint type, jint block_s
     return nvmeof4j_handle(dev);
 }
 
-/* out: type, block size, block count, capabilities, direct, block device, dio alignment */
+/* out: type, block size, block count, capabilities, direct, block device, dio alignment, created */
 static jint bdev_info(JNIEnv *env, jclass cls, jlong handle, jlongArray out)
 {
     struct bdev *dev = nvmeof4j_ptr(handle);
-    jlong v[7] = {dev->type, dev->block_size, (jlong)(dev->size_bytes / dev->block_size), dev->caps, dev->direct,
-                  dev->blkdev, dev->dio_align};
-    if ((*env)->GetArrayLength(env, out) < 7) {
+    jlong v[8] = {dev->type, dev->block_size, (jlong)(dev->size_bytes / dev->block_size), dev->caps, dev->direct,
+                  dev->blkdev, dev->dio_align, dev->created};
+    if ((*env)->GetArrayLength(env, out) < 8) {
         return -EINVAL;
     }
-    (*env)->SetLongArrayRegion(env, out, 0, 7, v);
+    (*env)->SetLongArrayRegion(env, out, 0, 8, v);
     return 0;
+}
+
+/* BLKDISCARD, synchronously: for a worker thread, never a reactor (it blocks for as long as the discard takes). */
+static jint bdev_discard_blocking(JNIEnv *env, jclass cls, jlong handle, jlong offset, jlong length)
+{
+    struct bdev *dev = nvmeof4j_ptr(handle);
+    if (!dev->blkdev || offset < 0 || length < 0 || (uint64_t)offset + (uint64_t)length > dev->size_bytes) {
+        return -EINVAL;
+    }
+    uint64_t range[2] = {(uint64_t)offset, (uint64_t)length};
+    return ioctl(dev->fd, BLKDISCARD, range) == 0 ? 0 : NVMEOF4J_ERR();
 }
 
 static jint bdev_close_device(JNIEnv *env, jclass cls, jlong handle)
@@ -547,12 +594,6 @@ static int32_t bdev_memory_io(struct bdev *dev, struct bdev_task *t)
     }
 }
 
-static int bdev_discard_ioctl(struct bdev *dev, struct bdev_task *t)
-{
-    uint64_t range[2] = {t->offset, t->length};
-    return ioctl(dev->fd, BLKDISCARD, range) == 0 ? 0 : NVMEOF4J_ERR();
-}
-
 static void bdev_prep_zero_write(struct bdev_group *g, struct bdev *dev, struct bdev_task *t,
                                  struct io_uring_sqe *sqe)
 {
@@ -577,7 +618,7 @@ static int bdev_queue(struct bdev_group *g, uint32_t tag)
         return -EINVAL; /* before taking an SQE: one taken and left unprepared would be submitted stale */
     }
     if (t->op == BDEV_OP_UNMAP && dev->blkdev && dev->no_discard_cmd && t->step == BDEV_STEP_MAIN) {
-        return bdev_discard_ioctl(dev, t); /* synchronous: bdev_start completes it with this result */
+        return BDEV_RESULT_BLOCKING; /* the ioctl would block this thread: Java runs it on a worker */
     }
     struct io_uring_sqe *sqe = bdev_sqe(g);
     if (sqe == NULL) {
@@ -684,7 +725,7 @@ static void bdev_start(struct bdev_group *g, const struct bdev_sub *s)
         return;
     }
     int rc = bdev_queue(g, tag);
-    if (rc != 0 || (t->op == BDEV_OP_UNMAP && dev->blkdev && dev->no_discard_cmd)) {
+    if (rc != 0) {
         bdev_complete_now(g, tag, rc);
     }
 }
@@ -769,9 +810,9 @@ static int bdev_advance(struct bdev_group *g, uint32_t tag, int res, int32_t *re
         return 1;
     case BDEV_OP_UNMAP:
         if (dev->blkdev && (res == -EOPNOTSUPP || res == -EINVAL || res == -ENOTTY)) {
-            /* A kernel without the block io_uring command (before 6.12): the ioctl from now on. */
+            /* A kernel without the block io_uring command (before 6.12): the ioctl, on a worker, from now on. */
             dev->no_discard_cmd = 1;
-            *result = bdev_discard_ioctl(dev, t);
+            *result = BDEV_RESULT_BLOCKING;
             return 1;
         }
         if (!dev->blkdev && (res == -EOPNOTSUPP || res == -EINVAL)) {
@@ -920,6 +961,7 @@ static jint bdev_layout(JNIEnv *env, jclass cls, jintArray out)
         (jint)offsetof(struct bdev_cpl, tag),
         (jint)offsetof(struct bdev_cpl, result),
         (jint)BDEV_MAX_CAPACITY,
+        (jint)BDEV_RESULT_BLOCKING,
     };
     if ((*env)->GetArrayLength(env, out) < (jsize)NVMEOF4J_ARRAY_LEN(v)) {
         return -EINVAL;
@@ -950,6 +992,7 @@ static const JNINativeMethod bdev_methods[] = {
     {"regionUnmap0", "(JJZ)I", (void *)bdev_region_unmap},
     {"address0", "(Ljava/nio/ByteBuffer;)J", (void *)bdev_address},
     {"layout0", "([I)I", (void *)bdev_layout},
+    {"discardBlocking0", "(JJJ)I", (void *)bdev_discard_blocking},
 };
 
 NVMEOF4J_EXPORT jint JNI_OnLoad(JavaVM *vm, void *reserved)

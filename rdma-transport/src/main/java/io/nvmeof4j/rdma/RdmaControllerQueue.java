@@ -88,6 +88,8 @@ final class RdmaControllerQueue implements TransportQueue {
     /** Runs once the queue pair is destroyed: deregisters the memory, forgets the CM id. */
     private final Runnable onDestroyed;
     private final int receiveStride;
+    /** Offset in {@link #memory} of receive 0 (its SQE): chosen so that its in-capsule data is page-aligned. */
+    private final int receiveBase;
     private final int maxTransferSize;
 
     private final RdmaRequest[] contexts;
@@ -129,6 +131,7 @@ final class RdmaControllerQueue implements TransportQueue {
         this.poolKeys = poolKeys;
         this.onDestroyed = onDestroyed;
         this.receiveStride = receiveStride(sizing);
+        this.receiveBase = receiveBase(memoryKeys.address());
         this.maxTransferSize = Math.min(portOptions.maxDataTransferSize(), group.pool().maxBufferSize());
         if (memory.capacity() < memoryBytes(sizing)) {
             throw new IllegalArgumentException("queue memory of " + memory.capacity() + " bytes, needs "
@@ -136,7 +139,7 @@ final class RdmaControllerQueue implements TransportQueue {
         }
         int rq = sizing.receiveQueueSize();
         int n = sizing.contexts();
-        int responsesAt = rq * receiveStride;
+        int responsesAt = receiveBase + rq * receiveStride;
         int sqesAt = responsesAt + n * CompletionQueueEntry.LENGTH;
         contexts = new RdmaRequest[n];
         freeContexts = new int[n];
@@ -151,20 +154,52 @@ final class RdmaControllerQueue implements TransportQueue {
         inCapsuleViews = new ByteBuffer[rq];
         if (sizing.inCapsuleDataSize() > 0) {
             for (int i = 0; i < rq; i++) {
-                inCapsuleViews[i] = view(memory, i * receiveStride + SubmissionQueueEntry.LENGTH,
+                inCapsuleViews[i] = view(memory, receiveBase + i * receiveStride + SubmissionQueueEntry.LENGTH,
                     sizing.inCapsuleDataSize());
             }
         }
     }
 
+    /*
+     * Receive layout. A capsule lands as the 64-byte SQE followed by its in-capsule data, and the data is handed to
+     * the backend as it lies: an O_DIRECT write straight from the receive buffer. O_DIRECT wants the memory aligned
+     * to the device's logical block size on kernels before 6.0 (and on devices with a stricter DMA alignment since),
+     * so data at "buffer + 64" would be refused (EINVAL, answered as Internal Error). Each receive therefore starts
+     * 64 bytes before a page boundary and takes whole pages:
+     *
+     *   memory:  [pad][SQE 0|data 0 ........][SQE 1|data 1 ........] ... [responses][SQE copies]
+     *                       ^ page-aligned          ^ page-aligned
+     *
+     * The pad (< 4 KiB) aligns the first one whatever address the memory has. The cost: the receive area grows
+     * from RQ x (64 + ICD) to RQ x roundUp(64 + ICD, 4096), e.g. 8,256 -> 12,288 bytes per receive with 8 KiB of
+     * in-capsule data; in exchange no capsule is ever copied to an aligned buffer.
+     */
+
+    /** In-capsule data starts on this boundary: enough for O_DIRECT on any logical block size up to 4096. */
+    static final int DATA_ALIGNMENT = 4096;
+
     private static int receiveStride(QueueSizing sizing) {
-        return (sizing.receiveBufferSize() + 63) & ~63;
+        int icd = sizing.inCapsuleDataSize();
+        if (icd == 0) {
+            return (sizing.receiveBufferSize() + 63) & ~63; // no data to align (admin queues)
+        }
+        return (SubmissionQueueEntry.LENGTH + icd + DATA_ALIGNMENT - 1) & -DATA_ALIGNMENT;
     }
 
-    /** Bytes of registered memory a queue of this sizing needs. */
+    /** The offset from {@code address} at which an SQE must start for the data after it to be page-aligned. */
+    static int receiveBase(long address) {
+        return (int) Math.floorMod(-(address + SubmissionQueueEntry.LENGTH), (long) DATA_ALIGNMENT);
+    }
+
+    /** Bytes of registered memory a queue of this sizing needs (the alignment pad included). */
     static int memoryBytes(QueueSizing sizing) {
-        return sizing.receiveQueueSize() * receiveStride(sizing)
+        return DATA_ALIGNMENT + sizing.receiveQueueSize() * receiveStride(sizing)
             + sizing.contexts() * (CompletionQueueEntry.LENGTH + SubmissionQueueEntry.LENGTH);
+    }
+
+    /** Address of receive {@code index}'s in-capsule data (tests check its alignment). */
+    long inCapsuleDataAddress(int index) {
+        return memoryKeys.address() + receiveBase + (long) index * receiveStride + SubmissionQueueEntry.LENGTH;
     }
 
     private static ByteBuffer view(ByteBuffer memory, int offset, int length) {
@@ -259,7 +294,7 @@ final class RdmaControllerQueue implements TransportQueue {
     }
 
     private int postReceive(int index) {
-        int rc = verbs.postReceive(WR_RECV | index, memoryKeys.address() + (long) index * receiveStride,
+        int rc = verbs.postReceive(WR_RECV | index, memoryKeys.address() + receiveBase + (long) index * receiveStride,
             sizing.receiveBufferSize(), memoryKeys.lkey());
         if (rc == 0) {
             postedReceives++;
@@ -423,7 +458,7 @@ final class RdmaControllerQueue implements TransportQueue {
         }
         RdmaRequest request = contexts[freeContexts[--freeCount]];
         OUTSTANDING.setRelease(this, (int) OUTSTANDING.get(this) + 1);
-        request.begin(memory, receive * receiveStride, System.nanoTime(), ++capsulesReceived);
+        request.begin(memory, receiveBase + receive * receiveStride, System.nanoTime(), ++capsulesReceived);
         // Before Connect sets the queue size, the CM request's HSQSIZE + 1 bounds it (the Connect itself counts).
         if (++sqHead >= (sqSize > 0 ? sqSize : sizing.receiveQueueSize())) {
             sqHead = 0;

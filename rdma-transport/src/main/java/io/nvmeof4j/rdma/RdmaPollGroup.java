@@ -56,6 +56,8 @@ public final class RdmaPollGroup implements PollGroup {
     private int queueCount;
     private RdmaRequest parkedHead;
     private RdmaRequest parkedTail;
+    /** Written by the reactor only. */
+    private volatile long bufferWaits;
 
     /**
      * @param pool      the reactor's pool, built over a region; the transport registers the region once with each
@@ -296,11 +298,17 @@ public final class RdmaPollGroup implements PollGroup {
         return parkedHead != null ? null : pool.acquire(length);
     }
 
+    /** Commands that found the data-buffer pool dry (or others waiting) and waited for a buffer. Any thread. */
+    public long bufferWaits() {
+        return bufferWaits;
+    }
+
     void release(ByteBuffer buffer) {
         pool.release(buffer);
     }
 
     void park(RdmaRequest request) {
+        bufferWaits = bufferWaits + 1; // the reactor is the only writer
         request.parkedNext = null;
         if (parkedTail == null) {
             parkedHead = request;

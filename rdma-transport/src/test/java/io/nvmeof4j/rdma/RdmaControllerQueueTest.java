@@ -123,6 +123,28 @@ class RdmaControllerQueueTest {
         assertThat(handlers.responsesSent).hasSize(2).startsWith(1);
     }
 
+    /**
+     * In-capsule data lies on a page boundary in every receive, whatever the address of the queue's memory, so an
+     * O_DIRECT write straight from it is accepted on any device with logical blocks up to 4 KiB.
+     */
+    @Test
+    void shouldPlaceEveryReceivesInCapsuleDataOnAPageBoundary() {
+        for (long address : new long[] {0x10_0000_0000L, 0x7f00_0000_1010L, 0x7f00_0000_0fc0L, 0x7f00_0000_0fc1L}) {
+            int base = RdmaControllerQueue.receiveBase(address);
+            assertThat(base).isBetween(0, RdmaControllerQueue.DATA_ALIGNMENT - 1);
+            assertThat((address + base + 64) % RdmaControllerQueue.DATA_ALIGNMENT).as("address %x", address).isZero();
+        }
+        QueueSizing sizing = QueueSizing.of(CmConnectRequest.encode(1, 32, 32, 1), PORT, 16, 16);
+        assertThat(sizing.inCapsuleDataSize()).isPositive();
+        for (int i = 0; i < sizing.receiveQueueSize(); i++) {
+            assertThat(queue.inCapsuleDataAddress(i) % RdmaControllerQueue.DATA_ALIGNMENT).as("receive %d", i).isZero();
+        }
+        long end = queue.inCapsuleDataAddress(sizing.receiveQueueSize() - 1) + sizing.inCapsuleDataSize();
+        assertThat(end).as("last receive inside the queue memory")
+            .isLessThanOrEqualTo(queueKeys.address() + RdmaControllerQueue.memoryBytes(sizing)
+                - sizing.contexts() * 80L);
+    }
+
     @Test
     void shouldFetchKeyedWriteDataByRdmaReadBeforeExecuting() {
         byte[] data = random(1 << 20, 2);
@@ -256,6 +278,7 @@ class RdmaControllerQueueTest {
             null));
         group.poll();
         assertThat(qp.sent).isEmpty();
+        assertThat(group.bufferWaits()).as("commands that waited for a buffer").isEqualTo(1);
         pool.release(taken.remove(0));
         group.poll();
         assertThat(lastResponse().status()).isEqualTo(NvmeStatus.SUCCESS);

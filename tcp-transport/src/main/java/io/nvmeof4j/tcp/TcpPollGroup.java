@@ -72,6 +72,8 @@ public final class TcpPollGroup implements PollGroup {
     private final List<TcpConnection> terminating = new ArrayList<>();
     private TcpRequest parkedHead;
     private TcpRequest parkedTail;
+    /** Written by the reactor only. */
+    private volatile long bufferWaits;
 
     TcpPollGroup(TcpControllerTransport transport, BufferPool pool, TcpTransportOptions options) {
         this.transport = transport;
@@ -380,12 +382,18 @@ public final class TcpPollGroup implements PollGroup {
         return parkedHead != null ? null : pool.acquire(length);
     }
 
+    /** Commands that found the data-buffer pool dry (or others waiting) and waited for a buffer. Any thread. */
+    public long bufferWaits() {
+        return bufferWaits;
+    }
+
     void release(ByteBuffer buffer) {
         pool.release(buffer);
     }
 
     /** Queues a command until the pool can give it a buffer. */
     void park(TcpRequest request) {
+        bufferWaits = bufferWaits + 1; // the reactor is the only writer
         request.parkedNext = null;
         if (parkedTail == null) {
             parkedHead = request;

@@ -16,7 +16,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Live namespace changes reach the Linux kernel host: our daemon runs in this JVM (NVMe/TCP and HTTP on
- * 127.0.0.1, reached from the QEMU guest at 10.0.2.2); the guest's kernel host connects, then
+ * 127.0.0.1, forwarded into the QEMU guest at 10.0.2.100, see run-guest.sh); the guest's kernel host connects, then
  * {@code integration-tests/vm/guest/kernel-host-namespace-hotplug.sh} adds a namespace through the management API
  * (curl), waits for the new block device, writes and reads it, removes the namespace and waits for the device to
  * go, all on the same controller (no reconnect); requests without the token, with a wrong one or with a foreign
@@ -39,7 +39,7 @@ class KernelHostNamespaceHotplugIT {
         Path work = VmHarness.workDir("vm-hotplug-");
         String json = """
             {
-              "nvmeof4j": {"http": "127.0.0.1:0", "http_allowed_hosts": ["10.0.2.2"]},
+              "nvmeof4j": {"http": "127.0.0.1:0", "http_allowed_hosts": ["10.0.2.100"]},
               "ports": [ {"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "0"},
                           "subsystems": ["%s"]} ],
               "subsystems": [ {"nqn": "%s", "attr": {"allow_any_host": "1"},
@@ -53,7 +53,7 @@ class KernelHostNamespaceHotplugIT {
             String hostId = UUID.randomUUID().toString();
             List<String> cmd = new ArrayList<>(List.of(repo.resolve("integration-tests/vm/run-guest.sh").toString(),
                 "--timeout", Long.toString(GUEST_TIMEOUT.toSeconds()), "--results", work.resolve("results").toString(),
-                "--env", "SUBNQN=" + SUBNQN, "--env", "TARGET_ADDR=10.0.2.2",
+                "--env", "SUBNQN=" + SUBNQN,
                 "--env", "TARGET_PORT=" + ioPort, "--env", "HTTP_PORT=" + httpPort, "--env", "API_TOKEN=" + token,
                 "--env", "HOSTID=" + hostId, "--env", "HOSTNQN=nqn.2014-08.org.nvmexpress:uuid:" + hostId,
                 repo.resolve("integration-tests/vm/guest/kernel-host-namespace-hotplug.sh").toString()));

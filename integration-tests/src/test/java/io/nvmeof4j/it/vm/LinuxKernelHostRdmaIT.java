@@ -38,6 +38,10 @@ class LinuxKernelHostRdmaIT {
         "PASS nvm-extras-q1-digest-off-copy-above-mcl", "PASS nvm-extras-q1-digest-off-verify",
         "PASS nvm-extras-q1-digest-off-verify-beyond",
         "PASS connect-q2-digest-off", "PASS disconnect-q2-digest-off",
+        // Namespace 3: a loop device with 4096-byte sectors, O_DIRECT; 4 KiB writes arrive in-capsule.
+        "PASS loop-4k-sectors", "PASS connect-fio-namespaces",
+        "PASS fio-verify-ns3-bs4k-qd1", "PASS fio-verify-ns3-bs4k-qd32", "PASS discard-zeroes-ns3",
+        "PASS disconnect-fio-namespaces",
         "PASS ours-target-stop", "PASS ours-log-clean");
 
     private static Path repo;

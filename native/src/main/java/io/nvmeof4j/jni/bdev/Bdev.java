@@ -21,6 +21,13 @@ public final class Bdev extends NativeHandle {
     public static final int CAP_WRITE_ZEROES = 0x4;
     public static final int CAP_FUA = 0x8;
 
+    /**
+     * A completion result ({@link BdevCompletionHandler#onBdevComplete}) that is not an outcome: the operation can
+     * only be done by a call the kernel runs synchronously (BLKDISCARD before Linux 6.12), which must not run on a
+     * polling thread. The handler runs it on a worker ({@link #discardBlocking}) and completes the I/O itself.
+     */
+    public static final int RESULT_BLOCKING = BdevNative.RESULT_BLOCKING;
+
     /** Kinds of device. */
     public enum Kind { URING, RAM, NULL }
 
@@ -31,10 +38,11 @@ public final class Bdev extends NativeHandle {
     private final int capabilities;
     private final boolean direct;
     private final boolean blockDevice;
+    private final boolean created;
 
     private Bdev(long handle, String name) {
         super(handle, "bdev " + name);
-        long[] info = new long[7];
+        long[] info = new long[8];
         BdevNative.info0(handle, info);
         this.name = name;
         this.kind = info[0] == BdevNative.TYPE_URING ? Kind.URING : info[0] == BdevNative.TYPE_RAM ? Kind.RAM : Kind.NULL;
@@ -43,6 +51,7 @@ public final class Bdev extends NativeHandle {
         this.capabilities = (int) info[3];
         this.direct = info[4] != 0;
         this.blockDevice = info[5] != 0;
+        this.created = info[7] != 0;
     }
 
     /** True when {@code libnvmeof4j-bdev} loaded. */
@@ -69,7 +78,8 @@ public final class Bdev extends NativeHandle {
         int flags = (options.buffered() ? BdevNative.OPEN_BUFFERED : 0) | (options.create() ? BdevNative.OPEN_CREATE : 0)
             | (options.readOnly() ? BdevNative.OPEN_READ_ONLY : 0)
             | (options.confinement() != UringOptions.Confinement.NONE ? BdevNative.OPEN_CONFINED : 0)
-            | (options.confinement() == UringOptions.Confinement.BLOCK_DEVICE ? BdevNative.OPEN_BLOCK_DEVICE : 0);
+            | (options.confinement() == UringOptions.Confinement.BLOCK_DEVICE ? BdevNative.OPEN_BLOCK_DEVICE : 0)
+            | (options.discardCommand() ? 0 : BdevNative.OPEN_NO_DISCARD_CMD);
         long h = BdevNative.uringOpen0(path.toString(), flags, options.blockSize(), options.sizeBytes());
         NativeIoException.check("open " + path, h);
         return new Bdev(h, path.toString());
@@ -134,6 +144,23 @@ public final class Bdev extends NativeHandle {
 
     public boolean isBlockDevice() {
         return blockDevice;
+    }
+
+    /**
+     * True when {@link #openUring} created the file (it did not exist). A file created by an open that fails is
+     * removed by the shim; a caller whose own checks fail after a successful open removes it likewise.
+     */
+    public boolean created() {
+        return created;
+    }
+
+    /**
+     * Discards {@code length} bytes at {@code offset} of a block device with the BLKDISCARD ioctl, on the calling
+     * thread, for as long as the kernel takes (seconds on large ranges): for a worker thread, never a reactor.
+     * Returns 0 or {@code -errno} (EINVAL: not a block device or outside it; EOPNOTSUPP: the device cannot discard).
+     */
+    public int discardBlocking(long offset, long length) {
+        return BdevNative.discardBlocking0(handle(), offset, length);
     }
 
     long nativeHandle() {

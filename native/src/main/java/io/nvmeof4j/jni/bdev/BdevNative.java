@@ -20,6 +20,7 @@ final class BdevNative {
     static final int OPEN_READ_ONLY = 0x4;
     static final int OPEN_CONFINED = 0x8;
     static final int OPEN_BLOCK_DEVICE = 0x10;
+    static final int OPEN_NO_DISCARD_CMD = 0x20;
 
     static final int IO_FUA = 0x1;
     static final int IO_FIXED = 0x2;
@@ -36,9 +37,10 @@ final class BdevNative {
     static final int CPL_TAG;
     static final int CPL_RESULT;
     static final int MAX_CAPACITY;
+    static final int RESULT_BLOCKING;
 
     static {
-        int[] layout = new int[12];
+        int[] layout = new int[13];
         if (UNAVAILABILITY_CAUSE == null) {
             layout0(layout);
         }
@@ -54,6 +56,7 @@ final class BdevNative {
         CPL_TAG = layout[9];
         CPL_RESULT = layout[10];
         MAX_CAPACITY = layout[11];
+        RESULT_BLOCKING = layout[12];
     }
 
     private BdevNative() {
@@ -107,4 +110,6 @@ final class BdevNative {
     static native long address0(ByteBuffer buffer);
 
     static native int layout0(int[] out);
+
+    static native int discardBlocking0(long device, long offset, long length);
 }

@@ -14,9 +14,12 @@ package io.nvmeof4j.jni.bdev;
  *                  openat2(RESOLVE_NO_SYMLINKS), so a symlink swapped in after the check fails with ELOOP instead of
  *                  being followed; creates a file only if it is still absent (EEXIST otherwise); and refuses with
  *                  ENODEV a file of another type than checked, with EMLINK a regular file with more than one link
+ * @param discardCommand use io_uring's block discard command (Linux 6.12+; where the kernel refuses it the device
+ *                  learns that and completes discards with {@link Bdev#RESULT_BLOCKING}); false: act as on an
+ *                  older kernel from the start (tests of the worker path, or a kernel whose command misbehaves)
  */
 public record UringOptions(boolean buffered, int blockSize, long sizeBytes, boolean create, boolean readOnly,
-                           Confinement confinement) {
+                           Confinement confinement, boolean discardCommand) {
     /** What a path was checked to be before it is opened (see {@link #confinement()}). */
     public enum Confinement {
         /** A trusted path (the configuration file): followed as {@code open(2)} follows it. */
@@ -32,30 +35,34 @@ public record UringOptions(boolean buffered, int blockSize, long sizeBytes, bool
     }
 
     public UringOptions(boolean buffered, int blockSize, long sizeBytes, boolean create, boolean readOnly) {
-        this(buffered, blockSize, sizeBytes, create, readOnly, Confinement.NONE);
+        this(buffered, blockSize, sizeBytes, create, readOnly, Confinement.NONE, true);
     }
 
     public static UringOptions defaults() {
         return new UringOptions(false, 0, 0, false, false);
     }
 
+    public UringOptions withDiscardCommand(boolean value) {
+        return new UringOptions(buffered, blockSize, sizeBytes, create, readOnly, confinement, value);
+    }
+
     public UringOptions withConfinement(Confinement value) {
-        return new UringOptions(buffered, blockSize, sizeBytes, create, readOnly, value);
+        return new UringOptions(buffered, blockSize, sizeBytes, create, readOnly, value, discardCommand);
     }
 
     public UringOptions withBuffered(boolean value) {
-        return new UringOptions(value, blockSize, sizeBytes, create, readOnly, confinement);
+        return new UringOptions(value, blockSize, sizeBytes, create, readOnly, confinement, discardCommand);
     }
 
     public UringOptions withBlockSize(int value) {
-        return new UringOptions(buffered, value, sizeBytes, create, readOnly, confinement);
+        return new UringOptions(buffered, value, sizeBytes, create, readOnly, confinement, discardCommand);
     }
 
     public UringOptions withSize(long value) {
-        return new UringOptions(buffered, blockSize, value, create, readOnly, confinement);
+        return new UringOptions(buffered, blockSize, value, create, readOnly, confinement, discardCommand);
     }
 
     public UringOptions withCreate(boolean value) {
-        return new UringOptions(buffered, blockSize, sizeBytes, value, readOnly, confinement);
+        return new UringOptions(buffered, blockSize, sizeBytes, value, readOnly, confinement, discardCommand);
     }
 }

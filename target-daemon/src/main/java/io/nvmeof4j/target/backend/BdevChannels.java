@@ -20,16 +20,30 @@ import java.util.concurrent.TimeUnit;
  * created the first time the device is used here (SPDK: a bdev's I/O channel per thread). The reactor polls it in
  * the same loop as its transport: {@link #poll()} hands the round's submissions to the kernel in one call and reaps
  * completions in one call, completing their commands on this thread.
+ * <h2>A full ring waits, it never fails</h2>
+ * The ring holds {@link #entries()} I/Os; the commands in flight on a reactor are bounded only by the hosts'
+ * queue depths (several controllers at QD128 exceed 4,096). An I/O that finds every slot taken, or finds others
+ * already waiting, joins this reactor's FIFO (linked through the {@link BlockIo} itself: preallocated per queue
+ * slot, so waiting allocates nothing) and is submitted, in order, as completions free slots in {@link #poll()}.
+ * Each I/O that had to wait is counted ({@link #waits()}, the metric
+ * {@code nvmeof.target.resource.waits{resource="io_uring"}}).
  * <p>Reactor thread only (the devices find it with {@link Reactor#current()}).
  */
 public final class BdevChannels implements PollGroup, InFlightAware {
     private static final Logger LOG = LoggerFactory.getLogger(BdevChannels.class);
+    /** System property: io_uring entries per reactor (tests shrink it to make the ring overflow). */
+    public static final String ENTRIES_PROP_NAME = "nvmeof4j.io_uring.entries";
+    public static final int ENTRIES_DEFAULT = 4096;
 
     private final String name;
     private final BdevPollGroup group;
     private final OffHeapBufferPool pool;
     private BdevIoChannel[] channels = new BdevIoChannel[4];
     private boolean closed;
+    private BlockIo waitingHead;
+    private BlockIo waitingTail;
+    /** Written by the reactor only; read by the metrics scrape. */
+    private volatile long waits;
 
     /**
      * @param pool the reactor's buffer pool; its region (when it has one) is registered as io_uring fixed buffer
@@ -43,6 +57,99 @@ public final class BdevChannels implements PollGroup, InFlightAware {
             LOG.warn("{}: registering the {}-byte buffer pool as io_uring fixed buffers failed (errno {}; "
                 + "RLIMIT_MEMLOCK?): block I/O pins its pages per I/O instead", name, region.capacity(),
                 group.fixedBuffersErrno());
+        }
+    }
+
+    /** Ring entries per reactor: {@value #ENTRIES_PROP_NAME}, else {@value #ENTRIES_DEFAULT}. */
+    public static int entriesFromProperty() {
+        return Integer.getInteger(ENTRIES_PROP_NAME, ENTRIES_DEFAULT);
+    }
+
+    public int entries() {
+        return group.capacity();
+    }
+
+    /** I/Os that found the ring full (or others waiting) and waited for a slot, since start. Any thread. */
+    public long waits() {
+        return waits;
+    }
+
+    /** True while I/Os wait for a ring slot: a new one must queue behind them (first come, first served). */
+    boolean hasWaiting() {
+        return waitingHead != null;
+    }
+
+    /** {@code io} waits for a ring slot; {@link #poll()} submits it for {@code device} when one frees. */
+    void park(BlockIo io, UringBlockDevice device) {
+        io.waitingDevice = device;
+        io.waitingNext = null;
+        if (waitingTail == null) {
+            waitingHead = io;
+        } else {
+            waitingTail.waitingNext = io;
+        }
+        waitingTail = io;
+        waits = waits + 1; // the reactor is the only writer
+    }
+
+    private BlockIo popWaiting() {
+        BlockIo io = waitingHead;
+        waitingHead = io.waitingNext;
+        if (waitingHead == null) {
+            waitingTail = null;
+        }
+        io.waitingNext = null;
+        return io;
+    }
+
+    /** Submits waiting I/Os, oldest first, while the ring has free slots. Returns how many left the queue. */
+    private int resumeWaiting() {
+        int n = 0;
+        while (waitingHead != null && group.available() > 0) {
+            BlockIo io = popWaiting();
+            UringBlockDevice device = io.waitingDevice;
+            io.waitingDevice = null;
+            n++;
+            if (!device.resume(io, this)) {
+                break; // parked again at the tail: the ring is full after all
+            }
+        }
+        return n;
+    }
+
+    /** Completes the waiting I/Os of {@code device} (or of every device, when null) with {@code status}. */
+    private void failWaiting(UringBlockDevice device, int status) {
+        // Split first, complete after: a completion may submit (and park) again, which must find a consistent list.
+        BlockIo keepHead = null;
+        BlockIo keepTail = null;
+        BlockIo failHead = null;
+        BlockIo failTail = null;
+        while (waitingHead != null) {
+            BlockIo io = popWaiting();
+            if (device == null || io.waitingDevice == device) {
+                if (failTail == null) {
+                    failHead = io;
+                } else {
+                    failTail.waitingNext = io;
+                }
+                failTail = io;
+            } else {
+                if (keepTail == null) {
+                    keepHead = io;
+                } else {
+                    keepTail.waitingNext = io;
+                }
+                keepTail = io;
+            }
+        }
+        waitingHead = keepHead;
+        waitingTail = keepTail;
+        while (failHead != null) {
+            BlockIo io = failHead;
+            failHead = io.waitingNext;
+            io.waitingNext = null;
+            io.waitingDevice = null;
+            io.complete(status);
         }
     }
 
@@ -87,6 +194,7 @@ public final class BdevChannels implements PollGroup, InFlightAware {
     boolean closeChannel(UringBlockDevice device, long deadlineNanos) {
         int id = device.id();
         BdevIoChannel ch = id < channels.length ? channels[id] : null;
+        failWaiting(device, DeviceSupport.STATUS_CLOSED);
         if (ch == null) {
             return true;
         }
@@ -106,12 +214,16 @@ public final class BdevChannels implements PollGroup, InFlightAware {
 
     @Override
     public int poll() {
-        return group.poll();
+        int n = group.poll();
+        if (waitingHead != null) {
+            n += resumeWaiting();
+        }
+        return n;
     }
 
     @Override
     public boolean hasInFlight() {
-        return group.inFlight() > 0;
+        return group.inFlight() > 0 || waitingHead != null;
     }
 
     @Override
@@ -131,6 +243,7 @@ public final class BdevChannels implements PollGroup, InFlightAware {
             return;
         }
         closed = true;
+        failWaiting(null, DeviceSupport.STATUS_CLOSED);
         try {
             group.close();
         } finally {

@@ -1,5 +1,7 @@
 package io.nvmeof4j.target.backend;
 
+import io.nvmeof4j.target.reactor.Reactor;
+
 import java.nio.ByteBuffer;
 
 /**
@@ -14,6 +16,14 @@ public abstract class BlockIo {
     private long length;
     private ByteBuffer buffer;
     private boolean forceUnitAccess;
+
+    // Owned by the device while the I/O waits on a reactor (ring full, or a synchronous operation handed to a
+    // worker): intrusive links, so waiting allocates nothing and needs no bound beyond the commands in flight.
+    BlockIo waitingNext;
+    UringBlockDevice waitingDevice;
+    Reactor completingReactor;
+    int deferredStatus;
+    Runnable deferredCompletion;
 
     /** Sets up the descriptor for the next submission; returns this. */
     public BlockIo prepare(Op op, long offset, long length, ByteBuffer buffer, boolean forceUnitAccess) {

@@ -26,6 +26,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * A namespace on a regular file or a block device through the native io_uring block-device shim
@@ -35,14 +36,25 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <h2>Semantics</h2>
  * Write FUA → {@code RWF_DSYNC}; Flush → {@code fdatasync}; Write Zeroes → {@code fallocate(ZERO_RANGE)} (zeros
- * written where refused); Deallocate → {@code fallocate(PUNCH_HOLE)} on files, {@code BLKDISCARD} on block devices.
- * Short reads and writes are continued in C; Identify VWC = 1 (the page cache, or the device's own cache).
+ * written where refused); Deallocate → {@code fallocate(PUNCH_HOLE)} on files, a discard on block devices: io_uring's
+ * block discard command (Linux 6.12+), else {@code BLKDISCARD} on a {@link BlockingWorkers} thread, never on the
+ * reactor (the ioctl blocks for as long as the discard takes). Short reads and writes are continued in C;
+ * Identify VWC = 1 (the page cache, or the device's own cache).
+ *
+ * <h2>Waiting, not failing</h2>
+ * An I/O that finds the reactor's ring full waits in the reactor's FIFO ({@link BdevChannels}) and is submitted when
+ * a completion frees a slot: no command fails because of the target's internal queue depth.
  *
  * <h2>Errors (errno → NVMe status, as nvmet's {@code errno_to_nvme_status})</h2>
  * ENOSPC/EDQUOT → Capacity Exceeded + DNR (0x4081); EOPNOTSUPP → Invalid Opcode + DNR; ENODATA (a medium error
  * from the block layer) → Access Denied; EIO, EINVAL (misaligned O_DIRECT: a configuration mismatch, never the
- * host's fault) and everything else → Internal Error + DNR (0x4006). A closed device → Namespace Not Ready;
- * a reactor with every io_uring slot in flight → Namespace Not Ready without DNR (the host retries).
+ * host's fault) and everything else → Internal Error + DNR (0x4006). A closed device → Namespace Not Ready.
+ *
+ * <h2>Closing</h2>
+ * {@link #close()} waits for discards on the workers, then syncs ({@code fsync}) and closes the file on a separate
+ * thread, waiting at most {@value #FINAL_SYNC_TIMEOUT_PROP_NAME} (default {@value #FINAL_SYNC_TIMEOUT_MS_DEFAULT} ms).
+ * Past that bound close returns and says so; the file stays open (and locked) until the sync returns, and that thread
+ * then closes it. A disk that never answers keeps the file and one thread, never the shutdown.
  *
  * <h2>Threads</h2>
  * Submitted on a reactor thread, the I/O runs on that reactor's ring. Submitted elsewhere (tools, tests), it runs
@@ -52,6 +64,11 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
     private static final Logger LOG = LoggerFactory.getLogger(UringBlockDevice.class);
     private static final AtomicInteger NEXT_ID = new AtomicInteger();
     private static final long OFF_REACTOR_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(60);
+    /** System property: how long {@link #close()} waits for the final fsync, in ms. */
+    public static final String FINAL_SYNC_TIMEOUT_PROP_NAME = "nvmeof4j.final_sync_timeout_ms";
+    public static final long FINAL_SYNC_TIMEOUT_MS_DEFAULT = 10_000;
+    /** System property: false makes block devices discard as on kernels without io_uring's command (tests). */
+    public static final String DISCARD_COMMAND_PROP_NAME = "nvmeof4j.io_uring.discard_command";
 
     private final int id = NEXT_ID.getAndIncrement();
     private final Path path;
@@ -59,7 +76,10 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
     private final BdevDescriptor descriptor;
     private final long capacityBytes;
     private final int blockSize;
+    /** One line a second for this device's errors; the ones between are counted, not formatted. */
     private final RateLimitedLog errorLog = new RateLimitedLog(LOG);
+    /** Discards handed to {@link BlockingWorkers} and not yet handed back. */
+    private final AtomicInteger blockingInFlight = new AtomicInteger();
     private volatile boolean closed;
     /** No new I/O: set by {@link #detach} or {@link #close()}. */
     private volatile boolean stopped;
@@ -98,7 +118,8 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
                                         UringOptions.Confinement confinement) throws NativeIoException {
         boolean create = sizeBytes > 0 && (confinement == UringOptions.Confinement.NONE || !Files.exists(path,
             LinkOption.NOFOLLOW_LINKS));
-        UringOptions options = new UringOptions(buffered, blockSize, sizeBytes, create, false, confinement);
+        UringOptions options = new UringOptions(buffered, blockSize, sizeBytes, create, false, confinement,
+            Boolean.parseBoolean(System.getProperty(DISCARD_COMMAND_PROP_NAME, "true")));
         Bdev bdev;
         try {
             bdev = Bdev.openUring(path, options);
@@ -135,7 +156,19 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
             }
             return new UringBlockDevice(path, bdev, bdev.open(true));
         } catch (NativeIoException | RuntimeException e) {
-            bdev.close();
+            boolean created = bdev.created();
+            try {
+                bdev.close();
+            } catch (IllegalStateException closing) {
+                e.addSuppressed(closing);
+            }
+            if (created) {
+                try {
+                    Files.deleteIfExists(path); // a failed open leaves nothing behind
+                } catch (java.io.IOException deleting) {
+                    e.addSuppressed(deleting);
+                }
+            }
             throw e;
         }
     }
@@ -205,17 +238,43 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
             submitOffReactor(io);
             return;
         }
+        if (channels.hasWaiting()) {
+            channels.park(io, this); // behind the I/Os already waiting for a ring slot
+            return;
+        }
+        submitOn(channels, io);
+    }
+
+    /** Starts {@code io} on the reactor's ring; returns false when the ring is full and it was parked to wait. */
+    private boolean submitOn(BdevChannels channels, BlockIo io) {
         int rc;
         try {
             rc = start(channels.channel(this), channels, io);
         } catch (NativeIoException | IllegalStateException e) {
             errorLog.error("{}: no I/O channel on this reactor: {}", path, e.toString());
             io.complete(DeviceSupport.STATUS_CLOSED);
-            return;
+            return true;
+        }
+        if (rc == -Errno.EBUSY) {
+            channels.park(io, this);
+            return false;
         }
         if (rc != 0) {
-            io.complete(rc == -Errno.EBUSY ? NvmeStatus.NAMESPACE_NOT_READY : statusFor(io.op(), -rc));
+            io.complete(statusFor(io.op(), -rc));
         }
+        return true;
+    }
+
+    /**
+     * A parked I/O's turn ({@link BdevChannels#poll()}, a ring slot is free). Returns false when it had to park
+     * again. Reactor thread.
+     */
+    boolean resume(BlockIo io, BdevChannels channels) {
+        if (stopped) {
+            io.complete(DeviceSupport.STATUS_CLOSED);
+            return true;
+        }
+        return submitOn(channels, io);
     }
 
     private int start(BdevIoChannel ch, BdevChannels channels, BlockIo io) {
@@ -249,13 +308,45 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
     @Override
     public void onBdevComplete(Object context, int op, int result) {
         BlockIo io = (BlockIo) context;
-        int status = NvmeStatus.SUCCESS;
-        if (result < 0) {
-            status = statusFor(io.op(), -result);
-            errorLog.error("{}: {} of {} bytes at offset {} failed: {} -> {}", path, io.op(), io.length(),
-                io.offset(), Errno.describe(-result), NvmeStatus.describe(status));
+        if (result == Bdev.RESULT_BLOCKING) {
+            Reactor reactor = Reactor.current();
+            if (reactor == null) {
+                io.complete(runBlocking(io)); // a tool's thread: blocking it is what it asked for
+            } else {
+                blockingInFlight.incrementAndGet();
+                BlockingWorkers.submit(io, this, reactor);
+            }
+            return;
         }
-        io.complete(status);
+        io.complete(result < 0 ? failed(io, -result) : NvmeStatus.SUCCESS);
+    }
+
+    /** The operation the kernel does synchronously (BLKDISCARD), on a worker thread. Returns the NVMe status. */
+    int runBlocking(BlockIo io) {
+        if (io.op() != BlockIo.Op.DEALLOCATE) {
+            return NvmeStatus.INTERNAL_ERROR | NvmeStatus.DNR; // the shim defers nothing else
+        }
+        int rc = bdev.discardBlocking(io.offset(), io.length());
+        return rc < 0 ? failed(io, -rc) : NvmeStatus.SUCCESS;
+    }
+
+    /** A worker finished one of this device's operations and handed it back. */
+    void blockingDone() {
+        blockingInFlight.decrementAndGet();
+    }
+
+    /** The status for a failed I/O, logged at most once a second; allocates nothing when not logged. */
+    private int failed(BlockIo io, int errno) {
+        int status = statusFor(io.op(), errno);
+        // admit before any argument is boxed or formatted: a failing disk costs no allocation per failed I/O.
+        long skipped = errorLog.admit(null);
+        if (skipped == RateLimitedLog.SUPPRESSED) {
+            return status;
+        }
+        errorLog.logger().error("{}: {} of {} bytes at offset {} failed: {} -> {} ({} lines suppressed before this "
+            + "one)", path, io.op(), io.length(), io.offset(), Errno.describe(errno), NvmeStatus.describe(status),
+            skipped);
+        return status;
     }
 
     /** nvmet's {@code errno_to_nvme_status} (drivers/nvme/target/core.c). */
@@ -341,12 +432,24 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
             }
         }
         boolean inTime = done.await(timeout.toNanos() + TimeUnit.SECONDS.toNanos(1), TimeUnit.NANOSECONDS);
-        return inTime && allClosed.get();
+        return inTime && allClosed.get() && awaitBlocking(deadline);
+    }
+
+    /** Waits until no discard of this device is on a worker, or {@code deadlineNanos}; true when none is. */
+    private boolean awaitBlocking(long deadlineNanos) {
+        while (blockingInFlight.get() > 0) {
+            if (System.nanoTime() - deadlineNanos > 0) {
+                return false;
+            }
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+        }
+        return true;
     }
 
     /**
-     * Closes the descriptor and the device ({@code fsync}). The reactors' channels must be closed first: the daemon
-     * stops its reactors before closing devices, and {@link #detach} closes them on running reactors. Idempotent.
+     * Closes the descriptor and the device ({@code fsync}), each wait bounded (see "Closing" above). The reactors'
+     * channels must be closed first: the daemon stops its reactors before closing devices, and {@link #detach}
+     * closes them on running reactors. Idempotent.
      */
     @Override
     public void close() {
@@ -355,6 +458,13 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
         }
         closed = true;
         stopped = true;
+        long timeoutMs = Long.getLong(FINAL_SYNC_TIMEOUT_PROP_NAME, FINAL_SYNC_TIMEOUT_MS_DEFAULT);
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        if (!awaitBlocking(deadline)) {
+            LOG.error("{}: a discard on a worker thread did not finish within {} ms; the device stays open (leaked) "
+                + "so the worker never uses a closed file", path, timeoutMs);
+            return;
+        }
         synchronized (offReactorLock) {
             if (offReactorGroup != null) {
                 offReactorGroup.close();
@@ -362,10 +472,29 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
             }
         }
         descriptor.close();
+        CountDownLatch synced = new CountDownLatch(1);
+        Thread closer = new Thread(() -> {
+            try {
+                bdev.close();
+            } catch (IllegalStateException e) {
+                LOG.error("{}: final fsync failed: {}", path, e.getMessage());
+            } finally {
+                synced.countDown();
+            }
+        }, "nvmeof-close-" + path.getFileName());
+        closer.setDaemon(true);
+        closer.start();
+        boolean inTime;
         try {
-            bdev.close();
-        } catch (IllegalStateException e) {
-            LOG.error("{}: final fsync failed: {}", path, e.getMessage());
+            inTime = synced.await(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            inTime = false;
+        }
+        if (!inTime) {
+            LOG.error("{}: the final fsync did not return within {} ms; closing goes on without it. The file stays "
+                + "open and locked until the fsync returns (thread {} then closes it); writes not yet on the disk "
+                + "are lost if the machine fails first", path, timeoutMs, closer.getName());
         }
     }
 

@@ -34,6 +34,7 @@ import io.nvmeof4j.target.limits.NamespaceRefusedException;
 import io.nvmeof4j.target.limits.PathConfinement;
 import io.nvmeof4j.target.limits.RamBudget;
 import io.nvmeof4j.target.io.NvmCommands;
+import io.nvmeof4j.target.metrics.TargetMeterNames;
 import io.nvmeof4j.target.metrics.TargetMetrics;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Port;
@@ -105,8 +106,6 @@ public final class TargetDaemon implements AutoCloseable {
         Duration.ofNanos(io.nvmeof4j.jni.bdev.BdevPollGroup.CLOSE_DRAIN_NANOS).plusSeconds(2);
     /** How long a file device gets to finish its I/O and fsync when closed. */
     public static final Duration DEVICE_CLOSE_TIMEOUT = Duration.ofSeconds(10);
-    /** Most block I/Os in flight on one reactor's io_uring. */
-    public static final int BDEV_IO_PER_REACTOR = 4096;
 
     private final TargetConfig config;
     private final TargetModel model = new TargetModel();
@@ -188,21 +187,33 @@ public final class TargetDaemon implements AutoCloseable {
             if (metrics != null) {
                 metrics.bindPool(i, pool);
             }
+            List<java.util.function.LongSupplier> bufferWaits = new ArrayList<>();
             if (rdma) {
                 // First: an idle reactor blocks on its first group's wait primitive (here the completion channel).
-                PollGroup rdmaGroup = rdmaTransport.createPollGroup(pool);
+                io.nvmeof4j.rdma.RdmaPollGroup rdmaGroup = rdmaTransport.createPollGroup(pool);
+                bufferWaits.add(rdmaGroup::bufferWaits);
                 reactor.add(rdmaGroup);
                 rdmaGroups.add(rdmaGroup);
             }
             if (!rdma || servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.TCP)) {
                 // Only when TCP ports exist: an idle group still costs a selectNow per reactor round.
-                PollGroup group = transport.createPollGroup(pool);
+                io.nvmeof4j.tcp.TcpPollGroup group = transport.createPollGroup(pool);
+                bufferWaits.add(group::bufferWaits);
                 reactor.add(group);
                 groups.add(group);
             }
+            if (metrics != null) {
+                metrics.bindResourceWaits(i, TargetMeterNames.RESOURCE_BUFFER_POOL, bufferWaits,
+                    ws -> ws.stream().mapToLong(java.util.function.LongSupplier::getAsLong).sum());
+            }
             if (Bdev.isAvailable()) {
                 try {
-                    reactor.add(new BdevChannels(reactor.name() + " block I/O", pool, BDEV_IO_PER_REACTOR));
+                    BdevChannels channels = new BdevChannels(reactor.name() + " block I/O", pool,
+                        BdevChannels.entriesFromProperty());
+                    reactor.add(channels);
+                    if (metrics != null) {
+                        metrics.bindResourceWaits(i, TargetMeterNames.RESOURCE_IO_URING, channels, BdevChannels::waits);
+                    }
                 } catch (NativeIoException e) {
                     // io_uring refused (a seccomp profile, kernel.io_uring_disabled): RAM and null namespaces still
                     // serve; file and block-device namespaces answer Namespace Not Ready on this reactor.

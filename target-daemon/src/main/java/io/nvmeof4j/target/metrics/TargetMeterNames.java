@@ -26,6 +26,10 @@ import java.time.Duration;
  *   <tr><td>{@value #QUEUE_INFLIGHT}</td><td>gauge</td><td>subsystem, cntlid, qid, transport</td>
  *       <td>commands received on the queue and not yet answered</td></tr>
  *   <tr><td>{@value #POOL_BUFFERS_IN_USE}</td><td>gauge</td><td>reactor</td><td>data buffers handed out</td></tr>
+ *   <tr><td>{@value #RESOURCE_WAITS}</td><td>counter</td><td>reactor, resource</td>
+ *       <td>commands that found a fixed-size data-path resource full and waited for it (never failed):
+ *       {@value #RESOURCE_IO_URING} (the reactor's ring), {@value #RESOURCE_BUFFER_POOL} (the reactor's data
+ *       buffers)</td></tr>
  *   <tr><td>{@value #RAM_ALLOCATION_FAILURES}</td><td>counter</td><td>subsystem, nsid</td>
  *       <td>writes to a RAM namespace refused (Capacity Exceeded) because memory for a new 1 MiB chunk could not be
  *       had</td></tr>
@@ -47,6 +51,7 @@ public final class TargetMeterNames {
     public static final String QUEUE_PAIRS = "nvmeof.target.queue.pairs";
     public static final String QUEUE_INFLIGHT = "nvmeof.target.queue.inflight";
     public static final String POOL_BUFFERS_IN_USE = "nvmeof.target.pool.buffers.in.use";
+    public static final String RESOURCE_WAITS = "nvmeof.target.resource.waits";
     public static final String RAM_ALLOCATION_FAILURES = "nvmeof.target.ram.allocation.failures";
     public static final String RAM_BUDGET = "nvmeof.target.ram.budget";
     public static final String RAM_RESERVED = "nvmeof.target.ram.reserved";
@@ -61,7 +66,12 @@ public final class TargetMeterNames {
     public static final String TAG_CNTLID = "cntlid";
     public static final String TAG_QID = "qid";
     public static final String TAG_REACTOR = "reactor";
+    public static final String TAG_RESOURCE = "resource";
     public static final String TAG_REASON = "reason";
+
+    /** {@value #RESOURCE_WAITS} resource tag values. */
+    public static final String RESOURCE_IO_URING = "io_uring";
+    public static final String RESOURCE_BUFFER_POOL = "buffer_pool";
 
     /** nsid tag of admin commands (they belong to the controller, not to a namespace). */
     public static final String ADMIN_NSID = "0";

@@ -224,6 +224,16 @@ public final class TargetMetrics {
             .tag(TAG_REACTOR, Integer.toString(reactor)).strongReference(true).register(registry);
     }
 
+    /**
+     * Counter of the commands that waited for {@code resource} ({@link TargetMeterNames#RESOURCE_IO_URING}, ...) on
+     * a reactor; {@code waits} reads the owner's running count (scrape thread).
+     */
+    public <T> void bindResourceWaits(int reactor, String resource, T owner, java.util.function.ToDoubleFunction<T> waits) {
+        FunctionCounter.builder(RESOURCE_WAITS, owner, waits)
+            .description("Commands that found a fixed-size data-path resource full and waited for it")
+            .tags(TAG_REACTOR, Integer.toString(reactor), TAG_RESOURCE, resource).register(registry);
+    }
+
     private double controllerCount(String nqn) {
         ControllerRegistry r = controllers;
         return r == null ? 0 : r.controllers(nqn).size();

@@ -11,7 +11,9 @@ public enum IdleStrategy {
     /**
      * Spin for a bounded time after the last work (default 50 µs), then block in the poll group until woken.
      * Waking a sleeping thread costs ~70 µs on the reference machine (docs/performance.md), so spinning first
-     * keeps queue-depth-1 latency low while an idle daemon uses no CPU.
+     * keeps queue-depth-1 latency low while an idle daemon uses no CPU. A reactor that measures its CPU as shared
+     * (its thread runnable without running for more than 10 % of the time) blocks without spinning until the
+     * contention goes: see {@link Reactor}, "A shared CPU".
      */
     ADAPTIVE("adaptive");
 

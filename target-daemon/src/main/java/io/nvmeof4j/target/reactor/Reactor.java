@@ -35,6 +35,19 @@ import java.util.concurrent.locks.LockSupport;
  * {@code io_uring_wait_cqe_timeout}), at most {@link #IN_FLIGHT_AWAIT_NANOS}, so a completion is noticed the moment
  * it lands and a command arriving on a socket meanwhile waits at most that long.
  *
+ * <h2>A shared CPU</h2>
+ * Spinning pays only while the reactor has its CPU to itself. When another runnable thread shares the CPU (a cloud
+ * VM's neighbour, a batch job, the load generator on the same core), every spin is time taken from that thread and
+ * charged to the reactor by the scheduler, which then lets the reactor wait when work arrives; and a reactor that
+ * keeps spinning is never the freshly woken thread the scheduler favours. So an adaptive reactor measures, every
+ * {@value #CONTENTION_WINDOW_MILLIS} ms, how long it was runnable without running (its {@link SchedStat} run delay)
+ * and how much of that each wake-up cost. When the run delay exceeds {@value #CONTENDED_PERCENT}% of the window the
+ * CPU is contended: the reactor stops spinning and blocks as soon as a round finds no work (like the kernel
+ * target's work queues), which keeps it the waking thread the scheduler runs first. Every
+ * {@value #CONTENDED_HOLD_MILLIS} ms it tries spinning again for one window, so it returns to spinning when the
+ * competitor goes. {@link #contended()} and {@link #wakeupCostNanos()} say what it measured. Busy reactors never
+ * adapt: they are for dedicated cores (see docs/datapath.md on pinning).
+ *
  * <h2>Failures</h2>
  * A {@link RuntimeException} out of {@link PollGroup#poll()} is taken as transient: logged (the 1st, 10th, 100th…
  * consecutive one, with the reactor and group named) and the loop goes on. A poll group is expected to deal with
@@ -63,6 +76,14 @@ public final class Reactor implements Executor, AutoCloseable {
     static final int FATAL_CONSECUTIVE_FAILURES = 1000;
     private static final int MAX_TASKS_PER_ROUND = 64;
     public static final Duration STOP_TIMEOUT_DEFAULT = Duration.ofSeconds(5);
+    /**
+     * System property: false turns the contention measurement off (an adaptive reactor then always spins
+     * {@code idle_spin_us} first, as before it existed); for comparisons such as benchmarks/run-shared-cpu-benchmark.sh.
+     */
+    public static final String ADAPT_TO_CONTENTION_PROP_NAME = "nvmeof4j.reactor.adapt_to_contention";
+    static final long CONTENTION_WINDOW_MILLIS = 50;
+    static final int CONTENDED_PERCENT = 10;
+    static final long CONTENDED_HOLD_MILLIS = 1000;
 
     private enum Lifecycle { NEW, RUNNING, STOPPED }
 
@@ -81,6 +102,16 @@ public final class Reactor implements Executor, AutoCloseable {
     private volatile boolean running;
     private volatile boolean sleeping;
     private long rounds;
+
+    // Contention measurement (adaptive idling; reactor thread only, apart from the volatile results).
+    private SchedStat schedStat;
+    private long windowStartNanos;
+    private long windowStartRunDelay;
+    private long windowBlocks;
+    private long contendedUntilNanos;
+    private long effectiveSpinNanos;
+    private volatile boolean contended;
+    private volatile long wakeupCostNanos;
 
     public Reactor(String name, IdleStrategy idleStrategy, long spinNanos) {
         if (spinNanos < 0) {
@@ -178,6 +209,19 @@ public final class Reactor implements Executor, AutoCloseable {
 
     public boolean isRunning() {
         return running && thread.isAlive();
+    }
+
+    /** True while the adaptive reactor measured its CPU as shared and blocks instead of spinning. Any thread. */
+    public boolean contended() {
+        return contended;
+    }
+
+    /**
+     * Run delay per block in the last measured window: what a wake-up from blocking cost in waiting for the CPU
+     * (0 before the first window with a block, or where schedstats are unavailable). Any thread.
+     */
+    public long wakeupCostNanos() {
+        return wakeupCostNanos;
     }
 
     /** Rounds of {@link #doWork()} so far (read from any thread: approximate). */
@@ -285,6 +329,13 @@ public final class Reactor implements Executor, AutoCloseable {
     private void run() {
         boolean idling = false;
         long idleStart = 0;
+        effectiveSpinNanos = spinNanos;
+        if (idleStrategy == IdleStrategy.ADAPTIVE
+            && Boolean.parseBoolean(System.getProperty(ADAPT_TO_CONTENTION_PROP_NAME, "true"))) {
+            schedStat = SchedStat.open(); // on this thread: the file describes the thread that opens it
+            windowStartNanos = System.nanoTime();
+            windowStartRunDelay = schedStat == null ? 0 : schedStat.runDelayNanos();
+        }
         try {
             while (running) {
                 if (doWork() > 0) {
@@ -296,13 +347,22 @@ public final class Reactor implements Executor, AutoCloseable {
                     continue;
                 }
                 long now = System.nanoTime();
+                if (schedStat != null && now - windowStartNanos >= TimeUnit.MILLISECONDS.toNanos(CONTENTION_WINDOW_MILLIS)) {
+                    measureContention(now);
+                }
                 if (!idling) {
                     idling = true;
                     idleStart = now;
-                } else if (now - idleStart < spinNanos) {
+                    if (effectiveSpinNanos == 0) {
+                        block();
+                        windowBlocks++;
+                        idling = false;
+                    }
+                } else if (now - idleStart < effectiveSpinNanos) {
                     Thread.onSpinWait();
                 } else {
                     block();
+                    windowBlocks++;
                     idling = false;
                 }
             }
@@ -311,9 +371,45 @@ public final class Reactor implements Executor, AutoCloseable {
             LOG.error("reactor {} stopped by an unexpected failure", name, t);
         } finally {
             running = false;
+            if (schedStat != null) {
+                schedStat.close();
+            }
             closeOwned();
             lifecycle = Lifecycle.STOPPED;
         }
+    }
+
+    /**
+     * End of a measurement window (idle path only, so a reactor with work never pays for it): the share of the
+     * window this thread spent runnable without running decides between spinning and blocking at once.
+     */
+    private void measureContention(long now) {
+        if (!schedStat.read()) {
+            return;
+        }
+        long runDelay = schedStat.runDelayNanos();
+        long delay = runDelay - windowStartRunDelay;
+        long window = now - windowStartNanos;
+        if (windowBlocks > 0) {
+            wakeupCostNanos = delay / windowBlocks;
+        }
+        boolean shared = delay * 100 > window * CONTENDED_PERCENT;
+        if (shared) {
+            if (!contended) {
+                LOG.debug("reactor {}: runnable without a CPU for {}% of the last {} ms; blocking instead of "
+                    + "spinning", name, delay * 100 / Math.max(1, window), TimeUnit.NANOSECONDS.toMillis(window));
+            }
+            contended = true;
+            effectiveSpinNanos = 0;
+            contendedUntilNanos = now + TimeUnit.MILLISECONDS.toNanos(CONTENDED_HOLD_MILLIS);
+        } else if (contended && now - contendedUntilNanos >= 0) {
+            // Probe: spin again for a window; a competitor still there sends us back within one window.
+            contended = false;
+            effectiveSpinNanos = spinNanos;
+        }
+        windowStartNanos = now;
+        windowStartRunDelay = runDelay;
+        windowBlocks = 0;
     }
 
     private void block() {
