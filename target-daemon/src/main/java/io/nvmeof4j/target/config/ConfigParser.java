@@ -127,12 +127,21 @@ final class ConfigParser {
             DaemonSettings.FILE_WORKERS_OBSOLETE, DaemonSettings.SHUTDOWN_TIMEOUT_MS, DaemonSettings.HTTP,
             DaemonSettings.METRICS, HttpSecurity.API_TOKEN_FILE, HttpSecurity.METRICS_HTTP,
             HttpSecurity.HTTP_ALLOWED_HOSTS, HttpSecurity.HTTP_REQUEST_TIMEOUT_MS, HttpSecurity.HTTP_MAX_CONNECTIONS,
-            HttpSecurity.HTTP_MAX_CONNECTIONS_PER_PEER, DaemonSettings.ALLOWED_PATHS, DaemonSettings.RAM_BUDGET_MIB);
+            HttpSecurity.HTTP_MAX_CONNECTIONS_PER_PEER, DaemonSettings.ALLOWED_PATHS, DaemonSettings.RAM_BUDGET_MIB,
+            DaemonSettings.RPC_SOCKET);
         for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
             String name = names.next();
             if (!known.contains(name)) {
                 throw new ConfigException(at(where, name), "unknown setting (known: " + String.join(", ",
                     new java.util.TreeSet<>(known)) + ")");
+            }
+        }
+        if (node.has(DaemonSettings.RPC_SOCKET)) {
+            String rw = at(where, DaemonSettings.RPC_SOCKET);
+            String socket = text(node.get(DaemonSettings.RPC_SOCKET), rw);
+            requirePlainText(socket, rw);
+            if (socket.isEmpty() || socket.getBytes(StandardCharsets.UTF_8).length > 107) {
+                throw new ConfigException(rw, "must be a path of 1 to 107 bytes (sun_path)");
             }
         }
         int reactors = (int) optionalInteger(node, where, DaemonSettings.REACTORS, 1, DaemonSettings.MAX_REACTORS,

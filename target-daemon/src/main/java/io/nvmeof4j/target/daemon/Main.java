@@ -71,6 +71,11 @@ public final class Main implements Callable<Integer> {
             "file; without --config, $XDG_STATE_HOME/nvmeof4j/api-token (~/.local/state/...)."})
     private Path apiTokenFile;
 
+    @Option(names = {"-r", "--rpc-socket"}, paramLabel = "PATH",
+        description = {"Serve SPDK's JSON-RPC (scripts/rpc.py -s PATH) on this Unix socket, mode 0600.",
+            "Overrides \"rpc_socket\" in the \"nvmeof4j\" section. Default: no socket."})
+    private Path rpcSocket;
+
     @Option(names = "--check", description = "Validate the configuration (and the files it names), then exit.")
     private boolean check;
 
@@ -165,6 +170,15 @@ public final class Main implements Callable<Integer> {
         } catch (IOException | RuntimeException e) {
             LOG.debug("start failed", e);
             return fail(err, e.getMessage(), EXIT_START_FAILED);
+        }
+        Path socket = rpcSocket != null ? rpcSocket : started.controlPlane().rpcSocketSetting().orElse(null);
+        if (socket != null) {
+            try {
+                started.startRpc(socket);
+            } catch (IOException | RuntimeException e) {
+                started.close();
+                return fail(err, e.getMessage(), EXIT_START_FAILED);
+            }
         }
         daemon = started;
         Thread hook = new Thread(() -> {

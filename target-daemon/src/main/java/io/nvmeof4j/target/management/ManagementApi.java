@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.nvmeof4j.target.config.ConfigException;
 import io.nvmeof4j.target.config.NamespaceConfig;
 import io.nvmeof4j.target.config.TargetConfig;
+import io.nvmeof4j.target.control.ControlException;
 import io.nvmeof4j.target.controller.Controller;
 import io.nvmeof4j.target.controller.QueueInfo;
 import io.nvmeof4j.target.daemon.TargetDaemon;
@@ -208,39 +209,25 @@ public final class ManagementApi {
             throw new ManagementException(CONFLICT, "subsystem " + nqn + " already has namespace "
                 + Integer.toUnsignedString(nc.nsid()));
         }
-        Namespace added;
         try {
-            added = daemon.addNamespace(s.nqn(), nc);
-        } catch (IllegalStateException e) {
-            throw new ManagementException(CONFLICT, e.getMessage());
-        } catch (IllegalArgumentException e) {
-            throw new ManagementException(NOT_FOUND, e.getMessage());
-        } catch (NamespaceRefusedException e) {
-            throw new ManagementException(switch (e.reason()) {
-                case PATH_NOT_ALLOWED -> FORBIDDEN;
-                case LARGER_THAN_BUDGET -> BAD_REQUEST;
-                case BUDGET_EXHAUSTED -> CONFLICT;
-            }, e.getMessage());
-        } catch (IOException e) {
-            throw new ManagementException(BAD_REQUEST, e.getMessage());
+            return namespaceJson(daemon.controlPlane().addNamespace("HTTP API", s.nqn(), nc));
+        } catch (ControlException e) {
+            throw refused(e);
         }
-        return namespaceJson(added);
     }
 
     /** Removes a namespace. 400: NSID not a number; 404: no such subsystem or namespace. */
     public synchronized ObjectNode removeNamespace(String nqn, String nsidText) throws ManagementException {
         Subsystem s = requireSubsystem(nqn);
         int nsid = parseNsid(nsidText);
-        Namespace removed;
-        try {
-            removed = daemon.removeNamespace(s.nqn(), nsid);
-        } catch (IllegalStateException e) {
-            throw new ManagementException(CONFLICT, e.getMessage());
-        }
-        if (removed == null) {
+        if (s.namespace(nsid) == null) {
             throw new ManagementException(NOT_FOUND, "subsystem " + nqn + " has no namespace " + nsidText);
         }
-        return namespaceJson(removed);
+        try {
+            return namespaceJson(daemon.controlPlane().removeNamespace("HTTP API", s.nqn(), nsid));
+        } catch (ControlException e) {
+            throw refused(e);
+        }
     }
 
     /** Allows a host ({@code {"nqn": "..."}}). 400: no or malformed NQN; 404: no subsystem; 409: already allowed. */
@@ -264,11 +251,11 @@ public final class ManagementApi {
         if (Port.DISCOVERY_NQN.equals(host)) {
             throw new ManagementException(BAD_REQUEST, "host.nqn: the discovery NQN is not a host NQN");
         }
-        if (!s.addAllowedHost(host)) {
-            throw new ManagementException(CONFLICT, "host " + host + " is already allowed on " + nqn);
+        try {
+            daemon.controlPlane().addHost("HTTP API", s.nqn(), host);
+        } catch (ControlException e) {
+            throw refused(e);
         }
-        discoveryChanged();
-        LOG.info("{}: host {} allowed", nqn, host);
         return hosts(nqn);
     }
 
@@ -278,18 +265,24 @@ public final class ManagementApi {
      */
     public synchronized ObjectNode removeHost(String nqn, String host) throws ManagementException {
         Subsystem s = requireSubsystem(nqn);
-        if (!s.removeAllowedHost(host)) {
-            throw new ManagementException(NOT_FOUND, "host " + host + " is not on the allowed list of " + nqn);
+        try {
+            daemon.controlPlane().removeHost("HTTP API", s.nqn(), host);
+        } catch (ControlException e) {
+            throw refused(e);
         }
-        discoveryChanged();
-        LOG.info("{}: host {} no longer allowed{}", nqn, host,
-            s.allowAnyHost() ? " (allow_any_host is on: it may still connect)" : "");
         return hosts(nqn);
     }
 
-    private void discoveryChanged() {
-        daemon.model().discoveryChanged();
-        daemon.registry().notifyDiscoveryChanged();
+    /** A change the control plane refused, as an HTTP status. */
+    private static ManagementException refused(ControlException e) {
+        return new ManagementException(switch (e.kind()) {
+            case INVALID -> BAD_REQUEST;
+            case NOT_FOUND -> NOT_FOUND;
+            case EXISTS, BUSY, NO_SPACE -> CONFLICT;
+            case FORBIDDEN -> FORBIDDEN;
+            case IO -> e.getCause() instanceof io.nvmeof4j.target.config.ConfigException ? BAD_REQUEST
+                : e.getMessage().startsWith("cannot write the configuration file") ? 500 : BAD_REQUEST;
+        }, e.getMessage());
     }
 
     // ------------------------------------------------------------------------------------------------ JSON
