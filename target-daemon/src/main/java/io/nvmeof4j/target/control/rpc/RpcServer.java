@@ -266,12 +266,15 @@ public final class RpcServer implements AutoCloseable {
                     }
                     value = mapper.readTree(parser);
                     consumed = start + (int) parser.getCurrentLocation().getByteOffset();
-                } catch (JsonEOFException e) {
-                    if (partialSince == 0) {
-                        partialSince = System.nanoTime();
-                    }
-                    return true;
                 } catch (JsonProcessingException e) {
+                    if (e instanceof JsonEOFException || (e.getOriginalMessage() != null
+                        && e.getOriginalMessage().contains("end-of-input"))) {
+                        // Not all of it has arrived yet (Jackson's databind reports this as a mismatched input).
+                        if (partialSince == 0) {
+                            partialSince = System.nanoTime();
+                        }
+                        return true;
+                    }
                     send(error(null, RpcError.PARSE_ERROR, "Parse error"));
                     return false;
                 }

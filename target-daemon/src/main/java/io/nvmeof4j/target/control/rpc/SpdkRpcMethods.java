@@ -250,8 +250,8 @@ final class SpdkRpcMethods {
             control.createSubsystem(who, nqn, serial, model, any, min, max);
         } catch (ControlException e) {
             // SPDK: "Unable to create subsystem NQN" (-32603) for a taken NQN, -32602 for a bad parameter.
-            throw new RpcError(e.kind() == ControlException.Kind.EXISTS ? RpcError.INTERNAL_ERROR
-                : RpcError.INVALID_PARAMS, "Unable to create subsystem " + nqn + ": " + e.getMessage());
+            throw new RpcError(e.kind() == ControlException.Kind.EXISTS || e.kind() == ControlException.Kind.IO
+                ? RpcError.INTERNAL_ERROR : RpcError.INVALID_PARAMS, "Unable to create subsystem " + nqn + ": " + e.getMessage());
         }
         return BooleanNode.TRUE;
     }
