@@ -151,6 +151,42 @@ class SpdkRpcTest {
     }
 
     @Test
+    void shouldStartFromWhatSaveConfigWrites() throws Exception {
+        int port = freePort();
+        JsonNode saved;
+        try (RpcClient rpc = start()) {
+            rpc.result("bdev_malloc_create", "{\"name\": \"M\", \"num_blocks\": 4096, \"block_size\": 4096}");
+            rpc.result("bdev_null_create", "{\"name\": \"Spare\", \"num_blocks\": 8, \"block_size\": 512}");
+            rpc.result("nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\", \"serial_number\": \"SN7\"}");
+            rpc.result("nvmf_subsystem_add_listener", listener(port));
+            rpc.result("nvmf_subsystem_add_host", "{\"nqn\": \"" + NQN + "\", \"host\": \"" + HOST + "\"}");
+            rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": {\"bdev_name\": \"M\", "
+                + "\"nsid\": 3}}");
+            saved = rpc.result("save_config", null);
+        }
+        assertThat(saved.at("/subsystems/0/subsystem").asText()).isEqualTo("bdev");
+        assertThat(saved.at("/subsystems/1/config/0/method").asText()).isEqualTo("nvmf_create_transport");
+        daemon.close();
+        Path spdk = dir.resolve("spdk.json");
+        Files.writeString(spdk, saved.toString());
+        daemon = TargetDaemon.start(TargetConfig.parse(io.nvmeof4j.target.control.rpc.SpdkJsonConfig.BASE_JSON
+            .replace("8009", Integer.toString(freePort())), dir));
+        assertThat(io.nvmeof4j.target.control.rpc.SpdkJsonConfig.replay(daemon, spdk)).isEqualTo(7);
+        assertThat(daemon.model().subsystem(NQN).serialNumber()).isEqualTo("SN7");
+        assertThat(daemon.model().subsystem(NQN).namespace(3).blockCount()).isEqualTo(4096);
+        assertThat(daemon.model().subsystem(NQN).namespace(3).uuid()).isEqualTo(
+            java.util.UUID.fromString(saved.at("/subsystems/1/config/4/params/namespace/uuid").asText()));
+        assertThat(daemon.model().subsystem(NQN).isHostAllowed(HOST)).isTrue();
+        assertThat(accepts(port)).isTrue();
+        // A file that asks for what we do not serve fails the start's replay, naming the call.
+        Files.writeString(spdk, "{\"subsystems\": [{\"subsystem\": \"bdev\", \"config\": [{\"method\": "
+            + "\"bdev_set_options\", \"params\": {}}, {\"method\": \"bdev_lvol_create\", \"params\": {}}]}]}");
+        org.assertj.core.api.Assertions.assertThatThrownBy(
+                () -> io.nvmeof4j.target.control.rpc.SpdkJsonConfig.replay(daemon, spdk))
+            .hasMessageContaining("subsystems[0].config[1]").hasMessageContaining("bdev_lvol_create");
+    }
+
+    @Test
     void shouldRemoveWhatItCreatedAndCloseTheListener() throws Exception {
         int port = freePort();
         try (RpcClient rpc = start()) {

@@ -70,7 +70,7 @@ final class SpdkRpcMethods {
         methods.put("spdk_get_version", (w, p) -> version(p));
         methods.put("rpc_get_methods", (w, p) -> getMethods(p));
         methods.put("framework_wait_init", (w, p) -> noParams(p, BooleanNode.TRUE));
-        methods.put("save_config", (w, p) -> noParams(p, control.document()));
+        methods.put("save_config", (w, p) -> saveConfig(p));
         methods.put("nvmf_get_transports", (w, p) -> getTransports(p));
         methods.put("nvmf_create_transport", (w, p) -> createTransport(p));
         methods.put("nvmf_get_subsystems", (w, p) -> getSubsystems(p));
@@ -160,6 +160,110 @@ final class SpdkRpcMethods {
                 + "(NVMe-oF/RDMA ports come from the configuration file)");
         }
         return BooleanNode.TRUE;
+    }
+
+    /**
+     * SPDK's configuration shape ({@code {"subsystems": [{"subsystem": "bdev", "config": [{"method": ..., "params":
+     * ...}]}, {"subsystem": "nvmf", ...}]}}): the calls that rebuild what is served, which {@code nvmf_tgt --json},
+     * {@code rpc.py load_config} and {@code bin/nvmeof-target --json} replay. Each namespace gets its bdev: the name
+     * it was added with, else one derived from the subsystem and NSID.
+     */
+    private JsonNode saveConfig(JsonNode p) throws RpcError {
+        params(p, Set.of("subsystems"));
+        ObjectNode root = mapper.createObjectNode();
+        ArrayNode subsystems = root.putArray("subsystems");
+        ObjectNode bdevSection = subsystems.addObject();
+        bdevSection.put("subsystem", "bdev");
+        ArrayNode bdevCalls = bdevSection.putArray("config");
+        ObjectNode nvmfSection = subsystems.addObject();
+        nvmfSection.put("subsystem", "nvmf");
+        ArrayNode nvmfCalls = nvmfSection.putArray("config");
+        call(nvmfCalls, "nvmf_create_transport").put("trtype", "TCP");
+        Set<String> saved = new java.util.HashSet<>();
+        TargetConfig config = control.configuration();
+        for (SubsystemConfig s : config.subsystems()) {
+            ObjectNode c = call(nvmfCalls, "nvmf_create_subsystem");
+            c.put("nqn", s.nqn());
+            c.put("serial_number", s.serial());
+            c.put("model_number", s.model());
+            c.put("allow_any_host", s.allowAnyHost());
+            c.put("min_cntlid", s.cntlidMin());
+            c.put("max_cntlid", s.cntlidMax());
+            for (Port port : daemon.model().ports()) {
+                if (port.exports(s.nqn())) {
+                    ObjectNode l = call(nvmfCalls, "nvmf_subsystem_add_listener");
+                    l.put("nqn", s.nqn());
+                    l.set("listen_address", address(port));
+                }
+            }
+            for (String h : s.allowedHosts()) {
+                ObjectNode hc = call(nvmfCalls, "nvmf_subsystem_add_host");
+                hc.put("nqn", s.nqn());
+                hc.put("host", h);
+            }
+            for (NamespaceConfig n : s.namespaces()) {
+                if (!n.enabled()) {
+                    continue;
+                }
+                String name = bdevOf(s.nqn(), n.nsid());
+                if (name == null) {
+                    name = s.nqn().substring(s.nqn().lastIndexOf(':') + 1) + "n" + Integer.toUnsignedString(n.nsid());
+                }
+                saved.add(name);
+                bdevCall(bdevCalls, name, n);
+                ObjectNode nc = call(nvmfCalls, "nvmf_subsystem_add_ns");
+                nc.put("nqn", s.nqn());
+                ObjectNode ns = nc.putObject("namespace");
+                ns.put("nsid", Integer.toUnsignedLong(n.nsid()));
+                ns.put("bdev_name", name);
+                ns.put("uuid", n.uuid().toString());
+                ns.put("nguid", n.nguidText().replace("-", "").toUpperCase(java.util.Locale.ROOT));
+            }
+        }
+        for (Bdev b : bdevs.values()) {
+            if (!saved.contains(b.name())) {
+                ObjectNode c = call(bdevCalls, "bdev_" + kindOf(b) + "_create");
+                c.put("name", b.name());
+                if (b.path() != null) {
+                    c.put("filename", b.path());
+                } else {
+                    c.put("num_blocks", b.numBlocks());
+                    c.put("uuid", b.uuid().toString());
+                }
+                if (b.blockSize() > 0) {
+                    c.put("block_size", b.blockSize());
+                }
+            }
+        }
+        return root;
+    }
+
+    private void bdevCall(ArrayNode calls, String name, NamespaceConfig n) {
+        ObjectNode c;
+        switch (n.backend()) {
+            case RAM -> {
+                c = call(calls, "bdev_malloc_create");
+                c.put("num_blocks", n.sizeBytes() / n.blockSize());
+            }
+            case NULL -> {
+                c = call(calls, "bdev_null_create");
+                c.put("num_blocks", n.sizeBytes() / n.blockSize());
+            }
+            default -> {
+                c = call(calls, "bdev_uring_create");
+                c.put("filename", n.path().toString());
+            }
+        }
+        c.put("name", name);
+        if (n.blockSize() > 0) {
+            c.put("block_size", n.blockSize());
+        }
+    }
+
+    private ObjectNode call(ArrayNode calls, String method) {
+        ObjectNode c = calls.addObject();
+        c.put("method", method);
+        return c.putObject("params");
     }
 
     // ------------------------------------------------------------------------------------------------ subsystems
