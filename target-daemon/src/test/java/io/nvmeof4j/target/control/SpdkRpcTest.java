@@ -187,6 +187,35 @@ class SpdkRpcTest {
     }
 
     @Test
+    void shouldBeDrivenByTheCommandLineClient() throws Exception {
+        int port = freePort();
+        start().close();
+        String socket = daemon.rpcSocket().toString();
+        java.io.StringWriter out = new java.io.StringWriter();
+        java.io.PrintWriter w = new java.io.PrintWriter(out, true);
+        assertThat(Ctl.run(w, w, "-s", socket, "bdev_malloc_create", "num_blocks=2048", "block_size=512"))
+            .isZero();
+        assertThat(Ctl.run(w, w, "-s", socket, "nvmf_create_subsystem", "nqn=" + NQN, "allow_any_host=true"))
+            .isZero();
+        assertThat(Ctl.run(w, w, "-s", socket, "nvmf_subsystem_add_listener", "nqn=" + NQN,
+            "listen_address.trtype=tcp", "listen_address.traddr=127.0.0.1", "listen_address.trsvcid=" + port))
+            .isZero();
+        assertThat(Ctl.run(w, w, "-s", socket, "nvmf_subsystem_add_ns", "nqn=" + NQN, "namespace.bdev_name=Malloc0"))
+            .isZero();
+        assertThat(Ctl.run(w, w, "-s", socket, "bdev_malloc_delete", "name=Malloc0")).isEqualTo(1);
+        out.getBuffer().setLength(0);
+        assertThat(Ctl.run(w, w, "-s", socket, "ls")).isZero();
+        assertThat(out.toString()).contains("o- " + NQN + " [NVMe, allow_any_host", "o- TCP 127.0.0.1:" + port,
+            "o- 1 [Malloc0", "o- Malloc0 [Malloc disk, 2048 x 512 B, claimed]");
+        Path saved = dir.resolve("saved.json");
+        assertThat(Ctl.run(w, w, "-s", socket, "save", saved.toString())).isZero();
+        assertThat(RpcClient.MAPPER.readTree(saved.toFile()).at("/subsystems/1/config/1/params/nqn").asText())
+            .isEqualTo(NQN);
+        assertThat(Ctl.run(w, w, "-s", dir.resolve("nothing.sock").toString(), "ls")).isEqualTo(2);
+        assertThat(accepts(port)).isTrue();
+    }
+
+    @Test
     void shouldRemoveWhatItCreatedAndCloseTheListener() throws Exception {
         int port = freePort();
         try (RpcClient rpc = start()) {
