@@ -213,13 +213,16 @@ class ControlPlaneCrashIT {
 
         /** Connects, waiting (bounded) for the socket: the daemon opens it right after its ports. */
         Rpc(Path socket) throws IOException, InterruptedException {
+            channel = connect(socket);
+        }
+
+        private static SocketChannel connect(Path socket) throws IOException, InterruptedException {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (true) {
                 SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
                 try {
                     ch.connect(UnixDomainSocketAddress.of(socket));
-                    channel = ch;
-                    return;
+                    return ch;
                 } catch (IOException notYet) {
                     ch.close();
                     if (System.nanoTime() - deadline > 0) {
