@@ -80,7 +80,7 @@ public final class ControlPlane {
         this.current = config;
         this.document = this.file != null
             ? new ObjectMapper().readTree(Files.readString(this.file))
-            : new ObjectMapper().readTree(TargetConfig.EMBEDDED_DEFAULT_JSON);
+            : ConfigWriter.write(config, null);
         if (this.file == null) {
             LOG.warn("no configuration file (--config): live changes (HTTP API, RPC) are not persisted and are lost "
                 + "at restart");
@@ -109,7 +109,7 @@ public final class ControlPlane {
 
     /** The document that is (or, without a file, would be) the configuration file now. */
     public synchronized JsonNode document() {
-        return document.deepCopy();
+        return ConfigWriter.write(current, document);
     }
 
     /** The directory relative device paths are resolved against (the configuration file's). */

@@ -34,7 +34,7 @@ import java.util.concurrent.TimeUnit;
 @Command(name = "nvmeof-target-ctl", mixinStandardHelpOptions = true,
     description = {"Drive a running nvmeof4j target through its JSON-RPC socket (SPDK's method names).",
         "  nvmeof-target-ctl ls",
-        "  nvmeof-target-ctl save [FILE]",
+        "  nvmeof-target-ctl save [--nvmetcli] [FILE]",
         "  nvmeof-target-ctl bdev_malloc_create num_blocks=262144 block_size=512",
         "  nvmeof-target-ctl nvmf_create_subsystem nqn=nqn.2016-06.io.spdk:cnode1 allow_any_host=true",
         "  nvmeof-target-ctl nvmf_subsystem_add_listener nqn=nqn.2016-06.io.spdk:cnode1 \\",
@@ -53,6 +53,10 @@ public final class Ctl implements Callable<Integer> {
     @Option(names = {"-t", "--timeout"}, paramLabel = "SECONDS", description = "How long to wait for the answer. "
         + "Default: 60 (as rpc.py).")
     private int timeoutSeconds = 60;
+
+    @Option(names = "--nvmetcli", description = "save: write the nvmetcli-shaped configuration (--config's "
+        + "format) instead of SPDK's.")
+    private boolean nvmetcli;
 
     @Parameters(index = "0", paramLabel = "COMMAND", description = "ls, save, or an SPDK method name.")
     private String command;
@@ -90,7 +94,7 @@ public final class Ctl implements Callable<Integer> {
                 return 0;
             }
             case "save" -> {
-                JsonNode config = result("save_config", null);
+                JsonNode config = result(nvmetcli ? "nvmeof4j_get_config" : "save_config", null);
                 if (config == null) {
                     return 1;
                 }

@@ -211,6 +211,9 @@ class SpdkRpcTest {
         assertThat(Ctl.run(w, w, "-s", socket, "save", saved.toString())).isZero();
         assertThat(RpcClient.MAPPER.readTree(saved.toFile()).at("/subsystems/1/config/1/params/nqn").asText())
             .isEqualTo(NQN);
+        Path nvmetcli = dir.resolve("nvmetcli.json");
+        assertThat(Ctl.run(w, w, "-s", socket, "save", "--nvmetcli", nvmetcli.toString())).isZero();
+        assertThat(TargetConfig.load(nvmetcli).subsystem(NQN).orElseThrow().namespaces()).hasSize(1);
         assertThat(Ctl.run(w, w, "-s", dir.resolve("nothing.sock").toString(), "ls")).isEqualTo(2);
         assertThat(accepts(port)).isTrue();
     }

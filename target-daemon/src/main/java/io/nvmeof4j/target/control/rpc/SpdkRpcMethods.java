@@ -71,6 +71,8 @@ final class SpdkRpcMethods {
         methods.put("rpc_get_methods", (w, p) -> getMethods(p));
         methods.put("framework_wait_init", (w, p) -> noParams(p, BooleanNode.TRUE));
         methods.put("save_config", (w, p) -> saveConfig(p));
+        // Ours: the nvmetcli-shaped configuration (--config's format) of what is served now.
+        methods.put("nvmeof4j_get_config", (w, p) -> noParams(p, control.document()));
         methods.put("nvmf_get_transports", (w, p) -> getTransports(p));
         methods.put("nvmf_create_transport", (w, p) -> createTransport(p));
         methods.put("nvmf_get_subsystems", (w, p) -> getSubsystems(p));
