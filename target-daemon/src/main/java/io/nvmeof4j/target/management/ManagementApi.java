@@ -11,14 +11,10 @@ import io.nvmeof4j.target.control.ControlException;
 import io.nvmeof4j.target.controller.Controller;
 import io.nvmeof4j.target.controller.QueueInfo;
 import io.nvmeof4j.target.daemon.TargetDaemon;
-import io.nvmeof4j.target.limits.NamespaceRefusedException;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Port;
 import io.nvmeof4j.target.model.Subsystem;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
-import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -47,7 +43,6 @@ import java.util.TreeSet;
  * others leave too little). See docs/security.md ("Namespaces added live").
  */
 public final class ManagementApi {
-    private static final Logger LOG = LoggerFactory.getLogger(ManagementApi.class);
     public static final int OK = 200;
     public static final int CREATED = 201;
     public static final int BAD_REQUEST = 400;

@@ -148,6 +148,16 @@ class SpdkRpcTest {
         assertThat(daemon.model().subsystem(NQN).namespace(7).blockSize()).isEqualTo(4096);
         assertThat(daemon.model().subsystem(NQN).isHostAllowed(HOST)).isTrue();
         assertThat(accepts(port)).isTrue();
+        // After the restart the namespaces have bdevs again (bdev names live in the socket, not the file).
+        daemon.startRpc(daemon.controlPlane().rpcSocketSetting().orElseThrow());
+        try (RpcClient rpc = new RpcClient(daemon.rpcSocket())) {
+            assertThat(rpc.result("nvmf_get_subsystems", "{\"nqn\": \"" + NQN + "\"}").at("/0/namespaces/0/bdev_name")
+                .asText()).isEqualTo("cnode1n1");
+            assertThat(rpc.error("bdev_malloc_delete", "{\"name\": \"cnode1n1\"}")).isEqualTo(-16);
+            rpc.result("nvmf_subsystem_remove_ns", "{\"nqn\": \"" + NQN + "\", \"nsid\": 1}");
+            assertThat(rpc.result("bdev_malloc_delete", "{\"name\": \"cnode1n1\"}").asBoolean()).isTrue();
+            assertThat(rpc.result("bdev_get_bdevs", null).get(0).get("name").asText()).isEqualTo("cnode1n7");
+        }
     }
 
     @Test

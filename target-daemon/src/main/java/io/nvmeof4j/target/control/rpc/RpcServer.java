@@ -94,14 +94,11 @@ public final class RpcServer implements AutoCloseable {
             if (!isSocket(target)) {
                 throw new IOException("rpc_socket " + target + " exists and is not a socket");
             }
-            try (SocketChannel probe = SocketChannel.open(UnixDomainSocketAddress.of(target))) {
+            if (accepts(target)) {
                 throw new IOException("rpc_socket " + target + " is in use by another process");
-            } catch (IOException e) {
-                if (e.getMessage() != null && e.getMessage().contains("in use by another")) {
-                    throw e;
-                }
-                Files.delete(target);
             }
+            // Left behind by a daemon that was killed: nobody accepts on it.
+            Files.delete(target);
         }
         Path privateDir = Files.createTempDirectory(dir, ".nvmeof4j-rpc-",
             PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
@@ -123,6 +120,14 @@ public final class RpcServer implements AutoCloseable {
         rpc.watchdog.start();
         LOG.info("SPDK JSON-RPC on {} (mode 0600, user {} and root only)", target, rpc.ownUser);
         return rpc;
+    }
+
+    private static boolean accepts(Path socket) {
+        try (SocketChannel probe = SocketChannel.open(UnixDomainSocketAddress.of(socket))) {
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     private static boolean isSocket(Path p) {

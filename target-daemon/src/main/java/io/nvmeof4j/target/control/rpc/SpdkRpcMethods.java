@@ -97,6 +97,25 @@ final class SpdkRpcMethods {
         methods.put("bdev_aio_create", (w, p) -> createBdev(p, "aio"));
         methods.put("bdev_aio_delete", (w, p) -> deleteBdev(p, "aio"));
         methods.put("bdev_get_bdevs", (w, p) -> getBdevs(p));
+        // Namespaces served already (the configuration file's, or added before this socket opened) get their bdev,
+        // named as save_config names them, so they can be listed, removed and saved like the ones added here.
+        for (SubsystemConfig s : control.configuration().subsystems()) {
+            for (NamespaceConfig n : s.namespaces()) {
+                if (n.enabled()) {
+                    String name = derivedBdevName(s.nqn(), n.nsid());
+                    bdevs.put(name, new Bdev(name, n.backend() == io.nvmeof4j.target.config.BackendType.RAM
+                        ? "Malloc disk" : n.backend() == io.nvmeof4j.target.config.BackendType.NULL ? "Null disk"
+                        : "URING bdev", n.backend().configName(), n.path() == null ? null : n.path().toString(),
+                        n.blockSize() == 0 ? 0 : n.sizeBytes() / n.blockSize(), n.blockSize(), n.uuid()));
+                    claims.put(name, s.nqn() + " " + Integer.toUnsignedString(n.nsid()));
+                }
+            }
+        }
+    }
+
+    /** The bdev name of a namespace that was not made from a named bdev: the NQN's last part, "n", the NSID. */
+    static String derivedBdevName(String nqn, int nsid) {
+        return nqn.substring(nqn.lastIndexOf(':') + 1) + "n" + Integer.toUnsignedString(nsid);
     }
 
     /** The method, or null (the server answers -32601). */
@@ -209,7 +228,7 @@ final class SpdkRpcMethods {
                 }
                 String name = bdevOf(s.nqn(), n.nsid());
                 if (name == null) {
-                    name = s.nqn().substring(s.nqn().lastIndexOf(':') + 1) + "n" + Integer.toUnsignedString(n.nsid());
+                    name = derivedBdevName(s.nqn(), n.nsid());
                 }
                 saved.add(name);
                 bdevCall(bdevCalls, name, n);
@@ -306,6 +325,9 @@ final class SpdkRpcMethods {
                 ObjectNode no = nss.addObject();
                 no.put("nsid", Integer.toUnsignedLong(n.nsid()));
                 String bdev = bdevOf(s.nqn(), n.nsid());
+                if (bdev == null) {
+                    bdev = derivedBdevName(s.nqn(), n.nsid());
+                }
                 no.put("bdev_name", bdev);
                 no.put("name", bdev);
                 no.put("nguid", n.nguidText().replace("-", "").toUpperCase(java.util.Locale.ROOT));
