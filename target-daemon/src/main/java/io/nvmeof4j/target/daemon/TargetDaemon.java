@@ -747,7 +747,7 @@ public final class TargetDaemon implements AutoCloseable {
         if (rpc != null) {
             throw new IllegalStateException("JSON-RPC is served on " + rpc.path() + " already");
         }
-        rpc = io.nvmeof4j.target.control.rpc.RpcServer.start(socket, this, controlPlane);
+        rpc = io.nvmeof4j.target.control.rpc.RpcServer.start(socket, this);
         return rpc;
     }
 

@@ -8,7 +8,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.nvmeof4j.target.control.ControlPlane;
 import io.nvmeof4j.target.daemon.TargetDaemon;
 import jdk.net.ExtendedSocketOptions;
 import jdk.net.UnixDomainPrincipal;
@@ -84,10 +83,10 @@ public final class RpcServer implements AutoCloseable {
     }
 
     /**
-     * Serves the SPDK JSON-RPC methods of {@code control} on a Unix socket at {@code path}. A stale socket there
+     * Serves the SPDK JSON-RPC methods of the daemon's control plane on a Unix socket at {@code path}. A stale socket there
      * (nobody accepts on it) is replaced; a live one, or any other file, is an error.
      */
-    public static RpcServer start(Path path, TargetDaemon daemon, ControlPlane control) throws IOException {
+    public static RpcServer start(Path path, TargetDaemon daemon) throws IOException {
         Path target = path.toAbsolutePath();
         Path dir = target.getParent();
         if (Files.exists(target, LinkOption.NOFOLLOW_LINKS)) {
@@ -115,7 +114,7 @@ public final class RpcServer implements AutoCloseable {
         } finally {
             Files.deleteIfExists(privateDir);
         }
-        RpcServer rpc = new RpcServer(target, server, new SpdkRpcMethods(daemon, control));
+        RpcServer rpc = new RpcServer(target, server, SpdkRpcMethods.of(daemon));
         rpc.acceptor.start();
         rpc.watchdog.start();
         LOG.info("SPDK JSON-RPC on {} (mode 0600, user {} and root only)", target, rpc.ownUser);

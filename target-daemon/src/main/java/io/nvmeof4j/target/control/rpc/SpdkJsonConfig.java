@@ -47,7 +47,7 @@ public final class SpdkJsonConfig {
             throw new ConfigException("subsystems", file + " is not an SPDK JSON configuration (expected "
                 + "{\"subsystems\": [{\"subsystem\": ..., \"config\": [...]}]})");
         }
-        SpdkRpcMethods methods = new SpdkRpcMethods(daemon, daemon.controlPlane());
+        SpdkRpcMethods methods = SpdkRpcMethods.of(daemon);
         int calls = 0;
         JsonNode sections = root.get("subsystems");
         for (int i = 0; i < sections.size(); i++) {

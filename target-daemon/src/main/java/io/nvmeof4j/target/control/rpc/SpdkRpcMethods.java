@@ -64,13 +64,25 @@ final class SpdkRpcMethods {
     private final Map<String, String> claims = new TreeMap<>();
     private int nextMalloc;
 
-    SpdkRpcMethods(TargetDaemon daemon, ControlPlane control) {
+    /** One instance (one bdev registry) per control plane: the socket and --json's replay share it. */
+    private static final Map<ControlPlane, SpdkRpcMethods> INSTANCES = new java.util.WeakHashMap<>();
+
+    static SpdkRpcMethods of(TargetDaemon daemon) {
+        synchronized (INSTANCES) {
+            return INSTANCES.computeIfAbsent(daemon.controlPlane(), c -> new SpdkRpcMethods(daemon, c));
+        }
+    }
+
+    private SpdkRpcMethods(TargetDaemon daemon, ControlPlane control) {
         this.daemon = daemon;
         this.control = control;
         methods.put("spdk_get_version", (w, p) -> version(p));
         methods.put("rpc_get_methods", (w, p) -> getMethods(p));
         methods.put("framework_wait_init", (w, p) -> noParams(p, BooleanNode.TRUE));
         methods.put("save_config", (w, p) -> saveConfig(p));
+        // What rpc.py's save_config calls: the sections, then each section's calls.
+        methods.put("framework_get_subsystems", (w, p) -> frameworkSubsystems(p));
+        methods.put("framework_get_config", (w, p) -> frameworkConfig(p));
         // Ours: the nvmetcli-shaped configuration (--config's format) of what is served now.
         methods.put("nvmeof4j_get_config", (w, p) -> noParams(p, control.document()));
         methods.put("nvmf_get_transports", (w, p) -> getTransports(p));
@@ -231,7 +243,7 @@ final class SpdkRpcMethods {
                     name = derivedBdevName(s.nqn(), n.nsid());
                 }
                 saved.add(name);
-                bdevCall(bdevCalls, name, n);
+                bdevCall(bdevCalls, name, n, bdevs.containsKey(name) ? kindOf(bdevs.get(name)) : null);
                 ObjectNode nc = call(nvmfCalls, "nvmf_subsystem_add_ns");
                 nc.put("nqn", s.nqn());
                 ObjectNode ns = nc.putObject("namespace");
@@ -259,7 +271,28 @@ final class SpdkRpcMethods {
         return root;
     }
 
-    private void bdevCall(ArrayNode calls, String name, NamespaceConfig n) {
+    private JsonNode frameworkSubsystems(JsonNode p) throws RpcError {
+        params(p, Set.of());
+        ArrayNode list = mapper.createArrayNode();
+        list.addObject().put("subsystem", "bdev").putArray("depends_on");
+        ObjectNode nvmf = list.addObject().put("subsystem", "nvmf");
+        nvmf.putArray("depends_on").add("bdev");
+        return list;
+    }
+
+    private JsonNode frameworkConfig(JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("name", "with_batches"));
+        String name = text(o, "name");
+        for (JsonNode section : saveConfig(null).get("subsystems")) {
+            if (section.get("subsystem").asText().equals(name)) {
+                return section.get("config");
+            }
+        }
+        throw RpcError.invalidParams("no subsystem " + name + " (bdev, nvmf)");
+    }
+
+    /** The call creating the bdev of namespace {@code n}; {@code kind} (aio, uring, ...) as it was created, or null. */
+    private void bdevCall(ArrayNode calls, String name, NamespaceConfig n, String kind) {
         ObjectNode c;
         switch (n.backend()) {
             case RAM -> {
@@ -271,7 +304,7 @@ final class SpdkRpcMethods {
                 c.put("num_blocks", n.sizeBytes() / n.blockSize());
             }
             default -> {
-                c = call(calls, "bdev_uring_create");
+                c = call(calls, "aio".equals(kind) ? "bdev_aio_create" : "bdev_uring_create");
                 c.put("filename", n.path().toString());
             }
         }
@@ -359,7 +392,8 @@ final class SpdkRpcMethods {
 
     private JsonNode createSubsystem(String who, JsonNode p) throws RpcError {
         ObjectNode o = params(p, Set.of("nqn", "serial_number", "model_number", "allow_any_host", "max_namespaces",
-            "min_cntlid", "max_cntlid", "tgt_name", "ana_reporting"));
+            "min_cntlid", "max_cntlid", "tgt_name", "admin_label"),
+            Set.of("ana_reporting", "passthrough", "enable_nssr", "dmrsl", "wzsl"));
         String nqn = nqn(o, "nqn");
         String serial = o.has("serial_number") ? text(o, "serial_number") : "00000000000000000000";
         String model = o.has("model_number") ? text(o, "model_number") : "SPDK bdev Controller";
@@ -371,9 +405,6 @@ final class SpdkRpcMethods {
         }
         int min = (int) (o.has("min_cntlid") ? integer(o, "min_cntlid", 1, 0xFFEF) : 1);
         int max = (int) (o.has("max_cntlid") ? integer(o, "max_cntlid", 1, 0xFFEF) : 0xFFEF);
-        if (o.has("ana_reporting") && bool(o, "ana_reporting")) {
-            throw RpcError.invalidParams("ana_reporting is not supported");
-        }
         try {
             control.createSubsystem(who, nqn, serial, model, any, min, max);
         } catch (ControlException e) {
@@ -406,13 +437,10 @@ final class SpdkRpcMethods {
     // ------------------------------------------------------------------------------------------------ listeners
 
     private JsonNode addListener(String who, JsonNode p) throws RpcError {
-        ObjectNode o = params(p, Set.of("nqn", "listen_address", "tgt_name", "secure_channel", "ana_state",
-            "sock_impl"));
+        ObjectNode o = params(p, Set.of("nqn", "listen_address", "tgt_name", "ana_state", "sock_impl", "numa_id"),
+            Set.of("secure_channel"));
         String nqn = text(o, "nqn");
         ObjectNode a = address(o);
-        if (o.has("secure_channel") && bool(o, "secure_channel")) {
-            throw RpcError.invalidParams("secure_channel (TLS) is not supported by this RPC");
-        }
         try {
             control.addListener(who, nqn, trtype(a), adrfam(a), text(a, "traddr"), trsvcid(a));
         } catch (ControlException e) {
@@ -500,17 +528,15 @@ final class SpdkRpcMethods {
     // ------------------------------------------------------------------------------------------------ namespaces
 
     private JsonNode addNamespace(String who, JsonNode p) throws RpcError {
-        ObjectNode o = params(p, Set.of("nqn", "namespace", "tgt_name", "no_auto_visible"));
+        ObjectNode o = params(p, Set.of("nqn", "namespace", "tgt_name"), Set.of("no_auto_visible"));
         String nqn = text(o, "nqn");
         JsonNode n = o.get("namespace");
         if (n == null || !n.isObject()) {
             throw RpcError.invalidParams("namespace is required");
         }
-        ObjectNode ns = params(n, Set.of("bdev_name", "nsid", "uuid", "nguid", "eui64", "ptpl_file", "anagrpid"));
+        ObjectNode ns = params(n, Set.of("bdev_name", "nsid", "uuid", "nguid"),
+            Set.of("eui64", "ptpl_file", "anagrpid", "no_auto_visible", "hide_metadata"));
         String bdevName = text(ns, "bdev_name");
-        if (ns.has("eui64") || ns.has("ptpl_file") || (ns.has("anagrpid") && integer(ns, "anagrpid", 0, 0xFFFFFFFFL) != 0)) {
-            throw RpcError.invalidParams("eui64, ptpl_file and anagrpid are not supported");
-        }
         Bdev bdev = bdevs.get(bdevName);
         if (bdev == null) {
             throw RpcError.invalidParams("bdev " + bdevName + " does not exist");
@@ -592,10 +618,7 @@ final class SpdkRpcMethods {
     // ------------------------------------------------------------------------------------------------ hosts
 
     private JsonNode addHost(String who, JsonNode p) throws RpcError {
-        ObjectNode o = params(p, Set.of("nqn", "host", "tgt_name", "psk", "dhchap_key", "dhchap_ctrlr_key"));
-        if (o.has("psk") || o.has("dhchap_key") || o.has("dhchap_ctrlr_key")) {
-            throw RpcError.invalidParams("psk and dhchap keys are not supported by this RPC");
-        }
+        ObjectNode o = params(p, Set.of("nqn", "host", "tgt_name"), Set.of("psk", "dhchap_key", "dhchap_ctrlr_key"));
         String nqn = text(o, "nqn");
         String host = nqn(o, "host");
         try {
@@ -607,7 +630,7 @@ final class SpdkRpcMethods {
     }
 
     private JsonNode removeHost(String who, JsonNode p) throws RpcError {
-        ObjectNode o = params(p, Set.of("nqn", "host", "tgt_name"));
+        ObjectNode o = params(p, Set.of("nqn", "host", "tgt_name", "timeout_ms"));
         try {
             control.removeHost(who, text(o, "nqn"), text(o, "host"));
         } catch (ControlException e) {
@@ -674,15 +697,12 @@ final class SpdkRpcMethods {
 
     private JsonNode createBdev(JsonNode p, String kind) throws RpcError {
         boolean file = kind.equals("uring") || kind.equals("aio");
-        ObjectNode o = params(p, file ? Set.of("name", "filename", "block_size", "readonly", "fallocate")
-            : Set.of("name", "num_blocks", "block_size", "uuid", "physical_block_size", "optimal_io_boundary",
-                "md_size", "md_interleave", "dif_type", "dif_is_head_of_md", "dif_pi_format"));
-        for (String unsupported : List.of("md_size", "dif_type", "readonly")) {
-            if (o.has(unsupported) && !(o.get(unsupported).isIntegralNumber() && o.get(unsupported).asLong() == 0)
-                && !(o.get(unsupported).isBoolean() && !o.get(unsupported).asBoolean())) {
-                throw RpcError.invalidParams(unsupported + " is not supported");
-            }
-        }
+        ObjectNode o = file
+            ? params(p, Set.of("name", "filename", "block_size", "uuid"), Set.of("readonly", "fallocate", "nowait"))
+            : params(p, Set.of("name", "num_blocks", "block_size", "uuid", "physical_block_size", "optimal_io_boundary",
+                "numa_id", "preferred_write_granularity", "preferred_write_alignment", "optimal_write_size",
+                "preferred_unmap_granularity", "preferred_unmap_alignment"),
+                Set.of("md_size", "md_interleave", "dif_type", "dif_is_head_of_md", "dif_pi_format"));
         String name;
         if (o.has("name")) {
             name = text(o, "name");
@@ -802,6 +822,25 @@ final class SpdkRpcMethods {
 
     // ------------------------------------------------------------------------------------------------ decoding
 
+    /**
+     * {@link #params(JsonNode, Set)}, also accepting the {@code offOnly} keys (features newer rpc.py versions send
+     * switched off: {@code "passthrough": false}) as long as they are off (false, 0, null or ""); on, they are
+     * -32602 naming the feature.
+     */
+    static ObjectNode params(JsonNode p, Set<String> known, Set<String> offOnly) throws RpcError {
+        Set<String> all = new java.util.HashSet<>(known);
+        all.addAll(offOnly);
+        ObjectNode o = params(p, all);
+        for (String name : offOnly) {
+            JsonNode v = o.get(name);
+            if (v != null && !v.isNull() && !(v.isBoolean() && !v.asBoolean()) && !(v.isNumber() && v.asLong() == 0)
+                && !(v.isTextual() && v.asText().isEmpty())) {
+                throw RpcError.invalidParams(name + " is not supported by nvmeof4j");
+            }
+        }
+        return o;
+    }
+
     /** The params object with only {@code known} keys (SPDK's decoders refuse unknown ones); null means none. */
     static ObjectNode params(JsonNode p, Set<String> known) throws RpcError {
         if (p == null || p.isNull()) {
@@ -860,7 +899,9 @@ final class SpdkRpcMethods {
 
     /** A refused change as SPDK's nvmf RPCs answer it: -32602 with the reason, -32603 for an I/O failure. */
     private static RpcError control(ControlException e, String prefix) {
-        int code = e.kind() == ControlException.Kind.IO ? RpcError.INTERNAL_ERROR : RpcError.INVALID_PARAMS;
-        return new RpcError(code, prefix + ": " + e.getMessage());
+        if (e.kind() == ControlException.Kind.IO) {
+            return new RpcError(RpcError.INTERNAL_ERROR, "Internal error: " + e.getMessage());
+        }
+        return new RpcError(RpcError.INVALID_PARAMS, prefix + ": " + e.getMessage());
     }
 }
