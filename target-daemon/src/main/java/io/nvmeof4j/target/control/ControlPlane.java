@@ -244,9 +244,9 @@ public final class ControlPlane {
                     + Integer.toUnsignedString(nc.nsid()));
             }
         }
-        List<NamespaceConfig> namespaces = new ArrayList<>(s.namespaces());
-        namespaces.add(nc);
-        validate(replace(nqn, old -> withNamespaces(old, namespaces)));
+        // Not validated against the file's rules before the daemon has checked allowed_paths: validating looks at
+        // the file, and a refusal must say nothing about what lies outside the allowed directories. The daemon
+        // checks confinement and the RAM budget first, then opens; the whole configuration is validated after.
         Namespace added;
         try {
             added = daemon.addNamespace(nqn, nc);

@@ -350,6 +350,32 @@ class SpdkRpcTest {
     }
 
     @Test
+    void shouldTakeWhatCurrentRpcPySendsAndRefuseFeaturesItTurnsOn() throws Exception {
+        try (RpcClient rpc = start()) {
+            // Byte for byte what SPDK's scripts/rpc.py (master) sends for "nvmf_create_subsystem NQN -a".
+            rpc.send("{\"jsonrpc\": \"2.0\", \"method\": \"nvmf_create_subsystem\", \"id\": 1, \"params\": "
+                + "{\"nqn\": \"" + NQN + "\", \"allow_any_host\": true, \"ana_reporting\": false, "
+                + "\"passthrough\": false, \"enable_nssr\": false}}");
+            assertThat(rpc.read().get("result").asBoolean()).isTrue();
+            assertThat(rpc.error("nvmf_create_subsystem", "{\"nqn\": \"nqn.2016-06.io.spdk:pt\", "
+                + "\"passthrough\": true}")).isEqualTo(-32602);
+            assertThat(daemon.model().subsystem("nqn.2016-06.io.spdk:pt")).isNull();
+            rpc.result("bdev_aio_create", "{\"name\": \"A\", \"filename\": \"/srv/a.img\", \"block_size\": 4096, "
+                + "\"readonly\": false, \"fallocate\": false, \"nowait\": false}");
+            assertThat(rpc.error("bdev_aio_create", "{\"name\": \"B\", \"filename\": \"/srv/b.img\", "
+                + "\"readonly\": true}")).isEqualTo(-32602);
+            assertThat(rpc.result("bdev_get_bdevs", null).size()).isEqualTo(1);
+            // rpc.py's save_config: the sections, then each one's calls.
+            assertThat(rpc.result("framework_get_subsystems", null).toString())
+                .isEqualTo("[{\"subsystem\":\"bdev\",\"depends_on\":[]},{\"subsystem\":\"nvmf\",\"depends_on\":[\"bdev\"]}]");
+            assertThat(rpc.result("framework_get_config", "{\"name\": \"nvmf\"}").get(1).get("method").asText())
+                .isEqualTo("nvmf_create_subsystem");
+            assertThat(rpc.result("framework_get_config", "{\"name\": \"bdev\"}").get(0).get("params").get("name")
+                .asText()).isEqualTo("A");
+        }
+    }
+
+    @Test
     void shouldAnswerMalformedRequestsAsSpdkDoes() throws Exception {
         try (RpcClient rpc = start()) {
             rpc.send("{\"jsonrpc\": \"2.0\", \"method\": \"no_such_method\", \"id\": 1}");
