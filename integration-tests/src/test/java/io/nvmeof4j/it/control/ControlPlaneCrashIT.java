@@ -106,6 +106,9 @@ class ControlPlaneCrashIT {
                     rpc.close();
                     daemon = start(config, port, restarts++);
                     rpc = new Rpc(socket);
+                    try (var left = Files.newDirectoryStream(dir, ".target.json.tmp-*")) {
+                        assertThat(left).as("temporary files of an interrupted write, after the restart").isEmpty();
+                    }
                     Map<String, TreeSet<Integer>> served = served(rpc);
                     if (!served.equals(acked)) {
                         // Only the change in flight (never answered) may have made it to the file.

@@ -81,9 +81,25 @@ public final class ControlPlane {
         this.document = this.file != null
             ? new ObjectMapper().readTree(Files.readString(this.file))
             : ConfigWriter.write(config, null);
+        if (this.file != null) {
+            removeStaleTemporaryFiles();
+        }
         if (this.file == null) {
             LOG.warn("no configuration file (--config): live changes (HTTP API, RPC) are not persisted and are lost "
                 + "at restart");
+        }
+    }
+
+    /** Temporary files of {@link AtomicFile} a killed daemon left next to the configuration (never renamed in). */
+    private void removeStaleTemporaryFiles() {
+        String prefix = "." + file.getFileName() + ".tmp-";
+        try (var entries = Files.newDirectoryStream(baseDirectory, prefix + "*")) {
+            for (Path stale : entries) {
+                Files.deleteIfExists(stale);
+                LOG.info("removed {}, left by a write the daemon did not finish", stale);
+            }
+        } catch (IOException e) {
+            LOG.warn("cannot look for temporary files next to {}: {}", file, e.toString());
         }
     }
 

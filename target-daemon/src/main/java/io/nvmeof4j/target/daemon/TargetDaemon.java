@@ -25,6 +25,9 @@ import io.nvmeof4j.target.config.PortConfig;
 import io.nvmeof4j.target.config.Sizes;
 import io.nvmeof4j.target.config.SubsystemConfig;
 import io.nvmeof4j.target.config.TargetConfig;
+import io.nvmeof4j.target.control.ControlPlane;
+import io.nvmeof4j.target.control.rpc.RpcServer;
+import io.nvmeof4j.target.controller.Controller;
 import io.nvmeof4j.target.controller.ControllerQueueHandlerFactory;
 import io.nvmeof4j.target.controller.ControllerRegistry;
 import io.nvmeof4j.target.config.HttpSecurity;
@@ -55,6 +58,8 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashSet;
 import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
@@ -115,7 +120,7 @@ public final class TargetDaemon implements AutoCloseable {
     private final List<TransportListener> listeners = new ArrayList<>();
     private final List<TransportAddress> listenAddresses = new ArrayList<>();
     /** The listener of each served port, by PORTID (a port added or removed live too). */
-    private final java.util.Map<Integer, TransportListener> listenerByPort = new java.util.HashMap<>();
+    private final Map<Integer, TransportListener> listenerByPort = new HashMap<>();
     /** Every reactor's NVMe/TCP and NVMe-oF/RDMA poll group: what a port added live listens with. */
     private final List<PollGroup> tcpGroups = new ArrayList<>();
     private final List<PollGroup> rdmaGroups = new ArrayList<>();
@@ -128,8 +133,8 @@ public final class TargetDaemon implements AutoCloseable {
     private TargetMetrics metrics;
     private HttpApiServer http;
     /** Every live change goes through it (HTTP API, JSON-RPC), and is persisted by it. */
-    private io.nvmeof4j.target.control.ControlPlane controlPlane;
-    private volatile io.nvmeof4j.target.control.rpc.RpcServer rpc;
+    private ControlPlane controlPlane;
+    private volatile RpcServer rpc;
     /** What RAM namespaces may hold together; every one, configured or live, reserves its size here first. */
     private RamBudget ramBudget;
     /** Where live file and block-device namespaces may lie ({@code allowed_paths}). */
@@ -228,7 +233,7 @@ public final class TargetDaemon implements AutoCloseable {
         for (PortConfig pc : servedPorts) {
             listen(pc, findPort(pc.portId()));
         }
-        controlPlane = new io.nvmeof4j.target.control.ControlPlane(this, config, config.source().orElse(null));
+        controlPlane = new ControlPlane(this, config, config.source().orElse(null));
         startHttp(settings, token);
         started = true;
         LOG.info("nvmeof4j target started in {} ms, listening on {}{}",
@@ -610,7 +615,7 @@ public final class TargetDaemon implements AutoCloseable {
         }
         model.removeSubsystem(nqn);
         registry.notifyDiscoveryChanged();
-        for (io.nvmeof4j.target.controller.Controller c : registry.controllers(nqn)) {
+        for (Controller c : registry.controllers(nqn)) {
             c.disconnect("subsystem " + nqn + " deleted");
         }
         for (Namespace ns : subsystem.namespaces()) {
@@ -656,7 +661,7 @@ public final class TargetDaemon implements AutoCloseable {
         }
         model.replacePort(port, new Port(portId, port.address(), port.options(), subsystems));
         registry.notifyDiscoveryChanged();
-        for (io.nvmeof4j.target.controller.Controller c : registry.controllers()) {
+        for (Controller c : registry.controllers()) {
             if (!c.isDiscovery() && c.port().portId() == portId && !subsystems.contains(c.subsystemNqn())) {
                 c.disconnect("listener " + port.address() + " removed from " + c.subsystemNqn());
             }
@@ -679,7 +684,7 @@ public final class TargetDaemon implements AutoCloseable {
             listenAddresses.remove(listener.address());
             step("closing the listener on " + listener.address(), listener::close);
         }
-        for (io.nvmeof4j.target.controller.Controller c : registry.controllers()) {
+        for (Controller c : registry.controllers()) {
             if (c.port().portId() == portId) {
                 c.disconnect("listener " + port.address() + " removed");
             }
@@ -734,26 +739,26 @@ public final class TargetDaemon implements AutoCloseable {
     }
 
     /** The control plane every live change goes through; null before the start. */
-    public io.nvmeof4j.target.control.ControlPlane controlPlane() {
+    public ControlPlane controlPlane() {
         return controlPlane;
     }
 
     /**
      * Serves SPDK's JSON-RPC on a Unix socket ({@code -r PATH}, {@code "rpc_socket"}); see
-     * {@link io.nvmeof4j.target.control.rpc.RpcServer}. Closed with the daemon.
+     * {@link RpcServer}. Closed with the daemon.
      */
-    public synchronized io.nvmeof4j.target.control.rpc.RpcServer startRpc(Path socket) throws IOException {
+    public synchronized RpcServer startRpc(Path socket) throws IOException {
         checkRunning();
         if (rpc != null) {
             throw new IllegalStateException("JSON-RPC is served on " + rpc.path() + " already");
         }
-        rpc = io.nvmeof4j.target.control.rpc.RpcServer.start(socket, this);
+        rpc = RpcServer.start(socket, this);
         return rpc;
     }
 
     /** Where JSON-RPC is served, or null. */
     public Path rpcSocket() {
-        io.nvmeof4j.target.control.rpc.RpcServer r = rpc;
+        RpcServer r = rpc;
         return r == null ? null : r.path();
     }
 
@@ -843,7 +848,7 @@ public final class TargetDaemon implements AutoCloseable {
             LOG.info("nvmeof4j target stopping");
         }
         if (rpc != null) {
-            io.nvmeof4j.target.control.rpc.RpcServer r = rpc;
+            RpcServer r = rpc;
             step("stopping JSON-RPC on " + r.path(), r::close);
         }
         if (http != null) {
