@@ -173,20 +173,36 @@ public final class ControlPlane {
         return sc;
     }
 
-    /** Deletes a subsystem with its namespaces; every port stops exporting it. */
+    /**
+     * Deletes a subsystem with its namespaces; every port stops exporting it, and a port that exported only it is
+     * closed (as {@link #removeListener} does), unless it is the target's last port.
+     */
     public synchronized void deleteSubsystem(String who, String nqn) throws ControlException {
         requireSubsystem(nqn);
         List<PortConfig> ports = new ArrayList<>();
+        List<Integer> closed = new ArrayList<>();
         for (PortConfig p : current.ports()) {
             List<String> subs = new ArrayList<>(p.subsystems());
-            subs.remove(nqn);
-            ports.add(withSubsystems(p, subs));
+            if (subs.remove(nqn) && subs.isEmpty()) {
+                closed.add(p.portId());
+            } else {
+                ports.add(withSubsystems(p, subs));
+            }
+        }
+        if (ports.isEmpty() && !closed.isEmpty()) {
+            // The configuration needs a port: the last one stays, exporting nothing (it still answers discovery).
+            int keep = closed.remove(closed.size() - 1);
+            PortConfig last = current.ports().stream().filter(p -> p.portId() == keep).findFirst().orElseThrow();
+            ports.add(withSubsystems(last, List.of()));
         }
         List<SubsystemConfig> subsystems = new ArrayList<>(current.subsystems());
         subsystems.removeIf(s -> s.nqn().equals(nqn));
         TargetConfig next = validate(current.withModel(current.hosts(), ports, subsystems));
         commit(who, "delete subsystem " + nqn, next);
         daemon.removeSubsystem(nqn);
+        for (int portId : closed) {
+            daemon.removePort(portId);
+        }
     }
 
     /** Allows or stops allowing any host on a subsystem. */
@@ -392,7 +408,8 @@ public final class ControlPlane {
         }
         List<String> subs = new ArrayList<>(port.subsystems());
         subs.remove(nqn);
-        boolean close = subs.isEmpty();
+        // A port left exporting nothing is closed, unless it is the last (the configuration needs one).
+        boolean close = subs.isEmpty() && current.ports().size() > 1;
         TargetConfig next;
         if (close) {
             List<PortConfig> ports = new ArrayList<>(current.ports());

@@ -250,8 +250,13 @@ class SpdkRpcTest {
             assertThat(rpc.result("nvmf_subsystem_allow_any_host", "{\"nqn\": \"" + NQN
                 + "\", \"allow_any_host\": false}").asBoolean()).isTrue();
             assertThat(daemon.model().subsystem(NQN).allowAnyHost()).isFalse();
+            int second = freePort();
+            rpc.result("nvmf_subsystem_add_listener", listener(second));
+            assertThat(accepts(second)).isTrue();
             assertThat(rpc.result("nvmf_delete_subsystem", "{\"nqn\": \"" + NQN + "\"}").asBoolean()).isTrue();
             assertThat(daemon.model().subsystem(NQN)).isNull();
+            // The port only it used is closed with it.
+            assertThat(accepts(second)).isFalse();
             assertThat(rpc.error("nvmf_delete_subsystem", "{\"nqn\": \"" + NQN + "\"}")).isEqualTo(-32602);
         }
         TargetConfig saved = TargetConfig.load(config());
