@@ -6,14 +6,8 @@ import io.nvmeof4j.it.tcp.DaemonProcess;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
-import java.net.StandardProtocolFamily;
-import java.net.UnixDomainSocketAddress;
-import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -68,7 +62,7 @@ class ControlPlaneCrashIT {
         int next = 0;
         DaemonProcess daemon = start(config, port, restarts++);
         try {
-            Rpc rpc = new Rpc(socket);
+            RpcConnection rpc = new RpcConnection(socket);
             for (int round = 0; round < ROUNDS; round++) {
                 Change change = nextChange(random, next++);
                 boolean kill = random.nextInt(KILL_ONE_IN) == 0;
@@ -105,7 +99,7 @@ class ControlPlaneCrashIT {
                     kills++;
                     rpc.close();
                     daemon = start(config, port, restarts++);
-                    rpc = new Rpc(socket);
+                    rpc = new RpcConnection(socket);
                     try (var left = Files.newDirectoryStream(dir, ".target.json.tmp-*")) {
                         assertThat(left).as("temporary files of an interrupted write, after the restart").isEmpty();
                     }
@@ -128,7 +122,7 @@ class ControlPlaneCrashIT {
             rpc.close();
             daemon.kill();
             daemon = start(config, port, restarts++);
-            try (Rpc last = new Rpc(socket)) {
+            try (RpcConnection last = new RpcConnection(socket)) {
                 assertThat(served(last)).isEqualTo(acked);
             }
         } finally {
@@ -151,7 +145,7 @@ class ControlPlaneCrashIT {
         return c;
     }
 
-    private static Map<String, TreeSet<Integer>> served(Rpc rpc) throws IOException {
+    private static Map<String, TreeSet<Integer>> served(RpcConnection rpc) throws Exception {
         JsonNode r = rpc.call("nvmf_get_subsystems", null);
         Map<String, TreeSet<Integer>> served = new TreeMap<>();
         for (JsonNode s : r.get("result")) {
@@ -206,68 +200,5 @@ class ControlPlaneCrashIT {
             new String[] {"bdev_null_create", "{\"name\": \"" + bdev + "\", \"num_blocks\": 2048, \"block_size\": 512}"},
             new String[] {"nvmf_subsystem_add_ns", "{\"nqn\": \"" + nqn + "\", \"namespace\": {\"bdev_name\": \""
                 + bdev + "\", \"nsid\": " + nsid + "}}"}), s -> s.get(nqn).add(chosen));
-    }
-
-    /** A JSON-RPC client as rpc.py: one request, then the response line; null when the daemon died. */
-    private static final class Rpc implements AutoCloseable {
-        private final SocketChannel channel;
-        private final StringBuilder pending = new StringBuilder();
-        private int id;
-
-        /** Connects, waiting (bounded) for the socket: the daemon opens it right after its ports. */
-        Rpc(Path socket) throws IOException, InterruptedException {
-            channel = connect(socket);
-        }
-
-        private static SocketChannel connect(Path socket) throws IOException, InterruptedException {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (true) {
-                SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
-                try {
-                    ch.connect(UnixDomainSocketAddress.of(socket));
-                    return ch;
-                } catch (IOException notYet) {
-                    ch.close();
-                    if (System.nanoTime() - deadline > 0) {
-                        throw new IOException("no JSON-RPC socket at " + socket + " within 30 s", notYet);
-                    }
-                    Thread.sleep(50);
-                }
-            }
-        }
-
-        JsonNode call(String method, String params) throws IOException {
-            String request = "{\"jsonrpc\": \"2.0\", \"method\": \"" + method + "\", \"id\": " + (++id)
-                + (params == null ? "" : ", \"params\": " + params) + "}";
-            try {
-                ByteBuffer b = ByteBuffer.wrap(request.getBytes(StandardCharsets.UTF_8));
-                while (b.hasRemaining()) {
-                    channel.write(b);
-                }
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-                while (pending.indexOf("\n") < 0) {
-                    if (System.nanoTime() - deadline > 0) {
-                        throw new AssertionError(method + ": no answer within 30 s");
-                    }
-                    ByteBuffer in = ByteBuffer.allocate(65536);
-                    int n = channel.read(in);
-                    if (n < 0) {
-                        return null;
-                    }
-                    pending.append(new String(in.array(), 0, n, StandardCharsets.UTF_8));
-                }
-            } catch (IOException daemonDied) {
-                return null;
-            }
-            int nl = pending.indexOf("\n");
-            String line = pending.substring(0, nl);
-            pending.delete(0, nl + 1);
-            return MAPPER.readTree(line);
-        }
-
-        @Override
-        public void close() throws IOException {
-            channel.close();
-        }
     }
 }

@@ -109,6 +109,8 @@ final class SpdkRpcMethods {
         methods.put("bdev_aio_create", (w, p) -> createBdev(p, "aio"));
         methods.put("bdev_aio_delete", (w, p) -> deleteBdev(p, "aio"));
         methods.put("bdev_get_bdevs", (w, p) -> getBdevs(p));
+        methods.put("bdev_get_iostat", (w, p) -> getIostat(p));
+        methods.put("nvmf_get_stats", (w, p) -> getStats(p));
         // Namespaces served already (the configuration file's, or added before this socket opened) get their bdev,
         // named as save_config names them, so they can be listed, removed and saved like the ones added here.
         for (SubsystemConfig s : control.configuration().subsystems()) {
@@ -790,6 +792,82 @@ final class SpdkRpcMethods {
             list.add(bdevJson(b));
         }
         return list;
+    }
+
+    /**
+     * SPDK's I/O statistics of bdevs, from the namespace meters (ticks are nanoseconds: {@code tick_rate} 1e9). A bdev
+     * no namespace uses, or a daemon with metrics off, reports zeros.
+     */
+    private JsonNode getIostat(JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("name"), Set.of("per_channel"));
+        ObjectNode result = mapper.createObjectNode();
+        result.put("tick_rate", 1_000_000_000L);
+        result.put("ticks", System.nanoTime());
+        ArrayNode list = result.putArray("bdevs");
+        if (o.has("name") && !bdevs.containsKey(text(o, "name"))) {
+            throw RpcError.errno(RpcError.ENODEV);
+        }
+        for (Bdev b : bdevs.values()) {
+            if (o.has("name") && !b.name().equals(o.get("name").asText())) {
+                continue;
+            }
+            io.nvmeof4j.target.metrics.NamespaceMeters m = meters(b.name());
+            ObjectNode s = list.addObject();
+            s.put("name", b.name());
+            s.put("bytes_read", m == null ? 0 : m.bytes(true));
+            s.put("num_read_ops", m == null ? 0 : m.completed(io.nvmeof4j.target.metrics.TargetMeterNames.OP_READ));
+            s.put("bytes_written", m == null ? 0 : m.bytes(false));
+            s.put("num_write_ops", m == null ? 0 : m.completed(io.nvmeof4j.target.metrics.TargetMeterNames.OP_WRITE));
+            s.put("num_unmap_ops", m == null ? 0
+                : m.completed(io.nvmeof4j.target.metrics.TargetMeterNames.OP_DEALLOCATE));
+            s.put("read_latency_ticks", m == null ? 0
+                : m.latencyNanos(io.nvmeof4j.target.metrics.TargetMeterNames.OP_READ));
+            s.put("write_latency_ticks", m == null ? 0
+                : m.latencyNanos(io.nvmeof4j.target.metrics.TargetMeterNames.OP_WRITE));
+        }
+        return result;
+    }
+
+    private io.nvmeof4j.target.metrics.NamespaceMeters meters(String bdev) {
+        String claim = claims.get(bdev);
+        if (claim == null) {
+            return null;
+        }
+        int space = claim.lastIndexOf(' ');
+        io.nvmeof4j.target.model.Subsystem s = daemon.model().subsystem(claim.substring(0, space));
+        io.nvmeof4j.target.model.Namespace ns = s == null ? null
+            : s.namespace(Integer.parseUnsignedInt(claim.substring(space + 1)));
+        return ns == null ? null : ns.meters();
+    }
+
+    /** SPDK's target statistics, as one poll group (the daemon's reactors share the queues they own). */
+    private JsonNode getStats(JsonNode p) throws RpcError {
+        params(p, Set.of("tgt_name"));
+        ObjectNode result = mapper.createObjectNode();
+        result.put("tick_rate", 1_000_000_000L);
+        ArrayNode groups = result.putArray("poll_groups");
+        ObjectNode g = groups.addObject();
+        g.put("name", "nvmeof-reactors");
+        int admin = 0;
+        int ioQueues = 0;
+        for (Controller c : daemon.registry().controllers()) {
+            admin++;
+            ioQueues += c.ioQueueCount();
+        }
+        g.put("current_admin_qpairs", admin);
+        g.put("current_io_qpairs", ioQueues);
+        long completed = 0;
+        for (io.nvmeof4j.target.model.Subsystem s : daemon.model().subsystems()) {
+            for (io.nvmeof4j.target.model.Namespace ns : s.namespaces()) {
+                io.nvmeof4j.target.metrics.NamespaceMeters m = ns.meters();
+                for (int op = 0; m != null && op < io.nvmeof4j.target.metrics.TargetMeterNames.IO_OPS; op++) {
+                    completed += m.completed(op);
+                }
+            }
+        }
+        g.put("completed_nvme_io", completed);
+        g.putArray("transports").addObject().put("trtype", "TCP");
+        return result;
     }
 
     private ObjectNode bdevJson(Bdev b) {
