@@ -20,8 +20,9 @@ import java.util.Map;
  * {@code referrals} or {@code ana_groups}, a namespace's {@code ana_grpid}, ...). Objects are matched by their
  * identity: hosts and subsystems by NQN, ports by {@code portid}, namespaces by NSID. The fields the model does
  * have are written from the model, as nvmetcli writes them (attributes as strings), so a file the Linux target's
- * {@code nvmetcli restore} also reads stays one. Values are always written explicitly (derived serial numbers,
- * UUIDs and NGUIDs included), so a later change of a default does not change what an existing target serves.
+ * {@code nvmetcli restore} also reads stays one. Values are written explicitly (derived serial numbers, UUIDs and
+ * NGUIDs included), so a later change of a default does not change what an existing target serves; except the
+ * firmware revision while it is the default, which is meant to follow the nvmeof4j version.
  */
 public final class ConfigWriter {
     private static final ObjectMapper MAPPER = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
@@ -92,7 +93,12 @@ public final class ConfigWriter {
             attr.put("allow_any_host", s.allowAnyHost() ? "1" : "0");
             attr.put("serial", s.serial());
             attr.put("model", s.model());
-            attr.put("firmware", s.firmware());
+            if (s.firmware().equals(TargetConfig.firmwareDefault())) {
+                // The default follows the nvmeof4j version: written out, an upgrade would keep reporting the old one.
+                attr.remove("firmware");
+            } else {
+                attr.put("firmware", s.firmware());
+            }
             if (s.version() != null) {
                 attr.put("version", s.version());
             } else {
