@@ -342,7 +342,8 @@ public final class ControlPlane {
     public synchronized PortConfig addListener(String who, String nqn, TransportType trtype, AddressFamily adrfam,
                                                String traddr, String trsvcid) throws ControlException {
         requireSubsystem(nqn);
-        PortConfig existing = findPort(trtype, traddr, trsvcid);
+        // Service id 0 asks for a new port on any free port number, never for a port configured with 0.
+        PortConfig existing = "0".equals(trsvcid) ? null : findPort(trtype, traddr, trsvcid);
         if (existing != null) {
             if (existing.subsystems().contains(nqn)) {
                 throw new ControlException(ControlException.Kind.EXISTS, "subsystem " + nqn + " already listens on "

@@ -268,6 +268,121 @@ public final class ManagementApi {
         return hosts(nqn);
     }
 
+    /**
+     * Creates an empty subsystem from a configuration-shaped object ({@code {"nqn": "...", "attr": {"allow_any_host":
+     * "1", "serial": ..., "model": ..., "cntlid_min": ..., "cntlid_max": ...}}}). 400: malformed; 409: NQN taken.
+     */
+    public synchronized ObjectNode createSubsystem(JsonNode body) throws ManagementException {
+        if (body == null || !body.isObject() || !body.path("nqn").isTextual()) {
+            throw new ManagementException(BAD_REQUEST, "expected {\"nqn\": \"nqn....\", \"attr\": {...}}");
+        }
+        for (var names = body.fieldNames(); names.hasNext(); ) {
+            String name = names.next();
+            if (!name.equals("nqn") && !name.equals("attr")) {
+                throw new ManagementException(BAD_REQUEST, "subsystem." + name + ": unknown field (known: nqn, attr; "
+                    + "add hosts, namespaces and listeners afterwards)");
+            }
+        }
+        String nqn;
+        try {
+            nqn = TargetConfig.checkNqn(body.get("nqn").asText());
+        } catch (IllegalArgumentException e) {
+            throw new ManagementException(BAD_REQUEST, "subsystem.nqn: not a valid NQN: " + e.getMessage());
+        }
+        JsonNode attr = body.path("attr");
+        if (!attr.isMissingNode() && !attr.isObject()) {
+            throw new ManagementException(BAD_REQUEST, "subsystem.attr: expected an object");
+        }
+        for (var names = attr.fieldNames(); names.hasNext(); ) {
+            String name = names.next();
+            if (!java.util.Set.of("allow_any_host", "serial", "model", "cntlid_min", "cntlid_max").contains(name)) {
+                throw new ManagementException(BAD_REQUEST, "subsystem.attr." + name + ": unknown field (known: "
+                    + "allow_any_host, serial, model, cntlid_min, cntlid_max)");
+            }
+        }
+        String any = attr.path("allow_any_host").asText("0");
+        try {
+            daemon.controlPlane().createSubsystem("HTTP API", nqn, attr.has("serial") ? attr.get("serial").asText() : null,
+                attr.has("model") ? attr.get("model").asText() : null, any.equals("1") || any.equals("true"),
+                attr.has("cntlid_min") ? attr.get("cntlid_min").asInt(-1) : 1,
+                attr.has("cntlid_max") ? attr.get("cntlid_max").asInt(-1) : 0xFFEF);
+        } catch (ControlException e) {
+            throw refused(e);
+        }
+        return subsystem(nqn);
+    }
+
+    /** Deletes a subsystem, its namespaces, and the ports only it used. 404: no such subsystem. */
+    public synchronized ObjectNode deleteSubsystem(String nqn) throws ManagementException {
+        ObjectNode before = subsystem(nqn);
+        try {
+            daemon.controlPlane().deleteSubsystem("HTTP API", nqn);
+        } catch (ControlException e) {
+            throw refused(e);
+        }
+        return before;
+    }
+
+    /**
+     * Lets hosts reach a subsystem at {@code {"trtype": "tcp", "adrfam": "ipv4", "traddr": "...", "trsvcid":
+     * "4420"}} (a port's {@code addr}); returns the port. 400: malformed, or the address cannot be bound.
+     */
+    public synchronized ObjectNode addListener(String nqn, JsonNode body) throws ManagementException {
+        requireSubsystem(nqn);
+        if (body == null || !body.isObject() || !body.path("traddr").isTextual()) {
+            throw new ManagementException(BAD_REQUEST, "expected {\"trtype\": \"tcp\", \"adrfam\": \"ipv4\", "
+                + "\"traddr\": \"...\", \"trsvcid\": \"4420\"}");
+        }
+        io.nvmeof4j.protocol.spi.TransportType trtype;
+        io.nvmeof4j.protocol.spi.AddressFamily adrfam;
+        try {
+            trtype = io.nvmeof4j.protocol.spi.TransportType.fromConfigName(body.path("trtype").asText("tcp"));
+            adrfam = io.nvmeof4j.protocol.spi.AddressFamily.fromConfigName(body.path("adrfam").asText("ipv4"));
+        } catch (IllegalArgumentException e) {
+            throw new ManagementException(BAD_REQUEST, "listener: " + e.getMessage());
+        }
+        io.nvmeof4j.target.config.PortConfig port;
+        try {
+            port = daemon.controlPlane().addListener("HTTP API", nqn, trtype, adrfam, body.get("traddr").asText(),
+                body.path("trsvcid").asText("4420"));
+        } catch (ControlException e) {
+            throw refused(e);
+        }
+        Port bound = daemon.model().port(port.portId());
+        ObjectNode o = mapper.createObjectNode();
+        o.put("portid", bound.portId());
+        o.put("trtype", bound.address().type().configName());
+        o.put("traddr", bound.address().traddr());
+        o.put("trsvcid", bound.address().trsvcid());
+        return o;
+    }
+
+    /** Stops exporting a subsystem on port {@code portid}; its hosts there are disconnected. 404: not exported there. */
+    public synchronized ObjectNode removeListener(String nqn, String portIdText) throws ManagementException {
+        requireSubsystem(nqn);
+        Port port;
+        try {
+            port = daemon.model().port(Integer.parseInt(portIdText));
+        } catch (NumberFormatException e) {
+            throw new ManagementException(BAD_REQUEST, "portid '" + portIdText + "' is not a number");
+        }
+        if (port == null || !port.exports(nqn)) {
+            throw new ManagementException(NOT_FOUND, "subsystem " + nqn + " is not exported on port " + portIdText);
+        }
+        io.nvmeof4j.target.config.PortConfig pc = daemon.controlPlane().configuration().ports().stream()
+            .filter(c -> c.portId() == port.portId()).findFirst().orElse(null);
+        if (pc == null) {
+            throw new ManagementException(NOT_FOUND, "no port " + portIdText);
+        }
+        try {
+            daemon.controlPlane().removeListener("HTTP API", nqn, pc.address().type(), pc.address().traddr(),
+                pc.address().trsvcid());
+        } catch (ControlException e) {
+            throw refused(e);
+        }
+        return subsystem(nqn);
+    }
+
     /** A change the control plane refused, as an HTTP status. */
     private static ManagementException refused(ControlException e) {
         return new ManagementException(switch (e.kind()) {
