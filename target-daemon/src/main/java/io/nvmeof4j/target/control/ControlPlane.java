@@ -78,8 +78,11 @@ public final class ControlPlane {
         this.file = file == null ? null : file.toAbsolutePath();
         this.baseDirectory = this.file != null ? this.file.getParent() : Path.of("").toAbsolutePath();
         this.current = config;
+        // Read as TargetConfig reads it (comments allowed); they are not kept when the file is next written.
         this.document = this.file != null
-            ? new ObjectMapper().readTree(Files.readString(this.file))
+            ? com.fasterxml.jackson.databind.json.JsonMapper.builder()
+                .enable(com.fasterxml.jackson.core.json.JsonReadFeature.ALLOW_JAVA_COMMENTS).build()
+                .readTree(Files.readString(this.file))
             : ConfigWriter.write(config, null);
         if (this.file != null) {
             removeStaleTemporaryFiles();

@@ -46,6 +46,7 @@ class SpdkRpcTest {
         if (!Files.exists(file)) {
             Files.createDirectories(file.getParent());
             Files.writeString(file, """
+                // comments are allowed in the file (and not kept when the daemon rewrites it)
                 {"nvmeof4j": {"reactors": 1, "buffer_pool_mib": 4, "http": "off", "shutdown_timeout_ms": 1000,
                               "ram_budget_mib": 64, "rpc_socket": "../rpc.sock"},
                  "ports": [{"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1",
