@@ -187,7 +187,9 @@ if [ -n "${LIVE_NQN:-}" ]; then
             fail live-listener-removed-disconnects "$LCTRL still live 60 s after the signal"
         fi
         # The port is closed: reconnects fail, and after ctrl-loss-tmo the kernel removes the controller itself.
-        if wait_for 60 test -z "$(ctrls_of_subsys "$LIVE_NQN")"; then
+        # (A function: wait_for re-runs it, so the controller list is read again each time.)
+        live_ctrl_gone() { [ -z "$(ctrls_of_subsys "$LIVE_NQN")" ]; }
+        if wait_for 60 live_ctrl_gone; then
             pass live-controller-gone
         else
             fail live-controller-gone "$(ctrls_of_subsys "$LIVE_NQN") still there; state $(cat "/sys/class/nvme/$LCTRL/state" 2>/dev/null)"
