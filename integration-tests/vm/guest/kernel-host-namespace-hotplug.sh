@@ -13,6 +13,11 @@
 #   HTTP_PORT     the daemon's HTTP port (required): the script calls the management API itself
 #   API_TOKEN     the management API's bearer token (required; the daemon's api_token_file)
 #   HOSTNQN, HOSTID   passed to nvme-cli (default: generated)
+#   LIVE_NQN, LIVE_PORT   optional: a subsystem, its listener and namespace 1 the daemon created live (control
+#                 plane, not the configuration), allowing HOSTNQN only. The script discovers it, connects, does I/O,
+#                 then allows the marker host LIVE_READY_HOST through the API: the test then removes the listener
+#                 live, and the script checks that the controller is disconnected (and, with ctrl-loss-tmo 3 s, goes),
+#                 and that the discovery log no longer lists the subsystem.
 set -u -o pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
@@ -142,5 +147,62 @@ if out="$(timeout 60 nvme disconnect -n "$SUBNQN" 2>&1)" && wait_for 30 test -z 
     pass disconnect
 else
     fail disconnect "nvme disconnect: $out"
+fi
+
+# ---- a subsystem, listener and namespace created live; the listener removed live ------------------------------------
+if [ -n "${LIVE_NQN:-}" ]; then
+    : "${LIVE_PORT:?LIVE_PORT is required with LIVE_NQN}"
+    LIVE_READY_HOST="${LIVE_READY_HOST:-nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-00000000feed}"
+    live_discovered() {
+        timeout 30 nvme discover -t tcp -a "$TARGET_ADDR" -s "$TARGET_PORT" --hostnqn="$HOSTNQN" --hostid="$HOSTID" \
+            > /tmp/live-discover.out 2>&1
+        grep -q "subnqn: *$LIVE_NQN\$" /tmp/live-discover.out
+    }
+    if live_discovered && grep -q "trsvcid: *$LIVE_PORT\$" /tmp/live-discover.out; then
+        pass live-discovered
+    else
+        fail live-discovered "nvme discover: $(tr '\n' ' ' < /tmp/live-discover.out)"
+    fi
+    if out="$(timeout 90 nvme connect -t tcp -a "$TARGET_ADDR" -s "$LIVE_PORT" -n "$LIVE_NQN" --hostnqn="$HOSTNQN" \
+            --hostid="$HOSTID" --nr-io-queues=1 --ctrl-loss-tmo=3 --reconnect-delay=1 2>&1)" \
+        && wait_for 30 ns_blockdev "$LIVE_NQN" 1; then
+        pass live-connect
+        LDEV="$(ns_blockdev "$LIVE_NQN" 1)"
+        LCTRL="$(ctrls_of_subsys "$LIVE_NQN" | head -n1)"
+        head -c $((1024 * 1024)) /dev/urandom > /tmp/live.pattern
+        if dd if=/tmp/live.pattern of="$LDEV" bs=64k oflag=direct conv=fsync status=none 2>/tmp/dd.err \
+            && dd if="$LDEV" of=/tmp/live.back bs=64k count=16 iflag=direct status=none 2>>/tmp/dd.err \
+            && cmp -s /tmp/live.pattern /tmp/live.back; then
+            pass live-io
+        else
+            fail live-io "dd/cmp on $LDEV: $(tr '\n' ' ' < /tmp/dd.err)"
+        fi
+        # Tell the test to remove the listener: allow a marker host through the API (the test watches for it).
+        out="$(api POST "http://$TARGET_ADDR:$HTTP_PORT/api/v1/subsystems/$LIVE_NQN/hosts" \
+            "{\"nqn\": \"$LIVE_READY_HOST\"}")"
+        case "$out" in *HTTP201*) pass live-signal ;; *) fail live-signal "POST hosts: $out" ;; esac
+        not_live() { [ "$(cat "/sys/class/nvme/$LCTRL/state" 2>/dev/null || echo gone)" != live ]; }
+        if wait_for 60 not_live; then
+            pass live-listener-removed-disconnects
+        else
+            fail live-listener-removed-disconnects "$LCTRL still live 60 s after the signal"
+        fi
+        # The port is closed: reconnects fail, and after ctrl-loss-tmo the kernel removes the controller itself.
+        # (A function: wait_for re-runs it, so the controller list is read again each time.)
+        live_ctrl_gone() { [ -z "$(ctrls_of_subsys "$LIVE_NQN")" ]; }
+        if wait_for 60 live_ctrl_gone; then
+            pass live-controller-gone
+        else
+            fail live-controller-gone "$(ctrls_of_subsys "$LIVE_NQN") still there; state $(cat "/sys/class/nvme/$LCTRL/state" 2>/dev/null)"
+            timeout 30 nvme disconnect -n "$LIVE_NQN" >/dev/null 2>&1
+        fi
+        if ! live_discovered; then
+            pass live-discovery-follows
+        else
+            fail live-discovery-follows "nvme discover still lists $LIVE_NQN: $(tr '\n' ' ' < /tmp/live-discover.out)"
+        fi
+    else
+        fail live-connect "nvme connect to $LIVE_NQN on $LIVE_PORT: $out"
+    fi
 fi
 summary

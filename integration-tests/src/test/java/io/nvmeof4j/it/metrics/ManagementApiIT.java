@@ -2,6 +2,7 @@ package io.nvmeof4j.it.metrics;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.initiator.ConnectOptions;
 import io.nvmeof4j.initiator.HostIdentity;
 import io.nvmeof4j.initiator.NvmeofController;
@@ -178,6 +179,39 @@ class ManagementApiIT {
             assertThat(after.value("nvmeof_target_commands_failed_total", Map.of("subsystem", MetricsTarget.OPEN,
                 "op", "write", "status", "0x00b"))).as("writes that found no namespace 3")
                 .isGreaterThan(0);
+        }
+    }
+
+    @Test
+    void shouldCreateAndDeleteASubsystemAndItsListenerLive() throws Exception {
+        String nqn = "nqn.2014-08.io.nvmeof4j:metrics-live";
+        String base = "/api/v1/subsystems/" + nqn;
+        try (MetricsTarget target = MetricsTarget.start(dir);
+             NvmeofHost host = NvmeofHost.create(HostIdentity.generate(), 1)) {
+            JsonNode created = json(target.http.post("/api/v1/subsystems", "{\"nqn\": \"" + nqn + "\", \"attr\": "
+                + "{\"allow_any_host\": \"1\", \"serial\": \"LIVE1\"}}"), 201);
+            assertThat(created.get("serial").asText()).isEqualTo("LIVE1");
+            assertError(target.http.post("/api/v1/subsystems", "{\"nqn\": \"" + nqn + "\"}"), 409, "exists already");
+            assertError(target.http.post("/api/v1/subsystems", "{\"nqn\": \"nqn.2014-08.io.nvmeof4j:x\", \"attr\": "
+                + "{\"cntlid_min\": 9, \"cntlid_max\": 3}}"), 400, "cntlid_min");
+            JsonNode listener = json(target.http.post(base + "/listeners", "{\"trtype\": \"tcp\", \"adrfam\": \"ipv4\", "
+                + "\"traddr\": \"127.0.0.1\", \"trsvcid\": \"0\"}"), 201);
+            int port = Integer.parseInt(listener.get("trsvcid").asText());
+            assertThat(port).isPositive();
+            json(target.http.post(base + "/namespaces", "{\"nsid\": 1, \"device\": {\"backend\": \"ram\", "
+                + "\"size\": \"1M\"}}"), 201);
+            TransportAddress address = TransportAddress.tcp("127.0.0.1", port);
+            try (NvmeofController c = host.connect(address, nqn, ConnectOptions.defaults().withIoQueues(1))) {
+                assertThat(c.namespaces()).hasSize(1);
+                c.namespace(1).write(0, ByteBuffer.allocateDirect(512)).get(10, TimeUnit.SECONDS);
+            }
+            json(target.http.delete(base + "/listeners/" + listener.get("portid").asInt()), 200);
+            assertThatThrownBy(() -> host.connect(address, nqn, ConnectOptions.defaults().withIoQueues(1)).close())
+                .isInstanceOf(Exception.class);
+            assertError(target.http.delete(base + "/listeners/" + listener.get("portid").asInt()), 404, "not exported");
+            json(target.http.delete(base), 200);
+            assertError(target.http.get(base), 404, "no subsystem");
+            assertError(target.http.delete(base), 404, "no subsystem");
         }
     }
 

@@ -136,12 +136,20 @@ final class ConfigParser {
             HttpSecurity.HTTP_ALLOWED_HOSTS, HttpSecurity.HTTP_REQUEST_TIMEOUT_MS, HttpSecurity.HTTP_MAX_CONNECTIONS,
             HttpSecurity.HTTP_MAX_CONNECTIONS_PER_PEER, DaemonSettings.ALLOWED_PATHS, DaemonSettings.RAM_BUDGET_MIB,
             DaemonSettings.MAX_PENDING_CONNECTIONS, DaemonSettings.MAX_PENDING_CONNECTIONS_PER_HOST,
-            DaemonSettings.CONNECT_TIMEOUT_MS);
+            DaemonSettings.CONNECT_TIMEOUT_MS, DaemonSettings.RPC_SOCKET);
         for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
             String name = names.next();
             if (!known.contains(name)) {
                 throw new ConfigException(at(where, name), "unknown setting (known: " + String.join(", ",
                     new java.util.TreeSet<>(known)) + ")");
+            }
+        }
+        if (node.has(DaemonSettings.RPC_SOCKET)) {
+            String rw = at(where, DaemonSettings.RPC_SOCKET);
+            String socket = text(node.get(DaemonSettings.RPC_SOCKET), rw);
+            requirePlainText(socket, rw);
+            if (socket.isEmpty() || socket.getBytes(StandardCharsets.UTF_8).length > 107) {
+                throw new ConfigException(rw, "must be a path of 1 to 107 bytes (sun_path)");
             }
         }
         int reactors = (int) optionalInteger(node, where, DaemonSettings.REACTORS, 1, DaemonSettings.MAX_REACTORS,

@@ -65,6 +65,11 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
     public static final String METRICS = "metrics";
     public static final String ALLOWED_PATHS = "allowed_paths";
     public static final String RAM_BUDGET_MIB = "ram_budget_mib";
+    /**
+     * {@code rpc_socket}: the Unix socket SPDK's JSON-RPC is served on (none when absent). Read by the control plane
+     * from the configuration document, so no field here.
+     */
+    public static final String RPC_SOCKET = "rpc_socket";
     /** {@link #ramBudgetBytes()} when {@code ram_budget_mib} is not set: derived from the JVM and the machine. */
     public static final long RAM_BUDGET_DERIVED = -1;
     /** The largest {@code ram_budget_mib}: 2^33 MiB (8 PiB), far above any machine, far below a long's overflow. */

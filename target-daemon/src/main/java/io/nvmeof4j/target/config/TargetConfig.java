@@ -170,8 +170,21 @@ public final class TargetConfig {
         return parse(json, null, baseDirectory, baseDirectory.resolve(HttpSecurity.API_TOKEN_FILE_NAME));
     }
 
+    /**
+     * {@link #parse(String, Path)} without logging the notices: the control plane parses every changed configuration
+     * again to validate it, and the notices were logged when the file was loaded.
+     */
+    public static TargetConfig parseQuietly(String json, Path baseDirectory) throws ConfigException {
+        return parse(json, null, baseDirectory, baseDirectory.resolve(HttpSecurity.API_TOKEN_FILE_NAME), false);
+    }
+
     private static TargetConfig parse(String json, Path source, Path baseDirectory, Path defaultTokenFile)
         throws ConfigException {
+        return parse(json, source, baseDirectory, defaultTokenFile, true);
+    }
+
+    private static TargetConfig parse(String json, Path source, Path baseDirectory, Path defaultTokenFile,
+                                      boolean logNotices) throws ConfigException {
         JsonNode root;
         try {
             root = MAPPER.readTree(json);
@@ -182,7 +195,7 @@ public final class TargetConfig {
             throw new ConfigException("", "the configuration is empty");
         }
         TargetConfig config = new ConfigParser(baseDirectory, defaultTokenFile).parse(root, source);
-        for (Notice n : config.notices) {
+        for (Notice n : logNotices ? config.notices : List.<Notice>of()) {
             if (n.warning()) {
                 LOG.warn("config: {}", n.text());
             } else {
@@ -220,6 +233,14 @@ public final class TargetConfig {
     /** This configuration with other daemon settings (command-line overrides such as {@code --http}). */
     public TargetConfig withDaemonSettings(DaemonSettings settings) {
         return new TargetConfig(source, hosts, ports, subsystems, settings, notices, tlsKeys);
+    }
+
+    /**
+     * This configuration with other hosts, ports and subsystems (a live change). Not validated: the control plane
+     * writes it ({@link ConfigWriter}) and parses the text again before anything is applied.
+     */
+    public TargetConfig withModel(List<String> hosts, List<PortConfig> ports, List<SubsystemConfig> subsystems) {
+        return new TargetConfig(source, hosts, ports, subsystems, daemon, List.of(), tlsKeys);
     }
 
     private static String location(JsonProcessingException e) {

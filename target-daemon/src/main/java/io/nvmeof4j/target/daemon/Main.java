@@ -71,6 +71,17 @@ public final class Main implements Callable<Integer> {
             "file; without --config, $XDG_STATE_HOME/nvmeof4j/api-token (~/.local/state/...)."})
     private Path apiTokenFile;
 
+    @Option(names = {"-r", "--rpc-socket"}, paramLabel = "PATH",
+        description = {"Serve SPDK's JSON-RPC (scripts/rpc.py -s PATH) on this Unix socket, mode 0600.",
+            "Overrides \"rpc_socket\" in the \"nvmeof4j\" section. Default: no socket."})
+    private Path rpcSocket;
+
+    @Option(names = "--json", paramLabel = "FILE",
+        description = {"Start from an SPDK JSON configuration (what save_config writes; as nvmf_tgt --json):",
+            "its methods are called in order. With --config, that file gives the settings and ports to",
+            "start from, and is not changed; live changes are then not persisted (save_config saves them)."})
+    private Path spdkJson;
+
     @Option(names = "--check", description = "Validate the configuration (and the files it names), then exit.")
     private boolean check;
 
@@ -118,7 +129,15 @@ public final class Main implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         TargetConfig config;
         try {
-            config = configFile == null ? TargetConfig.embeddedDefault() : TargetConfig.load(configFile);
+            if (spdkJson != null) {
+                // The SPDK file is what persists (save_config): the base is parsed without a source file, so the
+                // control plane does not rewrite --config with what the SPDK file adds at every start.
+                config = configFile == null
+                    ? TargetConfig.parse(io.nvmeof4j.target.control.rpc.SpdkJsonConfig.BASE_JSON)
+                    : TargetConfig.parse(readConfig(configFile), configFile.toAbsolutePath().getParent());
+            } else {
+                config = configFile == null ? TargetConfig.embeddedDefault() : TargetConfig.load(configFile);
+            }
         } catch (ConfigException e) {
             return fail(err, e.getMessage(), EXIT_BAD_CONFIG);
         }
@@ -166,6 +185,23 @@ public final class Main implements Callable<Integer> {
             LOG.debug("start failed", e);
             return fail(err, e.getMessage(), EXIT_START_FAILED);
         }
+        if (spdkJson != null) {
+            try {
+                io.nvmeof4j.target.control.rpc.SpdkJsonConfig.replay(started, spdkJson);
+            } catch (IOException | RuntimeException e) {
+                started.close();
+                return fail(err, "--json " + spdkJson + ": " + e.getMessage(), EXIT_BAD_CONFIG);
+            }
+        }
+        Path socket = rpcSocket != null ? rpcSocket : started.controlPlane().rpcSocketSetting().orElse(null);
+        if (socket != null) {
+            try {
+                started.startRpc(socket);
+            } catch (IOException | RuntimeException e) {
+                started.close();
+                return fail(err, e.getMessage(), EXIT_START_FAILED);
+            }
+        }
         daemon = started;
         Thread hook = new Thread(() -> {
             // The JVM is going down without our signal handler (another signal, System.exit elsewhere): stop
@@ -195,6 +231,14 @@ public final class Main implements Callable<Integer> {
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+    }
+
+    private static String readConfig(Path file) throws ConfigException {
+        try {
+            return java.nio.file.Files.readString(file);
+        } catch (IOException e) {
+            throw new ConfigException("", "cannot read configuration file " + file + ": " + e, e);
         }
     }
 

@@ -25,6 +25,9 @@ import io.nvmeof4j.target.config.PortConfig;
 import io.nvmeof4j.target.config.Sizes;
 import io.nvmeof4j.target.config.SubsystemConfig;
 import io.nvmeof4j.target.config.TargetConfig;
+import io.nvmeof4j.target.control.ControlPlane;
+import io.nvmeof4j.target.control.rpc.RpcServer;
+import io.nvmeof4j.target.controller.Controller;
 import io.nvmeof4j.target.controller.ControllerQueueHandlerFactory;
 import io.nvmeof4j.target.controller.ControllerRegistry;
 import io.nvmeof4j.target.config.HttpSecurity;
@@ -57,6 +60,8 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashSet;
 import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -115,6 +120,12 @@ public final class TargetDaemon implements AutoCloseable {
     private final List<Reactor> reactors = new ArrayList<>();
     private final List<TransportListener> listeners = new ArrayList<>();
     private final List<TransportAddress> listenAddresses = new ArrayList<>();
+    /** The listener of each served port, by PORTID (a port added or removed live too). */
+    private final Map<Integer, TransportListener> listenerByPort = new HashMap<>();
+    /** Every reactor's NVMe/TCP and NVMe-oF/RDMA poll group: what a port added live listens with. */
+    private final List<PollGroup> tcpGroups = new ArrayList<>();
+    private final List<PollGroup> rdmaGroups = new ArrayList<>();
+    private NvmCommands nvm;
     private TcpControllerTransport transport;
     private RdmaControllerTransport rdmaTransport;
     /** The ports started: every configured port, less RDMA ports when RDMA is unavailable. */
@@ -122,6 +133,9 @@ public final class TargetDaemon implements AutoCloseable {
     private ControllerRegistry registry;
     private TargetMetrics metrics;
     private HttpApiServer http;
+    /** Every live change goes through it (HTTP API, JSON-RPC), and is persisted by it. */
+    private ControlPlane controlPlane;
+    private volatile RpcServer rpc;
     /** What RAM namespaces may hold together; every one, configured or live, reserves its size here first. */
     private RamBudget ramBudget;
     /** Where live file and block-device namespaces may lie ({@code allowed_paths}). */
@@ -177,8 +191,7 @@ public final class TargetDaemon implements AutoCloseable {
         if (rdma) {
             rdmaTransport = new RdmaControllerTransport();
         }
-        List<PollGroup> groups = new ArrayList<>();
-        List<PollGroup> rdmaGroups = new ArrayList<>();
+        List<PollGroup> groups = tcpGroups;
         int largestBuffer = config.largestBuffer();
         for (int i = 0; i < settings.reactors(); i++) {
             Reactor reactor = new Reactor("nvmeof-reactor-" + i, settings.idleStrategy(), settings.idleSpinNanos());
@@ -229,30 +242,42 @@ public final class TargetDaemon implements AutoCloseable {
         if (metrics != null) {
             metrics.bindControllers(registry);
         }
-        NvmCommands nvm = new NvmCommands();
+        nvm = new NvmCommands();
 
         for (PortConfig pc : servedPorts) {
-            Port port = findPort(pc.portId());
-            ControllerQueueHandlerFactory handlers = new ControllerQueueHandlerFactory(model, port, nvm, registry,
-                metrics);
-            TransportListener listener;
-            try {
-                listener = pc.transportType() == TransportType.RDMA
-                    ? rdmaTransport.listen(port.address(), port.options(), rdmaGroups, handlers)
-                    : transport.listen(port.address(), port.options(), groups, handlers);
-            } catch (IOException e) {
-                throw new IOException(pc.where() + " (portid " + pc.portId() + "): " + e.getMessage(), e);
-            }
-            listeners.add(listener);
-            model.replacePort(port, port.boundTo(listener.address()));
-            listenAddresses.add(listener.address());
+            listen(pc, findPort(pc.portId()));
         }
+        controlPlane = new ControlPlane(this, config, config.source().orElse(null));
         startHttp(settings, token);
         started = true;
         LOG.info("nvmeof4j target started in {} ms, listening on {}{}",
             TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - begin), listenAddresses,
             http == null ? "" : "; HTTP (metrics, management API) on " + http.url() + ", API token in "
                 + http.tokenFile());
+    }
+
+    /** Binds a port of the model (configured, or added live) and replaces it in the model by its bound form. */
+    private void listen(PortConfig pc, Port port) throws IOException {
+        ControllerQueueHandlerFactory handlers = new ControllerQueueHandlerFactory(model, port, nvm, registry,
+            metrics);
+        TransportListener listener;
+        try {
+            if (pc.transportType() == TransportType.RDMA) {
+                if (rdmaTransport == null) {
+                    throw new IOException("NVMe-oF/RDMA is not served by this daemon (no RDMA port at start, or "
+                        + "RDMA unavailable)");
+                }
+                listener = rdmaTransport.listen(port.address(), port.options(), rdmaGroups, handlers);
+            } else {
+                listener = transport.listen(port.address(), port.options(), tcpGroups, handlers);
+            }
+        } catch (IOException e) {
+            throw new IOException(pc.where() + " (portid " + pc.portId() + "): " + e.getMessage(), e);
+        }
+        listeners.add(listener);
+        listenerByPort.put(pc.portId(), listener);
+        model.replacePort(port, port.boundTo(listener.address()));
+        listenAddresses.add(listener.address());
     }
 
     /** Every subsystem, the discovery subsystem and every namespace get their meters before the first Connect. */
@@ -522,6 +547,14 @@ public final class TargetDaemon implements AutoCloseable {
             return null;
         }
         registry.notifyNamespaceChanged(subsystemNqn, nsid);
+        releaseNamespace(subsystem, removed);
+        return removed;
+    }
+
+    /** Unbinds the meters of a namespace taken off the data path and closes its device once its I/O has drained. */
+    private void releaseNamespace(Subsystem subsystem, Namespace removed) {
+        String subsystemNqn = subsystem.nqn();
+        int nsid = removed.nsid();
         if (metrics != null) {
             metrics.unbindNamespace(removed);
         }
@@ -541,7 +574,7 @@ public final class TargetDaemon implements AutoCloseable {
                     subsystemNqn, Integer.toUnsignedString(nsid), DEVICE_CLOSE_TIMEOUT.toMillis(),
                     uring.description());
                 forgetDevice(uring);
-                return removed;
+                return;
             }
         }
         closeDevice(removed.device());
@@ -550,7 +583,129 @@ public final class TargetDaemon implements AutoCloseable {
         }
         LOG.info("{} namespace {} removed ({})", subsystemNqn, Integer.toUnsignedString(nsid),
             removed.device().description());
-        return removed;
+    }
+
+    /**
+     * Creates an empty subsystem (control plane): its hosts and identity from {@code sc}; its namespaces are added one
+     * by one afterwards. No port exports it yet.
+     *
+     * @throws IllegalStateException the NQN is taken, or the daemon is not running
+     */
+    public synchronized Subsystem addSubsystem(SubsystemConfig sc) {
+        checkRunning();
+        if (model.subsystem(sc.nqn()) != null) {
+            throw new IllegalStateException("subsystem " + sc.nqn() + " exists already");
+        }
+        Subsystem subsystem = new Subsystem(sc.nqn(), sc.serial(), sc.model(), sc.firmware(), sc.allowAnyHost());
+        for (String host : sc.allowedHosts()) {
+            subsystem.addAllowedHost(host);
+        }
+        model.addSubsystem(subsystem);
+        if (metrics != null) {
+            metrics.bindSubsystem(subsystem.nqn());
+        }
+        LOG.info("{} created (serial {}, model {}, allow_any_host {})", sc.nqn(), sc.serial(), sc.model(),
+            sc.allowAnyHost());
+        return subsystem;
+    }
+
+    /**
+     * Deletes a subsystem (control plane): every port stops exporting it (discovery log change event), its
+     * controllers are disconnected, then its namespaces are removed as {@link #removeNamespace} does. Returns the
+     * removed subsystem, or null when there was none.
+     */
+    public synchronized Subsystem removeSubsystem(String nqn) {
+        checkRunning();
+        Subsystem subsystem = model.subsystem(nqn);
+        if (subsystem == null) {
+            return null;
+        }
+        for (Port p : model.ports()) {
+            if (p.exports(nqn)) {
+                Set<String> rest = new LinkedHashSet<>(p.subsystems());
+                rest.remove(nqn);
+                model.replacePort(p, new Port(p.portId(), p.address(), p.options(), rest));
+            }
+        }
+        model.removeSubsystem(nqn);
+        registry.notifyDiscoveryChanged();
+        for (Controller c : registry.controllers(nqn)) {
+            c.disconnect("subsystem " + nqn + " deleted");
+        }
+        for (Namespace ns : subsystem.namespaces()) {
+            releaseNamespace(subsystem, ns);
+        }
+        LOG.info("{} deleted", nqn);
+        return subsystem;
+    }
+
+    /**
+     * Starts serving a port added live (control plane): binds its listener on the reactors' poll groups, then
+     * publishes it (discovery log change event).
+     *
+     * @throws IOException the address cannot be bound (the message names it); nothing was changed
+     */
+    public synchronized Port addPort(PortConfig pc) throws IOException {
+        checkRunning();
+        if (model.port(pc.portId()) != null) {
+            throw new IllegalStateException("portid " + pc.portId() + " is in use");
+        }
+        Port port = new Port(pc.portId(), pc.address(), pc.options(), new LinkedHashSet<>(pc.subsystems()));
+        model.addPort(port);
+        try {
+            listen(pc, port);
+        } catch (IOException | RuntimeException e) {
+            model.removePort(pc.portId());
+            throw e;
+        }
+        registry.notifyDiscoveryChanged();
+        LOG.info("port {} added: {} exporting {}", pc.portId(), model.port(pc.portId()).address(), pc.subsystems());
+        return model.port(pc.portId());
+    }
+
+    /**
+     * Sets which subsystems a served port exports (control plane): hosts get the discovery log change event; the
+     * controllers of a subsystem the port no longer exports that came through this port are disconnected.
+     */
+    public synchronized void exportOnPort(int portId, Set<String> subsystems) {
+        checkRunning();
+        Port port = model.port(portId);
+        if (port == null) {
+            throw new IllegalArgumentException("no port " + portId);
+        }
+        model.replacePort(port, new Port(portId, port.address(), port.options(), subsystems));
+        registry.notifyDiscoveryChanged();
+        for (Controller c : registry.controllers()) {
+            if (!c.isDiscovery() && c.port().portId() == portId && !subsystems.contains(c.subsystemNqn())) {
+                c.disconnect("listener " + port.address() + " removed from " + c.subsystemNqn());
+            }
+        }
+    }
+
+    /**
+     * Stops serving a port (control plane): closes its listener, disconnects every controller that came through it
+     * (discovery controllers too), and tells the others the discovery log changed. Returns it, or null.
+     */
+    public synchronized Port removePort(int portId) {
+        checkRunning();
+        Port port = model.removePort(portId);
+        if (port == null) {
+            return null;
+        }
+        TransportListener listener = listenerByPort.remove(portId);
+        if (listener != null) {
+            listeners.remove(listener);
+            listenAddresses.remove(listener.address());
+            step("closing the listener on " + listener.address(), listener::close);
+        }
+        for (Controller c : registry.controllers()) {
+            if (c.port().portId() == portId) {
+                c.disconnect("listener " + port.address() + " removed");
+            }
+        }
+        registry.notifyDiscoveryChanged();
+        LOG.info("port {} removed ({})", portId, port.address());
+        return port;
     }
 
     /** Takes {@code device} off the list of devices to close at shutdown; returns its entry, or null. */
@@ -595,6 +750,30 @@ public final class TargetDaemon implements AutoCloseable {
             }
         }
         LOG.info("RAM namespaces reserve {} of the {}", Sizes.format(ramBudget.reservedBytes()), ramBudget.describe());
+    }
+
+    /** The control plane every live change goes through; null before the start. */
+    public ControlPlane controlPlane() {
+        return controlPlane;
+    }
+
+    /**
+     * Serves SPDK's JSON-RPC on a Unix socket ({@code -r PATH}, {@code "rpc_socket"}); see
+     * {@link RpcServer}. Closed with the daemon.
+     */
+    public synchronized RpcServer startRpc(Path socket) throws IOException {
+        checkRunning();
+        if (rpc != null) {
+            throw new IllegalStateException("JSON-RPC is served on " + rpc.path() + " already");
+        }
+        rpc = RpcServer.start(socket, this);
+        return rpc;
+    }
+
+    /** Where JSON-RPC is served, or null. */
+    public Path rpcSocket() {
+        RpcServer r = rpc;
+        return r == null ? null : r.path();
     }
 
     /** The RAM budget (its limit and what RAM namespaces hold of it); null before the start. */
@@ -681,6 +860,10 @@ public final class TargetDaemon implements AutoCloseable {
     private void shutDown() {
         if (started) {
             LOG.info("nvmeof4j target stopping");
+        }
+        if (rpc != null) {
+            RpcServer r = rpc;
+            step("stopping JSON-RPC on " + r.path(), r::close);
         }
         if (http != null) {
             HttpApiServer h = http;

@@ -488,13 +488,29 @@ public final class HttpApiServer implements AutoCloseable {
         int n = p.size();
         if (n >= 1 && p.get(0).equals("subsystems")) {
             if (n == 1) {
-                requireMethod(method, "GET");
+                if ("POST".equals(method)) {
+                    return new Response(ManagementApi.CREATED, api.createSubsystem(json(body)));
+                }
+                requireMethod(method, "GET", "POST");
                 return ok(api.subsystems());
             }
             String nqn = p.get(1);
             if (n == 2) {
-                requireMethod(method, "GET");
+                if ("DELETE".equals(method)) {
+                    return ok(api.deleteSubsystem(nqn));
+                }
+                requireMethod(method, "GET", "DELETE");
                 return ok(api.subsystem(nqn));
+            }
+            if (p.get(2).equals("listeners")) {
+                if (n == 3) {
+                    requireMethod(method, "POST");
+                    return new Response(ManagementApi.CREATED, api.addListener(nqn, json(body)));
+                }
+                if (n == 4) {
+                    requireMethod(method, "DELETE");
+                    return ok(api.removeListener(nqn, p.get(3)));
+                }
             }
             if (p.get(2).equals("namespaces")) {
                 if (n == 3) {

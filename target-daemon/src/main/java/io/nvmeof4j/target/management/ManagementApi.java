@@ -7,17 +7,14 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.nvmeof4j.target.config.ConfigException;
 import io.nvmeof4j.target.config.NamespaceConfig;
 import io.nvmeof4j.target.config.TargetConfig;
+import io.nvmeof4j.target.control.ControlException;
 import io.nvmeof4j.target.controller.Controller;
 import io.nvmeof4j.target.controller.QueueInfo;
 import io.nvmeof4j.target.daemon.TargetDaemon;
-import io.nvmeof4j.target.limits.NamespaceRefusedException;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Port;
 import io.nvmeof4j.target.model.Subsystem;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
-import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -46,7 +43,6 @@ import java.util.TreeSet;
  * others leave too little). See docs/security.md ("Namespaces added live").
  */
 public final class ManagementApi {
-    private static final Logger LOG = LoggerFactory.getLogger(ManagementApi.class);
     public static final int OK = 200;
     public static final int CREATED = 201;
     public static final int BAD_REQUEST = 400;
@@ -208,39 +204,25 @@ public final class ManagementApi {
             throw new ManagementException(CONFLICT, "subsystem " + nqn + " already has namespace "
                 + Integer.toUnsignedString(nc.nsid()));
         }
-        Namespace added;
         try {
-            added = daemon.addNamespace(s.nqn(), nc);
-        } catch (IllegalStateException e) {
-            throw new ManagementException(CONFLICT, e.getMessage());
-        } catch (IllegalArgumentException e) {
-            throw new ManagementException(NOT_FOUND, e.getMessage());
-        } catch (NamespaceRefusedException e) {
-            throw new ManagementException(switch (e.reason()) {
-                case PATH_NOT_ALLOWED -> FORBIDDEN;
-                case LARGER_THAN_BUDGET -> BAD_REQUEST;
-                case BUDGET_EXHAUSTED -> CONFLICT;
-            }, e.getMessage());
-        } catch (IOException e) {
-            throw new ManagementException(BAD_REQUEST, e.getMessage());
+            return namespaceJson(daemon.controlPlane().addNamespace("HTTP API", s.nqn(), nc));
+        } catch (ControlException e) {
+            throw refused(e);
         }
-        return namespaceJson(added);
     }
 
     /** Removes a namespace. 400: NSID not a number; 404: no such subsystem or namespace. */
     public synchronized ObjectNode removeNamespace(String nqn, String nsidText) throws ManagementException {
         Subsystem s = requireSubsystem(nqn);
         int nsid = parseNsid(nsidText);
-        Namespace removed;
-        try {
-            removed = daemon.removeNamespace(s.nqn(), nsid);
-        } catch (IllegalStateException e) {
-            throw new ManagementException(CONFLICT, e.getMessage());
-        }
-        if (removed == null) {
+        if (s.namespace(nsid) == null) {
             throw new ManagementException(NOT_FOUND, "subsystem " + nqn + " has no namespace " + nsidText);
         }
-        return namespaceJson(removed);
+        try {
+            return namespaceJson(daemon.controlPlane().removeNamespace("HTTP API", s.nqn(), nsid));
+        } catch (ControlException e) {
+            throw refused(e);
+        }
     }
 
     /** Allows a host ({@code {"nqn": "..."}}). 400: no or malformed NQN; 404: no subsystem; 409: already allowed. */
@@ -264,11 +246,11 @@ public final class ManagementApi {
         if (Port.DISCOVERY_NQN.equals(host)) {
             throw new ManagementException(BAD_REQUEST, "host.nqn: the discovery NQN is not a host NQN");
         }
-        if (!s.addAllowedHost(host)) {
-            throw new ManagementException(CONFLICT, "host " + host + " is already allowed on " + nqn);
+        try {
+            daemon.controlPlane().addHost("HTTP API", s.nqn(), host);
+        } catch (ControlException e) {
+            throw refused(e);
         }
-        discoveryChanged();
-        LOG.info("{}: host {} allowed", nqn, host);
         return hosts(nqn);
     }
 
@@ -278,18 +260,139 @@ public final class ManagementApi {
      */
     public synchronized ObjectNode removeHost(String nqn, String host) throws ManagementException {
         Subsystem s = requireSubsystem(nqn);
-        if (!s.removeAllowedHost(host)) {
-            throw new ManagementException(NOT_FOUND, "host " + host + " is not on the allowed list of " + nqn);
+        try {
+            daemon.controlPlane().removeHost("HTTP API", s.nqn(), host);
+        } catch (ControlException e) {
+            throw refused(e);
         }
-        discoveryChanged();
-        LOG.info("{}: host {} no longer allowed{}", nqn, host,
-            s.allowAnyHost() ? " (allow_any_host is on: it may still connect)" : "");
         return hosts(nqn);
     }
 
-    private void discoveryChanged() {
-        daemon.model().discoveryChanged();
-        daemon.registry().notifyDiscoveryChanged();
+    /**
+     * Creates an empty subsystem from a configuration-shaped object ({@code {"nqn": "...", "attr": {"allow_any_host":
+     * "1", "serial": ..., "model": ..., "cntlid_min": ..., "cntlid_max": ...}}}). 400: malformed; 409: NQN taken.
+     */
+    public synchronized ObjectNode createSubsystem(JsonNode body) throws ManagementException {
+        if (body == null || !body.isObject() || !body.path("nqn").isTextual()) {
+            throw new ManagementException(BAD_REQUEST, "expected {\"nqn\": \"nqn....\", \"attr\": {...}}");
+        }
+        for (var names = body.fieldNames(); names.hasNext(); ) {
+            String name = names.next();
+            if (!name.equals("nqn") && !name.equals("attr")) {
+                throw new ManagementException(BAD_REQUEST, "subsystem." + name + ": unknown field (known: nqn, attr; "
+                    + "add hosts, namespaces and listeners afterwards)");
+            }
+        }
+        String nqn;
+        try {
+            nqn = TargetConfig.checkNqn(body.get("nqn").asText());
+        } catch (IllegalArgumentException e) {
+            throw new ManagementException(BAD_REQUEST, "subsystem.nqn: not a valid NQN: " + e.getMessage());
+        }
+        JsonNode attr = body.path("attr");
+        if (!attr.isMissingNode() && !attr.isObject()) {
+            throw new ManagementException(BAD_REQUEST, "subsystem.attr: expected an object");
+        }
+        for (var names = attr.fieldNames(); names.hasNext(); ) {
+            String name = names.next();
+            if (!java.util.Set.of("allow_any_host", "serial", "model", "cntlid_min", "cntlid_max").contains(name)) {
+                throw new ManagementException(BAD_REQUEST, "subsystem.attr." + name + ": unknown field (known: "
+                    + "allow_any_host, serial, model, cntlid_min, cntlid_max)");
+            }
+        }
+        String any = attr.path("allow_any_host").asText("0");
+        try {
+            daemon.controlPlane().createSubsystem("HTTP API", nqn, attr.has("serial") ? attr.get("serial").asText() : null,
+                attr.has("model") ? attr.get("model").asText() : null, any.equals("1") || any.equals("true"),
+                attr.has("cntlid_min") ? attr.get("cntlid_min").asInt(-1) : 1,
+                attr.has("cntlid_max") ? attr.get("cntlid_max").asInt(-1) : 0xFFEF);
+        } catch (ControlException e) {
+            throw refused(e);
+        }
+        return subsystem(nqn);
+    }
+
+    /** Deletes a subsystem, its namespaces, and the ports only it used. 404: no such subsystem. */
+    public synchronized ObjectNode deleteSubsystem(String nqn) throws ManagementException {
+        ObjectNode before = subsystem(nqn);
+        try {
+            daemon.controlPlane().deleteSubsystem("HTTP API", nqn);
+        } catch (ControlException e) {
+            throw refused(e);
+        }
+        return before;
+    }
+
+    /**
+     * Lets hosts reach a subsystem at {@code {"trtype": "tcp", "adrfam": "ipv4", "traddr": "...", "trsvcid":
+     * "4420"}} (a port's {@code addr}); returns the port. 400: malformed, or the address cannot be bound.
+     */
+    public synchronized ObjectNode addListener(String nqn, JsonNode body) throws ManagementException {
+        requireSubsystem(nqn);
+        if (body == null || !body.isObject() || !body.path("traddr").isTextual()) {
+            throw new ManagementException(BAD_REQUEST, "expected {\"trtype\": \"tcp\", \"adrfam\": \"ipv4\", "
+                + "\"traddr\": \"...\", \"trsvcid\": \"4420\"}");
+        }
+        io.nvmeof4j.protocol.spi.TransportType trtype;
+        io.nvmeof4j.protocol.spi.AddressFamily adrfam;
+        try {
+            trtype = io.nvmeof4j.protocol.spi.TransportType.fromConfigName(body.path("trtype").asText("tcp"));
+            adrfam = io.nvmeof4j.protocol.spi.AddressFamily.fromConfigName(body.path("adrfam").asText("ipv4"));
+        } catch (IllegalArgumentException e) {
+            throw new ManagementException(BAD_REQUEST, "listener: " + e.getMessage());
+        }
+        io.nvmeof4j.target.config.PortConfig port;
+        try {
+            port = daemon.controlPlane().addListener("HTTP API", nqn, trtype, adrfam, body.get("traddr").asText(),
+                body.path("trsvcid").asText("4420"));
+        } catch (ControlException e) {
+            throw refused(e);
+        }
+        Port bound = daemon.model().port(port.portId());
+        ObjectNode o = mapper.createObjectNode();
+        o.put("portid", bound.portId());
+        o.put("trtype", bound.address().type().configName());
+        o.put("traddr", bound.address().traddr());
+        o.put("trsvcid", bound.address().trsvcid());
+        return o;
+    }
+
+    /** Stops exporting a subsystem on port {@code portid}; its hosts there are disconnected. 404: not exported there. */
+    public synchronized ObjectNode removeListener(String nqn, String portIdText) throws ManagementException {
+        requireSubsystem(nqn);
+        Port port;
+        try {
+            port = daemon.model().port(Integer.parseInt(portIdText));
+        } catch (NumberFormatException e) {
+            throw new ManagementException(BAD_REQUEST, "portid '" + portIdText + "' is not a number");
+        }
+        if (port == null || !port.exports(nqn)) {
+            throw new ManagementException(NOT_FOUND, "subsystem " + nqn + " is not exported on port " + portIdText);
+        }
+        io.nvmeof4j.target.config.PortConfig pc = daemon.controlPlane().configuration().ports().stream()
+            .filter(c -> c.portId() == port.portId()).findFirst().orElse(null);
+        if (pc == null) {
+            throw new ManagementException(NOT_FOUND, "no port " + portIdText);
+        }
+        try {
+            daemon.controlPlane().removeListener("HTTP API", nqn, pc.address().type(), pc.address().traddr(),
+                pc.address().trsvcid());
+        } catch (ControlException e) {
+            throw refused(e);
+        }
+        return subsystem(nqn);
+    }
+
+    /** A change the control plane refused, as an HTTP status. */
+    private static ManagementException refused(ControlException e) {
+        return new ManagementException(switch (e.kind()) {
+            case INVALID -> BAD_REQUEST;
+            case NOT_FOUND -> NOT_FOUND;
+            case EXISTS, BUSY, NO_SPACE -> CONFLICT;
+            case FORBIDDEN -> FORBIDDEN;
+            case IO -> e.getCause() instanceof io.nvmeof4j.target.config.ConfigException ? BAD_REQUEST
+                : e.getMessage().startsWith("cannot write the configuration file") ? 500 : BAD_REQUEST;
+        }, e.getMessage());
     }
 
     // ------------------------------------------------------------------------------------------------ JSON

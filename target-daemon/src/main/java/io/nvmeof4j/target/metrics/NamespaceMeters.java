@@ -79,6 +79,35 @@ public final class NamespaceMeters {
         }
     }
 
+    /** Commands of {@code op} (a {@link TargetMeterNames} I/O op) completed, over every transport; control path. */
+    public long completed(int op) {
+        long n = 0;
+        for (int t = 0; t * IO_OPS + op < timers.length; t++) {
+            Timer timer = timers[t * IO_OPS + op];
+            n += timer == null ? 0 : timer.count();
+        }
+        return n;
+    }
+
+    /** Total latency of the completed commands of {@code op}, in nanoseconds, over every transport; control path. */
+    public long latencyNanos(int op) {
+        double total = 0;
+        for (int t = 0; t * IO_OPS + op < timers.length; t++) {
+            Timer timer = timers[t * IO_OPS + op];
+            total += timer == null ? 0 : timer.totalTime(TimeUnit.NANOSECONDS);
+        }
+        return (long) total;
+    }
+
+    /** Bytes read, or written ({@code read} false), by successful commands over every transport; control path. */
+    public long bytes(boolean read) {
+        double total = 0;
+        for (Counter c : read ? readBytes : writtenBytes) {
+            total += c == null ? 0 : c.count();
+        }
+        return (long) total;
+    }
+
     /** The timer of (transport, op), or null; for tests and the management API. */
     public Timer timer(int transport, int op) {
         return op < IO_OPS ? timers[transport * IO_OPS + op] : null;

@@ -36,6 +36,36 @@ public final class TargetModel {
         discoveryChanged();
     }
 
+    /** Removes a subsystem (control plane); its ports must stop exporting it first. Returns it, or null. */
+    public Subsystem removeSubsystem(String nqn) {
+        Subsystem removed = subsystems.remove(nqn);
+        if (removed != null) {
+            discoveryChanged();
+        }
+        return removed;
+    }
+
+    /** Removes a port (its listener closed); returns it, or null. */
+    public Port removePort(int portId) {
+        for (Port p : ports) {
+            if (p.portId() == portId && ports.remove(p)) {
+                discoveryChanged();
+                return p;
+            }
+        }
+        return null;
+    }
+
+    /** The port with this PORTID, or null. */
+    public Port port(int portId) {
+        for (Port p : ports) {
+            if (p.portId() == portId) {
+                return p;
+            }
+        }
+        return null;
+    }
+
     public List<Port> ports() {
         return Collections.unmodifiableList(ports);
     }

@@ -48,6 +48,25 @@ class MainTest {
     }
 
     @Test
+    void shouldExitWith2NamingTheCallForAnSpdkConfigurationItCannotReplay() throws Exception {
+        Path base = dir.resolve("base.json");
+        Files.writeString(base, config(port(1, 0, "nqn.2014-08.org.nvmexpress.discovery"), ""));
+        Path spdk = dir.resolve("spdk.json");
+        Files.writeString(spdk, "{\"subsystems\": [{\"subsystem\": \"nvmf\", \"config\": ["
+            + "{\"method\": \"nvmf_set_config\", \"params\": {}},"
+            + "{\"method\": \"nvmf_create_subsystem\", \"params\": {\"nqn\": \"nqn.2016-06.io.spdk:a\"}},"
+            + "{\"method\": \"nvmf_subsystem_add_ns\", \"params\": {\"nqn\": \"nqn.2016-06.io.spdk:a\", "
+            + "\"namespace\": {\"bdev_name\": \"Malloc9\"}}}]}]}");
+        assertThat(run("--config", base.toString(), "--json", spdk.toString(), "-r",
+            dir.resolve("rpc.sock").toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("--json " + spdk + ": subsystems[0].config[2]: nvmf_subsystem_add_ns failed: "
+            + "-32602", "Malloc9 does not exist");
+        // Nothing was started, and the base configuration is left as it was.
+        assertThat(dir.resolve("rpc.sock")).doesNotExist();
+        assertThat(Files.readString(base)).doesNotContain("spdk");
+    }
+
+    @Test
     void shouldExitWith2ForAMissingConfigurationFile() {
         Path missing = dir.resolve("missing.json");
         assertThat(run("-c", missing.toString())).isEqualTo(2);

@@ -1,0 +1,985 @@
+package io.nvmeof4j.target.control.rpc;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.BooleanNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.nvmeof4j.protocol.spi.AddressFamily;
+import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.target.config.BuildVersion;
+import io.nvmeof4j.target.config.ConfigException;
+import io.nvmeof4j.target.config.NamespaceConfig;
+import io.nvmeof4j.target.config.SubsystemConfig;
+import io.nvmeof4j.target.config.TargetConfig;
+import io.nvmeof4j.target.control.ControlException;
+import io.nvmeof4j.target.control.ControlPlane;
+import io.nvmeof4j.target.controller.Controller;
+import io.nvmeof4j.target.controller.QueueInfo;
+import io.nvmeof4j.target.daemon.TargetDaemon;
+import io.nvmeof4j.target.model.Port;
+
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.UUID;
+
+/**
+ * SPDK's JSON-RPC methods ({@code doc/jsonrpc.md}, {@code python/spdk/rpc/nvmf.py} and {@code bdev.py}) over the
+ * {@link ControlPlane}: parameter names, defaults and result shapes as SPDK's, so {@code scripts/rpc.py} drives the
+ * daemon unchanged. Unknown parameters are refused with -32602, as SPDK's strict decoders do.
+ *
+ * <h2>Bdevs</h2>
+ * As in SPDK, a namespace is made from a named block device ("bdev") that exists first: {@code bdev_malloc_create}
+ * (RAM), {@code bdev_null_create}, {@code bdev_uring_create} and {@code bdev_aio_create} (a file or block device,
+ * both served by the daemon's io_uring backend) only register a name and a description; the device is opened when
+ * {@code nvmf_subsystem_add_ns} uses it, with the checks of every live namespace ({@code allowed_paths}, the RAM
+ * budget). A bdev serves at most one namespace; deleting a bdev a namespace uses is refused (-EBUSY). The registry
+ * is live: a namespace is persisted in the configuration file, an unused bdev is not (it is gone after a restart).
+ */
+final class SpdkRpcMethods {
+    /** The SPDK release whose RPC interface this follows, reported by {@code spdk_get_version}. */
+    static final String SPDK_COMPATIBLE = "24.01";
+    private static final int MAX_NAMESPACES_DEFAULT = 32;
+
+    interface Method {
+        JsonNode call(String who, JsonNode params) throws RpcError;
+    }
+
+    /** A registered bdev: the namespace device it becomes, and who uses it. */
+    private record Bdev(String name, String productName, String backend, String path, long numBlocks, int blockSize,
+                        UUID uuid) {
+    }
+
+    private final TargetDaemon daemon;
+    private final ControlPlane control;
+    private final ObjectMapper mapper = new ObjectMapper();
+    private final Map<String, Method> methods = new LinkedHashMap<>();
+    private final Map<String, Bdev> bdevs = new TreeMap<>();
+    /** bdev name → "nqn nsid" of the namespace using it. */
+    private final Map<String, String> claims = new TreeMap<>();
+    private int nextMalloc;
+
+    /** One instance (one bdev registry) per control plane: the socket and --json's replay share it. */
+    private static final Map<ControlPlane, SpdkRpcMethods> INSTANCES = new java.util.WeakHashMap<>();
+
+    static SpdkRpcMethods of(TargetDaemon daemon) {
+        synchronized (INSTANCES) {
+            return INSTANCES.computeIfAbsent(daemon.controlPlane(), c -> new SpdkRpcMethods(daemon, c));
+        }
+    }
+
+    private SpdkRpcMethods(TargetDaemon daemon, ControlPlane control) {
+        this.daemon = daemon;
+        this.control = control;
+        methods.put("spdk_get_version", (w, p) -> version(p));
+        methods.put("rpc_get_methods", (w, p) -> getMethods(p));
+        methods.put("framework_wait_init", (w, p) -> noParams(p, BooleanNode.TRUE));
+        methods.put("save_config", (w, p) -> saveConfig(p));
+        // What rpc.py's save_config calls: the sections, then each section's calls.
+        methods.put("framework_get_subsystems", (w, p) -> frameworkSubsystems(p));
+        methods.put("framework_get_config", (w, p) -> frameworkConfig(p));
+        // Ours: the nvmetcli-shaped configuration (--config's format) of what is served now.
+        methods.put("nvmeof4j_get_config", (w, p) -> noParams(p, control.document()));
+        methods.put("nvmf_get_transports", (w, p) -> getTransports(p));
+        methods.put("nvmf_create_transport", (w, p) -> createTransport(p));
+        methods.put("nvmf_get_subsystems", (w, p) -> getSubsystems(p));
+        methods.put("nvmf_create_subsystem", this::createSubsystem);
+        methods.put("nvmf_delete_subsystem", this::deleteSubsystem);
+        methods.put("nvmf_subsystem_add_listener", this::addListener);
+        methods.put("nvmf_subsystem_remove_listener", this::removeListener);
+        methods.put("nvmf_subsystem_get_listeners", (w, p) -> getListeners(p));
+        methods.put("nvmf_subsystem_add_ns", this::addNamespace);
+        methods.put("nvmf_subsystem_remove_ns", this::removeNamespace);
+        methods.put("nvmf_subsystem_add_host", this::addHost);
+        methods.put("nvmf_subsystem_remove_host", this::removeHost);
+        methods.put("nvmf_subsystem_allow_any_host", this::allowAnyHost);
+        methods.put("nvmf_subsystem_get_controllers", (w, p) -> getControllers(p));
+        methods.put("nvmf_subsystem_get_qpairs", (w, p) -> getQpairs(p));
+        methods.put("bdev_malloc_create", (w, p) -> createBdev(p, "malloc"));
+        methods.put("bdev_malloc_delete", (w, p) -> deleteBdev(p, "malloc"));
+        methods.put("bdev_null_create", (w, p) -> createBdev(p, "null"));
+        methods.put("bdev_null_delete", (w, p) -> deleteBdev(p, "null"));
+        methods.put("bdev_uring_create", (w, p) -> createBdev(p, "uring"));
+        methods.put("bdev_uring_delete", (w, p) -> deleteBdev(p, "uring"));
+        methods.put("bdev_aio_create", (w, p) -> createBdev(p, "aio"));
+        methods.put("bdev_aio_delete", (w, p) -> deleteBdev(p, "aio"));
+        methods.put("bdev_get_bdevs", (w, p) -> getBdevs(p));
+        methods.put("bdev_get_iostat", (w, p) -> getIostat(p));
+        methods.put("nvmf_get_stats", (w, p) -> getStats(p));
+        // Namespaces served already (the configuration file's, or added before this socket opened) get their bdev,
+        // named as save_config names them, so they can be listed, removed and saved like the ones added here.
+        for (SubsystemConfig s : control.configuration().subsystems()) {
+            for (NamespaceConfig n : s.namespaces()) {
+                if (n.enabled()) {
+                    String name = derivedBdevName(s.nqn(), n.nsid());
+                    bdevs.put(name, new Bdev(name, n.backend() == io.nvmeof4j.target.config.BackendType.RAM
+                        ? "Malloc disk" : n.backend() == io.nvmeof4j.target.config.BackendType.NULL ? "Null disk"
+                        : "URING bdev", n.backend().configName(), n.path() == null ? null : n.path().toString(),
+                        n.blockSize() == 0 ? 0 : n.sizeBytes() / n.blockSize(), n.blockSize(), n.uuid()));
+                    claims.put(name, s.nqn() + " " + Integer.toUnsignedString(n.nsid()));
+                }
+            }
+        }
+    }
+
+    /** The bdev name of a namespace that was not made from a named bdev: the NQN's last part, "n", the NSID. */
+    static String derivedBdevName(String nqn, int nsid) {
+        return nqn.substring(nqn.lastIndexOf(':') + 1) + "n" + Integer.toUnsignedString(nsid);
+    }
+
+    /** The method, or null (the server answers -32601). */
+    Method method(String name) {
+        return methods.get(name);
+    }
+
+    /** True for the methods that change the target (audit-logged). */
+    static boolean changes(String name) {
+        return name.contains("create") || name.contains("delete") || name.contains("add") || name.contains("remove")
+            || name.contains("allow");
+    }
+
+    // ------------------------------------------------------------------------------------------------ framework
+
+    private JsonNode version(JsonNode p) throws RpcError {
+        params(p, Set.of());
+        ObjectNode o = mapper.createObjectNode();
+        o.put("version", "SPDK v" + SPDK_COMPATIBLE + " compatible (nvmeof4j " + BuildVersion.version() + ")");
+        ObjectNode f = o.putObject("fields");
+        f.put("major", 24);
+        f.put("minor", 1);
+        f.put("patch", 0);
+        f.put("suffix", "-nvmeof4j");
+        return o;
+    }
+
+    private JsonNode getMethods(JsonNode p) throws RpcError {
+        params(p, Set.of("current", "include_aliases"));
+        ArrayNode list = mapper.createArrayNode();
+        methods.keySet().forEach(list::add);
+        return list;
+    }
+
+    private static JsonNode noParams(JsonNode p, JsonNode result) throws RpcError {
+        params(p, Set.of());
+        return result;
+    }
+
+    private JsonNode getTransports(JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("trtype", "tgt_name"));
+        ArrayNode list = mapper.createArrayNode();
+        ObjectNode tcp = list.addObject();
+        tcp.put("trtype", "TCP");
+        tcp.put("max_queue_depth", io.nvmeof4j.protocol.spi.PortOptions.MAX_QUEUE_SIZE_DEFAULT);
+        tcp.put("in_capsule_data_size", io.nvmeof4j.protocol.spi.PortOptions.INLINE_DATA_SIZE_DEFAULT);
+        tcp.put("max_io_size", control.configuration().daemon().maxDataTransferSize());
+        if (o.has("trtype") && !"tcp".equalsIgnoreCase(o.get("trtype").asText())) {
+            return mapper.createArrayNode();
+        }
+        return list;
+    }
+
+    /** NVMe/TCP is always there: creating it again succeeds (scripts create it first thing); others are refused. */
+    private JsonNode createTransport(JsonNode p) throws RpcError {
+        ObjectNode o = p != null && p.isObject() ? (ObjectNode) p : null;
+        if (o == null || !o.hasNonNull("trtype") || !o.get("trtype").isTextual()) {
+            throw RpcError.invalidParams("trtype is required");
+        }
+        String trtype = o.get("trtype").asText();
+        if (!"tcp".equalsIgnoreCase(trtype)) {
+            throw new RpcError(RpcError.INVALID_PARAMS, "Transport type '" + trtype + "' not supported here "
+                + "(NVMe-oF/RDMA ports come from the configuration file)");
+        }
+        return BooleanNode.TRUE;
+    }
+
+    /**
+     * SPDK's configuration shape ({@code {"subsystems": [{"subsystem": "bdev", "config": [{"method": ..., "params":
+     * ...}]}, {"subsystem": "nvmf", ...}]}}): the calls that rebuild what is served, which {@code nvmf_tgt --json},
+     * {@code rpc.py load_config} and {@code bin/nvmeof-target --json} replay. Each namespace gets its bdev: the name
+     * it was added with, else one derived from the subsystem and NSID.
+     */
+    private JsonNode saveConfig(JsonNode p) throws RpcError {
+        params(p, Set.of("subsystems"));
+        ObjectNode root = mapper.createObjectNode();
+        ArrayNode subsystems = root.putArray("subsystems");
+        ObjectNode bdevSection = subsystems.addObject();
+        bdevSection.put("subsystem", "bdev");
+        ArrayNode bdevCalls = bdevSection.putArray("config");
+        ObjectNode nvmfSection = subsystems.addObject();
+        nvmfSection.put("subsystem", "nvmf");
+        ArrayNode nvmfCalls = nvmfSection.putArray("config");
+        call(nvmfCalls, "nvmf_create_transport").put("trtype", "TCP");
+        Set<String> saved = new java.util.HashSet<>();
+        TargetConfig config = control.configuration();
+        for (SubsystemConfig s : config.subsystems()) {
+            ObjectNode c = call(nvmfCalls, "nvmf_create_subsystem");
+            c.put("nqn", s.nqn());
+            c.put("serial_number", s.serial());
+            c.put("model_number", s.model());
+            c.put("allow_any_host", s.allowAnyHost());
+            c.put("min_cntlid", s.cntlidMin());
+            c.put("max_cntlid", s.cntlidMax());
+            for (Port port : daemon.model().ports()) {
+                if (port.exports(s.nqn())) {
+                    ObjectNode l = call(nvmfCalls, "nvmf_subsystem_add_listener");
+                    l.put("nqn", s.nqn());
+                    l.set("listen_address", address(port));
+                }
+            }
+            for (String h : s.allowedHosts()) {
+                ObjectNode hc = call(nvmfCalls, "nvmf_subsystem_add_host");
+                hc.put("nqn", s.nqn());
+                hc.put("host", h);
+            }
+            for (NamespaceConfig n : s.namespaces()) {
+                if (!n.enabled()) {
+                    continue;
+                }
+                String name = bdevOf(s.nqn(), n.nsid());
+                if (name == null) {
+                    name = derivedBdevName(s.nqn(), n.nsid());
+                }
+                saved.add(name);
+                bdevCall(bdevCalls, name, n, bdevs.containsKey(name) ? kindOf(bdevs.get(name)) : null);
+                ObjectNode nc = call(nvmfCalls, "nvmf_subsystem_add_ns");
+                nc.put("nqn", s.nqn());
+                ObjectNode ns = nc.putObject("namespace");
+                ns.put("nsid", Integer.toUnsignedLong(n.nsid()));
+                ns.put("bdev_name", name);
+                ns.put("uuid", n.uuid().toString());
+                ns.put("nguid", n.nguidText().replace("-", "").toUpperCase(java.util.Locale.ROOT));
+            }
+        }
+        for (Bdev b : bdevs.values()) {
+            if (!saved.contains(b.name())) {
+                ObjectNode c = call(bdevCalls, "bdev_" + kindOf(b) + "_create");
+                c.put("name", b.name());
+                if (b.path() != null) {
+                    c.put("filename", b.path());
+                } else {
+                    c.put("num_blocks", b.numBlocks());
+                    c.put("uuid", b.uuid().toString());
+                }
+                if (b.blockSize() > 0) {
+                    c.put("block_size", b.blockSize());
+                }
+            }
+        }
+        return root;
+    }
+
+    private JsonNode frameworkSubsystems(JsonNode p) throws RpcError {
+        params(p, Set.of());
+        ArrayNode list = mapper.createArrayNode();
+        list.addObject().put("subsystem", "bdev").putArray("depends_on");
+        ObjectNode nvmf = list.addObject().put("subsystem", "nvmf");
+        nvmf.putArray("depends_on").add("bdev");
+        return list;
+    }
+
+    private JsonNode frameworkConfig(JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("name", "with_batches"));
+        String name = text(o, "name");
+        for (JsonNode section : saveConfig(null).get("subsystems")) {
+            if (section.get("subsystem").asText().equals(name)) {
+                return section.get("config");
+            }
+        }
+        throw RpcError.invalidParams("no subsystem " + name + " (bdev, nvmf)");
+    }
+
+    /** The call creating the bdev of namespace {@code n}; {@code kind} (aio, uring, ...) as it was created, or null. */
+    private void bdevCall(ArrayNode calls, String name, NamespaceConfig n, String kind) {
+        ObjectNode c;
+        switch (n.backend()) {
+            case RAM -> {
+                c = call(calls, "bdev_malloc_create");
+                c.put("num_blocks", n.sizeBytes() / n.blockSize());
+            }
+            case NULL -> {
+                c = call(calls, "bdev_null_create");
+                c.put("num_blocks", n.sizeBytes() / n.blockSize());
+            }
+            default -> {
+                c = call(calls, "aio".equals(kind) ? "bdev_aio_create" : "bdev_uring_create");
+                c.put("filename", n.path().toString());
+            }
+        }
+        c.put("name", name);
+        if (n.blockSize() > 0) {
+            c.put("block_size", n.blockSize());
+        }
+    }
+
+    private ObjectNode call(ArrayNode calls, String method) {
+        ObjectNode c = calls.addObject();
+        c.put("method", method);
+        return c.putObject("params");
+    }
+
+    // ------------------------------------------------------------------------------------------------ subsystems
+
+    private JsonNode getSubsystems(JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("nqn", "tgt_name"));
+        TargetConfig config = control.configuration();
+        ArrayNode list = mapper.createArrayNode();
+        String only = o.has("nqn") ? text(o, "nqn") : null;
+        if (only == null || Port.DISCOVERY_NQN.equals(only)) {
+            ObjectNode d = list.addObject();
+            d.put("nqn", Port.DISCOVERY_NQN);
+            d.put("subtype", "Discovery");
+            listenAddresses(d.putArray("listen_addresses"), Port.DISCOVERY_NQN);
+            d.putArray("hosts");
+            d.put("allow_any_host", true);
+        }
+        boolean found = only == null || Port.DISCOVERY_NQN.equals(only);
+        for (SubsystemConfig s : config.subsystems()) {
+            if (only != null && !only.equals(s.nqn())) {
+                continue;
+            }
+            found = true;
+            ObjectNode so = list.addObject();
+            so.put("nqn", s.nqn());
+            so.put("subtype", "NVMe");
+            listenAddresses(so.putArray("listen_addresses"), s.nqn());
+            so.put("allow_any_host", s.allowAnyHost());
+            ArrayNode hosts = so.putArray("hosts");
+            s.allowedHosts().forEach(h -> hosts.addObject().put("nqn", h));
+            so.put("serial_number", s.serial());
+            so.put("model_number", s.model());
+            so.put("max_namespaces", io.nvmeof4j.target.model.Subsystem.MAX_NSID);
+            so.put("min_cntlid", s.cntlidMin());
+            so.put("max_cntlid", s.cntlidMax());
+            ArrayNode nss = so.putArray("namespaces");
+            for (NamespaceConfig n : s.namespaces()) {
+                ObjectNode no = nss.addObject();
+                no.put("nsid", Integer.toUnsignedLong(n.nsid()));
+                String bdev = bdevOf(s.nqn(), n.nsid());
+                if (bdev == null) {
+                    bdev = derivedBdevName(s.nqn(), n.nsid());
+                }
+                no.put("bdev_name", bdev);
+                no.put("name", bdev);
+                no.put("nguid", n.nguidText().replace("-", "").toUpperCase(java.util.Locale.ROOT));
+                no.put("uuid", n.uuid().toString());
+            }
+        }
+        if (!found) {
+            throw new RpcError(RpcError.INVALID_PARAMS, "Invalid parameters: no subsystem " + only);
+        }
+        return list;
+    }
+
+    private void listenAddresses(ArrayNode into, String nqn) {
+        for (Port port : daemon.model().ports()) {
+            if (Port.DISCOVERY_NQN.equals(nqn) || port.exports(nqn)) {
+                into.add(address(port));
+            }
+        }
+    }
+
+    private ObjectNode address(Port port) {
+        ObjectNode a = mapper.createObjectNode();
+        a.put("trtype", port.address().type() == TransportType.RDMA ? "RDMA" : "TCP");
+        a.put("adrfam", port.address().family() == AddressFamily.IPV6 ? "IPv6" : "IPv4");
+        a.put("traddr", port.address().traddr());
+        a.put("trsvcid", port.address().trsvcid());
+        return a;
+    }
+
+    private JsonNode createSubsystem(String who, JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("nqn", "serial_number", "model_number", "allow_any_host", "max_namespaces",
+            "min_cntlid", "max_cntlid", "tgt_name", "admin_label"),
+            Set.of("ana_reporting", "passthrough", "enable_nssr", "dmrsl", "wzsl"));
+        String nqn = nqn(o, "nqn");
+        String serial = o.has("serial_number") ? text(o, "serial_number") : "00000000000000000000";
+        String model = o.has("model_number") ? text(o, "model_number") : "SPDK bdev Controller";
+        boolean any = o.has("allow_any_host") && bool(o, "allow_any_host");
+        long maxNs = o.has("max_namespaces") ? integer(o, "max_namespaces", 0, 0xFFFFFFFFL) : 0;
+        if (maxNs > io.nvmeof4j.target.model.Subsystem.MAX_NSID) {
+            throw RpcError.invalidParams("max_namespaces " + maxNs + " is above the "
+                + io.nvmeof4j.target.model.Subsystem.MAX_NSID + " namespaces a subsystem supports");
+        }
+        int min = (int) (o.has("min_cntlid") ? integer(o, "min_cntlid", 1, 0xFFEF) : 1);
+        int max = (int) (o.has("max_cntlid") ? integer(o, "max_cntlid", 1, 0xFFEF) : 0xFFEF);
+        try {
+            control.createSubsystem(who, nqn, serial, model, any, min, max);
+        } catch (ControlException e) {
+            // SPDK: "Unable to create subsystem NQN" (-32603) for a taken NQN, -32602 for a bad parameter.
+            throw new RpcError(e.kind() == ControlException.Kind.EXISTS || e.kind() == ControlException.Kind.IO
+                ? RpcError.INTERNAL_ERROR : RpcError.INVALID_PARAMS, "Unable to create subsystem " + nqn + ": " + e.getMessage());
+        }
+        return BooleanNode.TRUE;
+    }
+
+    private JsonNode deleteSubsystem(String who, JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("nqn", "tgt_name"));
+        String nqn = text(o, "nqn");
+        List<String> released = new ArrayList<>();
+        control.configuration().subsystem(nqn).ifPresent(s -> s.namespaces().forEach(n -> {
+            String b = bdevOf(nqn, n.nsid());
+            if (b != null) {
+                released.add(b);
+            }
+        }));
+        try {
+            control.deleteSubsystem(who, nqn);
+        } catch (ControlException e) {
+            throw control(e, "Invalid parameters");
+        }
+        released.forEach(claims::remove);
+        return BooleanNode.TRUE;
+    }
+
+    // ------------------------------------------------------------------------------------------------ listeners
+
+    private JsonNode addListener(String who, JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("nqn", "listen_address", "tgt_name", "ana_state", "sock_impl", "numa_id"),
+            Set.of("secure_channel"));
+        String nqn = text(o, "nqn");
+        ObjectNode a = address(o);
+        try {
+            control.addListener(who, nqn, trtype(a), adrfam(a), text(a, "traddr"), trsvcid(a));
+        } catch (ControlException e) {
+            throw control(e, "Invalid parameters");
+        }
+        return BooleanNode.TRUE;
+    }
+
+    private JsonNode removeListener(String who, JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("nqn", "listen_address", "tgt_name"));
+        String nqn = text(o, "nqn");
+        ObjectNode a = address(o);
+        try {
+            control.removeListener(who, nqn, trtype(a), text(a, "traddr"), trsvcid(a));
+        } catch (ControlException e) {
+            throw control(e, "Invalid parameters");
+        }
+        return BooleanNode.TRUE;
+    }
+
+    private JsonNode getListeners(JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("nqn", "tgt_name"));
+        String nqn = text(o, "nqn");
+        if (control.configuration().subsystem(nqn).isEmpty()) {
+            throw new RpcError(RpcError.INVALID_PARAMS, "Invalid parameters: no subsystem " + nqn);
+        }
+        ArrayNode list = mapper.createArrayNode();
+        for (Port port : daemon.model().ports()) {
+            if (port.exports(nqn)) {
+                ObjectNode l = list.addObject();
+                l.set("address", address(port));
+                l.put("ana_state", "optimized");
+            }
+        }
+        return list;
+    }
+
+    private ObjectNode address(ObjectNode o) throws RpcError {
+        JsonNode a = o.get("listen_address");
+        if (a == null || !a.isObject()) {
+            throw RpcError.invalidParams("listen_address is required");
+        }
+        params(a, Set.of("trtype", "adrfam", "traddr", "trsvcid", "priority"));
+        return (ObjectNode) a;
+    }
+
+    private static TransportType trtype(ObjectNode a) throws RpcError {
+        String t = text(a, "trtype");
+        if ("tcp".equalsIgnoreCase(t)) {
+            return TransportType.TCP;
+        }
+        if ("rdma".equalsIgnoreCase(t)) {
+            return TransportType.RDMA;
+        }
+        throw RpcError.invalidParams("trtype " + t + " is not TCP or RDMA");
+    }
+
+    private static AddressFamily adrfam(ObjectNode a) throws RpcError {
+        String f = a.has("adrfam") ? text(a, "adrfam") : "IPv4";
+        if ("ipv4".equalsIgnoreCase(f)) {
+            return AddressFamily.IPV4;
+        }
+        if ("ipv6".equalsIgnoreCase(f)) {
+            return AddressFamily.IPV6;
+        }
+        throw RpcError.invalidParams("adrfam " + f + " is not IPv4 or IPv6");
+    }
+
+    private static String trsvcid(ObjectNode a) throws RpcError {
+        if (!a.has("trsvcid")) {
+            throw RpcError.invalidParams("listen_address.trsvcid is required for TCP and RDMA");
+        }
+        String s = text(a, "trsvcid");
+        try {
+            int port = Integer.parseInt(s);
+            if (port < 0 || port > 65535) {
+                throw RpcError.invalidParams("trsvcid " + s + " is not a port number");
+            }
+            return Integer.toString(port);
+        } catch (NumberFormatException e) {
+            throw RpcError.invalidParams("trsvcid " + s + " is not a port number");
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ namespaces
+
+    private JsonNode addNamespace(String who, JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("nqn", "namespace", "tgt_name"), Set.of("no_auto_visible"));
+        String nqn = text(o, "nqn");
+        JsonNode n = o.get("namespace");
+        if (n == null || !n.isObject()) {
+            throw RpcError.invalidParams("namespace is required");
+        }
+        ObjectNode ns = params(n, Set.of("bdev_name", "nsid", "uuid", "nguid"),
+            Set.of("eui64", "ptpl_file", "anagrpid", "no_auto_visible", "hide_metadata"));
+        String bdevName = text(ns, "bdev_name");
+        Bdev bdev = bdevs.get(bdevName);
+        if (bdev == null) {
+            throw RpcError.invalidParams("bdev " + bdevName + " does not exist");
+        }
+        if (claims.containsKey(bdevName)) {
+            throw RpcError.invalidParams("bdev " + bdevName + " is already used by namespace "
+                + claims.get(bdevName));
+        }
+        SubsystemConfig s = control.configuration().subsystem(nqn).orElseThrow(() ->
+            new RpcError(RpcError.INVALID_PARAMS, "Unable to find subsystem with NQN " + nqn));
+        long nsid = ns.has("nsid") ? integer(ns, "nsid", 0, 0xFFFFFFFFL) : 0;
+        if (nsid == 0) {
+            // SPDK: the lowest free NSID.
+            nsid = 1;
+            Set<Integer> taken = new java.util.HashSet<>();
+            s.namespaces().forEach(x -> taken.add(x.nsid()));
+            while (taken.contains((int) nsid)) {
+                nsid++;
+            }
+        }
+        ObjectNode nsJson = mapper.createObjectNode();
+        nsJson.put("nsid", nsid);
+        ObjectNode device = nsJson.putObject("device");
+        device.put("backend", bdev.backend());
+        if (bdev.path() != null) {
+            device.put("path", bdev.path());
+        }
+        if (bdev.numBlocks() > 0) {
+            device.put("size", Long.toString(bdev.numBlocks() * bdev.blockSize()));
+        }
+        if (bdev.blockSize() > 0) {
+            device.put("block_size", bdev.blockSize());
+        }
+        device.put("uuid", ns.has("uuid") ? text(ns, "uuid") : bdev.uuid().toString());
+        if (ns.has("nguid")) {
+            device.put("nguid", text(ns, "nguid"));
+        }
+        NamespaceConfig nc;
+        try {
+            nc = TargetConfig.parseNamespace(nsJson, "namespace", nqn, control.baseDirectory());
+        } catch (ConfigException e) {
+            throw RpcError.invalidParams(e.getMessage());
+        }
+        try {
+            control.addNamespace(who, nqn, nc);
+        } catch (ControlException e) {
+            throw control(e, "Invalid parameters");
+        }
+        claims.put(bdevName, nqn + " " + nsid);
+        return mapper.getNodeFactory().numberNode(nsid);
+    }
+
+    private JsonNode removeNamespace(String who, JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("nqn", "nsid", "tgt_name"));
+        String nqn = text(o, "nqn");
+        int nsid = (int) integer(o, "nsid", 1, 0xFFFFFFFEL);
+        String bdev = bdevOf(nqn, nsid);
+        try {
+            control.removeNamespace(who, nqn, nsid);
+        } catch (ControlException e) {
+            throw control(e, "Invalid parameters");
+        }
+        if (bdev != null) {
+            claims.remove(bdev);
+        }
+        return BooleanNode.TRUE;
+    }
+
+    private String bdevOf(String nqn, int nsid) {
+        String key = nqn + " " + Integer.toUnsignedString(nsid);
+        for (Map.Entry<String, String> e : claims.entrySet()) {
+            if (e.getValue().equals(key)) {
+                return e.getKey();
+            }
+        }
+        return null;
+    }
+
+    // ------------------------------------------------------------------------------------------------ hosts
+
+    private JsonNode addHost(String who, JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("nqn", "host", "tgt_name"), Set.of("psk", "dhchap_key", "dhchap_ctrlr_key"));
+        String nqn = text(o, "nqn");
+        String host = nqn(o, "host");
+        try {
+            control.addHost(who, nqn, host);
+        } catch (ControlException e) {
+            throw control(e, "Invalid parameters");
+        }
+        return BooleanNode.TRUE;
+    }
+
+    private JsonNode removeHost(String who, JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("nqn", "host", "tgt_name", "timeout_ms"));
+        try {
+            control.removeHost(who, text(o, "nqn"), text(o, "host"));
+        } catch (ControlException e) {
+            throw control(e, "Invalid parameters");
+        }
+        return BooleanNode.TRUE;
+    }
+
+    private JsonNode allowAnyHost(String who, JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("nqn", "allow_any_host", "tgt_name"));
+        try {
+            control.allowAnyHost(who, text(o, "nqn"), bool(o, "allow_any_host"));
+        } catch (ControlException e) {
+            throw control(e, "Invalid parameters");
+        }
+        return BooleanNode.TRUE;
+    }
+
+    // ------------------------------------------------------------------------------------------------ live state
+
+    private JsonNode getControllers(JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("nqn", "tgt_name"));
+        String nqn = requireLiveSubsystem(o);
+        ArrayNode list = mapper.createArrayNode();
+        for (Controller c : daemon.registry().controllers(nqn)) {
+            ObjectNode co = list.addObject();
+            co.put("cntlid", c.cntlid());
+            co.put("hostnqn", c.hostNqn());
+            co.put("hostid", c.hostId().toString());
+            co.put("num_io_qpairs", c.ioQueueCount());
+        }
+        return list;
+    }
+
+    private JsonNode getQpairs(JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("nqn", "tgt_name"));
+        String nqn = requireLiveSubsystem(o);
+        ArrayNode list = mapper.createArrayNode();
+        for (Controller c : daemon.registry().controllers(nqn)) {
+            for (QueueInfo q : c.queues()) {
+                ObjectNode qo = list.addObject();
+                qo.put("cntlid", c.cntlid());
+                qo.put("qid", q.qid());
+                qo.put("state", "active");
+                qo.put("thread", "nvmeof-reactor");
+                qo.put("hostnqn", c.hostNqn());
+                ObjectNode la = qo.putObject("listen_address");
+                la.setAll(address(c.port()));
+                qo.put("peer", q.peer());
+            }
+        }
+        return list;
+    }
+
+    private String requireLiveSubsystem(ObjectNode o) throws RpcError {
+        String nqn = text(o, "nqn");
+        if (daemon.model().subsystem(nqn) == null) {
+            throw new RpcError(RpcError.INVALID_PARAMS, "Invalid parameters: no subsystem " + nqn);
+        }
+        return nqn;
+    }
+
+    // ------------------------------------------------------------------------------------------------ bdevs
+
+    private JsonNode createBdev(JsonNode p, String kind) throws RpcError {
+        boolean file = kind.equals("uring") || kind.equals("aio");
+        ObjectNode o = file
+            ? params(p, Set.of("name", "filename", "block_size", "uuid"), Set.of("readonly", "fallocate", "nowait"))
+            : params(p, Set.of("name", "num_blocks", "block_size", "uuid", "physical_block_size", "optimal_io_boundary",
+                "numa_id", "preferred_write_granularity", "preferred_write_alignment", "optimal_write_size",
+                "preferred_unmap_granularity", "preferred_unmap_alignment"),
+                Set.of("md_size", "md_interleave", "dif_type", "dif_is_head_of_md", "dif_pi_format"));
+        String name;
+        if (o.has("name")) {
+            name = text(o, "name");
+        } else if (kind.equals("malloc")) {
+            do {
+                name = "Malloc" + nextMalloc++;
+            } while (bdevs.containsKey(name));
+        } else {
+            throw RpcError.invalidParams("name is required");
+        }
+        if (name.isEmpty() || name.length() > 255 || name.chars().anyMatch(c -> c < 0x20 || c == 0x7F)) {
+            throw RpcError.invalidParams("name must be 1..255 printable characters");
+        }
+        if (bdevs.containsKey(name)) {
+            throw RpcError.errno(RpcError.EEXIST);
+        }
+        int blockSize = (int) (o.has("block_size") ? integer(o, "block_size", 0, 65536) : (file ? 0 : 512));
+        if (blockSize != 0 && blockSize != 512 && blockSize != 4096) {
+            throw RpcError.invalidParams("block_size " + blockSize + " is not 512 or 4096");
+        }
+        UUID uuid = UUID.randomUUID();
+        if (o.has("uuid")) {
+            try {
+                uuid = UUID.fromString(text(o, "uuid"));
+            } catch (IllegalArgumentException e) {
+                throw RpcError.invalidParams("uuid " + o.get("uuid") + " is not a UUID");
+            }
+        }
+        Bdev bdev;
+        if (file) {
+            String filename = text(o, "filename");
+            if (filename.isEmpty() || filename.indexOf('\0') >= 0) {
+                throw RpcError.invalidParams("filename is empty or holds a NUL");
+            }
+            bdev = new Bdev(name, kind.equals("aio") ? "AIO disk" : "URING bdev", "file", filename, 0, blockSize, uuid);
+        } else {
+            long numBlocks = integer(o, "num_blocks", 1, Long.MAX_VALUE);
+            if (numBlocks > Long.MAX_VALUE / blockSize) {
+                throw RpcError.invalidParams("num_blocks " + numBlocks + " x block_size " + blockSize
+                    + " overflows 64 bits");
+            }
+            bdev = new Bdev(name, kind.equals("malloc") ? "Malloc disk" : "Null disk",
+                kind.equals("malloc") ? "ram" : "null", null, numBlocks, blockSize, uuid);
+        }
+        bdevs.put(name, bdev);
+        return mapper.getNodeFactory().textNode(name);
+    }
+
+    private JsonNode deleteBdev(JsonNode p, String kind) throws RpcError {
+        ObjectNode o = params(p, Set.of("name"));
+        String name = text(o, "name");
+        Bdev bdev = bdevs.get(name);
+        if (bdev == null || !kindOf(bdev).equals(kind)) {
+            throw RpcError.errno(RpcError.ENODEV);
+        }
+        if (claims.containsKey(name)) {
+            throw new RpcError(RpcError.EBUSY, "Device or resource busy: bdev " + name + " is namespace "
+                + claims.get(name) + "; remove the namespace first");
+        }
+        bdevs.remove(name);
+        return BooleanNode.TRUE;
+    }
+
+    private static String kindOf(Bdev b) {
+        return switch (b.productName()) {
+            case "Malloc disk" -> "malloc";
+            case "Null disk" -> "null";
+            case "AIO disk" -> "aio";
+            default -> "uring";
+        };
+    }
+
+    private JsonNode getBdevs(JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("name", "timeout"));
+        ArrayNode list = mapper.createArrayNode();
+        if (o.has("name")) {
+            Bdev b = bdevs.get(text(o, "name"));
+            if (b == null) {
+                throw RpcError.errno(RpcError.ENODEV);
+            }
+            list.add(bdevJson(b));
+            return list;
+        }
+        for (Bdev b : bdevs.values()) {
+            list.add(bdevJson(b));
+        }
+        return list;
+    }
+
+    /**
+     * SPDK's I/O statistics of bdevs, from the namespace meters (ticks are nanoseconds: {@code tick_rate} 1e9). A bdev
+     * no namespace uses, or a daemon with metrics off, reports zeros.
+     */
+    private JsonNode getIostat(JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("name"), Set.of("per_channel"));
+        ObjectNode result = mapper.createObjectNode();
+        result.put("tick_rate", 1_000_000_000L);
+        result.put("ticks", System.nanoTime());
+        ArrayNode list = result.putArray("bdevs");
+        if (o.has("name") && !bdevs.containsKey(text(o, "name"))) {
+            throw RpcError.errno(RpcError.ENODEV);
+        }
+        for (Bdev b : bdevs.values()) {
+            if (o.has("name") && !b.name().equals(o.get("name").asText())) {
+                continue;
+            }
+            io.nvmeof4j.target.metrics.NamespaceMeters m = meters(b.name());
+            ObjectNode s = list.addObject();
+            s.put("name", b.name());
+            s.put("bytes_read", m == null ? 0 : m.bytes(true));
+            s.put("num_read_ops", m == null ? 0 : m.completed(io.nvmeof4j.target.metrics.TargetMeterNames.OP_READ));
+            s.put("bytes_written", m == null ? 0 : m.bytes(false));
+            s.put("num_write_ops", m == null ? 0 : m.completed(io.nvmeof4j.target.metrics.TargetMeterNames.OP_WRITE));
+            s.put("num_unmap_ops", m == null ? 0
+                : m.completed(io.nvmeof4j.target.metrics.TargetMeterNames.OP_DEALLOCATE));
+            s.put("read_latency_ticks", m == null ? 0
+                : m.latencyNanos(io.nvmeof4j.target.metrics.TargetMeterNames.OP_READ));
+            s.put("write_latency_ticks", m == null ? 0
+                : m.latencyNanos(io.nvmeof4j.target.metrics.TargetMeterNames.OP_WRITE));
+        }
+        return result;
+    }
+
+    private io.nvmeof4j.target.metrics.NamespaceMeters meters(String bdev) {
+        String claim = claims.get(bdev);
+        if (claim == null) {
+            return null;
+        }
+        int space = claim.lastIndexOf(' ');
+        io.nvmeof4j.target.model.Subsystem s = daemon.model().subsystem(claim.substring(0, space));
+        io.nvmeof4j.target.model.Namespace ns = s == null ? null
+            : s.namespace(Integer.parseUnsignedInt(claim.substring(space + 1)));
+        return ns == null ? null : ns.meters();
+    }
+
+    /** SPDK's target statistics, as one poll group (the daemon's reactors share the queues they own). */
+    private JsonNode getStats(JsonNode p) throws RpcError {
+        params(p, Set.of("tgt_name"));
+        ObjectNode result = mapper.createObjectNode();
+        result.put("tick_rate", 1_000_000_000L);
+        ArrayNode groups = result.putArray("poll_groups");
+        ObjectNode g = groups.addObject();
+        g.put("name", "nvmeof-reactors");
+        int admin = 0;
+        int ioQueues = 0;
+        for (Controller c : daemon.registry().controllers()) {
+            admin++;
+            ioQueues += c.ioQueueCount();
+        }
+        g.put("current_admin_qpairs", admin);
+        g.put("current_io_qpairs", ioQueues);
+        long completed = 0;
+        for (io.nvmeof4j.target.model.Subsystem s : daemon.model().subsystems()) {
+            for (io.nvmeof4j.target.model.Namespace ns : s.namespaces()) {
+                io.nvmeof4j.target.metrics.NamespaceMeters m = ns.meters();
+                for (int op = 0; m != null && op < io.nvmeof4j.target.metrics.TargetMeterNames.IO_OPS; op++) {
+                    completed += m.completed(op);
+                }
+            }
+        }
+        g.put("completed_nvme_io", completed);
+        g.putArray("transports").addObject().put("trtype", "TCP");
+        return result;
+    }
+
+    private ObjectNode bdevJson(Bdev b) {
+        ObjectNode o = mapper.createObjectNode();
+        o.put("name", b.name());
+        o.putArray("aliases");
+        o.put("product_name", b.productName());
+        o.put("block_size", b.blockSize() == 0 ? 4096 : b.blockSize());
+        long blocks = b.numBlocks();
+        if (b.path() != null) {
+            try {
+                blocks = java.nio.file.Files.size(java.nio.file.Path.of(b.path())) / (b.blockSize() == 0 ? 4096
+                    : b.blockSize());
+            } catch (java.io.IOException | java.nio.file.InvalidPathException e) {
+                blocks = 0;
+            }
+        }
+        o.put("num_blocks", blocks);
+        o.put("uuid", b.uuid().toString());
+        o.put("claimed", claims.containsKey(b.name()));
+        if (claims.containsKey(b.name())) {
+            o.put("claim_type", "exclusive_write");
+        }
+        ObjectNode specific = o.putObject("driver_specific");
+        if (b.path() != null) {
+            specific.putObject(kindOf(b)).put("filename", b.path());
+        }
+        return o;
+    }
+
+    // ------------------------------------------------------------------------------------------------ decoding
+
+    /**
+     * {@link #params(JsonNode, Set)}, also accepting the {@code offOnly} keys (features newer rpc.py versions send
+     * switched off: {@code "passthrough": false}) as long as they are off (false, 0, null or ""); on, they are
+     * -32602 naming the feature.
+     */
+    static ObjectNode params(JsonNode p, Set<String> known, Set<String> offOnly) throws RpcError {
+        Set<String> all = new java.util.HashSet<>(known);
+        all.addAll(offOnly);
+        ObjectNode o = params(p, all);
+        for (String name : offOnly) {
+            JsonNode v = o.get(name);
+            if (v != null && !v.isNull() && !(v.isBoolean() && !v.asBoolean()) && !(v.isNumber() && v.asLong() == 0)
+                && !(v.isTextual() && v.asText().isEmpty())) {
+                throw RpcError.invalidParams(name + " is not supported by nvmeof4j");
+            }
+        }
+        return o;
+    }
+
+    /** The params object with only {@code known} keys (SPDK's decoders refuse unknown ones); null means none. */
+    static ObjectNode params(JsonNode p, Set<String> known) throws RpcError {
+        if (p == null || p.isNull()) {
+            return new ObjectMapper().createObjectNode();
+        }
+        if (!p.isObject()) {
+            throw RpcError.invalidParams("params must be an object");
+        }
+        for (Iterator<String> it = p.fieldNames(); it.hasNext(); ) {
+            String name = it.next();
+            if (!known.contains(name)) {
+                throw RpcError.invalidParams("unknown parameter " + name);
+            }
+        }
+        return (ObjectNode) p;
+    }
+
+    private static String text(ObjectNode o, String name) throws RpcError {
+        JsonNode v = o.get(name);
+        if (v == null || !v.isTextual()) {
+            throw RpcError.invalidParams(name + (v == null ? " is required" : " must be a string"));
+        }
+        return v.asText();
+    }
+
+    private static String nqn(ObjectNode o, String name) throws RpcError {
+        String nqn = text(o, name);
+        try {
+            return TargetConfig.checkNqn(nqn);
+        } catch (IllegalArgumentException e) {
+            throw RpcError.invalidParams(name + ": " + e.getMessage());
+        }
+    }
+
+    private static boolean bool(ObjectNode o, String name) throws RpcError {
+        JsonNode v = o.get(name);
+        if (v == null || !v.isBoolean()) {
+            throw RpcError.invalidParams(name + (v == null ? " is required" : " must be true or false"));
+        }
+        return v.asBoolean();
+    }
+
+    /** An integer in min..max; a value beyond 64 bits or a fraction is refused, never wrapped or rounded. */
+    private static long integer(ObjectNode o, String name, long min, long max) throws RpcError {
+        JsonNode v = o.get(name);
+        if (v == null || !v.isIntegralNumber() || !v.canConvertToLong()) {
+            throw RpcError.invalidParams(name + (v == null ? " is required" : " must be an integer in " + min + ".."
+                + max));
+        }
+        long value = v.asLong();
+        if (value < min || value > max) {
+            throw RpcError.invalidParams(name + " " + value + " is outside " + min + ".." + max);
+        }
+        return value;
+    }
+
+    /** A refused change as SPDK's nvmf RPCs answer it: -32602 with the reason, -32603 for an I/O failure. */
+    private static RpcError control(ControlException e, String prefix) {
+        if (e.kind() == ControlException.Kind.IO) {
+            return new RpcError(RpcError.INTERNAL_ERROR, "Internal error: " + e.getMessage());
+        }
+        return new RpcError(RpcError.INVALID_PARAMS, prefix + ": " + e.getMessage());
+    }
+}

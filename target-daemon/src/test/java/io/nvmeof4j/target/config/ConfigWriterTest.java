@@ -1,0 +1,126 @@
+package io.nvmeof4j.target.config;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class ConfigWriterTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void shouldParseWhatItWritesToTheSameConfiguration() throws Exception {
+        Files.writeString(dir.resolve("ns.img"), "x".repeat(8192));
+        String json = """
+            {"nvmeof4j": {"reactors": 1, "buffer_pool_mib": 4, "http": "off", "allowed_paths": ["."]},
+             "hosts": [{"nqn": "nqn.2014-08.org.example:host1"}],
+             "ports": [{"portid": 3, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1",
+                        "trsvcid": "4420"}, "param": {"inline_data_size": "8192"}, "ana_groups": [{"grpid": 1}],
+                        "subsystems": ["nqn.2014-08.org.example:a"]},
+                       {"portid": 7, "addr": {"trtype": "tcp", "adrfam": "ipv6", "traddr": "::1", "trsvcid": "0"},
+                        "subsystems": ["nqn.2014-08.org.nvmexpress.discovery"]}],
+             "subsystems": [
+               {"nqn": "nqn.2014-08.org.example:a", "attr": {"allow_any_host": "0", "serial": "S1", "model": "M",
+                "cntlid_min": "5", "cntlid_max": "9", "qid_max": "4"},
+                "allowed_hosts": ["nqn.2014-08.org.example:host1"],
+                "namespaces": [{"nsid": 1, "device": {"backend": "ram", "size": "16M", "block_size": 4096}},
+                               {"nsid": 9, "enable": 0, "ana_grpid": 0,
+                                "device": {"path": "ns.img", "buffered_io": 1}},
+                               {"nsid": 1024, "device": {"backend": "null", "size": "1T"}}]},
+               {"nqn": "nqn.2014-08.org.example:b", "attr": {"allow_any_host": "1"}}]}
+            """;
+        TargetConfig first = TargetConfig.parse(json, dir);
+        JsonNode written = ConfigWriter.write(first, new ObjectMapper().readTree(json));
+        TargetConfig second = TargetConfig.parse(ConfigWriter.text(written), dir);
+
+        assertThat(second.hosts()).isEqualTo(first.hosts());
+        assertThat(second.ports()).isEqualTo(first.ports());
+        assertThat(second.subsystems()).isEqualTo(first.subsystems());
+        assertThat(second.daemon()).isEqualTo(first.daemon());
+        // What the model has no field for is kept: the settings object, nvmetcli's keys.
+        assertThat(written.get("nvmeof4j")).isEqualTo(new ObjectMapper().readTree(json).get("nvmeof4j"));
+        assertThat(written.at("/ports/0/ana_groups/0/grpid").asInt()).isEqualTo(1);
+        assertThat(written.at("/subsystems/0/namespaces/1/ana_grpid").isNumber()).isTrue();
+        // Derived values are written out, so a changed default never changes a running target's identity.
+        assertThat(written.at("/subsystems/1/attr/serial").asText()).isEqualTo(first.subsystems().get(1).serial());
+        assertThat(written.at("/subsystems/0/namespaces/0/device/uuid").asText())
+            .isEqualTo(first.subsystems().get(0).namespaces().get(0).uuid().toString());
+        // And writing the second again gives the same text: the format is stable.
+        assertThat(ConfigWriter.text(ConfigWriter.write(second, written))).isEqualTo(ConfigWriter.text(written));
+    }
+
+    private static final String KEY = "NVMeTLSkey-1:01:VRLbtnN9AQb2WXW3c9+wEf/DRLz0QuLdbYvEhwtdWwNf9LrZ:";
+
+    /** TLS ports, host PSKs and every daemon setting, for the round trips below. */
+    private static final String SECURED = """
+        {"nvmeof4j": {"reactors": 2, "idle_strategy": "busy", "idle_spin_us": 7, "buffer_pool_mib": 4,
+                      "max_data_transfer_kib": 256, "hugepages": true, "shutdown_timeout_ms": 1234,
+                      "http": "127.0.0.1:0", "metrics": false, "api_token_file": "/srv/tokens/api",
+                      "metrics_http": "127.0.0.1:9481", "http_allowed_hosts": ["target.example"],
+                      "http_request_timeout_ms": 2500, "http_max_connections": 17,
+                      "http_max_connections_per_peer": 3, "allowed_paths": ["/srv/nvmeof"], "ram_budget_mib": 96,
+                      "max_pending_connections": 64, "max_pending_connections_per_host": 9,
+                      "connect_timeout_ms": 4000},
+         "hosts": [{"nqn": "nqn.2014-08.org.example:host1", "tls_key": "%s", "tls_psk_derivation": "rfc8446"},
+                   {"nqn": "nqn.2014-08.org.example:host2"}],
+         "ports": [{"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1",
+                    "trsvcid": "4420", "tsas": "tls1.3"}, "subsystems": ["nqn.2014-08.org.example:a"]},
+                   {"portid": 2, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1",
+                    "trsvcid": "4421", "tsas": "tls1.3", "treq": "not required"},
+                    "subsystems": ["nqn.2014-08.org.example:a"]},
+                   {"portid": 3, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1",
+                    "trsvcid": "4422"}, "subsystems": ["nqn.2014-08.org.example:a"]}],
+         "subsystems": [{"nqn": "nqn.2014-08.org.example:a", "attr": {"allow_any_host": "0"},
+                         "allowed_hosts": ["nqn.2014-08.org.example:host1", "nqn.2014-08.org.example:host2"],
+                         "namespaces": [{"nsid": 1, "device": {"backend": "ram", "size": "1M"}}]}]}
+        """.formatted(KEY);
+
+    @Test
+    void shouldWriteTlsPortsHostKeysAndEverySettingWithoutAPreviousDocument() throws Exception {
+        TargetConfig first = TargetConfig.parse(SECURED, dir);
+        JsonNode written = ConfigWriter.write(first, null);
+        TargetConfig second = TargetConfig.parse(ConfigWriter.text(written), dir);
+
+        assertThat(second.daemon()).isEqualTo(first.daemon());
+        assertThat(second.ports()).isEqualTo(first.ports());
+        assertThat(second.ports().get(0).options().secureChannel()).isEqualTo(1); // required
+        assertThat(second.ports().get(1).treq()).isEqualTo("not required");
+        assertThat(second.ports().get(2).options().tcpSecurityType()).isZero();
+        assertThat(written.at("/ports/0/addr/tsas").asText()).isEqualTo("tls1.3");
+        assertThat(written.at("/ports/2/addr/tsas").isMissingNode()).isTrue();
+        assertThat(second.tlsKeys()).containsOnlyKeys("nqn.2014-08.org.example:host1");
+        var psk = second.tlsKeys().get("nqn.2014-08.org.example:host1");
+        assertThat(psk.key().sameKey(first.tlsKeys().get("nqn.2014-08.org.example:host1").key())).isTrue();
+        assertThat(psk.version0Derivation()).isEqualTo(io.nvmeof4j.tcp.tls.NvmeTlsKeys.Derivation.RFC8446);
+        assertThat(written.at("/nvmeof4j/ram_budget_mib").asLong()).isEqualTo(96);
+        assertThat(written.at("/nvmeof4j/connect_timeout_ms").asLong()).isEqualTo(4000);
+        assertThat(written.at("/nvmeof4j/api_token_file").asText()).isEqualTo("/srv/tokens/api");
+    }
+
+    @Test
+    void shouldKeepTlsFieldsAndSettingsAsWrittenWhenTheModelChanges() throws Exception {
+        JsonNode original = new ObjectMapper().readTree(SECURED);
+        TargetConfig first = TargetConfig.parse(SECURED, dir);
+        // A live change (a listener dropped) rewrites the model; the secured fields must survive it.
+        TargetConfig changed = first.withModel(first.hosts(), first.ports().subList(0, 2), first.subsystems());
+        JsonNode written = ConfigWriter.write(changed, original);
+        TargetConfig second = TargetConfig.parse(ConfigWriter.text(written), dir);
+
+        assertThat(written.get("nvmeof4j")).isEqualTo(original.get("nvmeof4j"));
+        assertThat(written.at("/hosts/0/tls_key").asText()).isEqualTo(KEY);
+        assertThat(written.at("/hosts/0/tls_psk_derivation").asText()).isEqualTo("rfc8446");
+        assertThat(written.at("/hosts/1/tls_key").isMissingNode()).isTrue();
+        assertThat(second.ports()).isEqualTo(changed.ports());
+        assertThat(second.daemon()).isEqualTo(first.daemon());
+        assertThat(second.tlsKeys().keySet()).isEqualTo(first.tlsKeys().keySet());
+        // And the file still parses after a second change: "required" never lost its "tls1.3".
+        assertThat(TargetConfig.parse(ConfigWriter.text(ConfigWriter.write(second, written)), dir).ports())
+            .isEqualTo(changed.ports());
+    }
+}

@@ -1,0 +1,442 @@
+package io.nvmeof4j.target.control;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.nvmeof4j.protocol.spi.TransportAddress;
+import io.nvmeof4j.target.config.SubsystemConfig;
+import io.nvmeof4j.target.config.TargetConfig;
+import io.nvmeof4j.target.daemon.TargetDaemon;
+import io.nvmeof4j.target.model.Port;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The SPDK JSON-RPC socket of a running daemon, driven by a client sending the bytes rpc.py sends: every change is
+ * live (ports accept connections), persisted (the file parses to it; a restarted daemon serves it), refused changes
+ * leave the file and the target as they were, and malformed requests get SPDK's codes.
+ */
+class SpdkRpcTest {
+    private static final String NQN = "nqn.2016-06.io.spdk:cnode1";
+    private static final String HOST = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-000000000001";
+
+    @TempDir
+    Path dir;
+    private TargetDaemon daemon;
+
+    @AfterEach
+    void stop() {
+        if (daemon != null) {
+            daemon.close();
+        }
+    }
+
+    private Path config() throws IOException {
+        Path file = dir.resolve("conf").resolve("target.json");
+        if (!Files.exists(file)) {
+            Files.createDirectories(file.getParent());
+            Files.writeString(file, """
+                // comments are allowed in the file (and not kept when the daemon rewrites it)
+                {"nvmeof4j": {"reactors": 1, "buffer_pool_mib": 4, "http": "off", "shutdown_timeout_ms": 1000,
+                              "ram_budget_mib": 64, "rpc_socket": "../rpc.sock"},
+                 "ports": [{"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1",
+                            "trsvcid": "0"}, "subsystems": ["nqn.2014-08.org.nvmexpress.discovery"]}],
+                 "subsystems": []}
+                """);
+        }
+        return file;
+    }
+
+    private RpcClient start() throws IOException {
+        Path file = config();
+        daemon = TargetDaemon.start(TargetConfig.load(file));
+        daemon.startRpc(daemon.controlPlane().rpcSocketSetting().orElseThrow());
+        return new RpcClient(daemon.rpcSocket());
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    private static boolean accepts(int port) {
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress("127.0.0.1", port), 2_000);
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private static String listener(int port) {
+        return "{\"nqn\": \"" + NQN + "\", \"listen_address\": {\"trtype\": \"tcp\", \"adrfam\": \"ipv4\", "
+            + "\"traddr\": \"127.0.0.1\", \"trsvcid\": \"" + port + "\"}}";
+    }
+
+    @Test
+    void shouldServeTheSocketToItsOwnerOnly() throws Exception {
+        try (RpcClient rpc = start()) {
+            assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(daemon.rpcSocket())))
+                .isEqualTo("rw-------");
+            assertThat(Files.getOwner(daemon.rpcSocket()).getName()).isEqualTo(System.getProperty("user.name"));
+            assertThat(rpc.result("spdk_get_version", null).at("/fields/major").asInt()).isEqualTo(24);
+            assertThat(rpc.result("framework_wait_init", null).asBoolean()).isTrue();
+            assertThat(rpc.result("rpc_get_methods", null).toString()).contains("\"nvmf_subsystem_add_ns\"",
+                "\"bdev_malloc_create\"", "\"save_config\"");
+        }
+        daemon.close();
+        assertThat(daemon.rpcSocket()).doesNotExist();
+    }
+
+    @Test
+    void shouldCreateServeAndPersistASubsystemLive() throws Exception {
+        int port = freePort();
+        try (RpcClient rpc = start()) {
+            assertThat(rpc.result("nvmf_create_transport", "{\"trtype\": \"TCP\"}").asBoolean()).isTrue();
+            assertThat(rpc.result("bdev_malloc_create", "{\"num_blocks\": 16384, \"block_size\": 512}").asText())
+                .isEqualTo("Malloc0");
+            assertThat(rpc.result("bdev_null_create", "{\"name\": \"Null0\", \"num_blocks\": 1024, "
+                + "\"block_size\": 4096}").asText()).isEqualTo("Null0");
+            assertThat(rpc.result("nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\", \"serial_number\": "
+                + "\"SPDK00000000000001\", \"model_number\": \"SPDK_Controller1\", \"min_cntlid\": 10, "
+                + "\"max_cntlid\": 20}").asBoolean()).isTrue();
+            assertThat(rpc.result("nvmf_subsystem_add_listener", listener(port)).asBoolean()).isTrue();
+            assertThat(accepts(port)).isTrue();
+            assertThat(rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"Malloc0\"}}").asInt()).isEqualTo(1);
+            assertThat(rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"Null0\", \"nsid\": 7}}").asInt()).isEqualTo(7);
+            assertThat(rpc.result("nvmf_subsystem_add_host", "{\"nqn\": \"" + NQN + "\", \"host\": \"" + HOST
+                + "\"}").asBoolean()).isTrue();
+
+            JsonNode subsystems = rpc.result("nvmf_get_subsystems", null);
+            assertThat(subsystems.size()).isEqualTo(2);
+            JsonNode s = subsystems.get(1);
+            assertThat(s.get("nqn").asText()).isEqualTo(NQN);
+            assertThat(s.get("subtype").asText()).isEqualTo("NVMe");
+            assertThat(s.get("serial_number").asText()).isEqualTo("SPDK00000000000001");
+            assertThat(s.at("/listen_addresses/0/trsvcid").asText()).isEqualTo(Integer.toString(port));
+            assertThat(s.at("/listen_addresses/0/trtype").asText()).isEqualTo("TCP");
+            assertThat(s.at("/hosts/0/nqn").asText()).isEqualTo(HOST);
+            assertThat(s.at("/namespaces/0/bdev_name").asText()).isEqualTo("Malloc0");
+            assertThat(s.at("/namespaces/1/nsid").asInt()).isEqualTo(7);
+            assertThat(rpc.result("bdev_get_bdevs", "{\"name\": \"Malloc0\"}").at("/0/claimed").asBoolean()).isTrue();
+            assertThat(rpc.result("nvmf_subsystem_get_listeners", "{\"nqn\": \"" + NQN + "\"}").size()).isEqualTo(1);
+            assertThat(daemon.model().subsystem(NQN).namespace(1).blockCount()).isEqualTo(16384);
+        }
+        // Persisted: the file parses to it, and a new daemon from the file serves it.
+        TargetConfig saved = TargetConfig.load(config());
+        SubsystemConfig sc = saved.subsystem(NQN).orElseThrow();
+        assertThat(sc.serial()).isEqualTo("SPDK00000000000001");
+        assertThat(sc.cntlidMin()).isEqualTo(10);
+        assertThat(sc.allowedHosts()).containsExactly(HOST);
+        assertThat(sc.namespaces()).extracting(n -> n.nsid()).containsExactly(1, 7);
+        assertThat(saved.ports()).anySatisfy(p -> assertThat(p.address().trsvcid()).isEqualTo(Integer.toString(port)));
+        daemon.close();
+        assertThat(accepts(port)).isFalse();
+        daemon = TargetDaemon.start(TargetConfig.load(config()));
+        assertThat(daemon.model().subsystem(NQN).namespace(7).blockSize()).isEqualTo(4096);
+        assertThat(daemon.model().subsystem(NQN).isHostAllowed(HOST)).isTrue();
+        assertThat(accepts(port)).isTrue();
+        // After the restart the namespaces have bdevs again (bdev names live in the socket, not the file).
+        daemon.startRpc(daemon.controlPlane().rpcSocketSetting().orElseThrow());
+        try (RpcClient rpc = new RpcClient(daemon.rpcSocket())) {
+            assertThat(rpc.result("nvmf_get_subsystems", "{\"nqn\": \"" + NQN + "\"}").at("/0/namespaces/0/bdev_name")
+                .asText()).isEqualTo("cnode1n1");
+            assertThat(rpc.error("bdev_malloc_delete", "{\"name\": \"cnode1n1\"}")).isEqualTo(-16);
+            rpc.result("nvmf_subsystem_remove_ns", "{\"nqn\": \"" + NQN + "\", \"nsid\": 1}");
+            assertThat(rpc.result("bdev_malloc_delete", "{\"name\": \"cnode1n1\"}").asBoolean()).isTrue();
+            assertThat(rpc.result("bdev_get_bdevs", null).get(0).get("name").asText()).isEqualTo("cnode1n7");
+        }
+    }
+
+    @Test
+    void shouldStartFromWhatSaveConfigWrites() throws Exception {
+        int port = freePort();
+        JsonNode saved;
+        try (RpcClient rpc = start()) {
+            rpc.result("bdev_malloc_create", "{\"name\": \"M\", \"num_blocks\": 4096, \"block_size\": 4096}");
+            rpc.result("bdev_null_create", "{\"name\": \"Spare\", \"num_blocks\": 8, \"block_size\": 512}");
+            rpc.result("nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\", \"serial_number\": \"SN7\"}");
+            rpc.result("nvmf_subsystem_add_listener", listener(port));
+            rpc.result("nvmf_subsystem_add_host", "{\"nqn\": \"" + NQN + "\", \"host\": \"" + HOST + "\"}");
+            rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": {\"bdev_name\": \"M\", "
+                + "\"nsid\": 3}}");
+            saved = rpc.result("save_config", null);
+        }
+        assertThat(saved.at("/subsystems/0/subsystem").asText()).isEqualTo("bdev");
+        assertThat(saved.at("/subsystems/1/config/0/method").asText()).isEqualTo("nvmf_create_transport");
+        daemon.close();
+        Path spdk = dir.resolve("spdk.json");
+        Files.writeString(spdk, saved.toString());
+        daemon = TargetDaemon.start(TargetConfig.parse(io.nvmeof4j.target.control.rpc.SpdkJsonConfig.BASE_JSON
+            .replace("8009", Integer.toString(freePort())), dir));
+        assertThat(io.nvmeof4j.target.control.rpc.SpdkJsonConfig.replay(daemon, spdk)).isEqualTo(7);
+        assertThat(daemon.model().subsystem(NQN).serialNumber()).isEqualTo("SN7");
+        assertThat(daemon.model().subsystem(NQN).namespace(3).blockCount()).isEqualTo(4096);
+        assertThat(daemon.model().subsystem(NQN).namespace(3).uuid()).isEqualTo(
+            java.util.UUID.fromString(saved.at("/subsystems/1/config/4/params/namespace/uuid").asText()));
+        assertThat(daemon.model().subsystem(NQN).isHostAllowed(HOST)).isTrue();
+        assertThat(accepts(port)).isTrue();
+        // A file that asks for what we do not serve fails the start's replay, naming the call.
+        Files.writeString(spdk, "{\"subsystems\": [{\"subsystem\": \"bdev\", \"config\": [{\"method\": "
+            + "\"bdev_set_options\", \"params\": {}}, {\"method\": \"bdev_lvol_create\", \"params\": {}}]}]}");
+        org.assertj.core.api.Assertions.assertThatThrownBy(
+                () -> io.nvmeof4j.target.control.rpc.SpdkJsonConfig.replay(daemon, spdk))
+            .hasMessageContaining("subsystems[0].config[1]").hasMessageContaining("bdev_lvol_create");
+    }
+
+    @Test
+    void shouldBeDrivenByTheCommandLineClient() throws Exception {
+        int port = freePort();
+        start().close();
+        String socket = daemon.rpcSocket().toString();
+        java.io.StringWriter out = new java.io.StringWriter();
+        java.io.PrintWriter w = new java.io.PrintWriter(out, true);
+        assertThat(Ctl.run(w, w, "-s", socket, "bdev_malloc_create", "num_blocks=2048", "block_size=512"))
+            .isZero();
+        assertThat(Ctl.run(w, w, "-s", socket, "nvmf_create_subsystem", "nqn=" + NQN, "allow_any_host=true"))
+            .isZero();
+        assertThat(Ctl.run(w, w, "-s", socket, "nvmf_subsystem_add_listener", "nqn=" + NQN,
+            "listen_address.trtype=tcp", "listen_address.traddr=127.0.0.1", "listen_address.trsvcid=" + port))
+            .isZero();
+        assertThat(Ctl.run(w, w, "-s", socket, "nvmf_subsystem_add_ns", "nqn=" + NQN, "namespace.bdev_name=Malloc0"))
+            .isZero();
+        assertThat(Ctl.run(w, w, "-s", socket, "bdev_malloc_delete", "name=Malloc0")).isEqualTo(1);
+        out.getBuffer().setLength(0);
+        assertThat(Ctl.run(w, w, "-s", socket, "ls")).isZero();
+        assertThat(out.toString()).contains("o- " + NQN + " [NVMe, allow_any_host", "o- TCP 127.0.0.1:" + port,
+            "o- 1 [Malloc0", "o- Malloc0 [Malloc disk, 2048 x 512 B, claimed]");
+        Path saved = dir.resolve("saved.json");
+        assertThat(Ctl.run(w, w, "-s", socket, "save", saved.toString())).isZero();
+        assertThat(RpcClient.MAPPER.readTree(saved.toFile()).at("/subsystems/1/config/1/params/nqn").asText())
+            .isEqualTo(NQN);
+        Path nvmetcli = dir.resolve("nvmetcli.json");
+        assertThat(Ctl.run(w, w, "-s", socket, "save", "--nvmetcli", nvmetcli.toString())).isZero();
+        assertThat(TargetConfig.load(nvmetcli).subsystem(NQN).orElseThrow().namespaces()).hasSize(1);
+        assertThat(Ctl.run(w, w, "-s", dir.resolve("nothing.sock").toString(), "ls")).isEqualTo(2);
+        assertThat(accepts(port)).isTrue();
+    }
+
+    @Test
+    void shouldRemoveWhatItCreatedAndCloseTheListener() throws Exception {
+        int port = freePort();
+        try (RpcClient rpc = start()) {
+            rpc.result("bdev_malloc_create", "{\"name\": \"M\", \"num_blocks\": 2048, \"block_size\": 512}");
+            rpc.result("nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\", \"allow_any_host\": true}");
+            rpc.result("nvmf_subsystem_add_listener", listener(port));
+            rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": {\"bdev_name\": \"M\"}}");
+            assertThat(rpc.error("bdev_malloc_delete", "{\"name\": \"M\"}")).isEqualTo(-16);
+
+            assertThat(rpc.result("nvmf_subsystem_remove_listener", listener(port)).asBoolean()).isTrue();
+            assertThat(accepts(port)).isFalse();
+            assertThat(daemon.model().ports()).noneMatch(p -> p.exports(NQN));
+            assertThat(rpc.error("nvmf_subsystem_remove_listener", listener(port))).isEqualTo(-32602);
+
+            assertThat(rpc.result("nvmf_subsystem_remove_ns", "{\"nqn\": \"" + NQN + "\", \"nsid\": 1}").asBoolean())
+                .isTrue();
+            assertThat(daemon.model().subsystem(NQN).namespaces()).isEmpty();
+            assertThat(rpc.result("bdev_malloc_delete", "{\"name\": \"M\"}").asBoolean()).isTrue();
+            assertThat(rpc.result("nvmf_subsystem_allow_any_host", "{\"nqn\": \"" + NQN
+                + "\", \"allow_any_host\": false}").asBoolean()).isTrue();
+            assertThat(daemon.model().subsystem(NQN).allowAnyHost()).isFalse();
+            int second = freePort();
+            rpc.result("nvmf_subsystem_add_listener", listener(second));
+            assertThat(accepts(second)).isTrue();
+            assertThat(rpc.result("nvmf_delete_subsystem", "{\"nqn\": \"" + NQN + "\"}").asBoolean()).isTrue();
+            assertThat(daemon.model().subsystem(NQN)).isNull();
+            // The port only it used is closed with it.
+            assertThat(accepts(second)).isFalse();
+            assertThat(rpc.error("nvmf_delete_subsystem", "{\"nqn\": \"" + NQN + "\"}")).isEqualTo(-32602);
+        }
+        TargetConfig saved = TargetConfig.load(config());
+        assertThat(saved.subsystems()).isEmpty();
+        assertThat(saved.ports()).extracting(p -> p.portId()).containsExactly(1);
+    }
+
+    @Test
+    void shouldRefuseBadChangesWithSpdkCodesAndLeaveNothingBehind() throws Exception {
+        try (RpcClient rpc = start()) {
+            rpc.result("nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\"}");
+            rpc.result("bdev_malloc_create", "{\"name\": \"M\", \"num_blocks\": 2048, \"block_size\": 512}");
+            String before = Files.readString(config());
+
+            assertThat(rpc.error("nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\"}")).isEqualTo(-32603);
+            assertThat(rpc.error("nvmf_create_subsystem", "{\"nqn\": \"not-an-nqn\"}")).isEqualTo(-32602);
+            assertThat(rpc.error("nvmf_create_subsystem", "{\"nqn\": \"nqn.2016-06.io.spdk:x\", \"sn\": 1}"))
+                .isEqualTo(-32602);
+            assertThat(rpc.error("bdev_malloc_create", "{\"name\": \"M\", \"num_blocks\": 8, \"block_size\": 512}"))
+                .isEqualTo(-17);
+            // Sizes beyond 64 bits: a block count that overflows, and one that is not a 64-bit number at all.
+            assertThat(rpc.error("bdev_malloc_create", "{\"name\": \"B\", \"num_blocks\": 4611686018427387904, "
+                + "\"block_size\": 4096}")).isEqualTo(-32602);
+            assertThat(rpc.error("bdev_malloc_create", "{\"name\": \"B\", \"num_blocks\": 18446744073709551617, "
+                + "\"block_size\": 512}")).isEqualTo(-32602);
+            assertThat(rpc.error("bdev_malloc_create", "{\"name\": \"B\", \"num_blocks\": 8, \"block_size\": 513}"))
+                .isEqualTo(-32602);
+            assertThat(rpc.error("bdev_get_bdevs", "{\"name\": \"nope\"}")).isEqualTo(-19);
+            assertThat(rpc.error("bdev_malloc_delete", "{\"name\": \"nope\"}")).isEqualTo(-19);
+            assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"nope\"}}")).isEqualTo(-32602);
+            assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"nqn.2016-06.io.spdk:none\", \"namespace\": "
+                + "{\"bdev_name\": \"M\"}}")).isEqualTo(-32602);
+            assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"M\", \"nsid\": 1025}}")).isEqualTo(-32602);
+            // A bdev larger than the RAM budget: refused when it would become a namespace, nothing allocated.
+            rpc.result("bdev_malloc_create", "{\"name\": \"Huge\", \"num_blocks\": 1048576, \"block_size\": 4096}");
+            assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"Huge\"}}")).isEqualTo(-32602);
+            // A file bdev outside allowed_paths (none are set): refused before the file is looked at.
+            rpc.result("bdev_aio_create", "{\"name\": \"Aio\", \"filename\": \"/etc/passwd\"}");
+            assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"Aio\"}}")).isEqualTo(-32602);
+            assertThat(rpc.error("nvmf_subsystem_add_listener", "{\"nqn\": \"" + NQN + "\", \"listen_address\": "
+                + "{\"trtype\": \"tcp\", \"traddr\": \"127.0.0.1\", \"trsvcid\": \"70000\"}}")).isEqualTo(-32602);
+            assertThat(rpc.error("nvmf_subsystem_remove_host", "{\"nqn\": \"" + NQN + "\", \"host\": \"" + HOST
+                + "\"}")).isEqualTo(-32602);
+            assertThat(rpc.error("bdev_set_qos_limit", "{\"name\": \"M\", \"rw_ios_per_sec\": 1000}"))
+                .isEqualTo(-32601);
+
+            rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": {\"bdev_name\": \"M\"}}");
+            String withNamespace = Files.readString(config());
+            assertThat(withNamespace).isNotEqualTo(before);
+            rpc.result("bdev_malloc_create", "{\"name\": \"M2\", \"num_blocks\": 8, \"block_size\": 512}");
+            assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"M\"}}")).isEqualTo(-32602);
+            assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"M2\", \"nsid\": 1}}")).isEqualTo(-32602);
+            assertThat(Files.readString(config())).isEqualTo(withNamespace);
+            assertThat(daemon.model().subsystem(NQN).namespaces()).hasSize(1);
+            assertThat(daemon.ramBudget().reservedBytes()).isEqualTo(2048L * 512);
+        }
+    }
+
+    @Test
+    void shouldRefuseAChangeTheFileCannotTakeAndLeaveTheTargetAsItWas() throws Exception {
+        int port = freePort();
+        try (RpcClient rpc = start()) {
+            rpc.result("nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\", \"allow_any_host\": true}");
+            rpc.result("bdev_malloc_create", "{\"name\": \"M\", \"num_blocks\": 2048, \"block_size\": 512}");
+            String before = Files.readString(config());
+            // The configuration's directory goes away (a permission would not stop root): no file can be written.
+            Path away = dir.resolve("conf.away");
+            Files.move(dir.resolve("conf"), away);
+            try {
+                assertThat(rpc.error("nvmf_create_subsystem", "{\"nqn\": \"nqn.2016-06.io.spdk:other\"}"))
+                    .isEqualTo(-32603);
+                assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                    + "{\"bdev_name\": \"M\"}}")).isEqualTo(-32603);
+                assertThat(rpc.error("nvmf_subsystem_add_listener", listener(port))).isEqualTo(-32603);
+                assertThat(rpc.error("nvmf_delete_subsystem", "{\"nqn\": \"" + NQN + "\"}")).isEqualTo(-32603);
+            } finally {
+                Files.move(away, dir.resolve("conf"));
+            }
+            assertThat(Files.readString(config())).isEqualTo(before);
+            assertThat(daemon.model().subsystem("nqn.2016-06.io.spdk:other")).isNull();
+            assertThat(daemon.model().subsystem(NQN)).isNotNull();
+            assertThat(daemon.model().subsystem(NQN).namespaces()).isEmpty();
+            assertThat(daemon.ramBudget().reservedBytes()).isZero();
+            assertThat(accepts(port)).isFalse();
+            assertThat(daemon.model().ports()).extracting(Port::portId).containsExactly(1);
+            // The bdev is free again: the refused namespace did not keep it.
+            assertThat(rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"M\"}}").asInt()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void shouldTakeWhatCurrentRpcPySendsAndRefuseFeaturesItTurnsOn() throws Exception {
+        try (RpcClient rpc = start()) {
+            // Byte for byte what SPDK's scripts/rpc.py (master) sends for "nvmf_create_subsystem NQN -a".
+            rpc.send("{\"jsonrpc\": \"2.0\", \"method\": \"nvmf_create_subsystem\", \"id\": 1, \"params\": "
+                + "{\"nqn\": \"" + NQN + "\", \"allow_any_host\": true, \"ana_reporting\": false, "
+                + "\"passthrough\": false, \"enable_nssr\": false}}");
+            assertThat(rpc.read().get("result").asBoolean()).isTrue();
+            assertThat(rpc.error("nvmf_create_subsystem", "{\"nqn\": \"nqn.2016-06.io.spdk:pt\", "
+                + "\"passthrough\": true}")).isEqualTo(-32602);
+            assertThat(daemon.model().subsystem("nqn.2016-06.io.spdk:pt")).isNull();
+            rpc.result("bdev_aio_create", "{\"name\": \"A\", \"filename\": \"/srv/a.img\", \"block_size\": 4096, "
+                + "\"readonly\": false, \"fallocate\": false, \"nowait\": false}");
+            assertThat(rpc.error("bdev_aio_create", "{\"name\": \"B\", \"filename\": \"/srv/b.img\", "
+                + "\"readonly\": true}")).isEqualTo(-32602);
+            assertThat(rpc.result("bdev_get_bdevs", null).size()).isEqualTo(1);
+            // rpc.py's save_config: the sections, then each one's calls.
+            assertThat(rpc.result("framework_get_subsystems", null).toString())
+                .isEqualTo("[{\"subsystem\":\"bdev\",\"depends_on\":[]},{\"subsystem\":\"nvmf\",\"depends_on\":[\"bdev\"]}]");
+            assertThat(rpc.result("framework_get_config", "{\"name\": \"nvmf\"}").get(1).get("method").asText())
+                .isEqualTo("nvmf_create_subsystem");
+            assertThat(rpc.result("framework_get_config", "{\"name\": \"bdev\"}").get(0).get("params").get("name")
+                .asText()).isEqualTo("A");
+        }
+    }
+
+    @Test
+    void shouldAnswerMalformedRequestsAsSpdkDoes() throws Exception {
+        try (RpcClient rpc = start()) {
+            rpc.send("{\"jsonrpc\": \"2.0\", \"method\": \"no_such_method\", \"id\": 1}");
+            assertThat(rpc.read().at("/error/code").asInt()).isEqualTo(-32601);
+            rpc.send("42");
+            rpc.send(" ");
+            assertThat(rpc.read().at("/error/code").asInt()).isEqualTo(-32600);
+            rpc.send("[]");
+            assertThat(rpc.read().at("/error/code").asInt()).isEqualTo(-32600);
+            rpc.send("{\"jsonrpc\": \"2.0\", \"method\": \"spdk_get_version\", \"id\": {\"a\": 1}}");
+            JsonNode badId = rpc.read();
+            assertThat(badId.at("/error/code").asInt()).isEqualTo(-32600);
+            assertThat(badId.get("id").isNull()).isTrue();
+            rpc.send("{\"jsonrpc\": \"1.0\", \"method\": \"spdk_get_version\", \"id\": 2}");
+            assertThat(rpc.read().at("/error/code").asInt()).isEqualTo(-32600);
+            rpc.send("{\"jsonrpc\": \"2.0\", \"method\": 5, \"id\": 3}");
+            assertThat(rpc.read().at("/error/code").asInt()).isEqualTo(-32600);
+            rpc.send("{\"jsonrpc\": \"2.0\", \"method\": \"spdk_get_version\", \"params\": \"x\", \"id\": 4}");
+            assertThat(rpc.read().at("/error/code").asInt()).isEqualTo(-32600);
+            rpc.send("{\"jsonrpc\": \"2.0\", \"method\": \"bdev_get_bdevs\", \"params\": [1], \"id\": 5}");
+            assertThat(rpc.read().at("/error/code").asInt()).isEqualTo(-32602);
+            // A batch: one answer array, in order, each element answered on its own.
+            rpc.send("[{\"jsonrpc\": \"2.0\", \"method\": \"framework_wait_init\", \"id\": \"a\"}, 7, "
+                + "{\"jsonrpc\": \"2.0\", \"method\": \"nope\", \"id\": \"c\"}]");
+            JsonNode batch = rpc.read();
+            assertThat(batch.isArray()).isTrue();
+            assertThat(batch.get(0).get("result").asBoolean()).isTrue();
+            assertThat(batch.get(0).get("id").asText()).isEqualTo("a");
+            assertThat(batch.get(1).at("/error/code").asInt()).isEqualTo(-32600);
+            assertThat(batch.get(2).at("/error/code").asInt()).isEqualTo(-32601);
+            // Two requests in one write, and one request split over writes, as a stream carries them.
+            rpc.send("{\"jsonrpc\": \"2.0\", \"method\": \"framework_wait_init\", \"id\": 10}"
+                + "{\"jsonrpc\": \"2.0\", \"method\": \"framework_wait_init\", \"id\": 11}{\"jsonrpc\": \"2.0\", ");
+            assertThat(rpc.read().get("id").asInt()).isEqualTo(10);
+            assertThat(rpc.read().get("id").asInt()).isEqualTo(11);
+            rpc.send("\"method\": \"framework_wait_init\", \"id\": 12}");
+            assertThat(rpc.read().get("id").asInt()).isEqualTo(12);
+            // Not JSON: parse error, and the stream is closed (there is no point to resynchronise at).
+            rpc.send("{\"jsonrpc\": \"2.0\", \"method\": }");
+            assertThat(rpc.read().at("/error/code").asInt()).isEqualTo(-32700);
+            assertThat(rpc.read()).isNull();
+        }
+        try (RpcClient rpc = new RpcClient(daemon.rpcSocket())) {
+            // Huge params: refused once the request passes the limit, the connection closed, nothing changed.
+            try {
+                rpc.send("{\"jsonrpc\": \"2.0\", \"method\": \"bdev_malloc_create\", \"id\": 1, \"params\": "
+                    + "{\"name\": \"" + "x".repeat(io.nvmeof4j.target.control.rpc.RpcServer.MAX_REQUEST_BYTES) + "\"}}");
+            } catch (IOException closedWhileSending) {
+                // the server stops reading at the limit; its answer is still there to read
+            }
+            assertThat(rpc.read().at("/error/code").asInt()).isEqualTo(-32600);
+            assertThat(rpc.read()).isNull();
+        }
+        try (RpcClient rpc = new RpcClient(daemon.rpcSocket())) {
+            assertThat(rpc.result("bdev_get_bdevs", null).size()).isZero();
+        }
+    }
+}
