@@ -14,8 +14,10 @@ import java.util.Objects;
  */
 public record DhchapCredentials(DhchapSecret hostKey, DhchapSecret controllerKey, DhchapHash hash,
                                 DhchapGroup group) {
+    /** nvmet's default. */
     public static final DhchapHash HASH_DEFAULT = DhchapHash.SHA256;
-    public static final DhchapGroup GROUP_DEFAULT = DhchapGroup.FFDHE2048;
+    /** nvmet's default: a host configured without dhchap_dhgroup behaves as on a Linux target. */
+    public static final DhchapGroup GROUP_DEFAULT = DhchapGroup.NULL;
 
     public DhchapCredentials {
         Objects.requireNonNull(hostKey, "hostKey");

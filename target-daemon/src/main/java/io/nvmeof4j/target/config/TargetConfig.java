@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.json.JsonReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
+import io.nvmeof4j.protocol.auth.DhchapCredentials;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -17,6 +18,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.UUID;
@@ -29,7 +31,8 @@ import java.util.UUID;
  * <h2>Shape</h2>
  * <pre>
  * {
- *   "hosts":      [ {"nqn": "nqn.2014-08.org.nvmexpress:uuid:…"} ],
+ *   "hosts":      [ {"nqn": "nqn.2014-08.org.nvmexpress:uuid:…",
+ *                    "dhchap": {"key": "DHHC-1:01:…:", "ctrl_key": "", "hash": "hmac(sha256)", "dhgroup": "ffdhe2048"}} ],
  *   "ports":      [ {"portid": 1,
  *                    "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "4420",
  *                             "treq": "not specified"},
@@ -112,15 +115,18 @@ public final class TargetConfig {
 
     private final Path source;
     private final List<String> hosts;
+    private final Map<String, DhchapCredentials> hostCredentials;
     private final List<PortConfig> ports;
     private final List<SubsystemConfig> subsystems;
     private final DaemonSettings daemon;
     private final List<Notice> notices;
 
-    TargetConfig(Path source, List<String> hosts, List<PortConfig> ports, List<SubsystemConfig> subsystems,
-                 DaemonSettings daemon, List<Notice> notices) {
+    TargetConfig(Path source, List<String> hosts, Map<String, DhchapCredentials> hostCredentials,
+                 List<PortConfig> ports, List<SubsystemConfig> subsystems, DaemonSettings daemon,
+                 List<Notice> notices) {
         this.source = source;
         this.hosts = List.copyOf(hosts);
+        this.hostCredentials = Map.copyOf(hostCredentials);
         this.ports = List.copyOf(ports);
         this.subsystems = List.copyOf(subsystems);
         this.daemon = Objects.requireNonNull(daemon, "daemon");
@@ -197,7 +203,7 @@ public final class TargetConfig {
 
     /** This configuration with other daemon settings (command-line overrides such as {@code --http}). */
     public TargetConfig withDaemonSettings(DaemonSettings settings) {
-        return new TargetConfig(source, hosts, ports, subsystems, settings, notices);
+        return new TargetConfig(source, hosts, hostCredentials, ports, subsystems, settings, notices);
     }
 
     private static String location(JsonProcessingException e) {
@@ -226,6 +232,14 @@ public final class TargetConfig {
     /** {@code hosts[].nqn}: accepted (nvmetcli needs them for allowed_hosts); nvmeof4j does not need them. */
     public List<String> hosts() {
         return hosts;
+    }
+
+    /**
+     * {@code hosts[].dhchap}: the DH-HMAC-CHAP credentials of each host that must authenticate (hosts without a
+     * key are absent). See docs/authentication.md.
+     */
+    public Map<String, DhchapCredentials> hostCredentials() {
+        return hostCredentials;
     }
 
     /** Every port, in configuration order, including those this build cannot serve (RDMA). */
