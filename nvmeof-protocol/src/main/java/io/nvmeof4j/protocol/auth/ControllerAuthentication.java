@@ -87,6 +87,11 @@ public final class ControllerAuthentication {
         return deadlineNanos != 0 && nowNanos - deadlineNanos > 0;
     }
 
+    /** True while a transaction (or the first authentication) runs: {@link #isExpired} can still become true. */
+    public boolean isPending() {
+        return deadlineNanos != 0;
+    }
+
     /** Why the last refusal happened ("Reply: authentication failed"), or null. Never holds key material. */
     public String lastFailure() {
         return lastFailure;

@@ -8,6 +8,10 @@ import io.nvmeof4j.protocol.spi.QueueHandler;
 import io.nvmeof4j.protocol.spi.Request;
 import io.nvmeof4j.protocol.spi.TransportQueue;
 import io.nvmeof4j.protocol.admin.AdminOpcode;
+import io.nvmeof4j.protocol.auth.ControllerAuthentication;
+import io.nvmeof4j.protocol.auth.DhchapCredentials;
+import io.nvmeof4j.target.auth.AuthenticationCommands;
+import io.nvmeof4j.target.auth.HostKeys;
 import io.nvmeof4j.target.io.NvmCommandExecutor;
 import io.nvmeof4j.target.metrics.MeteredRequest;
 import io.nvmeof4j.target.metrics.NamespaceMeters;
@@ -18,6 +22,8 @@ import io.nvmeof4j.target.model.Namespace;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.security.SecureRandom;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The command layer's side of one queue (one TCP connection or RDMA queue pair). Before a Connect it accepts
@@ -30,6 +36,10 @@ import java.lang.invoke.VarHandle;
  * <p>Metrics: with metrics on, commands go on wrapped in the slot's {@link MeteredRequest} with the meters resolved
  * for the namespace (or, on the admin queue, the subsystem) and the queue's transport; failures found here are
  * counted in the subsystem's failure table. Both without allocation once the slot has been used.
+ * <p>DH-HMAC-CHAP: when the host has credentials ({@link HostKeys}), every queue (admin and I/O) must authenticate
+ * after its Connect: until then only Authentication Send/Receive run, anything else gets Authentication Required
+ * (0x191, DNR), as nvmet answers. A failed authentication, or one not finished within KATO (120 s without one,
+ * as nvmet), makes the controller fatal once the Failure1 has left.
  */
 final class ControllerQueueHandler implements QueueHandler {
     private static final VarHandle RECEIVED;
@@ -64,6 +74,12 @@ final class ControllerQueueHandler implements QueueHandler {
     private long received;
     /** Last {@link #received} value the keep-alive timer saw; accessed under the controller's lock. */
     long keepAliveSeen;
+
+    /** Non-null when this queue must authenticate; reactor thread only. */
+    private ControllerAuthentication auth;
+    private AuthenticationCommands authCommands;
+    /** The auth response after which the controller goes (Failure1 sent / Failure2 received); reactor thread. */
+    private Request disconnectAfter;
 
     ControllerQueueHandler(ControllerQueueHandlerFactory factory, TransportQueue queue, NvmCommandExecutor nvm,
                            TargetMetrics metrics) {
@@ -130,6 +146,19 @@ final class ControllerQueueHandler implements QueueHandler {
             fail(request, sqe, NvmeStatus.ABORTED_SQ_DELETION);
             return;
         }
+        ControllerAuthentication a = auth;
+        if (a != null) {
+            if (AuthenticationCommands.isAuthentication(sqe)) {
+                if (authCommands.execute(request, a)) {
+                    disconnectAfter = request;
+                }
+                return;
+            }
+            if (!a.isAuthenticated()) {
+                fail(request, sqe, NvmeStatus.FABRICS_AUTHENTICATION_REQUIRED | NvmeStatus.DNR);
+                return;
+            }
+        }
         if (queueId != 0) {
             ioCommand(c, request, sqe);
             return;
@@ -181,6 +210,54 @@ final class ControllerQueueHandler implements QueueHandler {
     public void onResponseSent(Request request) {
         if (request.attachment() instanceof MeteredRequest m) {
             m.responseSent();
+        }
+        if (request == disconnectAfter) {
+            disconnectAfter = null;
+            authenticationFailed(auth.lastFailure());
+        }
+    }
+
+    /**
+     * Called by the Connect (reactor thread, before it completes): when the host has DH-HMAC-CHAP credentials and
+     * this is not a discovery controller, the queue must authenticate.
+     *
+     * @return true when it must: the Connect response then carries ATR
+     */
+    boolean requireAuthentication(HostKeys keys, Controller c, SecureRandom random) {
+        if (c.isDiscovery() || keys.get(c.hostNqn()) == null) {
+            return false;
+        }
+        String host = c.hostNqn();
+        long timeoutMillis = c.keepAliveTimeoutMillis() > 0 ? c.keepAliveTimeoutMillis() : AUTH_TIMEOUT_DEFAULT_MILLIS;
+        auth = new ControllerAuthentication(() -> keys.get(host), host, c.subsystemNqn(), random,
+            TimeUnit.MILLISECONDS.toNanos(timeoutMillis), System.nanoTime());
+        authCommands = new AuthenticationCommands();
+        scheduleAuthenticationCheck(c, timeoutMillis);
+        return true;
+    }
+
+    /** nvmet's bound on an authentication transaction when the host set no KATO. */
+    static final long AUTH_TIMEOUT_DEFAULT_MILLIS = 120_000;
+
+    private void scheduleAuthenticationCheck(Controller c, long delayMillis) {
+        c.registry().schedule(() -> queue.execute(() -> {
+            ControllerAuthentication a = auth;
+            if (closed || a == null || a.mustDisconnect()) {
+                return;
+            }
+            if (a.isExpired(System.nanoTime())) {
+                authenticationFailed("authentication not completed within " + delayMillis + " ms");
+            } else if (a.isPending()) {
+                scheduleAuthenticationCheck(c, delayMillis);
+            }
+        }), delayMillis);
+    }
+
+    private void authenticationFailed(String why) {
+        Controller c = controller;
+        if (c != null) {
+            // nvmet_ctrl_fatal_error: a queue that failed DH-HMAC-CHAP takes its controller down.
+            c.destroy("DH-HMAC-CHAP on queue " + queueId + " from " + queue.peer() + " failed: " + why, true);
         }
     }
 
