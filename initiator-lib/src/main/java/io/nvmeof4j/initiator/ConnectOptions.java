@@ -1,5 +1,6 @@
 package io.nvmeof4j.initiator;
 
+import io.nvmeof4j.protocol.auth.DhchapSecret;
 import io.nvmeof4j.protocol.spi.host.HostQueueOptions;
 
 import java.time.Duration;
@@ -32,7 +33,8 @@ import java.util.Objects;
 public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTimeout, boolean headerDigest,
                              boolean dataDigest, boolean disableSqFlowControl, Duration connectTimeout,
                              Duration commandTimeout, Duration adminTimeout, Duration reconnectDelay,
-                             Duration maxReconnectDelay, Duration controllerLossTimeout, int maxOutstandingRequests) {
+                             Duration maxReconnectDelay, Duration controllerLossTimeout, int maxOutstandingRequests,
+                             DhchapSecret dhchapSecret, DhchapSecret dhchapControllerSecret) {
     public static final int QUEUE_DEPTH_DEFAULT = 128;
     public static final Duration KEEP_ALIVE_TIMEOUT_DEFAULT = Duration.ofSeconds(5);
     public static final Duration COMMAND_TIMEOUT_DEFAULT = Duration.ofSeconds(30);
@@ -61,6 +63,9 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
         if (keepAliveTimeout.toMillis() > 0xFFFF_FFFFL) {
             throw new IllegalArgumentException("keep-alive timeout " + keepAliveTimeout + " does not fit KATO");
         }
+        if (dhchapControllerSecret != null && dhchapSecret == null) {
+            throw new IllegalArgumentException("a DH-HMAC-CHAP controller secret needs a host secret");
+        }
         if (maxOutstandingRequests < 1) {
             throw new IllegalArgumentException("max outstanding requests " + maxOutstandingRequests + " below 1");
         }
@@ -78,7 +83,7 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
         return new ConnectOptions(Math.min(4, Runtime.getRuntime().availableProcessors()), QUEUE_DEPTH_DEFAULT,
             KEEP_ALIVE_TIMEOUT_DEFAULT, false, false, false, HostQueueOptions.CONNECT_TIMEOUT_DEFAULT,
             COMMAND_TIMEOUT_DEFAULT, ADMIN_TIMEOUT_DEFAULT, RECONNECT_DELAY_DEFAULT, MAX_RECONNECT_DELAY_DEFAULT,
-            CONTROLLER_LOSS_TIMEOUT_DEFAULT, 1024);
+            CONTROLLER_LOSS_TIMEOUT_DEFAULT, 1024, null, null);
     }
 
     /** For {@link NvmeofHost#discover}: no keep-alive, as {@code nvme discover} without {@code --persistent}. */
@@ -89,60 +94,74 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
     public ConnectOptions withIoQueues(int n) {
         return new ConnectOptions(n, queueDepth, keepAliveTimeout, headerDigest, dataDigest, disableSqFlowControl,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret);
     }
 
     public ConnectOptions withQueueDepth(int depth) {
         return new ConnectOptions(ioQueues, depth, keepAliveTimeout, headerDigest, dataDigest, disableSqFlowControl,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret);
     }
 
     public ConnectOptions withKeepAliveTimeout(Duration kato) {
         return new ConnectOptions(ioQueues, queueDepth, kato, headerDigest, dataDigest, disableSqFlowControl,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret);
     }
 
     public ConnectOptions withDigests(boolean header, boolean data) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, header, data, disableSqFlowControl,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret);
     }
 
     public ConnectOptions withDisableSqFlowControl(boolean disable) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest, disable,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret);
     }
 
     public ConnectOptions withConnectTimeout(Duration timeout) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, timeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, maxOutstandingRequests);
+            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret);
     }
 
     public ConnectOptions withCommandTimeout(Duration timeout) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, timeout, adminTimeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, maxOutstandingRequests);
+            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret);
     }
 
     public ConnectOptions withAdminTimeout(Duration timeout) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, commandTimeout, timeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, maxOutstandingRequests);
+            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret);
     }
 
     public ConnectOptions withReconnect(Duration delay, Duration maxDelay, Duration lossTimeout) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, commandTimeout, adminTimeout, delay, maxDelay, lossTimeout,
-            maxOutstandingRequests);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret);
     }
 
     public ConnectOptions withMaxOutstandingRequests(int n) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, n);
+            controllerLossTimeout, n, dhchapSecret, dhchapControllerSecret);
+    }
+
+    /**
+     * DH-HMAC-CHAP secrets in the {@code DHHC-1:hh:<base64>:} form ({@code nvme gen-dhchap-key}); the controller
+     * secret may be null (unidirectional).
+     *
+     * @throws IllegalArgumentException when a secret is malformed (the message never quotes it)
+     */
+    public ConnectOptions withDhchap(String hostSecret, String controllerSecret) {
+        DhchapSecret host = hostSecret == null ? null : DhchapSecret.parse(hostSecret);
+        DhchapSecret ctrl = controllerSecret == null ? null : DhchapSecret.parse(controllerSecret);
+        return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
+            disableSqFlowControl, connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay,
+            controllerLossTimeout, maxOutstandingRequests, host, ctrl);
     }
 }

@@ -261,8 +261,10 @@ public final class NvmeofController implements AutoCloseable {
                     address, peer, new HostQueueOptions(size, options.headerDigest(), options.dataDigest(),
                         info.inCapsuleDataSize(), options.connectTimeout()), ioQueue.qid, a.controllerId, ioQueue);
                 opened.add(q);
-                AdminConnection.fabricsConnect(q, peer, step, ioQueue.qid, size, 0, a.controllerId, subsystemNqn,
-                    host.identity(), options.disableSqFlowControl(), options.connectTimeout());
+                Cqe connect = AdminConnection.fabricsConnect(q, peer, step, ioQueue.qid, size, 0, a.controllerId,
+                    subsystemNqn, host.identity(), options.disableSqFlowControl(), options.connectTimeout());
+                AdminConnection.authenticateIfRequired(q, peer, ioQueue.qid, connect, options, subsystemNqn,
+                    host.identity());
             }
             if (first) {
                 namespaces = scanNamespaces(a);

@@ -74,6 +74,16 @@ public final class ConnectionOptions {
             + "10000.")
     Long connectTimeoutMs;
 
+    @Option(names = {"-S", "--dhchap-secret"}, paramLabel = "DHHC-1:hh:KEY:",
+        description = "DH-HMAC-CHAP host secret (nvme gen-dhchap-key), used when the controller requires "
+            + "authentication. Also read from NVMEOF_DHCHAP_SECRET so it stays out of the process list.")
+    String dhchapSecret;
+
+    @Option(names = {"-C", "--dhchap-ctrl-secret"}, paramLabel = "DHHC-1:hh:KEY:",
+        description = "DH-HMAC-CHAP controller secret: the controller must prove it too (bidirectional). Also read "
+            + "from NVMEOF_DHCHAP_CTRL_SECRET.")
+    String dhchapControllerSecret;
+
     @Option(names = {"-v", "--verbose"}, description = "Debug logging, and stack traces with errors.")
     boolean verbose;
 
@@ -151,9 +161,19 @@ public final class ConnectionOptions {
             if (connectTimeoutMs != null) {
                 o = o.withConnectTimeout(Duration.ofMillis(connectTimeoutMs));
             }
+            String secret = dhchapSecret != null ? dhchapSecret : System.getenv("NVMEOF_DHCHAP_SECRET");
+            String ctrlSecret = dhchapControllerSecret != null ? dhchapControllerSecret
+                : System.getenv("NVMEOF_DHCHAP_CTRL_SECRET");
+            if (secret != null || ctrlSecret != null) {
+                o = o.withDhchap(blankToNull(secret), blankToNull(ctrlSecret));
+            }
             return o;
         } catch (IllegalArgumentException e) {
             throw new CliUsageException(e.getMessage());
         }
+    }
+
+    private static String blankToNull(String s) {
+        return s == null || s.isBlank() ? null : s.trim();
     }
 }
