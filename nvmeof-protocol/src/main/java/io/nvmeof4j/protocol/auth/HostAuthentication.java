@@ -62,7 +62,7 @@ public final class HostAuthentication {
      */
     public Result authenticate(Exchange exchange, int transactionId) throws DhchapException, IOException {
         int tid = transactionId & 0xFFFF;
-        DhchapMessage m = message.wrap(buffer, 0);
+        DhchapMessage m = message.wrap(reset(), 0);
         m.init(DhchapMessage.AUTH_TYPE_COMMON, DhchapMessage.NEGOTIATE, tid, DhchapMessage.NEGOTIATE_LENGTH)
             .negotiate(OFFERED_HASHES, OFFERED_GROUPS);
         status(exchange.send(buffer, DhchapMessage.NEGOTIATE_LENGTH), "AUTH_Send Negotiate");
@@ -118,6 +118,7 @@ public final class HostAuthentication {
                 s2 = Dhchap.nextSeqnum();
             }
             int size = DhchapMessage.HEADER_LENGTH + 2 * hl + publicValue.length;
+            reset();
             m.init(DhchapMessage.AUTH_TYPE_DHCHAP, DhchapMessage.REPLY, tid, size).hashLength(hl)
                 .valid(bidirectional).dhValueLength(publicValue.length).seqnum(s2)
                 .bytes(DhchapMessage.VALUES_OFFSET, r1).bytes(DhchapMessage.VALUES_OFFSET + hl, c2)
@@ -142,6 +143,7 @@ public final class HostAuthentication {
                     throw failure2(exchange, tid, DhchapFailure.FAILED,
                         "the controller's response does not match the controller key");
                 }
+                reset();
                 m.init(DhchapMessage.AUTH_TYPE_DHCHAP, DhchapMessage.SUCCESS2, tid, DhchapMessage.HEADER_LENGTH);
                 status(exchange.send(buffer, DhchapMessage.HEADER_LENGTH), "AUTH_Send Success2");
             }
@@ -157,7 +159,13 @@ public final class HostAuthentication {
         return sessionKey == null ? challenge : Dhchap.augmentedChallenge(hash, sessionKey, challenge);
     }
 
+    /** The exchange may leave position and limit anywhere (a transport uses them while a command runs). */
+    private ByteBuffer reset() {
+        return buffer.clear();
+    }
+
     private void receive(Exchange exchange, String what) throws IOException, DhchapException {
+        reset();
         for (int i = 0; i < RECEIVE_LENGTH; i += 8) {
             buffer.putLong(i, 0L);
         }
@@ -183,7 +191,7 @@ public final class HostAuthentication {
     private DhchapException failure2(Exchange exchange, int tid, int explanation, String why) {
         DhchapException e = new DhchapException(why + " (" + DhchapFailure.name(explanation) + ")", explanation,
             false, 0);
-        message.wrap(buffer, 0).failure(DhchapMessage.FAILURE2, tid, explanation);
+        message.wrap(reset(), 0).failure(DhchapMessage.FAILURE2, tid, explanation);
         try {
             exchange.send(buffer, DhchapMessage.FAILURE_LENGTH);
         } catch (IOException | RuntimeException sendFailed) {
