@@ -9,6 +9,7 @@
 #   TARGET_ADDR   target address (default 10.0.2.2 = the host's 127.0.0.1)
 #   TARGET_PORT   NVMe/TCP port (default 4420)
 #   HTTP_PORT     the daemon's HTTP port (required): the script calls the management API itself
+#   API_TOKEN     the management API's bearer token (required; the daemon's api_token_file)
 #   HOSTNQN, HOSTID   passed to nvme-cli (default: generated)
 set -u -o pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -17,6 +18,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 : "${SUBNQN:?SUBNQN is required}"
 : "${HTTP_PORT:?HTTP_PORT is required}"
+: "${API_TOKEN:?API_TOKEN is required}"
 TARGET_ADDR="${TARGET_ADDR:-10.0.2.2}"
 TARGET_PORT="${TARGET_PORT:-4420}"
 if [ -z "${HOSTID:-}" ]; then HOSTID="$(cat /proc/sys/kernel/random/uuid)"; fi
@@ -29,13 +31,18 @@ info "target tcp $TARGET_ADDR:$TARGET_PORT subsystem $SUBNQN; management API $AP
 modprobe nvme-tcp 2>/dev/null
 modprobe nvme-fabrics 2>/dev/null
 
-# api METHOD URL [BODY]: prints "HTTPSTATUS BODY"
+# api METHOD URL [BODY] [CURL ARGS...]: prints "BODY HTTPSTATUS". The token goes in a header read from a file
+# (-H @FILE), so it never appears in the process list.
+printf 'Authorization: Bearer %s\n' "$API_TOKEN" > /tmp/api-auth.header
+chmod 600 /tmp/api-auth.header
 api() {
     local method="$1" url="$2" body="${3:-}" out
+    shift 3 2>/dev/null || shift $#
     if [ -n "$body" ]; then
-        out="$(curl -sS --max-time 30 -X "$method" -H 'Content-Type: application/json' -d "$body" -w ' HTTP%{http_code}' "$url" 2>&1)"
+        out="$(curl -sS --max-time 30 -X "$method" -H @/tmp/api-auth.header -H 'Content-Type: application/json' \
+            -d "$body" -w ' HTTP%{http_code}' "$@" "$url" 2>&1)"
     else
-        out="$(curl -sS --max-time 30 -X "$method" -w ' HTTP%{http_code}' "$url" 2>&1)"
+        out="$(curl -sS --max-time 30 -X "$method" -H @/tmp/api-auth.header -w ' HTTP%{http_code}' "$@" "$url" 2>&1)"
     fi
     echo "$out" | tr '\n' ' '
 }
@@ -53,6 +60,20 @@ CNTLID="$(cat "/sys/class/nvme/$CTRL/cntlid")"
 pass connect
 info "connected: $CTRL (cntlid $CNTLID), $(ns_blockdev "$SUBNQN" 1)"
 if no_new_blockdev; then pass no-namespace-before; else fail no-namespace-before "nsid $NEW_NSID exists already"; fi
+
+# ---- refused: no token, a wrong token, a foreign Host (DNS rebinding); nothing may change -----------------------
+body="{\"nsid\": $NEW_NSID, \"device\": {\"backend\": \"ram\", \"size\": \"32M\"}}"
+no_token="$(curl -sS --max-time 30 -X POST -H 'Content-Type: application/json' -d "$body" -w ' HTTP%{http_code}' \
+    -D /tmp/no-token.headers "$API" 2>&1 | tr '\n' ' ')"
+wrong_token="$(curl -sS --max-time 30 -X POST -H 'Authorization: Bearer wrong-wrong-wrong-wrong-wrong-wrong-wrong' \
+    -H 'Content-Type: application/json' -d "$body" -w ' HTTP%{http_code}' "$API" 2>&1 | tr '\n' ' ')"
+foreign_host="$(api POST "$API" "$body" -H 'Host: rebound.example')"
+if [[ "$no_token" == *HTTP401* ]] && grep -qi '^WWW-Authenticate: Bearer' /tmp/no-token.headers \
+    && [[ "$wrong_token" == *HTTP401* ]] && [[ "$foreign_host" == *HTTP421* ]] && no_new_blockdev; then
+    pass api-refused
+else
+    fail api-refused "no token: $no_token; wrong token: $wrong_token; Host rebound.example: $foreign_host"
+fi
 
 # ---- add ------------------------------------------------------------------------------------------------------------
 out="$(api POST "$API" "{\"nsid\": $NEW_NSID, \"device\": {\"backend\": \"ram\", \"size\": \"32M\", \"block_size\": 4096}}")"

@@ -180,6 +180,15 @@ check_id_ns() { # check_id_ns NAME: every namespace in EXPECT_NAMESPACES (or jus
     pass "$1"
 }
 
+check_io_command_sets() { # check_io_command_sets NAME: CAP.CSS bit 43 made the host write CC.CSS 110b; CSI reported
+    local cc descs
+    if ! cc="$(timeout 60 nvme get-property "/dev/$CTRL" --offset=0x14 2>&1)"; then fail "$1" "get-property CC: $cc"; return 1; fi
+    if ! echo "$cc" | grep -Eiq 'value: *(0x)?0*460061\b'; then fail "$1" "CC not 0x460061 (CSS 110b, EN): $cc"; return 1; fi
+    if ! descs="$(timeout 60 nvme ns-descs "$DEV" 2>&1)"; then fail "$1" "ns-descs: $descs"; return 1; fi
+    if ! echo "$descs" | grep -Eq '^csi +: +0$'; then fail "$1" "no CSI 0 descriptor: $(echo "$descs" | tr '\n' '|')"; return 1; fi
+    pass "$1"
+}
+
 check_list_subsys() { # check_list_subsys NAME
     local out n
     if ! out="$(timeout 60 nvme list-subsys 2>&1)"; then fail "$1" "nvme list-subsys: $out"; return 1; fi
@@ -278,6 +287,7 @@ phase_interop() {
         check_id_ctrl "id-ctrl-$name"
         if [ "$i" -le "$FIO_FULL" ]; then
             check_id_ns "id-ns-$name"
+            if [ "$i" = 1 ]; then check_io_command_sets "io-command-sets-$name"; fi
             check_list_subsys "list-subsys-$name"
             for bsqd in $FIO_JOBS; do
                 IFS=: read -r bs qd size <<< "$bsqd"

@@ -226,6 +226,23 @@ final class TargetContainer implements AutoCloseable {
         return httpPort;
     }
 
+    /** Where the image puts the API token (NVMEOF4J_API_TOKEN_FILE in the Dockerfile): the daemon's state directory. */
+    static final String API_TOKEN_FILE = "/var/lib/nvmeof4j/api-token";
+
+    /** The API token the daemon made at its first start, read inside the container as the daemon's user. */
+    String apiToken() throws Exception {
+        org.testcontainers.containers.Container.ExecResult r = container.execInContainer("sh", "-c",
+            "stat -c %a " + API_TOKEN_FILE + " && cat " + API_TOKEN_FILE);
+        if (r.getExitCode() != 0) {
+            throw new IllegalStateException("cannot read " + API_TOKEN_FILE + " in the container: " + r.getStderr());
+        }
+        String[] lines = r.getStdout().split("\n");
+        if (!lines[0].strip().equals("600")) {
+            throw new IllegalStateException(API_TOKEN_FILE + " has mode " + lines[0] + ", not 600");
+        }
+        return lines[1].strip();
+    }
+
     /** The file namespace on the host. */
     Path fileNamespace() {
         return hostDir.resolve("ns1.img");

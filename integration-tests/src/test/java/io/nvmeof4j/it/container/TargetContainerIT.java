@@ -92,6 +92,7 @@ class TargetContainerIT {
                 // (bounded) for the last command, the RAM namespace's flush, then check everything exactly.
                 Map<String, String> lastFlush = Map.of("subsystem", TargetContainer.NQN,
                     "nsid", Integer.toString(TargetContainer.RAM_NSID), "op", "flush");
+                checkApiNeedsTheToken(target);
                 String metrics = scrape(target.httpPort());
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
                 while (total(metrics, "nvmeof_target_io_seconds_count", lastFlush).orElse(0) < 1
@@ -308,6 +309,25 @@ class TargetContainerIT {
             f.readFully(b);
             return b;
         }
+    }
+
+    /**
+     * The container's management API: refused without the token (401, nothing listed), served with the token the
+     * daemon made in its state directory (mode 0600).
+     */
+    private static void checkApiNeedsTheToken(TargetContainer target) throws Exception {
+        HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+        URI uri = URI.create("http://127.0.0.1:" + target.httpPort() + "/api/v1/subsystems");
+        HttpResponse<String> refused = client.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(10)).GET()
+            .build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(refused.statusCode()).as("GET /api/v1/subsystems without a token; body: %s", refused.body())
+            .isEqualTo(401);
+        assertThat(refused.body()).doesNotContain(TargetContainer.NQN);
+        HttpResponse<String> served = client.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(10))
+            .header("Authorization", "Bearer " + target.apiToken()).GET().build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(served.statusCode()).as("GET /api/v1/subsystems with the token; body: %s", served.body())
+            .isEqualTo(200);
+        assertThat(served.body()).contains(TargetContainer.NQN);
     }
 
     private static String scrape(int port) throws IOException, InterruptedException {

@@ -101,23 +101,35 @@ class DeployManifestsTest {
         }
         assertThat(configPorts).containsExactlyInAnyOrder(4420, 8009);
 
-        // The container ports are those of the configuration plus the HTTP server's (--http wins over the config).
+        // The container ports are those of the configuration plus the HTTP server's (--http wins over the config)
+        // and the metrics-only listener's (--metrics-http).
         List<String> args = strings(target.path("args"));
         String http = argAfter(args, "--http");
-        assertThat(http).as("--http in %s", args).isEqualTo("127.0.0.1:" + HTTP_PORT);
+        assertThat(http).as("--http in %s: the management API stays on loopback", args)
+            .isEqualTo("127.0.0.1:" + HTTP_PORT);
+        String metricsHttp = argAfter(args, "--metrics-http");
+        int metricsPort = Integer.parseInt(metricsHttp.substring(metricsHttp.lastIndexOf(':') + 1));
+        assertThat(metricsHttp).as("--metrics-http in %s: on the node's address for Prometheus and the kubelet", args)
+            .isEqualTo("$(NODE_IP):" + metricsPort);
+        List<String> env = new ArrayList<>();
+        target.path("env").forEach(e -> env.add(e.path("name").asText()));
+        assertThat(env).as("NODE_IP is defined for $(NODE_IP)").contains("NODE_IP");
         Map<String, Integer> ports = new HashMap<>();
         target.path("ports").forEach(p -> ports.put(p.path("name").asText(), p.path("containerPort").asInt()));
-        assertThat(new HashSet<>(ports.values())).containsExactlyInAnyOrder(4420, 8009, HTTP_PORT);
+        assertThat(new HashSet<>(ports.values())).containsExactlyInAnyOrder(4420, 8009, HTTP_PORT, metricsPort);
         target.path("ports").forEach(p -> assertThat(p.path("protocol").asText("TCP")).isEqualTo("TCP"));
+        JsonNode annotations = template.path("metadata").path("annotations");
+        assertThat(annotations.path("prometheus.io/port").asText()).isEqualTo(Integer.toString(metricsPort));
+        assertThat(annotations.path("prometheus.io/path").asText()).isEqualTo("/metrics");
 
-        // Probes: the NVMe/TCP port for start-up and readiness, GET /metrics on the loopback HTTP server for liveness.
+        // Probes: the NVMe/TCP port for start-up and readiness, GET /metrics on the metrics listener for liveness
+        // (no host: the kubelet uses the pod's, i.e. the node's, address, the one the listener is bound to).
         assertThat(target.path("startupProbe").path("tcpSocket").path("port").asInt()).isEqualTo(4420);
         assertThat(target.path("readinessProbe").path("tcpSocket").path("port").asInt()).isIn(configPorts);
         JsonNode liveness = target.path("livenessProbe").path("httpGet");
         assertThat(liveness.path("path").asText()).isEqualTo("/metrics");
-        assertThat(liveness.path("port").asInt()).isEqualTo(HTTP_PORT);
-        assertThat(liveness.path("host").asText()).as("the HTTP server listens on loopback only")
-            .isEqualTo(http.substring(0, http.lastIndexOf(':')));
+        assertThat(liveness.path("port").asInt()).isEqualTo(metricsPort);
+        assertThat(liveness.has("host")).isFalse();
         for (String probe : List.of("startupProbe", "readinessProbe", "livenessProbe")) {
             assertThat(target.path(probe).path("periodSeconds").asInt()).as("%s.periodSeconds", probe).isPositive();
         }
@@ -145,6 +157,16 @@ class DeployManifestsTest {
         for (String v : mounts.values()) {
             assertThat(volumes).as("volume %s", v).containsKey(v);
         }
+        // The API token comes from a Secret, readable by the daemon's group only (the daemon refuses others' bits).
+        Path tokenFile = Path.of(argAfter(args, "--api-token-file"));
+        String tokenVolume = mounts.get(tokenFile.getParent().toString());
+        assertThat(tokenVolume).as("a volume mounted at %s", tokenFile.getParent()).isNotNull();
+        JsonNode secret = volumes.get(tokenVolume).path("secret");
+        assertThat(secret.path("secretName").asText()).isNotBlank();
+        assertThat(secret.path("defaultMode").asInt()).as("token file mode").isEqualTo(0440);
+        assertThat(secret.path("items").get(0).path("path").asText()).isEqualTo(tokenFile.getFileName().toString());
+        assertThat(pod.path("securityContext").path("fsGroup").asInt()).as("fsGroup: the daemon's group reads the token")
+            .isEqualTo(10001);
         for (var ns : config.subsystems().get(0).namespaces()) {
             assertThat(ns.path().startsWith(dataDir)).as("namespace %d (%s) lives on the data volume", ns.nsid(), ns.path()).isTrue();
         }
@@ -207,7 +229,9 @@ class DeployManifestsTest {
             .containsExactly("2");
         assertThat(unit.get("Service.KillSignal")).containsExactly("SIGTERM");
         assertThat(unit.get("Service.ExecStart")).singleElement().asString()
-            .contains("--config /etc/nvmeof4j/target.json");
+            .contains("--config /etc/nvmeof4j/target.json")
+            .as("the API token in the state directory, the one place the service may write")
+            .contains("--api-token-file /var/lib/nvmeof4j/api-token");
         assertThat(unit.get("Service.User")).singleElement().isNotEqualTo("root");
         // Hardening that still lets RDMA and block devices through.
         assertThat(unit.get("Service.PrivateDevices")).containsExactly("no");
@@ -239,7 +263,10 @@ class DeployManifestsTest {
         String entrypoint = lines.get(indexOf(lines, "ENTRYPOINT "));
         assertThat(entrypoint).contains("/opt/nvmeof4j/bin/nvmeof-target");
         assertThat(Files.readString(DEPLOY.resolve("docker/nvmeof-target")))
-            .contains("exec java").contains("-Djava.io.tmpdir=/tmp").contains("io.nvmeof4j.target.daemon.Main");
+            .contains("exec java").contains("-Djava.io.tmpdir=/tmp").contains("io.nvmeof4j.target.daemon.Main")
+            .contains("--api-token-file=${NVMEOF4J_API_TOKEN_FILE}");
+        // The token goes to the daemon user's state directory: /etc/nvmeof4j is not writable for it.
+        assertThat(lines).anyMatch(l -> l.startsWith("ENV ") && l.contains("NVMEOF4J_API_TOKEN_FILE=/var/lib/nvmeof4j/"));
     }
 
     // ---- helpers -------------------------------------------------------------------------------------------------

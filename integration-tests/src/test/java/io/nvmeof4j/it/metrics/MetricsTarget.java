@@ -21,7 +21,7 @@ final class MetricsTarget implements AutoCloseable {
 
     private MetricsTarget(TargetDaemon daemon) {
         this.daemon = daemon;
-        this.http = new Http(daemon.httpAddress());
+        this.http = new Http(daemon);
     }
 
     static MetricsTarget start(Path dir) throws Exception {

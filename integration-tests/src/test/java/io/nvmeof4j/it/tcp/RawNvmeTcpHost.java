@@ -144,6 +144,8 @@ public final class RawNvmeTcpHost implements AutoCloseable {
     private Duration writeTimeout = Duration.ofSeconds(30);
 
     private IcResp icResp;
+    private int hostPduDataAlignment;
+    private long c2hDataPdus;
     private boolean headerDigest;
     private boolean dataDigest;
     private long maxH2CData;
@@ -209,10 +211,19 @@ public final class RawNvmeTcpHost implements AutoCloseable {
      * then in force are those the ICResp grants; a test checks that they echo the request.
      */
     public IcResp initialize(boolean wantHeaderDigest, boolean wantDataDigest) throws IOException {
+        return initialize(wantHeaderDigest, wantDataDigest, 0);
+    }
+
+    /**
+     * ICReq with HPDA {@code hpda} (0..31: controller data at multiples of (HPDA + 1) × 4 bytes), as hosts other than
+     * Linux send; every C2HData PDU is then checked to start its data at that alignment.
+     */
+    public IcResp initialize(boolean wantHeaderDigest, boolean wantDataDigest, int hpda) throws IOException {
         ByteBuffer b = ByteBuffer.allocate(ICREQ_LENGTH).order(ByteOrder.LITTLE_ENDIAN);
         b.put(0, (byte) PDU_ICREQ).put(1, (byte) 0).put(2, (byte) ICREQ_LENGTH).put(3, (byte) 0).putInt(4, ICREQ_LENGTH);
         b.putShort(8, (short) 0);                                         // PFV
-        b.put(10, (byte) 0);                                              // HPDA
+        b.put(10, (byte) hpda);                                           // HPDA
+        this.hostPduDataAlignment = hpda;
         b.put(11, (byte) ((wantHeaderDigest ? 1 : 0) | (wantDataDigest ? 2 : 0)));
         b.putInt(12, 0);                                                  // MAXR2T, 0-based
         sendRaw(b.array());
@@ -244,7 +255,16 @@ public final class RawNvmeTcpHost implements AutoCloseable {
     /** The Connect command with every field explicit (wire reference 2.2); data always in-capsule on TCP. */
     public Completion connect(int qid, int sqsize, int cattr, int katoMillis, int cntlid, String subnqn,
                               HostIdentity host) throws IOException {
-        Completion c = execute(connectCommand(qid, sqsize, cattr, katoMillis, connectData(host, cntlid, subnqn)));
+        return connect(connectCommand(qid, sqsize, cattr, katoMillis, connectData(host, cntlid, subnqn)), qid, cntlid,
+            cattr);
+    }
+
+    /**
+     * Runs a Connect built by the caller (another data mode, odd fields) and, when it succeeds, records the queue's
+     * QID, CNTLID and CATTR as {@link #connect(int, int, int, int, int, String, HostIdentity)} does.
+     */
+    public Completion connect(Command connect, int qid, int cntlid, int cattr) throws IOException {
+        Completion c = execute(connect);
         if (c.isSuccess()) {
             this.qid = qid;
             this.cntlid = qid == 0 ? c.dw0() & 0xFFFF : cntlid;
@@ -862,9 +882,12 @@ public final class RawNvmeTcpHost implements AutoCloseable {
         } else if (!p.headerDigestOk()) {
             problem = "header digest mismatch";
         } else if (type == PDU_C2H_DATA) {
-            int expectedPdo = CONTROLLER_PDU_HLEN + (headerDigest ? 4 : 0);
+            // Header (+ digest), padded up to the HPDA we asked for (NVMe/TCP 3.6.2.3: the padding is not data).
+            int alignment = (hostPduDataAlignment + 1) * 4;
+            int expectedPdo = (CONTROLLER_PDU_HLEN + (headerDigest ? 4 : 0) + alignment - 1) / alignment * alignment;
+            c2hDataPdus++;
             if (p.pdo() != expectedPdo) {
-                problem = "C2HData PDO " + p.pdo() + " (CPDA 0 means " + expectedPdo + ")";
+                problem = "C2HData PDO " + p.pdo() + " (HPDA " + hostPduDataAlignment + " means " + expectedPdo + ")";
             } else if (p.dataDigestPresent() != dataDigest) {
                 problem = "DDGSTF " + p.dataDigestPresent() + " but data digest negotiated " + dataDigest;
             } else if (!p.dataDigestOk()) {
@@ -933,6 +956,11 @@ public final class RawNvmeTcpHost implements AutoCloseable {
 
     // ------------------------------------------------------------------------------------------------------------
     // Accessors and settings
+
+    /** C2HData PDUs received and checked so far (PDO alignment included). */
+    public long c2hDataPduCount() {
+        return c2hDataPdus;
+    }
 
     public IcResp icResp() {
         return icResp;

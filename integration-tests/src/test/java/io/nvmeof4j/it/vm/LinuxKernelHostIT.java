@@ -117,7 +117,8 @@ class LinuxKernelHostIT {
             assertGuestPassed(first, daemon, List.of(
                 "PASS discover",
                 "PASS connect-q1-digest-off", "PASS connect-q4-digest-on",
-                "PASS id-ctrl-q1-digest-off", "PASS id-ns-q1-digest-off", "PASS list-subsys-q1-digest-off",
+                "PASS id-ctrl-q1-digest-off", "PASS id-ns-q1-digest-off", "PASS io-command-sets-q1-digest-off",
+                "PASS list-subsys-q1-digest-off",
                 "PASS fio-verify-q1-digest-off-bs4k-qd1", "PASS fio-verify-q1-digest-off-bs4k-qd32",
                 "PASS fio-verify-q1-digest-off-bs128k-qd1", "PASS fio-verify-q1-digest-off-bs128k-qd32",
                 "PASS fio-verify-q1-digest-off-bs1m-qd1", "PASS fio-verify-q1-digest-off-bs1m-qd32",

@@ -25,6 +25,9 @@ public final class FeatureIdentifier {
     public static final int KEEP_ALIVE_TIMER = 0x0F;
     public static final int HOST_CONTROLLED_THERMAL_MANAGEMENT = 0x10;
     public static final int NON_OPERATIONAL_POWER_STATE_CONFIG = 0x11;
+    /** I/O Command Set Profile: CDW11 bits 8:0 IOCSCI, an index into the Identify CNS 1Ch vector list. */
+    public static final int IO_COMMAND_SET_PROFILE = 0x19;
+    public static final int IO_COMMAND_SET_COMBINATION_INDEX_MASK = 0x1FF;
     public static final int HOST_IDENTIFIER = 0x81;
     public static final int RESERVATION_NOTIFICATION_MASK = 0x82;
     public static final int RESERVATION_PERSISTENCE = 0x83;
@@ -74,6 +77,7 @@ public final class FeatureIdentifier {
             case HOST_MEMORY_BUFFER: return "HOST_MEMORY_BUFFER";
             case TIMESTAMP: return "TIMESTAMP";
             case KEEP_ALIVE_TIMER: return "KEEP_ALIVE_TIMER";
+            case IO_COMMAND_SET_PROFILE: return "IO_COMMAND_SET_PROFILE";
             case HOST_IDENTIFIER: return "HOST_IDENTIFIER";
             case RESERVATION_NOTIFICATION_MASK: return "RESERVATION_NOTIFICATION_MASK";
             case RESERVATION_PERSISTENCE: return "RESERVATION_PERSISTENCE";

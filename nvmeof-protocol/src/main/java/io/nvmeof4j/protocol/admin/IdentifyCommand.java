@@ -36,9 +36,13 @@ public final class IdentifyCommand {
     public static final int CNS_CSI_CONTROLLER = 0x06;
     public static final int CNS_CSI_ACTIVE_NAMESPACE_LIST = 0x07;
     public static final int CNS_CSI_INDEPENDENT_NAMESPACE = 0x08;
+    /** I/O Command Set data structure: 512 8-byte vectors of the command set combinations offered. */
+    public static final int CNS_IO_COMMAND_SET = 0x1C;
 
     /** Command set identifier of the NVM command set. */
     public static final int CSI_NVM = 0x00;
+    /** Bit of the NVM command set in an I/O Command Set Vector (CNS 1Ch), bit n = CSI n. */
+    public static final long IO_COMMAND_SET_VECTOR_NVM = 1L << CSI_NVM;
 
     private ByteBuffer buffer;
     private int offset;

@@ -40,6 +40,8 @@ public final class NvmeStatus {
     public static final int SGL_OFFSET_INVALID = 0x016;
     public static final int KEEP_ALIVE_EXPIRED = 0x019;
     public static final int KEEP_ALIVE_INVALID = 0x01A;
+    /** Set Features I/O Command Set Profile naming a combination the controller does not offer (NVMe Base 2.0). */
+    public static final int IO_COMMAND_SET_COMBINATION_REJECTED = 0x02B;
     public static final int LBA_OUT_OF_RANGE = 0x080;
     public static final int CAPACITY_EXCEEDED = 0x081;
     public static final int NAMESPACE_NOT_READY = 0x082;
@@ -143,6 +145,7 @@ public final class NvmeStatus {
             case SGL_OFFSET_INVALID: return "SGL_OFFSET_INVALID";
             case KEEP_ALIVE_EXPIRED: return "KEEP_ALIVE_EXPIRED";
             case KEEP_ALIVE_INVALID: return "KEEP_ALIVE_INVALID";
+            case IO_COMMAND_SET_COMBINATION_REJECTED: return "IO_COMMAND_SET_COMBINATION_REJECTED";
             case LBA_OUT_OF_RANGE: return "LBA_OUT_OF_RANGE";
             case CAPACITY_EXCEEDED: return "CAPACITY_EXCEEDED";
             case NAMESPACE_NOT_READY: return "NAMESPACE_NOT_READY";

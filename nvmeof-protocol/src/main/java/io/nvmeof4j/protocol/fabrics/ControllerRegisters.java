@@ -56,6 +56,8 @@ public final class ControllerRegisters {
     public static final int CC_SHN_ABRUPT = 2;
     /** CC.CSS 000b: NVM command set. */
     public static final int CC_CSS_NVM = 0;
+    /** CC.CSS 110b: all I/O command sets the controller supports (only valid with CAP.CSS bit 43). */
+    public static final int CC_CSS_ALL_IO_COMMAND_SETS = 6;
     /** log2 of the 64-byte SQE: the only IOSQES a fabrics NVM controller accepts. */
     public static final int NVM_IOSQES = 6;
     /** log2 of the 16-byte CQE. */
@@ -89,7 +91,8 @@ public final class ControllerRegisters {
             cap |= CAP_CQR;
         }
         cap |= (long) (timeout500ms & 0xFF) << CAP_TO_SHIFT;
-        cap |= CAP_CSS_NVM;
+        // NVM, and "one or more I/O command sets" as nvmet sets it (nvmet_init_cap): hosts then choose CC.CSS 110b.
+        cap |= CAP_CSS_NVM | CAP_CSS_IO_COMMAND_SETS;
         // DSTRD 0, MPSMIN 0 (4 KiB), MPSMAX 0: fabrics has no doorbells or PRPs, 4 KiB is what hosts use.
         return cap;
     }

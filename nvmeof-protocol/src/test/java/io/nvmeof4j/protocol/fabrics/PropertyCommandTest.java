@@ -34,7 +34,7 @@ class PropertyCommandTest {
     @Test
     void shouldBuildAndReadControllerRegisters() {
         long cap = ControllerRegisters.capabilities(128, 15, true);
-        assertThat(cap).isEqualTo(0x0000_0020_0F01_007FL);
+        assertThat(cap).as("CSS bits 37 and 43, as nvmet_init_cap").isEqualTo(0x0000_0820_0F01_007FL);
         assertThat(ControllerRegisters.capMaxQueueEntries(cap)).isEqualTo(128);
         assertThat(ControllerRegisters.capTimeout(cap)).isEqualTo(15);
         assertThat(ControllerRegisters.capMpsMin(cap)).isZero();

@@ -78,11 +78,18 @@ final class ConfigParser {
     private static final List<String> DHCHAP_FIELDS = List.of("key", "ctrl_key", "hash", "dhgroup");
 
     private final Path baseDirectory;
+    private final Path defaultTokenFile;
     private final List<TargetConfig.Notice> notices = new ArrayList<>();
     private final Map<String, DhchapCredentials> hostCredentials = new LinkedHashMap<>();
 
     ConfigParser(Path baseDirectory) {
+        this(baseDirectory, HttpSecurity.stateDirectoryTokenFile());
+    }
+
+    /** @param defaultTokenFile the API token file when {@code api_token_file} is not given */
+    ConfigParser(Path baseDirectory, Path defaultTokenFile) {
         this.baseDirectory = baseDirectory.toAbsolutePath().normalize();
+        this.defaultTokenFile = defaultTokenFile.toAbsolutePath().normalize();
     }
 
     TargetConfig parse(JsonNode root, Path source) throws ConfigException {
@@ -102,7 +109,7 @@ final class ConfigParser {
     // ---------------------------------------------------------------------------------------------- nvmeof4j
 
     private DaemonSettings daemonSettings(JsonNode node, String where) throws ConfigException {
-        DaemonSettings d = DaemonSettings.defaults();
+        DaemonSettings d = DaemonSettings.defaults().withHttpSecurity(HttpSecurity.defaults(defaultTokenFile));
         if (node == null || node.isNull()) {
             return d;
         }
@@ -110,7 +117,9 @@ final class ConfigParser {
         Set<String> known = Set.of(DaemonSettings.REACTORS, DaemonSettings.IDLE_STRATEGY, DaemonSettings.IDLE_SPIN_US,
             DaemonSettings.BUFFER_POOL_MIB, DaemonSettings.MAX_DATA_TRANSFER_KIB, DaemonSettings.HUGEPAGES,
             DaemonSettings.FILE_WORKERS_OBSOLETE, DaemonSettings.SHUTDOWN_TIMEOUT_MS, DaemonSettings.HTTP,
-            DaemonSettings.METRICS);
+            DaemonSettings.METRICS, HttpSecurity.API_TOKEN_FILE, HttpSecurity.METRICS_HTTP,
+            HttpSecurity.HTTP_ALLOWED_HOSTS, HttpSecurity.HTTP_REQUEST_TIMEOUT_MS, HttpSecurity.HTTP_MAX_CONNECTIONS,
+            HttpSecurity.HTTP_MAX_CONNECTIONS_PER_PEER);
         for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
             String name = names.next();
             if (!known.contains(name)) {
@@ -177,7 +186,63 @@ final class ConfigParser {
         boolean metrics = !node.has(DaemonSettings.METRICS)
             || bool(node.get(DaemonSettings.METRICS), at(where, DaemonSettings.METRICS));
         return new DaemonSettings(reactors, idle, TimeUnit.MICROSECONDS.toNanos(spinUs), poolMib << 20,
-            (int) mdtsKib << 10, hugepages, Duration.ofMillis(shutdownMs), http, httpExplicit, metrics);
+            (int) mdtsKib << 10, hugepages, Duration.ofMillis(shutdownMs), http, httpExplicit, metrics,
+            httpSecurity(node, where, d.httpSecurity()));
+    }
+
+    private HttpSecurity httpSecurity(JsonNode node, String where, HttpSecurity d) throws ConfigException {
+        Path tokenFile = d.apiTokenFile();
+        JsonNode tokenNode = node.get(HttpSecurity.API_TOKEN_FILE);
+        if (tokenNode != null) {
+            String tw = at(where, HttpSecurity.API_TOKEN_FILE);
+            String text = tokenNode.isTextual() ? tokenNode.asText() : "";
+            if (text.isBlank() || text.indexOf('\0') >= 0) {
+                throw new ConfigException(tw, "expected the path of the API token file");
+            }
+            try {
+                tokenFile = baseDirectory.resolve(text).normalize();
+            } catch (InvalidPathException e) {
+                throw new ConfigException(tw, quote(text) + " is not a path: " + e.getReason());
+            }
+        }
+        String metricsHttp = null;
+        JsonNode metricsNode = node.get(HttpSecurity.METRICS_HTTP);
+        if (metricsNode != null && !metricsNode.isNull()) {
+            String mw = at(where, HttpSecurity.METRICS_HTTP);
+            metricsHttp = text(metricsNode, mw).trim();
+            if (DaemonSettings.HTTP_OFF.equalsIgnoreCase(metricsHttp)) {
+                metricsHttp = null;
+            } else {
+                try {
+                    DaemonSettings.parseHttpAddress(metricsHttp);
+                } catch (IllegalArgumentException e) {
+                    throw new ConfigException(mw, e.getMessage());
+                }
+            }
+        }
+        List<String> allowedHosts = new ArrayList<>();
+        JsonNode hostsNode = node.get(HttpSecurity.HTTP_ALLOWED_HOSTS);
+        if (hostsNode != null && !hostsNode.isNull()) {
+            String hw = at(where, HttpSecurity.HTTP_ALLOWED_HOSTS);
+            requireArray(hostsNode, hw);
+            for (int i = 0; i < hostsNode.size(); i++) {
+                String name = text(hostsNode.get(i), hw + "[" + i + "]").trim().toLowerCase(Locale.ROOT);
+                // A host name or an IP literal as it appears in a Host header, without the port.
+                if (!name.matches("[a-z0-9]([a-z0-9.-]{0,252})|\\[[0-9a-f:.]+\\]")) {
+                    throw new ConfigException(hw + "[" + i + "]", quote(name) + " is not a host name (letters, "
+                        + "digits, '-' and '.'; an IPv6 address in brackets; no port)");
+                }
+                allowedHosts.add(name);
+            }
+        }
+        long timeoutMs = optionalInteger(node, where, HttpSecurity.HTTP_REQUEST_TIMEOUT_MS, 100, 600_000,
+            d.requestTimeout().toMillis());
+        int maxConnections = (int) optionalInteger(node, where, HttpSecurity.HTTP_MAX_CONNECTIONS, 1, 65_536,
+            d.maxConnections());
+        int maxPerPeer = (int) optionalInteger(node, where, HttpSecurity.HTTP_MAX_CONNECTIONS_PER_PEER, 1, 65_536,
+            d.maxConnectionsPerPeer());
+        return new HttpSecurity(tokenFile, metricsHttp, allowedHosts, Duration.ofMillis(timeoutMs), maxConnections,
+            maxPerPeer);
     }
 
     private void checkBufferPool(DaemonSettings settings, List<PortConfig> ports) throws ConfigException {

@@ -29,10 +29,12 @@ import java.util.concurrent.TimeUnit;
  *                              the start. The default address, when taken, only gets a warning.
  * @param metrics               {@code metrics}: record the target's meters (default true); false turns the
  *                              data-path recording off, {@code /metrics} is then empty
+ * @param httpSecurity          the API token file, the metrics-only listener, allowed Host names and connection
+ *                              limits of the HTTP server ({@link HttpSecurity})
  */
 public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleSpinNanos, long bufferPoolBytes,
                              int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout, String http,
-                             boolean httpExplicit, boolean metrics) {
+                             boolean httpExplicit, boolean metrics, HttpSecurity httpSecurity) {
     public static final String REACTORS = "reactors";
     public static final String IDLE_STRATEGY = "idle_strategy";
     public static final String IDLE_SPIN_US = "idle_spin_us";
@@ -65,6 +67,7 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
         }
         Objects.requireNonNull(idleStrategy, "idleStrategy");
         Objects.requireNonNull(shutdownTimeout, "shutdownTimeout");
+        Objects.requireNonNull(httpSecurity, "httpSecurity");
         if (http != null) {
             parseHttpAddress(http);
         }
@@ -74,19 +77,25 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
     public DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleSpinNanos, long bufferPoolBytes,
                           int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout) {
         this(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize, hugepages, shutdownTimeout,
-            HTTP_DEFAULT, false, true);
+            HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()));
     }
 
     /** These settings with the HTTP server at {@code address} ("HOST:PORT", or "off"), given explicitly. */
     public DaemonSettings withHttp(String address) {
         String a = address == null || HTTP_OFF.equals(address.trim().toLowerCase(Locale.ROOT)) ? null : address.trim();
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
-            hugepages, shutdownTimeout, a, true, metrics);
+            hugepages, shutdownTimeout, a, true, metrics, httpSecurity);
     }
 
     public DaemonSettings withMetrics(boolean on) {
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
-            hugepages, shutdownTimeout, http, httpExplicit, on);
+            hugepages, shutdownTimeout, http, httpExplicit, on, httpSecurity);
+    }
+
+    /** These settings with other HTTP security settings (command-line overrides: --api-token-file, --metrics-http). */
+    public DaemonSettings withHttpSecurity(HttpSecurity security) {
+        return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
+            hugepages, shutdownTimeout, http, httpExplicit, metrics, security);
     }
 
     /**
@@ -149,6 +158,6 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
         return new DaemonSettings(defaultReactors(cpus), IDLE_STRATEGY_DEFAULT,
             TimeUnit.MICROSECONDS.toNanos(IDLE_SPIN_US_DEFAULT), (long) BUFFER_POOL_MIB_DEFAULT << 20,
             MAX_DATA_TRANSFER_KIB_DEFAULT << 10, false, Duration.ofMillis(SHUTDOWN_TIMEOUT_MS_DEFAULT),
-            HTTP_DEFAULT, false, true);
+            HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()));
     }
 }

@@ -150,20 +150,28 @@ public final class TargetConfig {
         }
         Path absolute = file.toAbsolutePath();
         Path dir = absolute.getParent() != null ? absolute.getParent() : Path.of("").toAbsolutePath();
-        return parse(json, absolute, dir);
+        return parse(json, absolute, dir, dir.resolve(HttpSecurity.API_TOKEN_FILE_NAME));
     }
 
-    /** Parses and validates a configuration; relative device paths are taken relative to the working directory. */
+    /**
+     * Parses and validates a configuration; relative device paths are taken relative to the working directory,
+     * the API token file defaults to {@link HttpSecurity#stateDirectoryTokenFile()} (there is no configuration
+     * file to put it next to).
+     */
     public static TargetConfig parse(String json) throws ConfigException {
-        return parse(json, null, Path.of("").toAbsolutePath());
+        return parse(json, null, Path.of("").toAbsolutePath(), HttpSecurity.stateDirectoryTokenFile());
     }
 
-    /** Parses and validates a configuration; relative device paths are taken relative to {@code baseDirectory}. */
+    /**
+     * Parses and validates a configuration; relative device paths are taken relative to {@code baseDirectory}, and
+     * the API token file defaults to {@value HttpSecurity#API_TOKEN_FILE_NAME} in it, as for a file there.
+     */
     public static TargetConfig parse(String json, Path baseDirectory) throws ConfigException {
-        return parse(json, null, baseDirectory);
+        return parse(json, null, baseDirectory, baseDirectory.resolve(HttpSecurity.API_TOKEN_FILE_NAME));
     }
 
-    private static TargetConfig parse(String json, Path source, Path baseDirectory) throws ConfigException {
+    private static TargetConfig parse(String json, Path source, Path baseDirectory, Path defaultTokenFile)
+        throws ConfigException {
         JsonNode root;
         try {
             root = MAPPER.readTree(json);
@@ -173,7 +181,7 @@ public final class TargetConfig {
         if (root == null || root.isMissingNode()) {
             throw new ConfigException("", "the configuration is empty");
         }
-        TargetConfig config = new ConfigParser(baseDirectory).parse(root, source);
+        TargetConfig config = new ConfigParser(baseDirectory, defaultTokenFile).parse(root, source);
         for (Notice n : config.notices) {
             if (n.warning()) {
                 LOG.warn("config: {}", n.text());

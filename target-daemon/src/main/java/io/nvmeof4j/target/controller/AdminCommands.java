@@ -264,6 +264,13 @@ final class AdminCommands {
             case IdentifyCommand.CNS_CSI_INDEPENDENT_NAMESPACE:
                 independentNamespace(r, nsid);
                 return;
+            case IdentifyCommand.CNS_IO_COMMAND_SET:
+                // One combination, index 0: NVM only (SPDK's nvmf_ctrlr_identify_iocs; nvmet answers Invalid Field).
+                // It is what Set Features 19h selects, and what a host that set CC.CSS 110b may look up.
+                zeroData(r);
+                r.data().putLong(0, IdentifyCommand.IO_COMMAND_SET_VECTOR_NVM);
+                r.complete(NvmeStatus.SUCCESS);
+                return;
             default:
                 fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Identify CNS " + identify.cns());
         }
@@ -590,7 +597,8 @@ final class AdminCommands {
             return;
         }
         boolean supported = fid == FeatureIdentifier.KEEP_ALIVE_TIMER || fid == FeatureIdentifier.ASYNC_EVENT_CONFIGURATION
-            || (!discovery && fid == FeatureIdentifier.NUMBER_OF_QUEUES);
+            || (!discovery && (fid == FeatureIdentifier.NUMBER_OF_QUEUES
+                || fid == FeatureIdentifier.IO_COMMAND_SET_PROFILE));
         if (!supported) {
             fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Set Features " + FeatureIdentifier.name(fid));
             return;
@@ -632,6 +640,16 @@ final class AdminCommands {
             case FeatureIdentifier.KEEP_ALIVE_TIMER:
                 controller.keepAliveTimeoutMillis(value & 0xFFFF_FFFFL);
                 break;
+            case FeatureIdentifier.IO_COMMAND_SET_PROFILE:
+                // CAP.CSS bit 43 makes this feature the host's way to pick a combination of Identify CNS 1Ch; the
+                // only one is index 0 (NVM), already in force. nvmet refuses the feature (Invalid Field).
+                if ((value & FeatureIdentifier.IO_COMMAND_SET_COMBINATION_INDEX_MASK) != 0) {
+                    fail(r, NvmeStatus.IO_COMMAND_SET_COMBINATION_REJECTED | NvmeStatus.DNR, "I/O Command Set Profile "
+                        + (value & FeatureIdentifier.IO_COMMAND_SET_COMBINATION_INDEX_MASK) + " (only 0 exists)");
+                    return;
+                }
+                r.response().dw0(0);
+                break;
             default:
                 throw new AssertionError(fid);
         }
@@ -645,7 +663,7 @@ final class AdminCommands {
         boolean discovery = controller.isDiscovery();
         boolean supported = fid == FeatureIdentifier.KEEP_ALIVE_TIMER || fid == FeatureIdentifier.ASYNC_EVENT_CONFIGURATION
             || (!discovery && (fid == FeatureIdentifier.NUMBER_OF_QUEUES || fid == FeatureIdentifier.VOLATILE_WRITE_CACHE
-                || fid == FeatureIdentifier.HOST_IDENTIFIER));
+                || fid == FeatureIdentifier.HOST_IDENTIFIER || fid == FeatureIdentifier.IO_COMMAND_SET_PROFILE));
         if (!supported) {
             fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Get Features " + FeatureIdentifier.name(fid));
             return;
@@ -680,6 +698,9 @@ final class AdminCommands {
                 break;
             case FeatureIdentifier.VOLATILE_WRITE_CACHE:
                 r.response().dw0(1);
+                break;
+            case FeatureIdentifier.IO_COMMAND_SET_PROFILE:
+                r.response().dw0(0); // combination index 0, current and default alike
                 break;
             case FeatureIdentifier.HOST_IDENTIFIER:
                 if ((cmd.cdw11() & FeatureIdentifier.HOST_IDENTIFIER_EXTENDED) == 0) {

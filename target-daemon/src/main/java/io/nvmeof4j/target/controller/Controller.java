@@ -28,8 +28,8 @@ import java.util.concurrent.ScheduledFuture;
  * expires or the target shuts down. A discovery controller (Connect to the discovery NQN) is the same object with
  * no subsystem and no I/O queues.
  * <p>State (wire reference 6): CC as the host wrote it; CSTS.RDY set when CC.EN goes 0→1 with the fabrics
- * entry sizes (IOSQES 6, IOCQES 4), MPS 0, AMS 0 and CSS 0, else CSTS.CFS; EN 1→0 clears RDY; SHN ≠ 0 reports
- * the shutdown complete at once (SHST 10b): nothing is cached here. Admin commands other than fabrics commands
+ * entry sizes (IOSQES 6, IOCQES 4), MPS 0, AMS 0 and CSS 000b or 110b, else CSTS.CFS; EN 1→0 clears RDY;
+ * SHN ≠ 0 reports the shutdown complete at once (SHST 10b): nothing is cached here. Admin commands other than fabrics commands
  * and all I/O commands need EN = 1 and RDY = 1.
  * <p>Thread-safety: the admin queue's reactor runs admin commands; I/O reactors read {@link #isReady()} and the
  * subsystem; the keep-alive timer and the management API call in from their threads. Control state is guarded
@@ -45,6 +45,11 @@ public final class Controller {
      * idle minutes, as the Linux target does (NVMET_DISC_KATO_MS).
      */
     public static final long DISCOVERY_IDLE_TIMEOUT_MILLIS = 120_000;
+    /**
+     * Smallest non-zero KATO in force: nvmet rounds KATO up to whole seconds (DIV_ROUND_UP(kato, 1000)) and SPDK
+     * raises it to its min_kato (10 s), so no host working with either expects to be reaped sooner than this.
+     */
+    public static final long MIN_KEEP_ALIVE_TIMEOUT_MILLIS = 1000;
     /** CAP.TO: 15 × 500 ms = 7.5 s for CSTS.RDY to follow CC.EN (we answer at once). */
     public static final int CAP_TIMEOUT_500MS = 15;
     /** VS of both I/O and discovery controllers. */
@@ -116,7 +121,7 @@ public final class Controller {
         this.grantedIoQueues = maxIoQueues;
         this.asyncEventConfig = defaultAsyncEventConfig();
         this.keepAliveTimeoutMillis = keepAliveTimeoutMillis == 0 && subsystem == null
-            ? DISCOVERY_IDLE_TIMEOUT_MILLIS : keepAliveTimeoutMillis;
+            ? DISCOVERY_IDLE_TIMEOUT_MILLIS : effectiveKeepAliveTimeout(keepAliveTimeoutMillis);
         this.model = Objects.requireNonNull(model);
         this.admin = new AdminCommands(this);
     }
@@ -290,7 +295,9 @@ public final class Controller {
             if (destroyed) {
                 return NvmeStatus.FABRICS_CONNECT_INVALID_PARAMETERS | NvmeStatus.DNR;
             }
-            if (qid > grantedIoQueues) {
+            // Bounded by the configured qid_max, not by the Set Features 07h grant: nvmet (subsys->max_qid) and
+            // SPDK (max_qpairs_per_ctrlr) both accept a QID the host did not ask for, and the slot exists.
+            if (qid > maxIoQueues) {
                 invalidSqeOffset[0] = io.nvmeof4j.protocol.fabrics.ConnectCommand.QID_OFFSET;
                 return NvmeStatus.FABRICS_CONNECT_INVALID_PARAMETERS | NvmeStatus.DNR;
             }
@@ -416,9 +423,13 @@ public final class Controller {
             || ControllerRegisters.ccIoCqEntrySize(value) != ControllerRegisters.NVM_IOCQES)) {
             return false;
         }
+        // CSS 000b (NVM) and 110b (all supported I/O command sets, CAP.CSS bit 43): nvmet_css_supported. MPS and
+        // AMS must be 0 as in nvmet_start_ctrl (SPDK refuses the Property Set itself); reserved bits are stored
+        // and ignored, as both reference targets do.
+        int css = ControllerRegisters.ccCommandSet(value);
         return ControllerRegisters.ccMemoryPageSize(value) == 0
             && ControllerRegisters.ccArbitration(value) == 0
-            && ControllerRegisters.ccCommandSet(value) == ControllerRegisters.CC_CSS_NVM;
+            && (css == ControllerRegisters.CC_CSS_NVM || css == ControllerRegisters.CC_CSS_ALL_IO_COMMAND_SETS);
     }
 
     /** True once the host notified a shutdown (CC.SHN) on this controller. */
@@ -467,9 +478,14 @@ public final class Controller {
         }
     }
 
+    /** The KATO in force for a host's request: 0 stays 0 (no keep-alive, as in nvmet and SPDK), else at least 1 s. */
+    static long effectiveKeepAliveTimeout(long requestedMillis) {
+        return requestedMillis == 0 ? 0 : Math.max(requestedMillis, MIN_KEEP_ALIVE_TIMEOUT_MILLIS);
+    }
+
     void keepAliveTimeoutMillis(long millis) {
         synchronized (lock) {
-            keepAliveTimeoutMillis = millis;
+            keepAliveTimeoutMillis = effectiveKeepAliveTimeout(millis);
             restartKeepAliveLocked();
         }
     }

@@ -34,13 +34,15 @@ import java.util.Objects;
  *   <li>RECFMT ≠ 0: Incompatible Format (0x180); the SGL not exactly 1024 bytes: SGL Data Length Invalid;</li>
  *   <li>admin queue: CNTLID ≠ 0xFFFF → Connect Invalid Parameters (0x182) naming the data field at 16;
  *       an NQN field without NUL → 0x182 at 256 or 512; SUBNQN unknown or not exported by this port (the
- *       discovery NQN is served everywhere) → 0x182 at 256; HOSTNQN malformed or not allowed → Connect Invalid
- *       Host (0x184) at 512; SQSIZE 0 or above the admin queue limit → 0x182 at SQE offset 44; target shutting
- *       down → Controller Busy (0x181, retryable); no free CNTLID → 0x181 + DNR;</li>
+ *       discovery NQN is served everywhere) → 0x182 at 256; HOSTNQN not allowed (an allow list holds valid NQNs
+ *       only; {@code allow_any_host} and discovery serve any NQN, the empty one too, but none with control
+ *       characters) → Connect Invalid Host (0x184) at 512; SQSIZE 0 or above the admin queue limit → 0x182 at
+ *       SQE offset 44; target shutting down → Controller Busy (0x181, retryable); no free CNTLID → 0x181 +
+ *       DNR;</li>
  *   <li>I/O queue: the same NQN checks; a discovery NQN has no I/O queues → 0x182 at SQE offset 42; no live
- *       controller with that CNTLID, subsystem and host NQN → 0x182 at data offset 16; host id differs from the
- *       admin queue's → 0x182 at data offset 0; QID above the queues granted by Set Features 07h → 0x182 at
- *       SQE offset 42; controller not enabled → Command Sequence Error; SQSIZE 0 or above MQES → 0x182 at 44;
+ *       controller with that CNTLID, subsystem and host NQN → 0x182 at data offset 16 (a host id differing from
+ *       the admin queue's is logged, not refused, as nvmet and SPDK); QID above qid_max → 0x182 at SQE offset
+ *       42; controller not enabled → Command Sequence Error (as SPDK); SQSIZE 0 or above MQES → 0x182 at 44;
  *       QID already connected → Command Sequence Error.</li>
  * </ul>
  * Success: the transport learns QID, queue size and CATTR bit 2 through {@link TransportQueue#connected}, and DW0
@@ -155,9 +157,9 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
                 return;
             }
         }
-        if (!Nqn.isValid(hostnqn) || (subsystem != null && !subsystem.isHostAllowed(hostnqn))) {
-            reject(handler, request, (Nqn.isValid(hostnqn) ? "host not allowed: " : "malformed host NQN: ") + who,
-                NvmeStatus.FABRICS_CONNECT_INVALID_HOST | NvmeStatus.DNR,
+        String refusal = hostRefusal(subsystem, hostnqn);
+        if (refusal != null) {
+            reject(handler, request, refusal + ": " + who, NvmeStatus.FABRICS_CONNECT_INVALID_HOST | NvmeStatus.DNR,
                 ConnectResponse.invalidDataField(ConnectData.HOSTNQN_OFFSET), null);
             return;
         }
@@ -229,11 +231,12 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
                 ConnectResponse.invalidDataField(ConnectData.CNTLID_OFFSET), null);
             return;
         }
-        if (!controller.hostId().equals(data.hostId())) {
-            reject(handler, request, "host id " + data.hostId() + " differs from the admin queue's " + controller.hostId()
-                    + ": " + who, NvmeStatus.FABRICS_CONNECT_INVALID_PARAMETERS | NvmeStatus.DNR,
-                ConnectResponse.invalidDataField(ConnectData.HOSTID_OFFSET), controller);
-            return;
+        HostId hostId = data.hostId();
+        if (!controller.hostId().equals(hostId)) {
+            // nvmet (nvmet_ctrl_find_get) and SPDK (_nvmf_ctrlr_add_io_qpair) match an I/O Connect by subsystem,
+            // host NQN and CNTLID only; some hosts send a fresh or zero HOSTID per queue. Worth a line, not a refusal.
+            LOG.info("I/O Connect with host id {} where the admin queue gave {} (accepted, as nvmet and SPDK do): {}",
+                hostId, controller.hostId(), who);
         }
         int[] sqeField = {-1};
         int status = controller.connectIoQueue(handler, qid, cmd.submissionQueueSize(), sqeField);
@@ -241,8 +244,8 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
             int dw0 = sqeField[0] >= 0 ? ConnectResponse.invalidCommandField(sqeField[0])
                 : NvmeStatus.code(status) == NvmeStatus.FABRICS_CONNECT_INVALID_PARAMETERS
                     ? ConnectResponse.invalidDataField(ConnectData.CNTLID_OFFSET) : -1;
-            String why = sqeField[0] == ConnectCommand.QID_OFFSET ? "QID beyond the " + controller.grantedIoQueues()
-                    + " granted I/O queues"
+            String why = sqeField[0] == ConnectCommand.QID_OFFSET ? "QID beyond the " + controller.maxIoQueues()
+                    + " I/O queues a controller may have (qid_max)"
                 : sqeField[0] == ConnectCommand.SQSIZE_OFFSET ? "SQSIZE " + cmd.submissionQueueSize() + " (0-based)"
                 : NvmeStatus.code(status) == NvmeStatus.COMMAND_SEQUENCE_ERROR
                     ? (controller.isReady() ? "QID already connected" : "controller not enabled") : "controller gone";
@@ -262,6 +265,29 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
         }
         request.response().dw0(dw0);
         request.complete(NvmeStatus.SUCCESS);
+    }
+
+    /**
+     * Why {@code hostnqn} may not open a controller of {@code subsystem} (null for discovery), or null when it may.
+     * An allow list names valid NQNs only, so anything else is refused there; with {@code allow_any_host} every
+     * host NQN is served, the empty one included (SPDK's initiator sends it), as nvmet (nvmet_host_allowed) and SPDK
+     * (spdk_nvmf_subsystem_host_allowed) do. Control characters stay refused: the NQN goes into logs and the
+     * management API verbatim, and no host needs them.
+     */
+    static String hostRefusal(Subsystem subsystem, String hostnqn) {
+        for (int i = 0; i < hostnqn.length(); i++) {
+            char c = hostnqn.charAt(i);
+            if (c < 0x20 || c == 0x7F) {
+                return "host NQN with control character 0x" + Integer.toHexString(c);
+            }
+        }
+        if (subsystem == null || subsystem.isHostAllowed(hostnqn)) {
+            if (!Nqn.isValid(hostnqn)) {
+                LOG.info("serving a host with the malformed host NQN '{}': the subsystem allows any host", hostnqn);
+            }
+            return null;
+        }
+        return Nqn.isValid(hostnqn) ? "host not allowed" : "malformed host NQN";
     }
 
     private static void reject(ControllerQueueHandler handler, Request request, String why, int status, int dw0,

@@ -60,6 +60,17 @@ public final class Main implements Callable<Integer> {
             "Default: " + io.nvmeof4j.target.config.DaemonSettings.HTTP_DEFAULT + "."})
     private String http;
 
+    @Option(names = "--metrics-http", paramLabel = "HOST:PORT|off",
+        description = {"Address of a second, read-only listener serving only GET /metrics (Prometheus,",
+            "probes). Overrides \"metrics_http\" in the \"nvmeof4j\" section. Default: none."})
+    private String metricsHttp;
+
+    @Option(names = "--api-token-file", paramLabel = "FILE",
+        description = {"File holding the management API's bearer token; created (mode 0600, random) when",
+            "absent. Overrides \"api_token_file\". Default: api-token next to the configuration",
+            "file; without --config, $XDG_STATE_HOME/nvmeof4j/api-token (~/.local/state/...)."})
+    private Path apiTokenFile;
+
     @Option(names = "--check", description = "Validate the configuration (and the files it names), then exit.")
     private boolean check;
 
@@ -116,6 +127,20 @@ public final class Main implements Callable<Integer> {
                 config = config.withDaemonSettings(config.daemon().withHttp(http));
             } catch (IllegalArgumentException e) {
                 return fail(err, "--http " + e.getMessage(), EXIT_BAD_CONFIG);
+            }
+        }
+        if (metricsHttp != null || apiTokenFile != null) {
+            try {
+                io.nvmeof4j.target.config.HttpSecurity security = config.daemon().httpSecurity();
+                if (metricsHttp != null) {
+                    security = security.withMetricsHttp(metricsHttp);
+                }
+                if (apiTokenFile != null) {
+                    security = security.withApiTokenFile(apiTokenFile);
+                }
+                config = config.withDaemonSettings(config.daemon().withHttpSecurity(security));
+            } catch (IllegalArgumentException e) {
+                return fail(err, "--metrics-http " + e.getMessage(), EXIT_BAD_CONFIG);
             }
         }
         if (check) {
@@ -204,6 +229,14 @@ public final class Main implements Callable<Integer> {
             String host = httpAddress.getAddress().getHostAddress();
             String base = "http://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + httpAddress.getPort();
             out.println("HTTP: metrics " + base + "/metrics, management API " + base + "/api/v1/subsystems");
+            java.net.InetSocketAddress metricsOnly = daemon.metricsHttpAddress();
+            if (metricsOnly != null) {
+                String m = metricsOnly.getAddress().getHostAddress();
+                out.println("HTTP: metrics only " + "http://" + (m.contains(":") ? "[" + m + "]" : m) + ":"
+                    + metricsOnly.getPort() + "/metrics");
+            }
+            out.println("API token: " + daemon.apiTokenFile() + " (curl -H \"Authorization: Bearer $(cat "
+                + daemon.apiTokenFile() + ")\" " + base + "/api/v1/subsystems)");
         } else {
             out.println("HTTP: off");
         }

@@ -29,6 +29,8 @@ import io.nvmeof4j.target.config.SubsystemConfig;
 import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.controller.ControllerQueueHandlerFactory;
 import io.nvmeof4j.target.controller.ControllerRegistry;
+import io.nvmeof4j.target.config.HttpSecurity;
+import io.nvmeof4j.target.http.ApiToken;
 import io.nvmeof4j.target.http.HttpApiServer;
 import io.nvmeof4j.target.io.NvmCommands;
 import io.nvmeof4j.target.metrics.TargetMetrics;
@@ -149,6 +151,9 @@ public final class TargetDaemon implements AutoCloseable {
         LOG.info("nvmeof4j target {} starting: {} subsystem(s), {} port(s), {} reactor(s), idle strategy {}",
             BuildVersion.version(), config.subsystems().size(), config.ports().size(), settings.reactors(),
             settings.idleStrategy().configName());
+        // The API token first: a token file that cannot be read fails the start before anything is opened.
+        ApiToken token = settings.http() == null ? null
+            : ApiToken.loadOrCreate(settings.httpSecurity().apiTokenFile());
         servedPorts = portsToServe();
         buildModel(settings);
         warnIfDirectMemoryShort(settings);
@@ -220,11 +225,12 @@ public final class TargetDaemon implements AutoCloseable {
             model.replacePort(port, port.boundTo(listener.address()));
             listenAddresses.add(listener.address());
         }
-        startHttp(settings);
+        startHttp(settings, token);
         started = true;
         LOG.info("nvmeof4j target started in {} ms, listening on {}{}",
             TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - begin), listenAddresses,
-            http == null ? "" : "; HTTP (metrics, management API) on " + http.url());
+            http == null ? "" : "; HTTP (metrics, management API) on " + http.url() + ", API token in "
+                + http.tokenFile());
     }
 
     /** Every subsystem, the discovery subsystem and every namespace get their meters before the first Connect. */
@@ -243,31 +249,29 @@ public final class TargetDaemon implements AutoCloseable {
         }
     }
 
-    private void startHttp(DaemonSettings settings) throws IOException {
+    private void startHttp(DaemonSettings settings, ApiToken token) throws IOException {
         if (settings.http() == null) {
             LOG.info("HTTP server off (\"http\": \"off\"): no /metrics, no management API");
             return;
         }
         InetSocketAddress address = DaemonSettings.parseHttpAddress(settings.http());
+        HttpSecurity security = settings.httpSecurity();
+        InetSocketAddress metricsAddress = security.metricsHttp() == null ? null
+            : DaemonSettings.parseHttpAddress(security.metricsHttp());
         try {
-            http = HttpApiServer.start(address, this);
+            http = HttpApiServer.start(address, metricsAddress, security, token, this);
         } catch (IOException e) {
-            if (!settings.httpExplicit() && e instanceof BindException) {
+            if (!settings.httpExplicit() && metricsAddress == null && e instanceof BindException) {
                 // Only the default address: a second daemon on the same machine still starts, without HTTP.
                 LOG.warn("HTTP server not started: the default address {} is taken ({}); set \"http\" in the "
                     + "\"nvmeof4j\" section or --http to use another", settings.http(), e.getMessage());
                 return;
             }
-            throw new IOException("nvmeof4j.http: cannot serve HTTP on " + settings.http() + ": " + e.getMessage(), e);
+            throw new IOException("nvmeof4j.http: cannot serve HTTP on " + settings.http()
+                + (metricsAddress == null ? "" : " and " + security.metricsHttp()) + ": " + e.getMessage(), e);
         }
     }
 
-    /**
-     * The memory a reactor's buffer pool is carved from: an anonymous mapping (hugepages when configured), so the
-     * pool is one range to register with io_uring (and RDMA) and its pages are committed only when first used.
-     * The reactor owns the mapping and unmaps it last, after the poll groups that use it have closed. Without the
-     * native library, a direct buffer.
-     */
     private static ByteBuffer poolRegion(Reactor reactor, DaemonSettings settings) throws IOException {
         if (!Bdev.isAvailable()) {
             return ByteBuffer.allocateDirect((int) Math.min(Integer.MAX_VALUE, settings.bufferPoolBytes()));
@@ -593,6 +597,18 @@ public final class TargetDaemon implements AutoCloseable {
     public InetSocketAddress httpAddress() {
         HttpApiServer h = http;
         return h == null ? null : h.address();
+    }
+
+    /** Where the metrics-only HTTP listener listens, or null when there is none (or HTTP is off). */
+    public InetSocketAddress metricsHttpAddress() {
+        HttpApiServer h = http;
+        return h == null ? null : h.metricsAddress();
+    }
+
+    /** The file holding the management API's token, or null when the HTTP server is off. */
+    public Path apiTokenFile() {
+        HttpApiServer h = http;
+        return h == null ? null : h.tokenFile();
     }
 
     /** True once {@link #close()} has begun. */

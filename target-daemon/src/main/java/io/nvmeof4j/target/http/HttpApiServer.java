@@ -6,35 +6,53 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
+import io.nvmeof4j.target.config.HttpSecurity;
 import io.nvmeof4j.target.daemon.TargetDaemon;
 import io.nvmeof4j.target.management.ManagementApi;
 import io.nvmeof4j.target.management.ManagementException;
 import io.nvmeof4j.target.metrics.TargetMetrics;
+import org.eclipse.jetty.http.HttpField;
+import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.http.HttpURI;
+import org.eclipse.jetty.io.Connection;
+import org.eclipse.jetty.io.Content;
+import org.eclipse.jetty.server.Handler;
+import org.eclipse.jetty.server.HttpConfiguration;
+import org.eclipse.jetty.server.HttpConnectionFactory;
+import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.util.Callback;
+import org.eclipse.jetty.util.Fields;
+import org.eclipse.jetty.util.thread.QueuedThreadPool;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
+import java.net.BindException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.SocketAddress;
 import java.net.URLDecoder;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The daemon's HTTP server (the JDK's {@code com.sun.net.httpserver}: no dependency, and two dozen requests a
- * minute need nothing more): Prometheus metrics and the JSON management API. One thread serves requests in
- * order, so changes apply one at a time; none of this runs on a reactor.
+ * The daemon's HTTP server: Prometheus metrics and the JSON management API, on Jetty's core Handler API (no
+ * servlets). Jetty parses requests without blocking a thread, so clients that send slowly hold no thread and
+ * cannot starve {@code /metrics} (docs/security.md, "Why Jetty"). None of this runs on a reactor.
  *
  * <h2>Endpoints</h2>
  * <pre>
- * GET    /metrics                                         Prometheus text format (version 0.0.4)
+ * GET    /metrics                                         Prometheus text format (version 0.0.4); no token
  * GET    /api/v1/subsystems                               subsystems with namespaces, allowed hosts, controller count
  * GET    /api/v1/subsystems/{nqn}
  * GET    /api/v1/subsystems/{nqn}/namespaces
@@ -49,9 +67,15 @@ import java.util.concurrent.TimeUnit;
  * GET    /api/v1/controllers                              live controllers with their queues
  * GET    /api/v1/controllers/{cntlid}
  * </pre>
+ * Every {@code /api/v1} request carries {@code Authorization: Bearer TOKEN} (the token in {@code api_token_file}).
  * NQNs go into the path as they are (':' and '.' are legal there), or percent-encoded. Errors are
- * {@code {"error": "..."}} with 400 (malformed request or field), 404 (no such subsystem, namespace, host,
- * controller or path), 405 (method), 409 (already exists), 413 (body over 64 KiB) or 500 (a bug: logged).
+ * {@code {"error": "..."}} with 400 (malformed request or field), 401 (no or a wrong token, or a token in the
+ * URL), 404 (no such subsystem, namespace, host, controller or path), 405 (method), 409 (already exists),
+ * 413 (body over 64 KiB), 415 (POST body not {@code application/json}), 421 (a Host header this server does not
+ * answer to: DNS rebinding), 431 (request head over 8 KiB) or 500 (a bug: logged).
+ * <p>With {@code metrics_http} a second listener serves {@code GET /metrics} alone (404 for anything else); the
+ * API listener keeps serving {@code /metrics} too, which exposes nothing more (it needs no token anywhere) and keeps
+ * probes that point at it working.
  */
 public final class HttpApiServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HttpApiServer.class);
@@ -59,119 +83,408 @@ public final class HttpApiServer implements AutoCloseable {
     public static final String METRICS_PATH = "/metrics";
     /** Request bodies larger than this are refused (a namespace object is a few hundred bytes). */
     public static final int MAX_BODY_BYTES = 64 * 1024;
+    /** Request line and headers larger than this are refused with 431 (a curl request is ~200 bytes). */
+    public static final int MAX_REQUEST_HEAD_BYTES = 8 * 1024;
+    static final String JSON_CONTENT_TYPE = "application/json; charset=utf-8";
     private static final String PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+    static final String JSON_MEDIA_TYPE = "application/json";
+    /** RFC 6750 §2.3 puts the token in a query parameter; we refuse it there (URLs end up in logs and histories). */
+    private static final Set<String> TOKEN_PARAMETERS = Set.of("access_token", "token", "api_token", "bearer");
+    /**
+     * Threads for handlers (and Jetty's acceptor and selector per listener). Reading requests holds none, so these
+     * are only busy while a request is served: a management call, a scrape.
+     */
+    static final int MAX_THREADS = 24;
 
-    private final HttpServer server;
-    private final ExecutorService executor;
+    private final Server server;
+    private final ServerConnector apiConnector;
+    private final ServerConnector metricsConnector;
+    private final ScheduledExecutorService sweeper;
+    private final ConnectionGuard guard;
+    private final AuditLog audit;
+    private final HostCheck hostCheck;
+    private final ApiToken token;
     private final TargetMetrics metrics;
     private final ManagementApi api;
     private final ObjectMapper mapper;
 
-    static final String MAX_REQUEST_SECONDS_PROP = "sun.net.httpserver.maxReqTime";
-    static final String MAX_RESPONSE_SECONDS_PROP = "sun.net.httpserver.maxRspTime";
-    static final String JSON_CONTENT_TYPE_BASE = "application/json";
-    static final int HTTP_THREADS = 4;
-
-    private HttpApiServer(HttpServer server, ExecutorService executor, TargetDaemon daemon) {
+    private HttpApiServer(Server server, ServerConnector apiConnector, ServerConnector metricsConnector,
+                          ScheduledExecutorService sweeper, ConnectionGuard guard, AuditLog audit, HostCheck hostCheck,
+                          ApiToken token, TargetDaemon daemon) {
         this.server = server;
-        this.executor = executor;
+        this.apiConnector = apiConnector;
+        this.metricsConnector = metricsConnector;
+        this.sweeper = sweeper;
+        this.guard = guard;
+        this.audit = audit;
+        this.hostCheck = hostCheck;
+        this.token = token;
         this.metrics = daemon.metrics();
         this.mapper = JsonMapper.builder().enable(SerializationFeature.INDENT_OUTPUT).build();
         this.api = new ManagementApi(daemon, mapper);
     }
 
-    /** Binds {@code address} (port 0: any free port) and starts serving. */
-    public static HttpApiServer start(InetSocketAddress address, TargetDaemon daemon) throws IOException {
-        // The JDK server reads a request on an executor thread with no time limit by default: a client that connects
-        // and stalls would hold a thread (and /metrics, which liveness probes use) forever. Bound both directions
-        // unless the operator chose other limits; read once, when the JVM's first server is made.
-        if (System.getProperty(MAX_REQUEST_SECONDS_PROP) == null) {
-            System.setProperty(MAX_REQUEST_SECONDS_PROP, "10");
-        }
-        if (System.getProperty(MAX_RESPONSE_SECONDS_PROP) == null) {
-            System.setProperty(MAX_RESPONSE_SECONDS_PROP, "30");
-        }
-        HttpServer server = HttpServer.create(address, 16);
-        // A few threads, so one slow client does not block scrapes; live changes are serialised by the daemon.
-        java.util.concurrent.atomic.AtomicInteger threads = new java.util.concurrent.atomic.AtomicInteger();
-        ExecutorService executor = Executors.newFixedThreadPool(HTTP_THREADS, r -> {
-            Thread t = new Thread(r, "nvmeof-http-" + threads.getAndIncrement());
+    /**
+     * Binds {@code address} (port 0: any free port) and, when given, {@code metricsAddress}, and starts serving,
+     * with {@code token} ({@link ApiToken#loadOrCreate}) guarding the API.
+     *
+     * @throws BindException when an address is taken
+     */
+    public static HttpApiServer start(InetSocketAddress address, InetSocketAddress metricsAddress,
+                                      HttpSecurity security, ApiToken token, TargetDaemon daemon) throws IOException {
+        QueuedThreadPool threads = new QueuedThreadPool(MAX_THREADS, 4);
+        threads.setName("nvmeof-http");
+        threads.setDaemon(true);
+        // No reserved threads: they exist for latency under load, which two dozen requests a minute do not have.
+        threads.setReservedThreads(0);
+        Server server = new Server(threads);
+        server.setErrorHandler(new JsonErrorHandler());
+        AuditLog audit = new AuditLog();
+        ConnectionGuard guard = new ConnectionGuard(security.maxConnections(), security.maxConnectionsPerPeer(),
+            security.requestTimeout(), audit);
+        ServerConnector api = connector(server, address, security, guard, "api");
+        ServerConnector metricsOnly = metricsAddress == null ? null
+            : connector(server, metricsAddress, security, guard, "metrics");
+        ScheduledExecutorService sweeper = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "nvmeof-http-deadline");
             t.setDaemon(true);
             return t;
         });
-        HttpApiServer s = new HttpApiServer(server, executor, daemon);
-        server.createContext("/", s::handle);
-        server.setExecutor(executor);
-        server.start();
-        LOG.info("HTTP server on {}: GET /metrics, management API under {}", s.url(), API_PREFIX);
+        HttpApiServer s = new HttpApiServer(server, api, metricsOnly, sweeper, guard, audit,
+            new HostCheck(security.allowedHosts()), token, daemon);
+        server.setHandler(s.new Dispatch());
+        try {
+            server.start();
+        } catch (Exception e) {
+            s.close();
+            BindException bind = bindCause(e);
+            if (bind != null) {
+                throw bind;
+            }
+            throw e instanceof IOException io ? io : new IOException("cannot start the HTTP server: " + e, e);
+        }
+        long period = Math.max(50, Math.min(1000, security.requestTimeout().toMillis() / 4));
+        sweeper.scheduleWithFixedDelay(guard::sweep, period, period, TimeUnit.MILLISECONDS);
+        LOG.info("HTTP server on {}: GET /metrics, management API under {} (token: {}{}){}", s.url(), API_PREFIX,
+            token.file(), token.created() ? ", created now" : "",
+            metricsOnly == null ? "" : "; metrics only on " + s.metricsUrl());
         return s;
     }
 
-    /** The bound address (the real port when 0 was asked for). */
+    private static ServerConnector connector(Server server, InetSocketAddress address, HttpSecurity security,
+                                             ConnectionGuard guard, String name) {
+        HttpConfiguration http = new HttpConfiguration();
+        http.setRequestHeaderSize(MAX_REQUEST_HEAD_BYTES);
+        http.setSendServerVersion(false);
+        http.setSendXPoweredBy(false);
+        // One acceptor and one selector: a handful of clients; the selector multiplexes all their reads.
+        ServerConnector c = new ServerConnector(server, 1, 1, new HttpConnectionFactory(http));
+        c.setName(name);
+        c.setHost(address.getAddress().getHostAddress());
+        c.setPort(address.getPort());
+        c.setIdleTimeout(security.requestTimeout().toMillis());
+        c.setAcceptQueueSize(64);
+        c.addBean(guard);
+        server.addConnector(c);
+        return c;
+    }
+
+    private static BindException bindCause(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof BindException b) {
+                return b;
+            }
+        }
+        return null;
+    }
+
+    /** The bound address of the API listener (the real port when 0 was asked for). */
     public InetSocketAddress address() {
-        return server.getAddress();
+        return bound(apiConnector);
+    }
+
+    /** The bound address of the metrics-only listener, or null when there is none. */
+    public InetSocketAddress metricsAddress() {
+        return metricsConnector == null ? null : bound(metricsConnector);
+    }
+
+    /** The file holding the API token. */
+    public java.nio.file.Path tokenFile() {
+        return token.file();
+    }
+
+    private static InetSocketAddress bound(ServerConnector c) {
+        try {
+            return new InetSocketAddress(InetAddress.getByName(c.getHost()), c.getLocalPort());
+        } catch (java.net.UnknownHostException e) {
+            throw new IllegalStateException("the listener's own address is not an address: " + c.getHost(), e);
+        }
     }
 
     /** {@code http://127.0.0.1:9480} */
     public String url() {
-        InetSocketAddress a = address();
-        String host = a.getAddress().getHostAddress();
-        return "http://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + a.getPort();
+        return url(address());
     }
 
-    /** Stops accepting and stops the thread (a change in progress still completes: the daemon waits for it). */
+    /** The metrics-only listener's {@code http://HOST:PORT}, or null. */
+    public String metricsUrl() {
+        InetSocketAddress a = metricsAddress();
+        return a == null ? null : url(a);
+    }
+
+    static String url(InetSocketAddress a) {
+        return "http://" + HostCheck.literal(a.getAddress()) + ":" + a.getPort();
+    }
+
+    /** Stops accepting, closes the connections and stops the threads (a change in progress still completes). */
     @Override
     public void close() {
-        server.stop(0);
-        executor.shutdown();
+        sweeper.shutdownNow();
         try {
-            executor.awaitTermination(2, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+            server.setStopTimeout(2_000);
+            server.stop();
+        } catch (Exception e) {
+            LOG.warn("stopping the HTTP server: {}", e.toString());
         }
     }
 
-    private void handle(HttpExchange exchange) throws IOException {
-        try (exchange) {
-            String method = exchange.getRequestMethod();
-            String path = exchange.getRequestURI().getRawPath();
+    /** The one handler: checks, then routes. Runs on a pool thread (Jetty's default for a blocking handler). */
+    private final class Dispatch extends Handler.Abstract {
+        @Override
+        public boolean handle(Request request, org.eclipse.jetty.server.Response response, Callback callback) {
+            Connection connection = request.getConnectionMetaData().getConnection();
+            Callback done = Callback.from(callback, () -> guard.answered(connection));
+            Exchange x = new Exchange(request, response, done);
             try {
-                if (METRICS_PATH.equals(path)) {
-                    requireMethod(method, "GET");
-                    String text = metrics == null ? "" : metrics.scrape();
-                    send(exchange, 200, PROMETHEUS_CONTENT_TYPE, text == null ? "" : text);
-                    return;
-                }
-                if (!path.startsWith(API_PREFIX)) {
-                    throw new ManagementException(404, "no such path " + path + " (try " + METRICS_PATH + " or "
-                        + API_PREFIX + "subsystems)");
-                }
-                if ("POST".equals(method)) {
-                    // A web page can make a browser POST text/plain or a form to localhost without asking; it cannot
-                    // set application/json without a CORS preflight, which this server never grants.
-                    String type = exchange.getRequestHeaders().getFirst("Content-Type");
-                    if (type == null || !type.toLowerCase(java.util.Locale.ROOT).startsWith(JSON_CONTENT_TYPE_BASE)) {
-                        throw new ManagementException(415, "Content-Type must be application/json (was "
-                            + (type == null ? "none" : type) + ")");
-                    }
-                }
-                List<String> parts = segments(path.substring(API_PREFIX.length()));
-                Response r = route(method, parts, exchange);
-                sendJson(exchange, r.status, mapper.writeValueAsString(r.body));
-            } catch (ManagementException e) {
-                error(exchange, e.httpStatus(), e.getMessage());
+                serve(x, connection);
             } catch (RuntimeException e) {
-                LOG.error("HTTP {} {} failed", method, path, e);
-                error(exchange, 500, "internal error: " + e);
+                LOG.error("HTTP {} {} from {} failed", x.method, x.path, AuditLog.text(x.peer), e);
+                x.error(500, "internal error: " + e);
+            }
+            return true;
+        }
+    }
+
+    /** One request and its response. */
+    private final class Exchange {
+        final Request request;
+        final org.eclipse.jetty.server.Response response;
+        final Callback callback;
+        final String method;
+        final String path;
+        final SocketAddress peer;
+        /** The token id once authenticated; null before. */
+        String who;
+
+        Exchange(Request request, org.eclipse.jetty.server.Response response, Callback callback) {
+            this.request = request;
+            this.response = response;
+            this.callback = callback;
+            this.method = request.getMethod();
+            this.path = request.getHttpURI().getPath();
+            this.peer = request.getConnectionMetaData().getRemoteSocketAddress();
+        }
+
+        boolean isChange() {
+            return "POST".equals(method) || "DELETE".equals(method);
+        }
+
+        void json(int status, JsonNode body) {
+            try {
+                send(status, JSON_CONTENT_TYPE, mapper.writeValueAsString(body) + "\n");
+            } catch (JsonProcessingException e) {
+                throw new IllegalStateException("a response body cannot be written as JSON", e);
             }
         }
+
+        void error(int status, String message) {
+            ObjectNode o = mapper.createObjectNode();
+            o.put("error", message);
+            json(status, o);
+        }
+
+        void send(int status, String contentType, String text) {
+            if (who != null && isChange()) {
+                audit.change(who, peer, method, path, status);
+            }
+            byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
+            response.setStatus(status);
+            response.getHeaders().put(HttpHeader.CONTENT_TYPE, contentType);
+            response.getHeaders().put(HttpHeader.CONTENT_LENGTH, bytes.length);
+            // Never cached by a browser or proxy: answers change with every live change.
+            response.getHeaders().put(HttpHeader.CACHE_CONTROL, "no-store");
+            response.write(true, "HEAD".equals(method) ? ByteBuffer.allocate(0) : ByteBuffer.wrap(bytes), callback);
+        }
+
+        /** A refusal before authentication: audited (rate-limited), then answered. */
+        void refuse(int status, String message) {
+            audit.refused(peer, method, path, status, message);
+            error(status, message);
+        }
+    }
+
+    private void serve(Exchange x, Connection connection) {
+        boolean metricsListener = x.request.getConnectionMetaData().getConnector() == metricsConnector
+            && metricsConnector != null;
+        String hostRefusal = hostRefusal(x.request);
+        if (hostRefusal != null) {
+            guard.serving(connection);
+            x.refuse(421, hostRefusal);
+            return;
+        }
+        if (METRICS_PATH.equals(x.path)) {
+            guard.serving(connection);
+            if (!"GET".equals(x.method) && !"HEAD".equals(x.method)) {
+                x.error(405, "method " + x.method + " not allowed here (allowed: GET)");
+                return;
+            }
+            String text = metrics == null ? "" : metrics.scrape();
+            x.send(200, PROMETHEUS_CONTENT_TYPE, text == null ? "" : text);
+            return;
+        }
+        if (metricsListener || x.path == null || !x.path.startsWith(API_PREFIX)) {
+            guard.serving(connection);
+            x.error(404, "no such path " + x.path + " (try " + METRICS_PATH
+                + (metricsListener ? ": this listener serves metrics only)" : " or " + API_PREFIX + "subsystems)"));
+            return;
+        }
+        String authRefusal = authenticate(x);
+        if (authRefusal != null) {
+            guard.serving(connection);
+            x.response.getHeaders().put(HttpHeader.WWW_AUTHENTICATE, authRefusal);
+            // The token file's path is not told to a client that has not authenticated; nvmeof-target prints it.
+            x.refuse(401, "Authorization: Bearer TOKEN required (the token is in the daemon's api_token_file)"
+                + (authRefusal.contains("invalid_request") ? "; a token in the URL is refused" : ""));
+            return;
+        }
+        x.who = token.id();
+        if (!"POST".equals(x.method)) {
+            guard.serving(connection);
+            execute(x, null);
+            return;
+        }
+        // A web page can make a browser POST text/plain or a form to localhost without asking; it cannot send
+        // application/json without a CORS preflight, which this server never grants.
+        String type = x.request.getHeaders().get(HttpHeader.CONTENT_TYPE);
+        if (!isJsonMediaType(type)) {
+            guard.serving(connection);
+            x.error(415, "Content-Type must be application/json (was " + (type == null ? "none" : type) + ")");
+            return;
+        }
+        long length = x.request.getLength();
+        if (length > MAX_BODY_BYTES) {
+            guard.serving(connection);
+            x.error(413, "request body over " + MAX_BODY_BYTES + " bytes");
+            return;
+        }
+        // The body arrives without holding a thread; the request deadline (ConnectionGuard) bounds how long.
+        Content.Source.asByteArrayAsync(x.request, MAX_BODY_BYTES).whenComplete((body, failure) ->
+            server.getThreadPool().execute(() -> {
+                guard.serving(connection);
+                if (failure == null) {
+                    execute(x, body);
+                } else if (tooLarge(failure)) {
+                    x.error(413, "request body over " + MAX_BODY_BYTES + " bytes");
+                } else {
+                    // The client went away or was cut off by the deadline: nobody to answer.
+                    audit.refused(x.peer, x.method, x.path, 408, "request body incomplete: " + rootMessage(failure));
+                    x.callback.failed(failure);
+                }
+            }));
+    }
+
+    private void execute(Exchange x, byte[] body) {
+        try {
+            Response r = route(x.method, segments(x.path.substring(API_PREFIX.length())), body);
+            x.json(r.status, r.body);
+        } catch (ManagementException e) {
+            x.error(e.httpStatus(), e.getMessage());
+        } catch (RuntimeException e) {
+            LOG.error("HTTP {} {} from {} failed", x.method, x.path, AuditLog.text(x.peer), e);
+            x.error(500, "internal error: " + e);
+        }
+    }
+
+    private String hostRefusal(Request request) {
+        SocketAddress local = request.getConnectionMetaData().getLocalSocketAddress();
+        InetAddress localAddress = local instanceof InetSocketAddress i ? i.getAddress() : null;
+        if (localAddress == null) {
+            return "no local address";
+        }
+        List<String> hosts = request.getHeaders().getValuesList(HttpHeader.HOST);
+        if (hosts.size() > 1) {
+            return "more than one Host header";
+        }
+        String refusal = hostCheck.refusal(hosts.isEmpty() ? null : hosts.get(0), localAddress);
+        HttpURI uri = request.getHttpURI();
+        if (refusal == null && uri.isAbsolute() && uri.hasAuthority()) {
+            // An absolute request target (GET http://name/...) names the host too; it must pass as well.
+            refusal = hostCheck.refusal(uri.getAuthority(), localAddress);
+        }
+        return refusal;
+    }
+
+    /** Null when the request carries the token in its Authorization header (only there), else the challenge. */
+    private String authenticate(Exchange x) {
+        String query = x.request.getHttpURI().getQuery();
+        if (query != null && !query.isEmpty()) {
+            Fields params = Request.extractQueryParameters(x.request);
+            for (String name : params.getNames()) {
+                if (TOKEN_PARAMETERS.contains(name.toLowerCase(Locale.ROOT))) {
+                    return "Bearer realm=\"nvmeof4j\", error=\"invalid_request\"";
+                }
+            }
+        }
+        List<HttpField> fields = x.request.getHeaders().getFields(HttpHeader.AUTHORIZATION);
+        if (fields.size() != 1) {
+            return "Bearer realm=\"nvmeof4j\"";
+        }
+        String value = fields.get(0).getValue().trim();
+        int space = value.indexOf(' ');
+        if (space < 0 || !value.substring(0, space).equalsIgnoreCase("Bearer")) {
+            return "Bearer realm=\"nvmeof4j\"";
+        }
+        if (!token.matches(value.substring(space + 1).trim())) {
+            return "Bearer realm=\"nvmeof4j\", error=\"invalid_token\"";
+        }
+        return null;
+    }
+
+    /** {@code application/json}, any case, optionally with parameters ({@code ; charset=utf-8}); nothing else. */
+    static boolean isJsonMediaType(String contentType) {
+        if (contentType == null) {
+            return false;
+        }
+        int semicolon = contentType.indexOf(';');
+        String type = (semicolon < 0 ? contentType : contentType.substring(0, semicolon)).trim();
+        return type.equalsIgnoreCase(JSON_MEDIA_TYPE);
+    }
+
+    /**
+     * Jetty's {@code asByteArrayAsync} fails with "Max size (N) exceeded" when a chunked body grows past the cap
+     * (a body with a larger Content-Length is refused before it is read).
+     */
+    private static boolean tooLarge(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause()) {
+            String m = t.getMessage() == null ? "" : t.getMessage().toLowerCase(Locale.ROOT);
+            if ((t instanceof IllegalStateException || t instanceof IllegalArgumentException)
+                && (m.contains("max size") || m.contains("too large"))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static String rootMessage(Throwable failure) {
+        Throwable t = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause()
+            : failure;
+        return t.toString();
     }
 
     private record Response(int status, JsonNode body) {
     }
 
-    private Response route(String method, List<String> p, HttpExchange exchange) throws ManagementException,
-        IOException {
+    private Response route(String method, List<String> p, byte[] body) throws ManagementException {
         int n = p.size();
         if (n >= 1 && p.get(0).equals("subsystems")) {
             if (n == 1) {
@@ -186,7 +499,7 @@ public final class HttpApiServer implements AutoCloseable {
             if (p.get(2).equals("namespaces")) {
                 if (n == 3) {
                     if ("POST".equals(method)) {
-                        return new Response(ManagementApi.CREATED, api.addNamespace(nqn, body(exchange)));
+                        return new Response(ManagementApi.CREATED, api.addNamespace(nqn, json(body)));
                     }
                     requireMethod(method, "GET", "POST");
                     return ok(api.namespaces(nqn));
@@ -202,7 +515,7 @@ public final class HttpApiServer implements AutoCloseable {
             if (p.get(2).equals("hosts")) {
                 if (n == 3) {
                     if ("POST".equals(method)) {
-                        return new Response(ManagementApi.CREATED, api.addHost(nqn, body(exchange)));
+                        return new Response(ManagementApi.CREATED, api.addHost(nqn, json(body)));
                     }
                     requireMethod(method, "GET", "POST");
                     return ok(api.hosts(nqn));
@@ -239,21 +552,15 @@ public final class HttpApiServer implements AutoCloseable {
             + String.join(", ", allowed) + ")");
     }
 
-    private JsonNode body(HttpExchange exchange) throws IOException, ManagementException {
-        byte[] bytes;
-        try (InputStream in = exchange.getRequestBody()) {
-            bytes = in.readNBytes(MAX_BODY_BYTES + 1);
-        }
-        if (bytes.length > MAX_BODY_BYTES) {
-            throw new ManagementException(413, "request body over " + MAX_BODY_BYTES + " bytes");
-        }
-        if (bytes.length == 0) {
+    private JsonNode json(byte[] bytes) throws ManagementException {
+        if (bytes == null || bytes.length == 0) {
             throw new ManagementException(400, "a JSON body is required");
         }
         try {
             return mapper.readTree(bytes);
-        } catch (JsonProcessingException e) {
-            throw new ManagementException(400, "not valid JSON: " + e.getOriginalMessage());
+        } catch (IOException e) {
+            throw new ManagementException(400, "not valid JSON: " + (e instanceof JsonProcessingException j
+                ? j.getOriginalMessage() : e.getMessage()));
         }
     }
 
@@ -269,31 +576,6 @@ public final class HttpApiServer implements AutoCloseable {
             }
         }
         return parts;
-    }
-
-    private void error(HttpExchange exchange, int status, String message) throws IOException {
-        ObjectNode o = mapper.createObjectNode();
-        o.put("error", message);
-        sendJson(exchange, status, mapper.writeValueAsString(o));
-    }
-
-    private static void sendJson(HttpExchange exchange, int status, String json) throws IOException {
-        send(exchange, status, "application/json; charset=utf-8", json + "\n");
-    }
-
-    private static void send(HttpExchange exchange, int status, String contentType, String text) throws IOException {
-        byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
-        exchange.getResponseHeaders().set("Content-Type", contentType);
-        if ("HEAD".equals(exchange.getRequestMethod())) {
-            exchange.sendResponseHeaders(status, -1);
-            return;
-        }
-        exchange.sendResponseHeaders(status, bytes.length == 0 ? -1 : bytes.length);
-        if (bytes.length > 0) {
-            try (OutputStream out = exchange.getResponseBody()) {
-                out.write(bytes);
-            }
-        }
     }
 
     @Override

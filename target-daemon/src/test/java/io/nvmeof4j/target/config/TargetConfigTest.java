@@ -252,7 +252,7 @@ class TargetConfigTest {
             + "\"shutdown_timeout_ms\": 250}, ");
         DaemonSettings d = parse(json).daemon();
         assertThat(d).isEqualTo(new DaemonSettings(3, IdleStrategy.BUSY, 10_000, 16L << 20, 512 << 10, true,
-            Duration.ofMillis(250)));
+            Duration.ofMillis(250)).withHttpSecurity(d.httpSecurity()));
         assertThat(parse(json).ports().get(0).options().maxDataTransferSize()).isEqualTo(512 << 10);
     }
 

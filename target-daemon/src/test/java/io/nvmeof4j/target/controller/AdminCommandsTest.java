@@ -70,11 +70,70 @@ class AdminCommandsTest {
         host.connect(mps, 0, 31, 0, TestTarget.SUBNQN, 0xFFFF);
         host.propertySet(mps, ControllerRegisters.CC, ControllerRegisters.cc(true, 0, 1, 0, 0, 6, 4));
         assertThat(host.propertyGet(mps, ControllerRegisters.CSTS, false).result64()).isEqualTo(2);
-        FakeQueue css = host.openQueue();
-        host.connect(css, 0, 31, 0, TestTarget.SUBNQN, 0xFFFF);
-        host.propertySet(css, ControllerRegisters.CC, 0x00460061);
-        assertThat(host.propertyGet(css, ControllerRegisters.CSTS, false).result64()).as("CSS 110b without CAP bit 43")
-            .isEqualTo(2);
+        FakeQueue ams = host.openQueue();
+        host.connect(ams, 0, 31, 0, TestTarget.SUBNQN, 0xFFFF);
+        host.propertySet(ams, ControllerRegisters.CC, ControllerRegisters.cc(true, 0, 0, 1, 0, 6, 4));
+        assertThat(host.propertyGet(ams, ControllerRegisters.CSTS, false).result64()).as("AMS 1 (nvmet: CFS)").isEqualTo(2);
+        for (int css : new int[] {1, 5, 7}) {
+            FakeQueue q2 = host.openQueue();
+            host.connect(q2, 0, 31, 0, TestTarget.SUBNQN, 0xFFFF);
+            host.propertySet(q2, ControllerRegisters.CC, ControllerRegisters.cc(true, css, 0, 0, 0, 6, 4));
+            assertThat(host.propertyGet(q2, ControllerRegisters.CSTS, false).result64()).as("CSS %d", css).isEqualTo(2);
+        }
+    }
+
+    /** CAP.CSS bit 43 is set, so CC.CSS 110b enables the controller, as in nvmet (nvmet_css_supported). */
+    @Test
+    void shouldEnableWithAllIoCommandSetsSelected() {
+        FakeQueue q = host.openQueue();
+        host.connect(q, 0, 31, 0, TestTarget.SUBNQN, 0xFFFF);
+        assertThat(host.propertyGet(q, ControllerRegisters.CAP, true).result64() & ControllerRegisters.CAP_CSS_IO_COMMAND_SETS)
+            .isNotZero();
+        assertThat(host.propertySet(q, ControllerRegisters.CC, 0x00460061).status()).isEqualTo(NvmeStatus.SUCCESS);
+        assertThat(host.propertyGet(q, ControllerRegisters.CSTS, false).result64()).as("RDY").isEqualTo(1);
+        assertThat(host.propertyGet(q, ControllerRegisters.CC, false).result64()).isEqualTo(0x00460061L);
+        assertThat(host.identify(q, IdentifyCommand.CNS_CONTROLLER, 0).status()).isEqualTo(NvmeStatus.SUCCESS);
+    }
+
+    /** Reserved CC bits are stored and ignored (nvmet_update_cc; SPDK logs and accepts them). */
+    @Test
+    void shouldIgnoreReservedCcBits() {
+        FakeQueue q = host.openQueue();
+        host.connect(q, 0, 31, 0, TestTarget.SUBNQN, 0xFFFF);
+        int reserved = 0xFF00_0000 | 0x0E; // bits 31:24 (CRIME and reserved) and 3:1
+        assertThat(host.propertySet(q, ControllerRegisters.CC, 0x00460001 | reserved).status()).isEqualTo(NvmeStatus.SUCCESS);
+        assertThat(host.propertyGet(q, ControllerRegisters.CSTS, false).result64()).as("RDY").isEqualTo(1);
+        assertThat(host.propertyGet(q, ControllerRegisters.CC, false).result64()).isEqualTo((0x00460001 | reserved) & 0xFFFF_FFFFL);
+        assertThat(host.identify(q, IdentifyCommand.CNS_CONTROLLER, 0).status()).isEqualTo(NvmeStatus.SUCCESS);
+        assertThat(host.propertySet(q, ControllerRegisters.CC, 0x00464000 | reserved).status()).isEqualTo(NvmeStatus.SUCCESS);
+        assertThat(host.propertyGet(q, ControllerRegisters.CSTS, false).result64()).as("shutdown complete")
+            .isEqualTo(ControllerRegisters.CSTS_SHST_COMPLETE);
+    }
+
+    /** Identify CNS 1Ch: one I/O Command Set Vector (index 0) with only the NVM command set, as SPDK serves it. */
+    @Test
+    void shouldListOneIoCommandSetCombination() {
+        FakeRequest r = host.identify(admin, IdentifyCommand.CNS_IO_COMMAND_SET, 0);
+        assertThat(r.status()).isEqualTo(NvmeStatus.SUCCESS);
+        assertThat(r.data().getLong(0)).as("vector 0: NVM").isEqualTo(1L);
+        for (int i = 8; i < IdentifyCommand.DATA_LENGTH; i++) {
+            assertThat(r.data().get(i)).as("byte %d", i).isZero();
+        }
+    }
+
+    /** Set/Get Features 19h: combination 0 is accepted and reported; any other index is rejected (0x2B + DNR). */
+    @Test
+    void shouldAcceptOnlyCombinationZeroAsIoCommandSetProfile() {
+        FakeRequest set = host.setFeatures(admin, FeatureIdentifier.IO_COMMAND_SET_PROFILE, 0);
+        assertThat(set.status()).isEqualTo(NvmeStatus.SUCCESS);
+        FakeRequest bad = host.setFeatures(admin, FeatureIdentifier.IO_COMMAND_SET_PROFILE, 1);
+        assertThat(bad.status()).isEqualTo(NvmeStatus.IO_COMMAND_SET_COMBINATION_REJECTED | NvmeStatus.DNR).isEqualTo(0x802B);
+        FakeRequest get = host.getFeatures(admin, FeatureIdentifier.IO_COMMAND_SET_PROFILE, 0);
+        assertThat(get.status()).isEqualTo(NvmeStatus.SUCCESS);
+        assertThat(get.dw0()).isZero();
+        FakeRequest caps = host.getFeatures(admin, FeatureIdentifier.IO_COMMAND_SET_PROFILE, 3);
+        assertThat(caps.status()).isEqualTo(NvmeStatus.SUCCESS);
+        assertThat(caps.dw0()).as("changeable").isEqualTo(4);
     }
 
     @Test

@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.controller;
 
+import io.nvmeof4j.protocol.HostId;
 import io.nvmeof4j.protocol.admin.FeatureIdentifier;
 import io.nvmeof4j.protocol.admin.IdentifyCommand;
 import io.nvmeof4j.protocol.command.NvmeStatus;
@@ -148,11 +149,43 @@ class ConnectTest {
         assertThat(ok.status()).isEqualTo(NvmeStatus.SUCCESS);
     }
 
+    /**
+     * nvmet (nvmet_host_allowed) and SPDK (spdk_nvmf_subsystem_host_allowed) check no NQN syntax: with
+     * allow_any_host any host NQN, the empty one too (SPDK's initiator sends it), opens a controller whose I/O
+     * queues then match on that same NQN. Behind an allow list, which holds valid NQNs only, both are refused.
+     */
     @Test
-    void shouldRejectMalformedHostNqn() {
-        FakeRequest r = host.connect(host.openQueue(), 0, 31, 0, TestTarget.SUBNQN, 0xFFFF, "not-an-nqn", 0);
-        assertThat(r.status()).isEqualTo(NvmeStatus.FABRICS_CONNECT_INVALID_HOST | NvmeStatus.DNR);
-        assertThat(r.dw0()).isEqualTo(1 << 16 | 512);
+    void shouldServeEmptyOrMalformedHostNqnOnlyWhenAnyHostIsAllowed() {
+        for (String nqn : new String[] {"", "not-an-nqn"}) {
+            FakeQueue admin = host.openQueue();
+            FakeRequest c = host.connect(admin, 0, 31, 0, TestTarget.SUBNQN, 0xFFFF, nqn, 0);
+            assertThat(c.status()).as("host NQN '%s' with allow_any_host", nqn).isEqualTo(NvmeStatus.SUCCESS);
+            int cntlid = c.dw0() & 0xFFFF;
+            assertThat(target.registry.controller(cntlid).hostNqn()).isEqualTo(nqn);
+            host.propertySet(admin, ControllerRegisters.CC, 0x00460001);
+            assertThat(host.connect(host.openQueue(), 1, 31, 0, TestTarget.SUBNQN, cntlid, nqn, 0).status())
+                .as("I/O queue of host NQN '%s'", nqn).isEqualTo(NvmeStatus.SUCCESS);
+            assertInvalidData(host.connect(host.openQueue(), 2, 31, 0, TestTarget.SUBNQN, cntlid, TestHost.HOST_NQN, 0), 16);
+
+            FakeRequest restricted = host.connect(host.openQueue(), 0, 31, 0, TestTarget.RESTRICTED_NQN, 0xFFFF, nqn, 0);
+            assertThat(restricted.status()).as("host NQN '%s' behind an allow list", nqn)
+                .isEqualTo(NvmeStatus.FABRICS_CONNECT_INVALID_HOST | NvmeStatus.DNR);
+            assertThat(restricted.dw0()).isEqualTo(1 << 16 | 512);
+        }
+        // The discovery subsystem serves every host (nvmet: "allow all access to disc subsys").
+        assertThat(host.connect(host.openQueue(), 0, 31, 0, Port.DISCOVERY_NQN, 0xFFFF, "", 0).status())
+            .isEqualTo(NvmeStatus.SUCCESS);
+    }
+
+    @Test
+    void shouldRejectHostNqnWithControlCharactersEvenWhenAnyHostIsAllowed() {
+        FakeRequest r = host.connect(host.openQueue(), 0, 31, 0, TestTarget.SUBNQN, 0xFFFF,
+            "nqn.2014-08.org.example:evil\\nforged log line", 0);
+        assertThat(r.status()).as("backslash-n is printable").isEqualTo(NvmeStatus.SUCCESS);
+        FakeRequest bad = host.connect(host.openQueue(), 0, 31, 0, TestTarget.SUBNQN, 0xFFFF,
+            "nqn.2014-08.org.example:evil\nforged log line", 0);
+        assertThat(bad.status()).isEqualTo(NvmeStatus.FABRICS_CONNECT_INVALID_HOST | NvmeStatus.DNR);
+        assertThat(bad.dw0()).isEqualTo(1 << 16 | 512);
     }
 
     @Test
@@ -186,23 +219,40 @@ class ConnectTest {
             TestTarget.OTHER_HOST_NQN, 0), 16);
         // Right CNTLID, but for another subsystem.
         assertInvalidData(host.connect(host.openQueue(), 1, 31, 0, TestTarget.RESTRICTED_NQN, cntlid), 16);
-        // A different host id on the I/O queue.
-        FakeQueue q = host.openQueue();
-        TestHost otherId = new TestHost(target.factory, TestHost.HOST_NQN,
-            io.nvmeof4j.protocol.HostId.parse("99999999-2222-3333-4444-555555555555"), TestTarget.PORT1_ADDRESS);
-        FakeQueue q2 = otherId.openQueue();
-        assertInvalidData(otherId.connect(q2, 1, 31, 0, TestTarget.SUBNQN, cntlid), 0);
-        assertThat(host.connect(q, 1, 31, 0, TestTarget.SUBNQN, cntlid).status()).isEqualTo(NvmeStatus.SUCCESS);
+        assertThat(host.connect(host.openQueue(), 1, 31, 0, TestTarget.SUBNQN, cntlid).status()).isEqualTo(NvmeStatus.SUCCESS);
     }
 
+    /** nvmet and SPDK match an I/O Connect by subsystem, host NQN and CNTLID; the HOSTID is not compared. */
     @Test
-    void shouldRejectIoConnectBeyondGrantedQueues() {
+    void shouldAcceptIoConnectWhoseHostIdDiffersFromTheAdminQueues() {
         FakeQueue admin = host.openQueue();
         int cntlid = enabledController(admin);
-        assertThat(host.setFeatures(admin, FeatureIdentifier.NUMBER_OF_QUEUES, 1 | 1 << 16).dw0()).isEqualTo(1 | 1 << 16);
-        assertThat(host.connect(host.openQueue(), 2, 31, 0, TestTarget.SUBNQN, cntlid).status()).isEqualTo(NvmeStatus.SUCCESS);
-        FakeRequest r = host.connect(host.openQueue(), 3, 31, 0, TestTarget.SUBNQN, cntlid);
-        assertInvalidSqe(r, ConnectCommand.QID_OFFSET);
+        TestHost otherId = new TestHost(target.factory, TestHost.HOST_NQN,
+            HostId.parse("99999999-2222-3333-4444-555555555555"), TestTarget.PORT1_ADDRESS);
+        FakeQueue io = otherId.openQueue();
+        assertThat(otherId.connect(io, 1, 31, 0, TestTarget.SUBNQN, cntlid).status()).isEqualTo(NvmeStatus.SUCCESS);
+        assertThat(target.registry.controller(cntlid).hostId()).as("the admin queue's id stays").isEqualTo(TestHost.HOST_ID);
+        assertThat(otherId.submit(io, 512, e -> e.opcode(0x02).nsid(1)).status()).isEqualTo(NvmeStatus.SUCCESS);
+        TestHost zeroId = new TestHost(target.factory, TestHost.HOST_NQN,
+            HostId.parse("00000000-0000-0000-0000-000000000000"), TestTarget.PORT1_ADDRESS);
+        assertThat(zeroId.connect(zeroId.openQueue(), 2, 31, 0, TestTarget.SUBNQN, cntlid).status()).isEqualTo(NvmeStatus.SUCCESS);
+    }
+
+    /** nvmet (subsys->max_qid) and SPDK (max_qpairs_per_ctrlr) bound an I/O QID by their limit, not by the grant. */
+    @Test
+    void shouldAcceptIoConnectBeyondGrantedQueuesUpToTheLimit() {
+        try (TestTarget small = new TestTarget(PortOptions.defaults(), 8)) {
+            TestHost h = small.host();
+            FakeQueue admin = h.openQueue();
+            int cntlid = h.connect(admin, 0, 31, 0, TestTarget.SUBNQN, 0xFFFF).dw0();
+            h.propertySet(admin, ControllerRegisters.CC, 0x00460001);
+            assertThat(h.setFeatures(admin, FeatureIdentifier.NUMBER_OF_QUEUES, 1 | 1 << 16).dw0()).isEqualTo(1 | 1 << 16);
+            FakeQueue third = h.openQueue();
+            assertThat(h.connect(third, 3, 31, 0, TestTarget.SUBNQN, cntlid).status()).isEqualTo(NvmeStatus.SUCCESS);
+            assertThat(h.submit(third, 512, e -> e.opcode(0x02).nsid(1)).status()).isEqualTo(NvmeStatus.SUCCESS);
+            assertThat(h.connect(h.openQueue(), 8, 31, 0, TestTarget.SUBNQN, cntlid).status()).isEqualTo(NvmeStatus.SUCCESS);
+            assertInvalidSqe(h.connect(h.openQueue(), 9, 31, 0, TestTarget.SUBNQN, cntlid), ConnectCommand.QID_OFFSET);
+        }
     }
 
     @Test

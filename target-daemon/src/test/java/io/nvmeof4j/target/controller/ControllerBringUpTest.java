@@ -52,7 +52,7 @@ class ControllerBringUpTest {
         assertThat(capValue >>> 24 & 0xFF).as("TO").isEqualTo(15);
         assertThat(capValue >>> 32 & 0xF).as("DSTRD").isZero();
         assertThat(capValue >>> 37 & 1).as("CSS NVM").isEqualTo(1);
-        assertThat(capValue >>> 43 & 1).as("CSS I/O command sets").isZero();
+        assertThat(capValue >>> 43 & 1).as("CSS I/O command sets, as nvmet").isEqualTo(1);
         assertThat(capValue >>> 48 & 0xF).as("MPSMIN").isZero();
         assertThat(capValue >>> 59 & 1).as("CRWMS").isZero();
 

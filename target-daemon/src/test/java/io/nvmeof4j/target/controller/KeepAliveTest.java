@@ -100,6 +100,30 @@ class KeepAliveTest {
         assertThat(admin.awaitDisconnect(3, TimeUnit.SECONDS)).isTrue();
     }
 
+    /**
+     * A KATO under a second is raised to one: nvmet rounds KATO up to whole seconds and SPDK to its min_kato, so a
+     * host that works with either is never reaped sooner. KATO 0 stays 0.
+     */
+    @Test
+    void shouldRaiseASubSecondKatoToOneSecond() throws Exception {
+        FakeQueue admin = host.openQueue();
+        int cntlid = host.connect(admin, 0, 31, 1, TestTarget.SUBNQN, 0xFFFF).dw0();
+        assertThat(target.registry.controller(cntlid).keepAliveTimeoutMillis()).isEqualTo(1000);
+        host.propertySet(admin, ControllerRegisters.CC, 0x00460001);
+        assertThat(host.getFeatures(admin, FeatureIdentifier.KEEP_ALIVE_TIMER, 0).dw0()).isEqualTo(1000);
+        assertThat(host.setFeatures(admin, FeatureIdentifier.KEEP_ALIVE_TIMER, 50).status()).isEqualTo(NvmeStatus.SUCCESS);
+        assertThat(host.getFeatures(admin, FeatureIdentifier.KEEP_ALIVE_TIMER, 0).dw0()).isEqualTo(1000);
+        long start = System.nanoTime();
+        Thread.sleep(600);
+        assertThat(admin.isDisconnected()).as("alive 600 ms after a 50 ms KATO").isFalse();
+        assertThat(admin.awaitDisconnect(3, TimeUnit.SECONDS)).as("reaped after the raised KATO").isTrue();
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isGreaterThanOrEqualTo(950);
+        assertThat(host.setFeatures(host.openQueue(), FeatureIdentifier.KEEP_ALIVE_TIMER, 0).status())
+            .as("no controller on a fresh queue").isNotEqualTo(NvmeStatus.SUCCESS);
+        assertThat(Controller.effectiveKeepAliveTimeout(0)).isZero();
+        assertThat(Controller.effectiveKeepAliveTimeout(0xFFFF_FFFFL)).isEqualTo(0xFFFF_FFFFL);
+    }
+
     @Test
     void shouldReapControllersThatNeverEnable() throws Exception {
         FakeQueue admin = host.openQueue();

@@ -145,6 +145,12 @@ class MainTest {
         String base = "http://127.0.0.1:" + httpPort;
         assertThat(out.toString().lines().toList())
             .contains("HTTP: metrics " + base + "/metrics, management API " + base + "/api/v1/subsystems");
+        // The token is made next to the configuration, owner-only, and its place is printed for the operator.
+        Path token = dir.resolve("api-token");
+        assertThat(out.toString()).contains("API token: " + token + " (curl -H \"Authorization: Bearer $(cat "
+            + token + ")\"");
+        assertThat(java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(token)))
+            .isEqualTo("rw-------");
         java.net.http.HttpResponse<String> metrics = java.net.http.HttpClient.newHttpClient().send(
             java.net.http.HttpRequest.newBuilder(java.net.URI.create(base + "/metrics"))
                 .timeout(java.time.Duration.ofSeconds(10)).build(),
@@ -170,5 +176,21 @@ class MainTest {
             assertThat(err.toString()).contains("cannot serve HTTP on 127.0.0.1:" + busy);
         }
         assertThat(run("--config", file.toString(), "--http", "off", "--check")).isZero();
+    }
+
+    @Test
+    void shouldRefuseABadMetricsAddressAndAnUnsafeTokenFileWithNothingStarted() throws Exception {
+        Path file = dir.resolve("token.json");
+        Files.writeString(file, config(port(1, 0, NQN), ram(1)));
+        assertThat(run("--config", file.toString(), "--metrics-http", "nowhere")).isEqualTo(2);
+        assertThat(err.toString()).contains("--metrics-http").contains("HOST:PORT");
+        Path token = dir.resolve("shared-token");
+        Files.writeString(token, "0123456789abcdef0123456789abcdef\n");
+        Files.setPosixFilePermissions(token, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw-rw-"));
+        assertThat(run("--config", file.toString(), "--http", "127.0.0.1:0", "--api-token-file", token.toString()))
+            .as("a token file every user can read or write fails the start as a bad configuration").isEqualTo(2);
+        assertThat(err.toString()).contains("nvmeof4j.api_token_file").contains(token.toString())
+            .contains("chmod 600");
+        assertThat(Files.readString(token)).isEqualTo("0123456789abcdef0123456789abcdef\n");
     }
 }
