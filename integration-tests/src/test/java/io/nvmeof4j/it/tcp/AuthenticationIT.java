@@ -1,5 +1,7 @@
 package io.nvmeof4j.it.tcp;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.nvmeof4j.initiator.ConnectOptions;
 import io.nvmeof4j.initiator.NvmeofController;
 import io.nvmeof4j.initiator.NvmeofException;
@@ -15,6 +17,8 @@ import io.nvmeof4j.protocol.auth.HostAuthentication;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.target.config.TargetConfig;
+import io.nvmeof4j.target.management.ManagementApi;
+import io.nvmeof4j.target.management.ManagementException;
 import io.nvmeof4j.target.daemon.TargetDaemon;
 import io.nvmeof4j.target.model.Port;
 import org.junit.jupiter.api.AfterEach;
@@ -155,6 +159,39 @@ class AuthenticationIT {
             }
             verifiedIo(before, 4);
         }
+    }
+
+    @Test
+    void shouldSetRotateAndRemoveCredentialsThroughTheManagementApi() throws Exception {
+        ObjectMapper mapper = new ObjectMapper();
+        ManagementApi api = new ManagementApi(daemon, mapper);
+        String host = HOST.hostNqn().value();
+        String rotated = DhchapSecret.generate(48, 2, RANDOM);
+        ObjectNode answer = api.setDhchap(host, mapper.readTree(
+            "{\"key\": \"" + rotated + "\", \"hash\": \"hmac(sha512)\", \"dhgroup\": \"ffdhe3072\"}"));
+        assertThat(answer.at("/dhchap/hash").asText()).isEqualTo("hmac(sha512)");
+        assertThat(answer.at("/dhchap/dhgroup").asText()).isEqualTo("ffdhe3072");
+        assertThat(answer.at("/dhchap/bidirectional").asBoolean()).isFalse();
+        assertThat(answer.toString()).doesNotContain(rotated.substring(10, 30));
+        assertThat(api.allHosts().toString()).contains("ffdhe3072").doesNotContain(rotated.substring(10, 30));
+        assertThatThrownBy(() -> api.setDhchap(host, mapper.readTree("{\"key\": \""
+            + rotated.replace(rotated.charAt(12), rotated.charAt(12) == 'A' ? 'B' : 'A') + "\"}")))
+            .isInstanceOfSatisfying(ManagementException.class, e -> {
+                assertThat(e.httpStatus()).isEqualTo(400);
+                assertThat(e.getMessage()).startsWith("dhchap.key").doesNotContain(rotated.substring(10, 30));
+            });
+        try (NvmeofHost h = NvmeofHost.create(HOST, 1)) {
+            try (NvmeofController c = h.connect(address, NQN, ConnectOptions.defaults().withIoQueues(1)
+                .withDhchap(rotated, null))) {
+                verifiedIo(c, 5);
+            }
+            api.removeDhchap(host);
+            try (NvmeofController c = h.connect(address, NQN, ConnectOptions.defaults().withIoQueues(1))) {
+                verifiedIo(c, 6);
+            }
+        }
+        assertThatThrownBy(() -> api.removeDhchap(host)).isInstanceOfSatisfying(ManagementException.class,
+            e -> assertThat(e.httpStatus()).isEqualTo(404));
     }
 
     /** AUTH_Send / AUTH_Receive over a raw NVMe/TCP connection, for a host that plays by the rules or not. */

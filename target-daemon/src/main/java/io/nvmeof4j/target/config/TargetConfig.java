@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.json.JsonReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.nvmeof4j.protocol.auth.DhchapCredentials;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import org.slf4j.Logger;
@@ -207,6 +208,17 @@ public final class TargetConfig {
             checkFile(nc);
         }
         return nc;
+    }
+
+    /**
+     * Parses one host's DH-HMAC-CHAP settings, {@code {"key", "ctrl_key", "hash", "dhgroup"}} as in
+     * {@code hosts[].dhchap} (management API); errors name {@code dhchap.<field>}. Returns null when the key is
+     * empty (no authentication).
+     */
+    public static DhchapCredentials parseDhchap(JsonNode dhchap) throws ConfigException {
+        ObjectNode host = MAPPER.createObjectNode();
+        host.set("dhchap", dhchap);
+        return ConfigParser.dhchap(host, "");
     }
 
     /** This configuration with other daemon settings (command-line overrides such as {@code --http}). */
