@@ -10,10 +10,10 @@
 #      I/O queue, wrong key refused.
 # Prints PASS/FAIL lines and a SUMMARY; exits non-zero on any failure. LinuxKernelAuthIT runs it.
 #
-# Environment: TARGET_ADDR [10.0.2.2], TARGET_PORT, SUBNQN, CASES (A: "name|hostnqn|hostid|secret|ctrlsecret"
-# entries separated by spaces; ctrlsecret "-" for none), WRONG_SECRET (a valid secret no host has), PROBE_CP (B: test
-# classpath), JAVA_BIN, KT_PORT [4420], KT_SUBNQN, KT_CASES (B, same shape plus the hash and DH group:
-# "name|hostnqn|hostid|secret|ctrlsecret|hash|dhgroup"), FIO_SIZE [8M].
+# Environment: TARGET_ADDR [10.0.2.2], TARGET_PORT, SUBNQN, CASES (A: "name|hostnqn|hostid|secret|ctrlsecret|hash|
+# dhgroup" entries separated by spaces; ctrlsecret "-" for none; hash and dhgroup as the target is configured for that
+# host), WRONG_SECRET (a valid secret no host has), PROBE_CP (B: test classpath), JAVA_BIN, KT_PORT [4420], KT_SUBNQN,
+# KT_CASES (B, the same shape), FIO_SIZE [8M].
 set -u -o pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$HERE/lib.sh"
@@ -38,8 +38,16 @@ modprobe nvme-fabrics 2>/dev/null
 # ---- A. Linux host -> our target ------------------------------------------------------------------------------------
 gone() { test -z "$(ctrls_of_subsys "$SUBNQN")"; }
 
-host_case() { # host_case NAME HOSTNQN HOSTID SECRET CTRLSECRET
-    local name="$1" hostnqn="$2" hostid="$3" secret="$4" ctrl="$5" out dev ctl
+# The Linux host logs what it negotiated on the admin queue ("qid 0: authenticated with hash hmac(sha384) dhgroup
+# ffdhe2048", and "qid 0: controller authenticated" when it checked the controller): counting those lines before
+# and after a connect proves which hash and group our target chose, and that bidirectional really was.
+auth_lines() { dmesg | grep -c -F "qid 0: $1" ; }
+
+host_case() { # host_case NAME HOSTNQN HOSTID SECRET CTRLSECRET [HASH DHGROUP]
+    local name="$1" hostnqn="$2" hostid="$3" secret="$4" ctrl="$5" hash="${6:-}" dhgroup="${7:-}" out dev ctl
+    local negotiated_before ctrl_before
+    negotiated_before="$(auth_lines "authenticated with hash $hash dhgroup $dhgroup")"
+    ctrl_before="$(auth_lines "controller authenticated")"
     local args=(-t tcp -a "$TARGET_ADDR" -s "$TARGET_PORT" -n "$SUBNQN" --hostnqn="$hostnqn" --hostid="$hostid"
                 --nr-io-queues=2 --dhchap-secret="$secret")
     [ "$ctrl" != - ] && args+=(--dhchap-ctrl-secret="$ctrl")
@@ -53,6 +61,17 @@ host_case() { # host_case NAME HOSTNQN HOSTID SECRET CTRLSECRET
     dev="$(ns_blockdev "$SUBNQN" 1)"
     ctl="$(ctrls_of_subsys "$SUBNQN" | head -n1)"
     pass "host-$name"
+    if [ -n "$hash" ]; then
+        if [ "$(auth_lines "authenticated with hash $hash dhgroup $dhgroup")" -gt "$negotiated_before" ]; then
+            pass "negotiated-$name"
+        else
+            fail "negotiated-$name" "no 'qid 0: authenticated with hash $hash dhgroup $dhgroup' in dmesg: $(dmesg | grep 'qid 0: ' | tail -n 2 | tr '\n' ' ')"
+        fi
+        if [ "$ctrl" != - ]; then
+            if [ "$(auth_lines "controller authenticated")" -gt "$ctrl_before" ]; then pass "controller-authenticated-$name"
+            else fail "controller-authenticated-$name" "the host did not log 'qid 0: controller authenticated'"; fi
+        fi
+    fi
     info "host-$name: $ctl $dev; sysfs dhchap_secret set: $([ -s "/sys/class/nvme/$ctl/dhchap_secret" ] && echo yes || echo no) ($(elapsed))"
     if out="$(timeout 120 fio --name="auth-$name" --filename="$dev" --direct=1 --ioengine=libaio --rw=randwrite --bs=4k \
               --iodepth=8 --numjobs=1 --size="$FIO_SIZE" --verify=crc32c --do_verify=1 --verify_fatal=1 \
@@ -85,11 +104,11 @@ if [ -n "${CASES:-}" ]; then
     if wait_tcp_port "$TARGET_ADDR" "$TARGET_PORT" 30; then pass target-reachable; else fail target-reachable "$TARGET_ADDR:$TARGET_PORT"; fi
     first=""
     for c in $CASES; do
-        IFS='|' read -r name hostnqn hostid secret ctrl <<< "$c"
+        IFS='|' read -r name hostnqn hostid secret ctrl hash dhgroup <<< "$c"
         [ -z "$first" ] && first="$c"
-        host_case "$name" "$hostnqn" "$hostid" "$secret" "$ctrl"
+        host_case "$name" "$hostnqn" "$hostid" "$secret" "$ctrl" "$hash" "$dhgroup"
     done
-    IFS='|' read -r name hostnqn hostid secret ctrl <<< "$first"
+    IFS='|' read -r name hostnqn hostid secret ctrl hash dhgroup <<< "$first"
     host_refused wrong-secret "$hostnqn" "$hostid" "$WRONG_SECRET" -
     host_refused wrong-ctrl-secret "$hostnqn" "$hostid" "$secret" "$WRONG_SECRET"
     # After the refusals the same host still gets in with the right secret: the daemon kept serving.

@@ -52,7 +52,8 @@ class LinuxKernelAuthIT {
         }
 
         String guestArg() {
-            return name + "|" + hostNqn() + "|" + hostId + "|" + secret + "|" + (bidirectional ? ctrlSecret : "-");
+            return name + "|" + hostNqn() + "|" + hostId + "|" + secret + "|" + (bidirectional ? ctrlSecret : "-") + "|"
+                + hash + "|" + dhgroup;
         }
     }
 
@@ -118,6 +119,10 @@ class LinuxKernelAuthIT {
                 expected.add("PASS host-" + c.name());
                 expected.add("PASS fio-verify-" + c.name());
                 expected.add("PASS disconnect-" + c.name());
+                expected.add("PASS negotiated-" + c.name());
+                if (c.bidirectional()) {
+                    expected.add("PASS controller-authenticated-" + c.name());
+                }
             }
             List<String> failures = guest.lines().stream().filter(l -> l.startsWith("FAIL ")).toList();
             assertThat(guest.timedOut()).as("run-guest.sh hung past its own timeout").isFalse();
