@@ -1,7 +1,8 @@
 #!/bin/bash
 # The Linux kernel NVMe/TCP host sees namespaces added and removed through nvmeof4j's management API while it is
 # connected: the target raises the namespace attribute changed event, the kernel reads the Changed Namespace List
-# and rescans; a new block device appears (and works), a removed one disappears, all without reconnecting.
+# and rescans; a new block device appears (and works), a removed one disappears, all without reconnecting. Requests
+# beyond the limits (RAM budget, allowed_paths, NSID above NN) are refused and the host never sees their namespace.
 # Runs inside the guest as root; prints "PASS name" / "FAIL name: reason" and a SUMMARY line.
 #
 # Environment:
@@ -70,9 +71,30 @@ wrong_token="$(curl -sS --max-time 30 -X POST -H 'Authorization: Bearer wrong-wr
 foreign_host="$(api POST "$API" "$body" -H 'Host: rebound.example')"
 if [[ "$no_token" == *HTTP401* ]] && grep -qi '^WWW-Authenticate: Bearer' /tmp/no-token.headers \
     && [[ "$wrong_token" == *HTTP401* ]] && [[ "$foreign_host" == *HTTP421* ]] && no_new_blockdev; then
-    pass api-refused
+    pass api-auth-refused
 else
-    fail api-refused "no token: $no_token; wrong token: $wrong_token; Host rebound.example: $foreign_host"
+    fail api-auth-refused "no token: $no_token; wrong token: $wrong_token; Host rebound.example: $foreign_host"
+fi
+
+# ---- refused: nothing a request outside the limits asks for ever reaches the host ------------------------------------
+# (A RAM namespace beyond the memory budget, a file outside nvmeof4j.allowed_paths, an NSID above NN.)
+refused_ok=yes
+for body in "{\"nsid\": 8, \"device\": {\"backend\": \"ram\", \"size\": \"64T\"}}" \
+            "{\"nsid\": 8, \"device\": {\"path\": \"/etc/shadow\"}}" \
+            "{\"nsid\": 1025, \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}"; do
+    out="$(api POST "$API" "$body")"
+    case "$out" in *HTTP400*|*HTTP403*) ;; *) refused_ok=no; fail api-refused "POST $body: $out" ;; esac
+done
+if [ "$refused_ok" = yes ]; then pass api-refused; fi
+ids="$(nvme list-ns "/dev/$CTRL" 2>&1)"
+if ns_blockdev "$SUBNQN" 8 >/dev/null || ns_blockdev "$SUBNQN" 1025 >/dev/null; then
+    fail refused-invisible "a block device exists for a refused namespace"
+else
+    case "$ids" in
+        *0x8*|*0x401*) fail refused-invisible "nvme list-ns shows a refused NSID: $ids" ;;
+        *0x1*) pass refused-invisible ;;
+        *) fail refused-invisible "nvme list-ns: $ids" ;;
+    esac
 fi
 
 # ---- add ------------------------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
+#include <linux/openat2.h>
 #include <liburing.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,6 +35,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,6 +63,12 @@
 #define BDEV_OPEN_BUFFERED 0x1
 #define BDEV_OPEN_CREATE 0x2
 #define BDEV_OPEN_READ_ONLY 0x4
+/* A path the management API checked against nvmeof4j.allowed_paths: opened without following any symlink (so one
+ * swapped in after the check fails with ELOOP instead of leading elsewhere), created only if still absent (O_EXCL),
+ * and only a regular file with one link (a hard link could name a file outside the allowed directories). */
+#define BDEV_OPEN_CONFINED 0x8
+/* With BDEV_OPEN_CONFINED: the checked path was a block device, and must still be one. */
+#define BDEV_OPEN_BLOCK_DEVICE 0x10
 
 /* Task states beyond the plain operation. */
 #define BDEV_STEP_MAIN 0
@@ -153,6 +161,18 @@ struct bdev_group {
 
 static uint64_t bdev_round_down(uint64_t v, uint32_t align) { return v - v % align; }
 
+/* open(2), or for a confined path openat2(2) resolving no symlink at all (Linux 5.6+; older kernels: ENOSYS, and
+ * the path is refused rather than opened unconfined). */
+static int bdev_open_path(const char *path, int oflags, int confined)
+{
+    if (!confined) {
+        return open(path, oflags, 0644);
+    }
+    struct open_how how = {.flags = (uint64_t)oflags, .mode = (oflags & O_CREAT) ? 0600 : 0,
+                           .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+    return (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+}
+
 static jlong bdev_uring_open(JNIEnv *env, jclass cls, jstring jpath, jint flags, jint block_size, jlong size_bytes)
 {
     const char *path = (*env)->GetStringUTFChars(env, jpath, NULL);
@@ -162,11 +182,15 @@ static jlong bdev_uring_open(JNIEnv *env, jclass cls, jstring jpath, jint flags,
     int read_only = (flags & BDEV_OPEN_READ_ONLY) != 0;
     int oflags = (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | ((flags & BDEV_OPEN_CREATE) ? O_CREAT : 0);
     int direct = (flags & BDEV_OPEN_BUFFERED) == 0;
-    int fd = open(path, oflags | (direct ? O_DIRECT : 0), 0644);
+    int confined = (flags & BDEV_OPEN_CONFINED) != 0;
+    if (confined && (flags & BDEV_OPEN_CREATE)) {
+        oflags |= O_EXCL;
+    }
+    int fd = bdev_open_path(path, oflags | (direct ? O_DIRECT : 0), confined);
     if (fd < 0 && direct && errno == EINVAL) {
         /* The file system has no O_DIRECT (tmpfs before 6.6, some FUSE): buffered, and Java says so. */
         direct = 0;
-        fd = open(path, oflags, 0644);
+        fd = bdev_open_path(path, oflags, confined);
     }
     int err = fd < 0 ? NVMEOF4J_ERR() : 0;
     (*env)->ReleaseStringUTFChars(env, jpath, path);
@@ -192,6 +216,14 @@ static jlong bdev_uring_open(JNIEnv *env, jclass cls, jstring jpath, jint flags,
     struct stat st;
     if (fstat(fd, &st) != 0) {
         err = NVMEOF4J_ERR();
+        goto fail;
+    }
+    if (confined && ((flags & BDEV_OPEN_BLOCK_DEVICE) ? !S_ISBLK(st.st_mode) : !S_ISREG(st.st_mode))) {
+        err = -ENODEV;
+        goto fail;
+    }
+    if (confined && S_ISREG(st.st_mode) && st.st_nlink != 1) {
+        err = -EMLINK;
         goto fail;
     }
     uint64_t device_bytes;

@@ -24,8 +24,10 @@ public final class Errno {
     public static final int EFBIG = 27;
     public static final int ENOSPC = 28;
     public static final int EROFS = 30;
+    public static final int EMLINK = 31;
     public static final int ERANGE = 34;
     public static final int ENOSYS = 38;
+    public static final int ELOOP = 40;
     public static final int ENODATA = 61;
     public static final int ETIME = 62;
     public static final int EPROTO = 71;
@@ -69,8 +71,10 @@ public final class Errno {
             case EFBIG -> "EFBIG";
             case ENOSPC -> "ENOSPC";
             case EROFS -> "EROFS";
+            case EMLINK -> "EMLINK";
             case ERANGE -> "ERANGE";
             case ENOSYS -> "ENOSYS";
+            case ELOOP -> "ELOOP";
             case ENODATA -> "ENODATA";
             case ETIME -> "ETIME";
             case EPROTO -> "EPROTO";

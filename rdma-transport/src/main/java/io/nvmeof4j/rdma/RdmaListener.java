@@ -11,7 +11,10 @@ import io.nvmeof4j.jni.rdma.MemoryRegion;
 import io.nvmeof4j.jni.rdma.QueuePair;
 import io.nvmeof4j.jni.rdma.QueuePairCapabilities;
 import io.nvmeof4j.jni.rdma.VerbsContext;
+import io.nvmeof4j.protocol.log.RateLimitedLog;
 import io.nvmeof4j.protocol.spi.AddressFamily;
+import io.nvmeof4j.protocol.spi.ConnectionLimits;
+import io.nvmeof4j.protocol.spi.PendingConnections;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
 import io.nvmeof4j.protocol.spi.TransportAddress;
@@ -21,6 +24,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.net.Inet6Address;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.List;
@@ -44,9 +48,17 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * </ul>
  * Closing the listener destroys the listening id (no new connections); the thread keeps serving the events of the
  * queues already accepted until the transport closes.
+ * <p>Pre-Connect limits ({@link ConnectionLimits}): a queue is pending from its connect request until its Fabrics
+ * Connect. A peer address at its limit has the request refused with REJ status 6 (no resources) before anything is
+ * allocated for it; at the port's limit the oldest pending queue is disconnected to make room; a queue still
+ * pending after the connect timeout is disconnected (it was accepted already, so there is nothing left to reject).
+ * The event thread wakes at least every 200 ms and checks the pending queues then. Refusals are counted
+ * ({@link QueueHandlerFactory#onConnectionRefused}) and logged rate-limited per peer address.
  */
 final class RdmaListener implements TransportListener {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaListener.class);
+    /** Rejects and refusals: one line per peer address a second. */
+    private static final RateLimitedLog PEER_LOG = new RateLimitedLog(LOG);
     private static final long EVENT_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
     private static final long JOIN_TIMEOUT_MILLIS = 5_000;
 
@@ -59,6 +71,7 @@ final class RdmaListener implements TransportListener {
     private final QueueHandlerFactory handlers;
     private final Thread thread;
     private final Map<CmId, RdmaControllerQueue> queues = new ConcurrentHashMap<>();
+    private final PendingQueues pending;
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile boolean running = true;
     private int nextGroup;
@@ -72,6 +85,7 @@ final class RdmaListener implements TransportListener {
         this.options = options;
         this.groups = List.copyOf(groups);
         this.handlers = handlers;
+        this.pending = new PendingQueues(new PendingConnections(options.connectionLimits()));
         this.thread = new Thread(this::eventLoop, "nvmeof-rdma-cm-" + address.trsvcid());
         this.thread.setDaemon(true);
     }
@@ -113,6 +127,35 @@ final class RdmaListener implements TransportListener {
         return queues.size();
     }
 
+    /** Queues of this port that have not completed Connect (a snapshot). */
+    int pendingCount() {
+        return pending.count();
+    }
+
+    /** Counts and logs (rate-limited per peer address) a refused or disconnected pending queue. */
+    private void refused(InetAddress peerAddress, String peer, PendingConnections.Refusal why) {
+        try {
+            handlers.onConnectionRefused(TransportType.RDMA, peer, why);
+        } catch (RuntimeException e) {
+            LOG.debug("NVMe/RDMA {}: refusal hook failed", address, e);
+        }
+        ConnectionLimits limits = options.connectionLimits();
+        switch (why) {
+            case HOST_LIMIT:
+                PEER_LOG.warnFrom(peerAddress, "NVMe/RDMA {}: rejected {} (no resources): {} queues of that address "
+                    + "have not completed Connect (max_pending_connections_per_host)", address, peer,
+                    limits.maxPendingPerHost());
+                break;
+            case PORT_LIMIT:
+                PEER_LOG.warnFrom(peerAddress, "NVMe/RDMA {}: disconnected {}, the oldest of {} queues that have not "
+                    + "completed Connect (max_pending_connections)", address, peer, limits.maxPending());
+                break;
+            default:
+                PEER_LOG.warnFrom(peerAddress, "NVMe/RDMA {}: disconnected {}: no Connect within {} ms "
+                    + "(connect_timeout_ms)", address, peer, limits.connectTimeoutMillis());
+        }
+    }
+
     private void eventLoop() {
         while (running) {
             CmEvent event;
@@ -122,17 +165,21 @@ final class RdmaListener implements TransportListener {
                 if (!running) {
                     break;
                 }
-                LOG.warn("NVMe/RDMA {}: waiting for CM events failed: {}", address, e.getMessage());
+                PEER_LOG.warnFrom(this, "NVMe/RDMA {}: waiting for CM events failed: {}", address, e);
                 sleepQuietly();
                 continue;
             }
-            if (event == null) {
-                continue;
+            if (event != null) {
+                try {
+                    onEvent(event);
+                } catch (RuntimeException | LinkageError | OutOfMemoryError e) {
+                    LOG.error("NVMe/RDMA {}: handling {} failed", address, event, e);
+                }
             }
             try {
-                onEvent(event);
-            } catch (RuntimeException | OutOfMemoryError e) {
-                LOG.error("NVMe/RDMA {}: handling {} failed", address, event, e);
+                pending.sweep(System.nanoTime());
+            } catch (RuntimeException e) {
+                LOG.error("NVMe/RDMA {}: checking pending queues failed", address, e);
             }
         }
     }
@@ -188,6 +235,38 @@ final class RdmaListener implements TransportListener {
             reject(id, peer, CmConnectReject.STS_NO_RESOURCES, "the port is closing");
             return;
         }
+        InetSocketAddress peerSocket = id.peerAddress();
+        InetAddress peerAddress = peerSocket != null && peerSocket.getAddress() != null ? peerSocket.getAddress()
+            : InetAddress.getLoopbackAddress(); // unknown: all such requests share one budget
+        pending.sweep(System.nanoTime());
+        PendingConnections.Entry entry = pending.admit(peerAddress, System.nanoTime());
+        if (entry == null) {
+            try {
+                id.reject(CmConnectReject.encode(CmConnectReject.STS_NO_RESOURCES));
+            } catch (NativeIoException | RuntimeException e) {
+                LOG.debug("NVMe/RDMA {}: rdma_reject for {} failed: {}", address, peer, e.getMessage());
+            }
+            id.close();
+            refused(peerAddress, peer, PendingConnections.Refusal.HOST_LIMIT);
+            return;
+        }
+        boolean accepted = false;
+        try {
+            accepted = setUpQueue(event, id, peer, peerAddress, entry);
+        } finally {
+            if (!accepted) {
+                entry.release();
+            }
+        }
+    }
+
+    /** Allocates, accepts and tracks the queue of a connect request; false when it was rejected. */
+    private boolean setUpQueue(CmEvent event, CmId id, String peer, InetAddress peerAddress,
+                               PendingConnections.Entry entry) {
+        if (entry.refusal() != null) {
+            reject(id, peer, CmConnectReject.STS_NO_RESOURCES, "evicted before it was set up");
+            return false;
+        }
         byte[] privateData = event.privateData();
         RdmaPollGroup group = groups.get(nextGroup);
         nextGroup = (nextGroup + 1) % groups.size();
@@ -196,7 +275,7 @@ final class RdmaListener implements TransportListener {
             device = transport.devices(group).device(id.verbsContext());
         } catch (NativeIoException | RuntimeException e) {
             reject(id, peer, CmConnectReject.STS_NO_RESOURCES, "device resources: " + e.getMessage());
-            return;
+            return false;
         }
         // The CM hands the passive side the request's values swapped to its own view: initiator_depth here is the
         // host's responder resources, which bound the RDMA READs we may have outstanding.
@@ -206,14 +285,14 @@ final class RdmaListener implements TransportListener {
         if (status != 0) {
             reject(id, peer, status, "connect request " + describe(privateData) + ", host IRD "
                 + hostResponderResources);
-            return;
+            return false;
         }
         QueueSizing sizing = QueueSizing.of(privateData, options, hostResponderResources, deviceMax);
         if (sizing.sendQueueSize() > device.attributes().maxQpWr() || sizing.completionQueueSize() > device
             .attributes().maxCqe()) {
             reject(id, peer, CmConnectReject.STS_NO_RESOURCES, "queue of " + sizing.sendQueueSize()
                 + " send work requests / " + sizing.completionQueueSize() + " CQ entries exceeds device " + device.name());
-            return;
+            return false;
         }
         CompletionQueue cq = null;
         MemoryRegion memoryRegion = null;
@@ -239,15 +318,20 @@ final class RdmaListener implements TransportListener {
             }
             queues.put(id, queue);
             id.accept(new ConnectionParameters(sizing.acceptPrivateData(), 0, sizing.initiatorDepth(), 1, 7, 7));
+            pending.track(queue, entry, () -> !queues.containsKey(id), why -> {
+                refused(peerAddress, peer, why);
+                queue.disconnect(why.tag());
+            });
             LOG.debug("NVMe/RDMA {}: accepted queue {} from {} (RQ {}, SQ {}, CQ {}, in-capsule {}, ORD {})", address,
                 sizing.queueId(), peer, sizing.receiveQueueSize(), sizing.sendQueueSize(),
                 sizing.completionQueueSize(), sizing.inCapsuleDataSize(), sizing.initiatorDepth());
+            return true;
         } catch (NativeIoException | RuntimeException | OutOfMemoryError e) {
             // OutOfMemoryError too: direct memory for the queue's buffers can run out with many hosts connected; the
             // host gets "no resources" and this CM thread keeps serving the port.
             queues.remove(id);
-            LOG.warn("NVMe/RDMA {}: cannot set up queue {} for {}: {}", address, sizing.queueId(), peer,
-                e.toString());
+            PEER_LOG.warnFrom(peerAddress, "NVMe/RDMA {}: cannot set up queue {} for {}: {}", address,
+                sizing.queueId(), peer, e);
             try {
                 id.reject(CmConnectReject.encode(CmConnectReject.STS_NO_RESOURCES));
             } catch (NativeIoException | RuntimeException ignored) {
@@ -264,11 +348,14 @@ final class RdmaListener implements TransportListener {
             if (memoryRegion != null) {
                 memoryRegion.close();
             }
+            return false;
         }
     }
 
     private void reject(CmId id, String peer, int status, String why) {
-        LOG.warn("NVMe/RDMA {}: rejecting {}: {} ({})", address, peer, CmConnectReject.statusName(status), why);
+        InetSocketAddress peerSocket = id.peerAddress();
+        PEER_LOG.warnFrom(peerSocket == null ? null : peerSocket.getAddress(), "NVMe/RDMA {}: rejecting {}: {} ({})",
+            address, peer, CmConnectReject.statusName(status), why);
         try {
             id.reject(CmConnectReject.encode(status));
         } catch (NativeIoException | RuntimeException e) {

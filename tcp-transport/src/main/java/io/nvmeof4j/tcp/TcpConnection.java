@@ -5,6 +5,8 @@ import io.nvmeof4j.protocol.command.DataDirection;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.command.SglDescriptor;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
+import io.nvmeof4j.protocol.log.RateLimitedLog;
+import io.nvmeof4j.protocol.spi.PendingConnections;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.QueueHandler;
 import io.nvmeof4j.protocol.spi.TransportAddress;
@@ -59,6 +61,11 @@ import static io.nvmeof4j.protocol.tcp.TermReqPdu.FES_UNSUPPORTED_PARAMETER;
  */
 final class TcpConnection implements TransportQueue {
     private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
+    /**
+     * What one peer can make us say over and over (protocol errors, TermReqs, closes of queues that never
+     * connected): one line per peer address a second.
+     */
+    private static final RateLimitedLog PEER_LOG = new RateLimitedLog(LOG);
     private static final VarHandle OUTSTANDING;
 
     static {
@@ -88,6 +95,11 @@ final class TcpConnection implements TransportQueue {
 
     /** Linux admin queue depth (NVME_AQ_DEPTH); also the command limit before Connect tells us the queue size. */
     private static final int INITIAL_SLOTS = 32;
+    /**
+     * Receive buffer before ICReq: the 128-byte ICReq and room to spare. The host sends nothing else before it has
+     * ICResp, so more bytes than this before ICReq are a protocol error found in the first header anyway.
+     */
+    private static final int PRE_ICREQ_BUFFER_SIZE = 256;
     /** Payload bytes from which a read goes straight into the command buffer instead of the receive buffer. */
     private static final int DIRECT_READ_THRESHOLD = 8192;
     /** Socket reads per readiness event before other connections get their turn. */
@@ -102,6 +114,10 @@ final class TcpConnection implements TransportQueue {
     private final SocketChannel channel;
     private final TransportAddress localAddress;
     private final String peer;
+    /** The peer's address without port: the key of its rate-limited log lines. */
+    private final Object peerKey;
+    /** This connection's place among the port's pending ones, released at Connect or close. */
+    private final PendingConnections.Entry pending;
     private final PortOptions portOptions;
     private final int maxH2CDataSize;
     final int c2hDataPduSize;
@@ -127,7 +143,12 @@ final class TcpConnection implements TransportQueue {
     private int outstanding;
 
     // Receive.
-    private final ByteBuffer receiveBuffer;
+    /**
+     * Small until ICReq arrives (a socket that never sends one, the bulk of an idle-socket flood, then holds
+     * {@link #PRE_ICREQ_BUFFER_SIZE} bytes instead of the full buffer); the full size from ICReq on.
+     */
+    private ByteBuffer receiveBuffer;
+    private final int receiveBufferSize;
     private int readIndex;
     private int writeIndex;
     private int receiveState = RECV_HEADER;
@@ -156,8 +177,11 @@ final class TcpConnection implements TransportQueue {
     private String terminationReason;
     long terminationDeadlineNanos;
 
-    TcpConnection(TcpPollGroup group, TcpListener listener, SocketChannel channel, String peer) {
+    TcpConnection(TcpPollGroup group, TcpListener listener, SocketChannel channel, String peer,
+                  PendingConnections.Entry pending) {
         this.group = group;
+        this.pending = pending;
+        this.peerKey = pending.peer();
         this.listener = listener;
         this.localAddress = connectedAddress(channel, listener.address());
         this.channel = channel;
@@ -167,7 +191,8 @@ final class TcpConnection implements TransportQueue {
         this.maxH2CDataSize = tcpOptions.maxH2CDataSize();
         this.c2hDataPduSize = tcpOptions.c2hDataPduSize();
         this.maxTransferSize = Math.min(portOptions.maxDataTransferSize(), group.pool.maxBufferSize());
-        this.receiveBuffer = ByteBuffer.allocateDirect(tcpOptions.receiveBufferSize()).order(ByteOrder.LITTLE_ENDIAN);
+        this.receiveBufferSize = tcpOptions.receiveBufferSize();
+        this.receiveBuffer = ByteBuffer.allocateDirect(PRE_ICREQ_BUFFER_SIZE).order(ByteOrder.LITTLE_ENDIAN);
         this.icRespJob = new ControlPduJob(ICRespPdu.PDU_LENGTH, null);
         this.termReqJob = new ControlPduJob(TermReqPdu.MAX_PDU_LENGTH, this::onTermReqSent);
         ensureSlots(INITIAL_SLOTS);
@@ -219,6 +244,7 @@ final class TcpConnection implements TransportQueue {
         this.commandLimit = sqSize;
         this.sqHead %= sqSize;
         ensureSlots(sqSize);
+        pending.release();
         LOG.debug("NVMe/TCP {}: queue {} connected, {} entries, SQ flow control {}", peer, queueId, sqSize,
             sqFlowControlDisabled ? "disabled" : "enabled");
     }
@@ -455,6 +481,7 @@ final class TcpConnection implements TransportQueue {
         lifecycle = LIVE;
         LOG.debug("NVMe/TCP {}: connection initialized (header digest {}, data digest {}, HPDA {}, MAXR2T {})",
             peer, headerDigestLength > 0, dataDigestLength > 0, hpda, u32(base + ICReqPdu.MAXR2T_OFFSET) + 1);
+        growReceiveBuffer();
         try {
             handler = listener.handlers().open(this);
         } catch (RuntimeException e) {
@@ -467,6 +494,18 @@ final class TcpConnection implements TransportQueue {
             return false;
         }
         return true;
+    }
+
+    /** From the small pre-ICReq buffer to the full one, keeping whatever followed the ICReq. Once per connection. */
+    private void growReceiveBuffer() {
+        ByteBuffer full = ByteBuffer.allocateDirect(receiveBufferSize).order(ByteOrder.LITTLE_ENDIAN);
+        int unparsed = writeIndex - readIndex;
+        for (int i = 0; i < unparsed; i++) {
+            full.put(i, receiveBuffer.get(readIndex + i));
+        }
+        receiveBuffer = full;
+        readIndex = 0;
+        writeIndex = unparsed;
     }
 
     /**
@@ -755,7 +794,8 @@ final class TcpConnection implements TransportQueue {
     private boolean receiveH2CTermReq(int base, int hlen, long plen, int available) {
         // NVMe/TCP 7.4.7: a TermReq with a bad length is not answered; the connection just ends.
         if (hlen != TermReqPdu.HEADER_LENGTH || plen < TermReqPdu.HEADER_LENGTH || plen > TermReqPdu.MAX_PDU_LENGTH) {
-            LOG.warn("NVMe/TCP {}: malformed H2CTermReq (HLEN {}, PLEN {}); closing", peer, hlen, plen);
+            PEER_LOG.warnFrom(peerKey, "NVMe/TCP {}: malformed H2CTermReq (HLEN {}, PLEN {}); closing", peer, hlen,
+                plen);
             close("malformed H2CTermReq");
             return false;
         }
@@ -764,7 +804,7 @@ final class TcpConnection implements TransportQueue {
         }
         int fes = u16(base + TermReqPdu.FES_OFFSET);
         long fei = u32(base + TermReqPdu.FEI_OFFSET);
-        LOG.warn("NVMe/TCP {}: host terminated the connection with H2CTermReq: {} (FEI {})", peer,
+        PEER_LOG.warnFrom(peerKey, "NVMe/TCP {}: host terminated the connection with H2CTermReq: {} (FEI {})", peer,
             TermReqPdu.fesName(fes), fei);
         close("host sent H2CTermReq: " + TermReqPdu.fesName(fes) + ", FEI " + fei);
         return false;
@@ -809,8 +849,8 @@ final class TcpConnection implements TransportQueue {
             // nvmet (nvmet_tcp_try_recv_ddgst) fails the whole connection on a data digest error and sends no
             // response for the command; the host sees the queue drop and reconnects. We do the same.
             TcpRequest request = payloadRequest;
-            LOG.warn("NVMe/TCP {}: data digest error in {} for CID {} (received 0x{}, computed 0x{}); closing",
-                peer, payloadInCapsule ? "CapsuleCmd" : "H2CData", request.commandId,
+            PEER_LOG.warnFrom(peerKey, "NVMe/TCP {}: data digest error in {} for CID {} (received 0x{}, computed "
+                + "0x{}); closing", peer, payloadInCapsule ? "CapsuleCmd" : "H2CData", request.commandId,
                 Integer.toHexString(received), Integer.toHexString(expected));
             close("data digest error on CID " + request.commandId);
             return false;
@@ -1064,8 +1104,8 @@ final class TcpConnection implements TransportQueue {
         if (lifecycle >= TERMINATING) {
             return;
         }
-        LOG.warn("NVMe/TCP {}: protocol error in {} PDU: {} ({}, FEI {}); terminating the connection",
-            peer, PduType.name(pduType), what, TermReqPdu.fesName(fes), fei);
+        PEER_LOG.warnFrom(peerKey, "NVMe/TCP {}: protocol error in {} PDU: {} ({}, FEI {}); terminating the "
+            + "connection", peer, PduType.name(pduType), what, TermReqPdu.fesName(fes), fei);
         int available = writeIndex - readIndex;
         int hlen = available > PduFlyweight.HLEN_OFFSET ? u8(readIndex + PduFlyweight.HLEN_OFFSET) : 0;
         int quoted = Math.min(available, Math.min(TermReqPdu.MAX_ERROR_DATA_LENGTH,
@@ -1171,7 +1211,14 @@ final class TcpConnection implements TransportQueue {
         payloadRequest = null;
         payloadBuffer = null;
         group.unregister(this);
-        LOG.info("NVMe/TCP {}: queue {} closed: {}", peer, queueId, reason);
+        pending.release();
+        if (queueId >= 0) {
+            LOG.info("NVMe/TCP {}: queue {} closed: {}", peer, queueId, reason);
+        } else if (pending.refusal() == null) {
+            // Never connected: a scanner, a flood, a host that gave up. One line per address a second is plenty.
+            // (A refusal by the pre-Connect limits was logged by the listener already.)
+            PEER_LOG.infoFrom(peerKey, "NVMe/TCP {}: connection closed before Connect: {}", peer, reason);
+        }
         if (handler != null) {
             try {
                 handler.onClosed(reason);

@@ -1,30 +1,52 @@
 package io.nvmeof4j.tcp;
 
+import io.nvmeof4j.protocol.log.RateLimitedLog;
+import io.nvmeof4j.protocol.spi.ConnectionLimits;
+import io.nvmeof4j.protocol.spi.PendingConnections;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportListener;
+import io.nvmeof4j.protocol.spi.TransportType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.SocketException;
+import java.net.SocketTimeoutException;
 import java.net.StandardSocketOptions;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * A listening NVMe/TCP port. A dedicated acceptor thread blocks in {@code accept()} (so no reactor ever does);
  * closing the server channel wakes it at once. Accepted sockets get TCP_NODELAY (the Linux host sets it too:
  * a response must not wait for Nagle) and go round-robin to the poll groups.
+ * <p>Pre-Connect limits ({@link ConnectionLimits}): every accepted socket is pending until its Fabrics Connect
+ * succeeds. A peer address at its limit has the new socket closed at once; at the port's limit the oldest pending
+ * connection is closed to make room; a connection still pending after the connect timeout is closed. The acceptor
+ * waits in accept() at most {@link #SWEEP_INTERVAL_MILLIS} so it can close the expired ones. Each refusal is
+ * counted ({@link QueueHandlerFactory#onConnectionRefused}) and logged rate-limited per peer address.
+ * <p>accept() failing (EMFILE, ENFILE, ENOBUFS) backs off exponentially from 10 ms to 1 s, logging one line a second
+ * without a stack trace: the kernel keeps the connections queued in the backlog meanwhile.
  */
 final class TcpListener implements TransportListener {
     private static final Logger LOG = LoggerFactory.getLogger(TcpListener.class);
+    /** Refusals and accept failures: one line per peer address (or per port) a second. */
+    static final RateLimitedLog REFUSALS = new RateLimitedLog(LOG);
     private static final long JOIN_TIMEOUT_MILLIS = 5_000;
-    /** Pause after an accept error (e.g. out of file descriptors) so the loop does not spin. */
-    private static final long ACCEPT_ERROR_BACKOFF_MILLIS = 100;
+    /** Longest wait in accept() before the acceptor looks for pending connections past their timeout. */
+    static final int SWEEP_INTERVAL_MILLIS = 100;
+    private static final long ACCEPT_BACKOFF_MIN_MILLIS = 10;
+    private static final long ACCEPT_BACKOFF_MAX_MILLIS = 1_000;
 
     private final TcpControllerTransport transport;
     private final ServerSocketChannel server;
@@ -32,8 +54,10 @@ final class TcpListener implements TransportListener {
     private final PortOptions options;
     private final List<TcpPollGroup> groups;
     private final QueueHandlerFactory handlers;
+    private final PendingConnections pending;
     private final Thread acceptor;
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final LongAdder acceptFailures = new LongAdder();
     private int nextGroup;
 
     TcpListener(TcpControllerTransport transport, ServerSocketChannel server, TransportAddress address,
@@ -44,6 +68,7 @@ final class TcpListener implements TransportListener {
         this.options = options;
         this.groups = List.copyOf(groups);
         this.handlers = handlers;
+        this.pending = new PendingConnections(options.connectionLimits());
         this.acceptor = new Thread(this::acceptLoop, "nvmeof-tcp-accept-" + address.trsvcid());
         this.acceptor.setDaemon(true);
     }
@@ -67,41 +92,140 @@ final class TcpListener implements TransportListener {
         return handlers;
     }
 
+    /** Connections of this port that have not completed Connect (a snapshot, for tests and gauges). */
+    int pendingCount() {
+        return pending.count();
+    }
+
+    /** accept() calls that failed (EMFILE and the like) since the listener started. */
+    long acceptFailures() {
+        return acceptFailures.sum();
+    }
+
+    /**
+     * Never lets the acceptor die while the port is open: out of file descriptors, even loading a class (opening
+     * its jar) can fail, and a dead acceptor would leave the port deaf for good.
+     */
     private void acceptLoop() {
+        while (!closed.get() && server.isOpen() && !Thread.currentThread().isInterrupted()) {
+            try {
+                acceptUntilClosed();
+            } catch (SocketException | RuntimeException | LinkageError | OutOfMemoryError e) {
+                acceptFailures.increment();
+                try {
+                    REFUSALS.warnFrom(this, "NVMe/TCP acceptor on {} failed: {}; continuing in {} ms", address, e,
+                        ACCEPT_BACKOFF_MAX_MILLIS);
+                } catch (RuntimeException | LinkageError | OutOfMemoryError ignored) {
+                    // logging failed for the same reason: the backoff below still applies
+                }
+                try {
+                    Thread.sleep(ACCEPT_BACKOFF_MAX_MILLIS);
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+        }
+    }
+
+    private void acceptUntilClosed() throws SocketException {
+        ServerSocket socket = server.socket();
+        socket.setSoTimeout(SWEEP_INTERVAL_MILLIS);
+        long backoffMillis = 0;
+        long nextSweep = System.nanoTime();
         while (!closed.get()) {
+            long now = System.nanoTime();
+            if (now - nextSweep >= 0) {
+                pending.expire(now);
+                nextSweep = now + TimeUnit.MILLISECONDS.toNanos(SWEEP_INTERVAL_MILLIS);
+            }
             SocketChannel channel;
             try {
-                channel = server.accept();
+                channel = socket.accept().getChannel();
+                backoffMillis = 0;
+            } catch (SocketTimeoutException e) {
+                continue;
             } catch (ClosedChannelException e) {
                 break; // close() closed the server channel (AsynchronousCloseException is one of these)
             } catch (IOException e) {
-                if (closed.get()) {
+                if (closed.get() || !server.isOpen()) {
                     break;
                 }
-                LOG.warn("NVMe/TCP accept on {} failed", address, e);
+                // Out of file descriptors (EMFILE/ENFILE) or buffers: the expected failure under a flood. The
+                // connection stays in the kernel's backlog; retrying at once would spin on the same error.
+                acceptFailures.increment();
+                backoffMillis = backoffMillis == 0 ? ACCEPT_BACKOFF_MIN_MILLIS
+                    : Math.min(ACCEPT_BACKOFF_MAX_MILLIS, backoffMillis * 2);
+                REFUSALS.warnFrom(this, "NVMe/TCP accept on {} failed: {}; retrying in {} ms", address, e,
+                    backoffMillis);
                 try {
-                    Thread.sleep(ACCEPT_ERROR_BACKOFF_MILLIS);
+                    Thread.sleep(backoffMillis);
                 } catch (InterruptedException interrupted) {
                     Thread.currentThread().interrupt();
                     break;
                 }
                 continue;
             }
-            try {
-                channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
-                channel.configureBlocking(false);
-            } catch (IOException e) {
-                LOG.warn("NVMe/TCP: cannot set up an accepted socket on {}", address, e);
-                try {
-                    channel.close();
-                } catch (IOException ignored) {
-                    // already failing
-                }
-                continue;
-            }
-            TcpPollGroup group = groups.get(nextGroup);
-            nextGroup = (nextGroup + 1) % groups.size();
-            group.adopt(channel, this);
+            admit(channel);
+        }
+    }
+
+    private void admit(SocketChannel channel) {
+        InetSocketAddress remote;
+        try {
+            remote = (InetSocketAddress) channel.getRemoteAddress();
+            channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            channel.configureBlocking(false);
+        } catch (IOException | RuntimeException e) {
+            REFUSALS.warnFrom(this, "NVMe/TCP: cannot set up an accepted socket on {}: {}", address, e);
+            closeQuietly(channel);
+            return;
+        }
+        if (remote == null || remote.getAddress() == null) {
+            closeQuietly(channel); // the peer has already gone
+            return;
+        }
+        PendingConnections.Entry entry = pending.admit(remote.getAddress(), System.nanoTime());
+        if (entry == null) {
+            // Closed before reading anything: no NVMe/TCP PDU can say why (nothing was negotiated yet).
+            closeQuietly(channel);
+            refused(remote.getAddress(), TcpPollGroup.describe(remote), PendingConnections.Refusal.HOST_LIMIT);
+            return;
+        }
+        TcpPollGroup group = groups.get(nextGroup);
+        nextGroup = (nextGroup + 1) % groups.size();
+        group.adopt(channel, this, entry);
+    }
+
+    /** Counts and logs (rate-limited per peer address) a refused or closed pending connection. Any thread. */
+    void refused(InetAddress peerAddress, String peer, PendingConnections.Refusal why) {
+        try {
+            handlers.onConnectionRefused(TransportType.TCP, peer, why);
+        } catch (RuntimeException e) {
+            LOG.debug("NVMe/TCP {}: refusal hook failed", address, e);
+        }
+        ConnectionLimits limits = options.connectionLimits();
+        switch (why) {
+            case HOST_LIMIT:
+                REFUSALS.warnFrom(peerAddress, "NVMe/TCP {}: refused {}: {} connections of that address have not "
+                    + "completed Connect (max_pending_connections_per_host)", address, peer,
+                    limits.maxPendingPerHost());
+                break;
+            case PORT_LIMIT:
+                REFUSALS.warnFrom(peerAddress, "NVMe/TCP {}: closed {}, the oldest of {} connections that have not "
+                    + "completed Connect (max_pending_connections)", address, peer, limits.maxPending());
+                break;
+            default:
+                REFUSALS.warnFrom(peerAddress, "NVMe/TCP {}: closed {}: no ICReq and Connect within {} ms "
+                    + "(connect_timeout_ms)", address, peer, limits.connectTimeoutMillis());
+        }
+    }
+
+    private static void closeQuietly(SocketChannel channel) {
+        try {
+            channel.close();
+        } catch (IOException ignored) {
+            // nothing to do: the socket is being thrown away
         }
     }
 

@@ -1,6 +1,7 @@
 package io.nvmeof4j.tcp;
 
 import io.nvmeof4j.protocol.spi.BufferPool;
+import io.nvmeof4j.protocol.spi.PendingConnections;
 import io.nvmeof4j.protocol.spi.PollGroup;
 import io.nvmeof4j.protocol.tcp.Crc32cDigest;
 import org.slf4j.Logger;
@@ -195,12 +196,13 @@ public final class TcpPollGroup implements PollGroup {
     }
 
     /** Acceptor thread: a new connection for this group. */
-    void adopt(SocketChannel channel, TcpListener listener) {
+    void adopt(SocketChannel channel, TcpListener listener, PendingConnections.Entry pending) {
         if (closed) {
+            pending.release();
             closeQuietly(channel);
             return;
         }
-        execute(() -> register(channel, listener));
+        execute(() -> register(channel, listener, pending));
     }
 
     /** Any thread other than the reactor: a command completed; the reactor finishes it. */
@@ -255,22 +257,37 @@ public final class TcpPollGroup implements PollGroup {
 
     // ---- connections -------------------------------------------------------------------------------------------
 
-    private void register(SocketChannel channel, TcpListener listener) {
+    private void register(SocketChannel channel, TcpListener listener, PendingConnections.Entry pending) {
         if (closed) {
+            pending.release();
             closeQuietly(channel);
             return;
         }
+        String peer = "unknown peer";
         try {
-            String peer = describe(channel.getRemoteAddress());
-            TcpConnection connection = new TcpConnection(this, listener, channel, peer);
+            peer = describe(channel.getRemoteAddress());
+            TcpConnection connection = new TcpConnection(this, listener, channel, peer, pending);
+            if (!pending.attach(why -> {
+                listener.refused(pending.peer(), connection.peer(), why);
+                connection.disconnect(why.tag());
+            })) {
+                // Evicted or timed out while it waited for this reactor: it never started.
+                listener.refused(pending.peer(), peer, pending.refusal());
+                closeQuietly(channel);
+                return;
+            }
             connection.key = channel.register(selector, SelectionKey.OP_READ, connection);
             connections.add(connection);
             if (flushList.length < connections.size()) {
                 flushList = Arrays.copyOf(flushList, connections.size() * 2);
             }
             LOG.debug("NVMe/TCP connection from {} on {}", peer, listener.address());
-        } catch (IOException | RuntimeException e) {
-            LOG.warn("NVMe/TCP: cannot take a new connection on {}", listener.address(), e);
+        } catch (IOException | RuntimeException | OutOfMemoryError e) {
+            // OutOfMemoryError too: a connection's receive buffer is direct memory, which a flood can use up; the
+            // new connection is closed and the reactor keeps serving the others.
+            pending.release();
+            TcpListener.REFUSALS.warnFrom(pending.peer(), "NVMe/TCP: cannot take a new connection from {} on {}: {}",
+                peer, listener.address(), e);
             closeQuietly(channel);
         }
     }
@@ -280,7 +297,7 @@ public final class TcpPollGroup implements PollGroup {
         terminating.remove(connection);
     }
 
-    private static String describe(SocketAddress address) {
+    static String describe(SocketAddress address) {
         if (address instanceof InetSocketAddress) {
             InetSocketAddress inet = (InetSocketAddress) address;
             String host = inet.getAddress() != null ? inet.getAddress().getHostAddress() : inet.getHostString();

@@ -47,6 +47,8 @@ final class RamQueueHandlerFactory implements QueueHandlerFactory, AutoCloseable
     final List<Integer> responsesSent = new CopyOnWriteArrayList<>();
     final LinkedBlockingQueue<Request> held = new LinkedBlockingQueue<>();
     final AtomicInteger completionFailures = new AtomicInteger();
+    /** Refusals the transport reported ({@link QueueHandlerFactory#onConnectionRefused}), in order. */
+    final List<String> refusals = new CopyOnWriteArrayList<>();
     volatile Mode mode = Mode.INLINE;
     volatile boolean recording = true;
     private final ArrayBlockingQueue<Request> backendQueue = new ArrayBlockingQueue<>(4096);
@@ -56,6 +58,16 @@ final class RamQueueHandlerFactory implements QueueHandlerFactory, AutoCloseable
         t.setDaemon(true);
         return t;
     });
+
+    @Override
+    public void onConnectionRefused(io.nvmeof4j.protocol.spi.TransportType transport, String peer,
+                                    io.nvmeof4j.protocol.spi.PendingConnections.Refusal reason) {
+        refusals.add(reason.name());
+    }
+
+    List<String> refusals() {
+        return refusals;
+    }
 
     @Override
     public QueueHandler open(TransportQueue queue) {

@@ -404,7 +404,7 @@ class HttpSecurityIT {
             }
             System.out.printf("slowloris: %d rounds, worst ms: /metrics %d, API %d, metrics listener %d; "
                 + "%d reconnects of the slow client%n", rounds, worstMetrics, worstApi, worstMetricsOnly, reconnects.get());
-            assertThat(rounds).isGreaterThan(10);
+            assertThat(rounds).as("rounds of answered requests during the attack").isGreaterThanOrEqualTo(3);
             assertThat(worstMetrics).as("worst /metrics answer under attack, ms").isLessThan(1_000);
             assertThat(worstApi).as("worst authenticated GET under attack, ms").isLessThan(1_000);
             assertThat(worstMetricsOnly).as("worst metrics-listener answer under attack, ms").isLessThan(1_000);

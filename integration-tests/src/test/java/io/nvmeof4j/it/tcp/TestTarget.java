@@ -86,7 +86,16 @@ final class TestTarget implements AutoCloseable {
         }
     }
 
+    /** As {@link #start(Path)}, with {@code daemonSettings} (JSON members, no braces) as the "nvmeof4j" object. */
+    static TestTarget start(Path dir, String daemonSettings) throws Exception {
+        return startFrom(writeConfig(dir, daemonSettings));
+    }
+
     static Path writeConfig(Path dir) throws IOException {
+        return writeConfig(dir, "");
+    }
+
+    static Path writeConfig(Path dir, String daemonSettings) throws IOException {
         Path image = dir.resolve("b1.img");
         if (!Files.exists(image)) {
             try (RandomAccessFile f = new RandomAccessFile(image.toFile(), "rw")) {
@@ -96,6 +105,7 @@ final class TestTarget implements AutoCloseable {
         String imagePath = new ObjectMapper().writeValueAsString(image.toAbsolutePath().toString());
         String json = """
             {
+              "nvmeof4j": {%8$s},
               "ports": [
                 {"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "0"},
                  "param": {"inline_data_size": "16384"},
@@ -119,7 +129,8 @@ final class TestTarget implements AutoCloseable {
                  ]}
               ]
             }
-            """.formatted(NQN_A, NQN_B, DISCOVERY_NQN, SERIAL_A, MODEL_A, ALLOWED_HOST_B.hostnqn(), imagePath);
+            """.formatted(NQN_A, NQN_B, DISCOVERY_NQN, SERIAL_A, MODEL_A, ALLOWED_HOST_B.hostnqn(), imagePath,
+                daemonSettings);
         Path config = dir.resolve("nvmeof4j-target.json");
         Files.writeString(config, json, StandardCharsets.UTF_8);
         return config;

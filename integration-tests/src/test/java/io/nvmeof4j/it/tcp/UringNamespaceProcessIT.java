@@ -9,14 +9,10 @@ import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -35,7 +31,6 @@ class UringNamespaceProcessIT {
     private static final String NQN = "nqn.2014-08.io.nvmeof4j:uring";
     private static final HostIdentity HOST = HostIdentity.ofUuid(java.util.UUID.fromString(
         "22222222-3333-4444-5555-666666666666"));
-    private static final Duration START_TIMEOUT = Duration.ofSeconds(300);
 
     @TempDir
     Path dir;
@@ -50,7 +45,7 @@ class UringNamespaceProcessIT {
         long fuaOffset = 3L << 20;
         long flushedOffset = 9L << 20;
 
-        try (DaemonProcess daemon = DaemonProcess.start(List.of(launcher().toString(), "--config", config.toString()),
+        try (DaemonProcess daemon = DaemonProcess.start(List.of(DaemonProcess.launcher().toString(), "--config", config.toString()),
                 dir.resolve("daemon1.log"), port)) {
             try (Session s = new Session(port)) {
                 Completion fua = s.io.write(1, fuaOffset / s.bs, fuaData.length / s.bs, fuaData, true);
@@ -58,7 +53,7 @@ class UringNamespaceProcessIT {
                 daemon.kill();
             }
         }
-        try (DaemonProcess daemon = DaemonProcess.start(List.of(launcher().toString(), "--config", config.toString()),
+        try (DaemonProcess daemon = DaemonProcess.start(List.of(DaemonProcess.launcher().toString(), "--config", config.toString()),
                 dir.resolve("daemon2.log"), port)) {
             try (Session s = new Session(port)) {
                 Completion back = s.io.read(1, fuaOffset / s.bs, fuaData.length / s.bs, s.bs);
@@ -71,7 +66,7 @@ class UringNamespaceProcessIT {
                 daemon.kill();
             }
         }
-        try (DaemonProcess daemon = DaemonProcess.start(List.of(launcher().toString(), "--config", config.toString()),
+        try (DaemonProcess daemon = DaemonProcess.start(List.of(DaemonProcess.launcher().toString(), "--config", config.toString()),
                 dir.resolve("daemon3.log"), port);
              Session s = new Session(port)) {
             Completion back = s.io.read(1, flushedOffset / s.bs, flushedData.length / s.bs, s.bs);
@@ -90,7 +85,7 @@ class UringNamespaceProcessIT {
         Path config = writeConfig(port,
             "{\"nsid\": 1, \"device\": {\"path\": " + json(image) + ", \"size\": \"16M\"}}, "
                 + "{\"nsid\": 2, \"device\": {\"backend\": \"ram\", \"size\": \"16M\", \"block_size\": 4096}}");
-        String script = "mount -t tmpfs -o size=1m nvmeof4j-enospc " + mount + " && exec " + launcher()
+        String script = "mount -t tmpfs -o size=1m nvmeof4j-enospc " + mount + " && exec " + DaemonProcess.launcher()
             + " --config " + config;
         try (DaemonProcess daemon = DaemonProcess.start(
                 List.of("unshare", "--mount", "--propagation", "private", "sh", "-c", script),
@@ -144,58 +139,6 @@ class UringNamespaceProcessIT {
         }
     }
 
-    /** A daemon process; {@link #kill()} sends SIGKILL to it and everything it started. */
-    static final class DaemonProcess implements AutoCloseable {
-        private final Process process;
-        private final Path log;
-
-        private DaemonProcess(Process process, Path log) {
-            this.process = process;
-            this.log = log;
-        }
-
-        static DaemonProcess start(List<String> command, Path log, int port) throws Exception {
-            Process p = new ProcessBuilder(command).redirectErrorStream(true)
-                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
-                .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
-            DaemonProcess d = new DaemonProcess(p, log);
-            long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
-            while (true) {
-                try (Socket ignored = new Socket("127.0.0.1", port)) {
-                    return d;
-                } catch (IOException notYet) {
-                    if (!p.isAlive() || System.nanoTime() - deadline > 0) {
-                        d.kill();
-                        throw new AssertionError("daemon did not listen on " + port + ":\n" + Files.readString(log));
-                    }
-                    Thread.sleep(100);
-                }
-            }
-        }
-
-        void kill() throws InterruptedException {
-            List<ProcessHandle> all = new ArrayList<>(process.descendants().toList());
-            all.add(process.toHandle());
-            for (ProcessHandle h : all) {
-                h.destroyForcibly(); // SIGKILL
-            }
-            for (ProcessHandle h : all) {
-                try {
-                    h.onExit().get(10, TimeUnit.SECONDS);
-                } catch (Exception e) {
-                    throw new AssertionError("process " + h.pid() + " did not die from SIGKILL", e);
-                }
-            }
-        }
-
-        @Override
-        public void close() throws Exception {
-            if (process.isAlive() || process.descendants().findAny().isPresent()) {
-                kill();
-            }
-        }
-    }
-
     private Path writeConfig(int port, String namespaces) throws IOException {
         String text = """
             {
@@ -213,17 +156,6 @@ class UringNamespaceProcessIT {
 
     private static String json(Path p) throws IOException {
         return new ObjectMapper().writeValueAsString(p.toAbsolutePath().toString());
-    }
-
-    private static Path launcher() {
-        Path d = Path.of("").toAbsolutePath();
-        while (d != null && !Files.exists(d.resolve("bin/nvmeof-target"))) {
-            d = d.getParent();
-        }
-        if (d == null) {
-            throw new IllegalStateException("no bin/nvmeof-target above " + Path.of("").toAbsolutePath());
-        }
-        return d.resolve("bin/nvmeof-target");
     }
 
     private static int freePort() throws IOException {

@@ -63,7 +63,8 @@ class KernelHostNamespaceHotplugIT {
             assertThat(guest.timedOut()).as("run-guest.sh hung past its own timeout").isFalse();
             assertThat(guest.lines().stream().filter(l -> l.startsWith("FAIL ")).toList()).as("FAIL lines").isEmpty();
             assertThat(guest.lines()).as("guest output, tail:\n%s", guest.tail(40)).contains(
-                "PASS connect", "PASS no-namespace-before", "PASS api-refused", "PASS api-add", "PASS namespace-appeared",
+                "PASS connect", "PASS no-namespace-before", "PASS api-auth-refused", "PASS api-refused",
+                "PASS refused-invisible", "PASS api-add", "PASS namespace-appeared",
                 "PASS no-reconnect", "PASS new-namespace-io", "PASS api-remove", "PASS namespace-disappeared",
                 "PASS still-connected", "PASS disconnect");
             assertThat(guest.exitCode()).as("guest script exit code; tail:\n%s", guest.tail(40)).isZero();

@@ -16,7 +16,10 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * bulk operations that never move a shared buffer's position.
  * <p>Dropped chunks are returned to the operating system when the garbage collector reclaims their buffer (a
  * concurrent reader may still be copying out of it, so they cannot be freed eagerly). Chunk creation counts
- * against {@code -XX:MaxDirectMemorySize}; a write that cannot get memory fails with Capacity Exceeded.
+ * against {@code -XX:MaxDirectMemorySize}; a write that cannot get memory fails with Capacity Exceeded and DNR (the
+ * OutOfMemoryError of the allocation never leaves this class: the reactor keeps running), counted in
+ * {@link #allocationFailures()}. The daemon's RAM budget keeps the sum of RAM namespace sizes within the memory the
+ * JVM may use, so that happens only when something else took the memory.
  */
 public final class RamBlockDevice implements BlockDevice {
     public static final int CHUNK_SHIFT = 20;
@@ -28,6 +31,8 @@ public final class RamBlockDevice implements BlockDevice {
     private final int blockSize;
     private final AtomicReferenceArray<ByteBuffer> chunks;
     private final AtomicLong committedBytes = new AtomicLong();
+    /** Not a LongAdder: it grows only on a failure path, and a reader wants the plain value. */
+    private final AtomicLong allocationFailures = new AtomicLong();
     private volatile boolean closed;
 
     /**
@@ -66,6 +71,11 @@ public final class RamBlockDevice implements BlockDevice {
     @Override
     public boolean hasVolatileWriteCache() {
         return false;
+    }
+
+    /** Writes refused because a chunk could not be allocated. */
+    public long allocationFailures() {
+        return allocationFailures.get();
     }
 
     /** Bytes of chunks currently held (written and not dropped since). */
@@ -171,7 +181,10 @@ public final class RamBlockDevice implements BlockDevice {
         try {
             created = ByteBuffer.allocateDirect(chunkLength(chunkIndex));
         } catch (OutOfMemoryError e) {
-            // Direct memory limit reached (-XX:MaxDirectMemorySize): a thin-provisioned device out of space.
+            // Direct memory limit reached (-XX:MaxDirectMemorySize) or malloc failed: a thin-provisioned device out
+            // of space. Both are thrown by the allocation itself, not the VM's heap, so -XX:+ExitOnOutOfMemoryError
+            // does not apply and the reactor carries on.
+            allocationFailures.incrementAndGet();
             return null;
         }
         while (true) {

@@ -9,12 +9,15 @@ import io.nvmeof4j.jni.bdev.BdevIoChannel;
 import io.nvmeof4j.jni.bdev.BdevPollGroup;
 import io.nvmeof4j.jni.bdev.UringOptions;
 import io.nvmeof4j.protocol.command.NvmeStatus;
+import io.nvmeof4j.protocol.log.RateLimitedLog;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import io.nvmeof4j.target.reactor.Reactor;
 
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -84,7 +87,18 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
      */
     public static UringBlockDevice open(Path path, long sizeBytes, int blockSize, boolean buffered)
         throws NativeIoException {
-        UringOptions options = new UringOptions(buffered, blockSize, sizeBytes, sizeBytes > 0, false);
+        return open(path, sizeBytes, blockSize, buffered, UringOptions.Confinement.NONE);
+    }
+
+    /**
+     * As {@link #open(Path, long, int, boolean)}, for a path checked against the allowed directories: see
+     * {@link UringOptions#confinement()} (no symlink followed; a file created only if still absent).
+     */
+    public static UringBlockDevice open(Path path, long sizeBytes, int blockSize, boolean buffered,
+                                        UringOptions.Confinement confinement) throws NativeIoException {
+        boolean create = sizeBytes > 0 && (confinement == UringOptions.Confinement.NONE || !Files.exists(path,
+            LinkOption.NOFOLLOW_LINKS));
+        UringOptions options = new UringOptions(buffered, blockSize, sizeBytes, create, false, confinement);
         Bdev bdev;
         try {
             bdev = Bdev.openUring(path, options);
@@ -94,7 +108,15 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
                 case Errno.EINVAL -> "block size " + blockSize + " is below the device's logical block size "
                     + "(O_DIRECT needs whole device blocks)";
                 case Errno.ENOSPC -> "smaller than the configured size " + sizeBytes;
-                case Errno.ENODEV -> "neither a regular file nor a block device";
+                case Errno.ENODEV -> confinement == UringOptions.Confinement.NONE
+                    ? "neither a regular file nor a block device"
+                    : "no longer the " + (confinement == UringOptions.Confinement.BLOCK_DEVICE ? "block device"
+                        : "regular file") + " that was checked";
+                case Errno.ELOOP -> "a path component became a symbolic link after the check";
+                case Errno.EEXIST -> "the file appeared after the check";
+                case Errno.EMLINK -> "has more than one hard link (another name may lie outside the allowed "
+                    + "directories)";
+                case Errno.ENOSYS -> "this kernel has no openat2 (Linux 5.6+), needed to open a confined path safely";
                 default -> null;
             };
             if (why == null) {

@@ -7,10 +7,12 @@ import io.nvmeof4j.protocol.auth.DhchapGroup;
 import io.nvmeof4j.protocol.auth.DhchapHash;
 import io.nvmeof4j.protocol.auth.DhchapSecret;
 import io.nvmeof4j.protocol.spi.AddressFamily;
+import io.nvmeof4j.protocol.spi.ConnectionLimits;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.target.model.Port;
+import io.nvmeof4j.target.model.Subsystem;
 import io.nvmeof4j.target.reactor.IdleStrategy;
 
 import java.net.InetAddress;
@@ -52,7 +54,6 @@ final class ConfigParser {
         "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}");
     private static final Pattern VERSION = Pattern.compile("\\d{1,5}\\.\\d{1,3}(\\.\\d{1,3})?");
     private static final Set<String> TREQ_VALUES = Set.of("not specified", "required", "not required");
-    private static final long MAX_NSID = 0xFFFFFFFEL;
     private static final int MAX_SERIAL = 20;
     private static final int MAX_MODEL = 40;
     private static final int MAX_FIRMWARE = 8;
@@ -79,17 +80,31 @@ final class ConfigParser {
 
     private final Path baseDirectory;
     private final Path defaultTokenFile;
+    /**
+     * A request rather than the operator's file (management API): unknown or unsupported keys are errors, not
+     * notices, and a device path may not climb out with {@code ..}.
+     */
+    private final boolean strict;
     private final List<TargetConfig.Notice> notices = new ArrayList<>();
     private final Map<String, DhchapCredentials> hostCredentials = new LinkedHashMap<>();
 
     ConfigParser(Path baseDirectory) {
-        this(baseDirectory, HttpSecurity.stateDirectoryTokenFile());
+        this(baseDirectory, HttpSecurity.stateDirectoryTokenFile(), false);
+    }
+
+    ConfigParser(Path baseDirectory, boolean strict) {
+        this(baseDirectory, HttpSecurity.stateDirectoryTokenFile(), strict);
     }
 
     /** @param defaultTokenFile the API token file when {@code api_token_file} is not given */
     ConfigParser(Path baseDirectory, Path defaultTokenFile) {
+        this(baseDirectory, defaultTokenFile, false);
+    }
+
+    private ConfigParser(Path baseDirectory, Path defaultTokenFile, boolean strict) {
         this.baseDirectory = baseDirectory.toAbsolutePath().normalize();
         this.defaultTokenFile = defaultTokenFile.toAbsolutePath().normalize();
+        this.strict = strict;
     }
 
     TargetConfig parse(JsonNode root, Path source) throws ConfigException {
@@ -100,6 +115,7 @@ final class ConfigParser {
         List<PortConfig> ports = ports(root.get("ports"), "ports", subsystems, settings);
         reportKeys(root, "", Set.of("nvmeof4j", "hosts", "subsystems", "ports"), Map.of());
         checkBufferPool(settings, ports);
+        checkConnectionLimits(settings, subsystems);
         reportUnreachable(subsystems, ports, hosts);
         TargetConfig config = new TargetConfig(source, hosts, hostCredentials, ports, subsystems, settings, notices);
         config.checkEnvironment();
@@ -119,7 +135,9 @@ final class ConfigParser {
             DaemonSettings.FILE_WORKERS_OBSOLETE, DaemonSettings.SHUTDOWN_TIMEOUT_MS, DaemonSettings.HTTP,
             DaemonSettings.METRICS, HttpSecurity.API_TOKEN_FILE, HttpSecurity.METRICS_HTTP,
             HttpSecurity.HTTP_ALLOWED_HOSTS, HttpSecurity.HTTP_REQUEST_TIMEOUT_MS, HttpSecurity.HTTP_MAX_CONNECTIONS,
-            HttpSecurity.HTTP_MAX_CONNECTIONS_PER_PEER);
+            HttpSecurity.HTTP_MAX_CONNECTIONS_PER_PEER, DaemonSettings.ALLOWED_PATHS, DaemonSettings.RAM_BUDGET_MIB,
+            DaemonSettings.MAX_PENDING_CONNECTIONS, DaemonSettings.MAX_PENDING_CONNECTIONS_PER_HOST,
+            DaemonSettings.CONNECT_TIMEOUT_MS);
         for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
             String name = names.next();
             if (!known.contains(name)) {
@@ -185,9 +203,17 @@ final class ConfigParser {
         }
         boolean metrics = !node.has(DaemonSettings.METRICS)
             || bool(node.get(DaemonSettings.METRICS), at(where, DaemonSettings.METRICS));
+        List<Path> allowedPaths = allowedPaths(node.get(DaemonSettings.ALLOWED_PATHS),
+            at(where, DaemonSettings.ALLOWED_PATHS));
+        long ramBudget = d.ramBudgetBytes();
+        if (node.has(DaemonSettings.RAM_BUDGET_MIB) && !node.get(DaemonSettings.RAM_BUDGET_MIB).isNull()) {
+            ramBudget = optionalInteger(node, where, DaemonSettings.RAM_BUDGET_MIB, 0, DaemonSettings.RAM_BUDGET_MIB_MAX,
+                0) << 20;
+        }
         return new DaemonSettings(reactors, idle, TimeUnit.MICROSECONDS.toNanos(spinUs), poolMib << 20,
             (int) mdtsKib << 10, hugepages, Duration.ofMillis(shutdownMs), http, httpExplicit, metrics,
-            httpSecurity(node, where, d.httpSecurity()));
+            httpSecurity(node, where, d.httpSecurity()), allowedPaths, ramBudget,
+            connectionLimits(node, where, d.connectionLimits()));
     }
 
     private HttpSecurity httpSecurity(JsonNode node, String where, HttpSecurity d) throws ConfigException {
@@ -243,6 +269,85 @@ final class ConfigParser {
             d.maxConnectionsPerPeer());
         return new HttpSecurity(tokenFile, metricsHttp, allowedHosts, Duration.ofMillis(timeoutMs), maxConnections,
             maxPerPeer);
+    }
+
+    /**
+     * {@code allowed_paths}: absolute paths (relative ones are taken relative to the configuration's directory) of
+     * directories and block devices. Kept as written, normalised; they are resolved (symlinks followed) each time a
+     * namespace is checked against them, so a directory created after the start counts.
+     */
+    private List<Path> allowedPaths(JsonNode node, String where) throws ConfigException {
+        List<Path> paths = new ArrayList<>();
+        if (node == null || node.isNull()) {
+            return paths;
+        }
+        requireArray(node, where);
+        for (int i = 0; i < node.size(); i++) {
+            String pw = where + "[" + i + "]";
+            JsonNode entry = node.get(i);
+            if (!entry.isTextual()) {
+                throw new ConfigException(pw, "must be a string (a directory or a block device), not " + describe(entry));
+            }
+            String text = entry.asText();
+            requirePlainText(text, pw);
+            if (text.isEmpty()) {
+                throw new ConfigException(pw, "is empty");
+            }
+            Path p;
+            try {
+                p = baseDirectory.resolve(text).normalize();
+            } catch (InvalidPathException e) {
+                throw new ConfigException(pw, quote(text) + " is not a valid path: " + e.getReason());
+            }
+            if (p.getParent() == null) {
+                // "/" would allow every file the daemon can open: the very thing allowed_paths exists to prevent.
+                throw new ConfigException(pw, quote(text) + " is the root directory; list the directories that hold "
+                    + "namespace files");
+            }
+            if (!paths.contains(p)) {
+                paths.add(p);
+            }
+        }
+        return paths;
+    }
+
+    /** No NUL byte or other control character: such text is an attack or a mistake, never a name. */
+    private static void requirePlainText(String text, String where) throws ConfigException {
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c < 0x20 || c == 0x7F) {
+                throw new ConfigException(where, "contains the control character U+" + String.format("%04X", (int) c)
+                    + " at index " + i);
+            }
+        }
+    }
+
+    private static ConnectionLimits connectionLimits(JsonNode node, String where, ConnectionLimits d)
+        throws ConfigException {
+        int maxPending = (int) optionalInteger(node, where, DaemonSettings.MAX_PENDING_CONNECTIONS, 1,
+            ConnectionLimits.MAX_PENDING_LIMIT, d.maxPending());
+        // The per-host default follows a lowered port limit; an explicit value above it is an error.
+        int perHost = (int) optionalInteger(node, where, DaemonSettings.MAX_PENDING_CONNECTIONS_PER_HOST, 1,
+            maxPending, Math.min(d.maxPendingPerHost(), maxPending));
+        long timeoutMs = optionalInteger(node, where, DaemonSettings.CONNECT_TIMEOUT_MS,
+            ConnectionLimits.CONNECT_TIMEOUT_MS_MIN, ConnectionLimits.CONNECT_TIMEOUT_MS_MAX, d.connectTimeoutMillis());
+        return new ConnectionLimits(maxPending, perHost, TimeUnit.MILLISECONDS.toNanos(timeoutMs));
+    }
+
+    /**
+     * The Linux host opens every I/O queue's connection (ICReq done) before it sends their Connects, so one host can
+     * have qid_max + 1 queues pending at once: a per-host limit at or below that refuses real hosts.
+     */
+    private void checkConnectionLimits(DaemonSettings settings, List<SubsystemConfig> subsystems) {
+        int perHost = settings.connectionLimits().maxPendingPerHost();
+        for (SubsystemConfig s : subsystems) {
+            if (s.qidMax() + 1 > perHost) {
+                notice(true, at("nvmeof4j", DaemonSettings.MAX_PENDING_CONNECTIONS_PER_HOST) + ": " + perHost
+                    + " is below the " + (s.qidMax() + 1) + " queues a host of " + s.nqn() + " (attr.qid_max "
+                    + s.qidMax() + ") may set up before it sends their Connects; such a host would be refused");
+                return;
+            }
+        }
     }
 
     private void checkBufferPool(DaemonSettings settings, List<PortConfig> ports) throws ConfigException {
@@ -462,7 +567,7 @@ final class ConfigParser {
 
     private NamespaceConfig namespace(JsonNode n, String where, String subsystemNqn) throws ConfigException {
         requireObject(n, where);
-        long nsid = integer(required(n, where, "nsid"), at(where, "nsid"), 1, MAX_NSID);
+        long nsid = integer(required(n, where, "nsid"), at(where, "nsid"), 1, Subsystem.MAX_NSID);
         boolean enabled = !n.has("enable") || bool(n.get("enable"), at(where, "enable"));
         reportKeys(n, where, Set.of("nsid", "enable", "device"), IGNORED_NAMESPACE);
 
@@ -477,6 +582,15 @@ final class ConfigParser {
             String pathText = text(device.get("path"), at(dw, "path"));
             if (pathText.isEmpty()) {
                 throw new ConfigException(at(dw, "path"), "is empty");
+            }
+            requirePlainText(pathText, at(dw, "path"));
+            if (strict) {
+                for (String part : pathText.split("/")) {
+                    if (part.equals("..")) {
+                        throw new ConfigException(at(dw, "path"), quote(pathText) + " contains a '..' component; give "
+                            + "the path without it");
+                    }
+                }
             }
             try {
                 path = baseDirectory.resolve(pathText).normalize();
@@ -754,7 +868,8 @@ final class ConfigParser {
             trsvcid = discoveryOnly && trtype == TransportType.TCP ? 8009 : 4420;
         }
         TransportAddress address = new TransportAddress(trtype, family, traddr, Integer.toString(trsvcid));
-        PortOptions options = new PortOptions(inline, queueSize, settings.maxDataTransferSize());
+        PortOptions options = new PortOptions(inline, queueSize, settings.maxDataTransferSize(),
+            settings.connectionLimits());
         return new PortConfig(pw, portId, address, treq, options, exported);
     }
 
@@ -832,7 +947,8 @@ final class ConfigParser {
 
     // ---------------------------------------------------------------------------------------------- values
 
-    private void reportKeys(JsonNode object, String where, Set<String> used, Map<String, String> ignored) {
+    private void reportKeys(JsonNode object, String where, Set<String> used, Map<String, String> ignored)
+        throws ConfigException {
         for (Iterator<Map.Entry<String, JsonNode>> it = object.fields(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> e = it.next();
             String key = e.getKey();
@@ -840,6 +956,15 @@ final class ConfigParser {
                 continue;
             }
             String reason = ignored.get(key);
+            if (strict) {
+                if (reason != null && isEmpty(e.getValue())) {
+                    continue; // nvmetcli's "none" value of a feature we lack: nothing asked that we ignore
+                }
+                // A request naming a field we would not use would be answered as if it had been honoured.
+                throw new ConfigException(at(where, printable(key)), reason != null
+                    ? "not supported (" + reason + ")"
+                    : "unknown field (known: " + String.join(", ", new java.util.TreeSet<>(used)) + ")");
+            }
             if (reason != null) {
                 if (!isEmpty(e.getValue())) {
                     notice(false, at(where, key) + ": ignored (" + reason + ")");
@@ -848,6 +973,16 @@ final class ConfigParser {
                 notice(true, at(where, key) + ": unknown key, ignored");
             }
         }
+    }
+
+    /** Text as it may appear in a message: control characters escaped, at most 240 characters. */
+    private static String printable(String text) {
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < text.length() && i < 240; i++) {
+            char c = text.charAt(i);
+            sb.append(c < 0x20 || c == 0x7F ? String.format("\\u%04x", (int) c) : String.valueOf(c));
+        }
+        return text.length() > 240 ? sb + "..." : sb.toString();
     }
 
     private static boolean isEmpty(JsonNode node) {
@@ -910,10 +1045,28 @@ final class ConfigParser {
     private static String nqn(JsonNode node, String where) throws ConfigException {
         String text = text(node, where);
         try {
-            return Nqn.of(text).value();
+            return checkNqn(text);
         } catch (IllegalArgumentException e) {
             throw new ConfigException(where, e.getMessage());
         }
+    }
+
+    /**
+     * An NQN as {@link Nqn#of} takes it, and without control characters, '/' or '\\': nvmet's NQNs are configfs
+     * directory names, which cannot hold '/', and the management API carries NQNs in URL paths and log lines.
+     *
+     * @throws IllegalArgumentException saying what is wrong
+     */
+    static String checkNqn(String text) {
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c < 0x20 || c == 0x7F || c == '/' || c == '\\') {
+                throw new IllegalArgumentException("NQN " + printable(text) + " contains "
+                    + (c < 0x20 || c == 0x7F ? "the control character U+" + String.format("%04X", (int) c)
+                    : "'" + c + "'") + " at index " + i);
+            }
+        }
+        return Nqn.of(text).value();
     }
 
     private static String ascii(JsonNode attr, String aw, String key, int max, String fallback)
@@ -986,7 +1139,7 @@ final class ConfigParser {
         if (!node.isTextual()) {
             return null;
         }
-        String t = node.asText().trim();
+        String t = node.asText().strip(); // not trim(): that drops control characters too
         try {
             if (t.startsWith("0x") || t.startsWith("0X")) {
                 return Long.parseLong(t.substring(2), 16);

@@ -1,11 +1,14 @@
 package io.nvmeof4j.target.config;
 
+import io.nvmeof4j.protocol.spi.ConnectionLimits;
 import io.nvmeof4j.target.reactor.IdleStrategy;
 
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
@@ -31,10 +34,21 @@ import java.util.concurrent.TimeUnit;
  *                              data-path recording off, {@code /metrics} is then empty
  * @param httpSecurity          the API token file, the metrics-only listener, allowed Host names and connection
  *                              limits of the HTTP server ({@link HttpSecurity})
+ * @param allowedPaths          {@code allowed_paths}: where file and block-device namespaces added through the
+ *                              management API may lie: directories (the files below them) and block devices (that
+ *                              device only), absolute. Empty (the default): no file namespace can be added live.
+ *                              The configuration file's own namespaces are not confined (the operator wrote them)
+ * @param ramBudgetBytes        {@code ram_budget_mib}: the most bytes all RAM namespaces together may hold, or
+ *                              {@link #RAM_BUDGET_DERIVED} (the default) for what this JVM and machine can give
+ *                              (see {@code io.nvmeof4j.target.daemon.RamBudget})
+ * @param connectionLimits      {@code max_pending_connections}, {@code max_pending_connections_per_host},
+ *                              {@code connect_timeout_ms}: limits on each port's queues that have not completed
+ *                              their Connect (see {@link ConnectionLimits} for the defaults and why)
  */
 public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleSpinNanos, long bufferPoolBytes,
                              int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout, String http,
-                             boolean httpExplicit, boolean metrics, HttpSecurity httpSecurity) {
+                             boolean httpExplicit, boolean metrics, HttpSecurity httpSecurity,
+                             List<Path> allowedPaths, long ramBudgetBytes, ConnectionLimits connectionLimits) {
     public static final String REACTORS = "reactors";
     public static final String IDLE_STRATEGY = "idle_strategy";
     public static final String IDLE_SPIN_US = "idle_spin_us";
@@ -49,6 +63,15 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
     public static final String SHUTDOWN_TIMEOUT_MS = "shutdown_timeout_ms";
     public static final String HTTP = "http";
     public static final String METRICS = "metrics";
+    public static final String ALLOWED_PATHS = "allowed_paths";
+    public static final String RAM_BUDGET_MIB = "ram_budget_mib";
+    /** {@link #ramBudgetBytes()} when {@code ram_budget_mib} is not set: derived from the JVM and the machine. */
+    public static final long RAM_BUDGET_DERIVED = -1;
+    /** The largest {@code ram_budget_mib}: 2^33 MiB (8 PiB), far above any machine, far below a long's overflow. */
+    public static final long RAM_BUDGET_MIB_MAX = 1L << 33;
+    public static final String MAX_PENDING_CONNECTIONS = "max_pending_connections";
+    public static final String MAX_PENDING_CONNECTIONS_PER_HOST = "max_pending_connections_per_host";
+    public static final String CONNECT_TIMEOUT_MS = "connect_timeout_ms";
     /** Where the HTTP server (GET /metrics, the management API) listens unless told otherwise: loopback only. */
     public static final String HTTP_DEFAULT = "127.0.0.1:9480";
     /** {@code "http": "off"} (or {@code false}) turns the HTTP server off. */
@@ -68,8 +91,18 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
         Objects.requireNonNull(idleStrategy, "idleStrategy");
         Objects.requireNonNull(shutdownTimeout, "shutdownTimeout");
         Objects.requireNonNull(httpSecurity, "httpSecurity");
+        Objects.requireNonNull(connectionLimits, "connectionLimits");
         if (http != null) {
             parseHttpAddress(http);
+        }
+        allowedPaths = List.copyOf(allowedPaths);
+        for (Path p : allowedPaths) {
+            if (!p.isAbsolute()) {
+                throw new IllegalArgumentException("allowed path " + p + " is not absolute");
+            }
+        }
+        if (ramBudgetBytes < 0 && ramBudgetBytes != RAM_BUDGET_DERIVED) {
+            throw new IllegalArgumentException("ram budget " + ramBudgetBytes + " is negative");
         }
     }
 
@@ -77,25 +110,41 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
     public DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleSpinNanos, long bufferPoolBytes,
                           int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout) {
         this(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize, hugepages, shutdownTimeout,
-            HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()));
+            HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()), List.of(),
+            RAM_BUDGET_DERIVED, ConnectionLimits.defaults());
     }
 
     /** These settings with the HTTP server at {@code address} ("HOST:PORT", or "off"), given explicitly. */
     public DaemonSettings withHttp(String address) {
         String a = address == null || HTTP_OFF.equals(address.trim().toLowerCase(Locale.ROOT)) ? null : address.trim();
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
-            hugepages, shutdownTimeout, a, true, metrics, httpSecurity);
+            hugepages, shutdownTimeout, a, true, metrics, httpSecurity, allowedPaths, ramBudgetBytes,
+            connectionLimits);
     }
 
     public DaemonSettings withMetrics(boolean on) {
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
-            hugepages, shutdownTimeout, http, httpExplicit, on, httpSecurity);
+            hugepages, shutdownTimeout, http, httpExplicit, on, httpSecurity, allowedPaths, ramBudgetBytes,
+            connectionLimits);
     }
 
     /** These settings with other HTTP security settings (command-line overrides: --api-token-file, --metrics-http). */
     public DaemonSettings withHttpSecurity(HttpSecurity security) {
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
-            hugepages, shutdownTimeout, http, httpExplicit, metrics, security);
+            hugepages, shutdownTimeout, http, httpExplicit, metrics, security, allowedPaths, ramBudgetBytes,
+            connectionLimits);
+    }
+
+    /** These settings with other {@code allowed_paths} and {@code ram_budget_mib} (bytes, or the derived default). */
+    public DaemonSettings withNamespaceLimits(List<Path> paths, long ramBudget) {
+        return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
+            hugepages, shutdownTimeout, http, httpExplicit, metrics, httpSecurity, paths, ramBudget,
+            connectionLimits);
+    }
+
+    public DaemonSettings withConnectionLimits(ConnectionLimits limits) {
+        return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
+            hugepages, shutdownTimeout, http, httpExplicit, metrics, httpSecurity, allowedPaths, ramBudgetBytes, limits);
     }
 
     /**
@@ -158,6 +207,7 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
         return new DaemonSettings(defaultReactors(cpus), IDLE_STRATEGY_DEFAULT,
             TimeUnit.MICROSECONDS.toNanos(IDLE_SPIN_US_DEFAULT), (long) BUFFER_POOL_MIB_DEFAULT << 20,
             MAX_DATA_TRANSFER_KIB_DEFAULT << 10, false, Duration.ofMillis(SHUTDOWN_TIMEOUT_MS_DEFAULT),
-            HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()));
+            HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()), List.of(),
+            RAM_BUDGET_DERIVED, ConnectionLimits.defaults());
     }
 }

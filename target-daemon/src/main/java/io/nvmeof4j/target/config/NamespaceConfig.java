@@ -35,6 +35,12 @@ public record NamespaceConfig(String where, int nsid, boolean enabled, BackendTy
         nguid = nguid.clone();
     }
 
+    /** This namespace with its device at {@code realPath} (the path a confinement check resolved). */
+    public NamespaceConfig withPath(Path realPath) {
+        return new NamespaceConfig(where, nsid, enabled, backend, realPath, sizeBytes, blockSize, bufferedIo, uuid,
+            nguid);
+    }
+
     /** A copy of the 16-byte NGUID. */
     @Override
     public byte[] nguid() {

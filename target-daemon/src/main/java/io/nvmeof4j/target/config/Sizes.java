@@ -17,7 +17,8 @@ public final class Sizes {
      * followed by "B" or "iB". Returns -1 for text that is not a size or overflows a long.
      */
     public static long parse(String text) {
-        Matcher m = SIZE.matcher(text.trim());
+        // strip(), not trim(): trim() would also drop NUL and other control characters, and take "1M\0" as "1M".
+        Matcher m = SIZE.matcher(text.strip());
         if (!m.matches()) {
             return -1;
         }

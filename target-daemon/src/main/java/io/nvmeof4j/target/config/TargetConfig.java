@@ -45,7 +45,8 @@ import java.util.UUID;
  *                    "namespaces": [ {"nsid": 1, "enable": 1,
  *                                     "device": {"path": "/srv/ns1.img", "uuid": "…", "nguid": "…",
  *                                                "backend": "file", "size": "1G", "block_size": 4096}} ]} ],
- *   "nvmeof4j":   {"reactors": 1, "idle_strategy": "adaptive", "buffer_pool_mib": 64}
+ *   "nvmeof4j":   {"reactors": 1, "idle_strategy": "adaptive", "buffer_pool_mib": 64,
+ *                  "allowed_paths": ["/srv/nvmeof"], "ram_budget_mib": 16384}
  * }
  * </pre>
  * {@code device.backend}, {@code device.size}, {@code device.block_size} and the {@code "nvmeof4j"} object are
@@ -195,19 +196,27 @@ public final class TargetConfig {
 
     /**
      * Parses one namespace object as it appears in {@code subsystems[].namespaces[]} (management API: adding a
-     * namespace live), with the same checks, defaults and derived identifiers as a configuration file, and checks
-     * its file as {@link #checkEnvironment()} would. Relative paths are taken relative to {@code baseDirectory}.
+     * namespace live), with the same checks, defaults and derived identifiers as a configuration file, and stricter
+     * ones for a request: an unknown or unsupported key is an error naming it (a configuration file only gets a
+     * notice, since nvmetcli files carry keys we ignore), and a device path may not contain a {@code ..} component.
+     * Nothing on the machine is looked at: the daemon checks the path against {@code allowed_paths} first, then
+     * {@link #checkNamespaceFile}. Relative paths are taken relative to {@code baseDirectory}.
      *
      * @param where the JSON path to name in messages
      */
     public static NamespaceConfig parseNamespace(JsonNode namespace, String where, String subsystemNqn,
                                                  Path baseDirectory) throws ConfigException {
-        ConfigParser parser = new ConfigParser(baseDirectory);
-        NamespaceConfig nc = parser.standaloneNamespace(namespace, where, subsystemNqn);
-        if (nc.enabled() && nc.backend() == BackendType.FILE) {
-            checkFile(nc);
-        }
-        return nc;
+        return new ConfigParser(baseDirectory, true).standaloneNamespace(namespace, where, subsystemNqn);
+    }
+
+    /**
+     * An NQN as the configuration takes it: {@link io.nvmeof4j.protocol.Nqn#of}'s rules (at most 223 bytes,
+     * {@code nqn.yyyy-mm.domain[:name]}), and no control character, '/' or '\\'.
+     *
+     * @throws IllegalArgumentException saying what is wrong
+     */
+    public static String checkNqn(String nqn) {
+        return ConfigParser.checkNqn(nqn);
     }
 
     /**
@@ -310,13 +319,17 @@ public final class TargetConfig {
         for (SubsystemConfig s : subsystems) {
             for (NamespaceConfig ns : s.namespaces()) {
                 if (ns.enabled() && ns.backend() == BackendType.FILE) {
-                    checkFile(ns);
+                    checkNamespaceFile(ns);
                 }
             }
         }
     }
 
-    private static void checkFile(NamespaceConfig ns) throws ConfigException {
+    /**
+     * Checks a file namespace's file as {@link #checkEnvironment()} does: it exists and is usable, or can be
+     * created (a size is given and the directory exists and is writable).
+     */
+    public static void checkNamespaceFile(NamespaceConfig ns) throws ConfigException {
         String where = ns.where() + ".device.path";
         Path path = ns.path();
         if (Files.isDirectory(path)) {

@@ -55,8 +55,6 @@ final class AdminCommands {
     static final int ACL = 3;
     /** Error Information log entries (ELPE + 1); we keep no errors, so the log reads as empty entries. */
     static final int ERROR_LOG_ENTRIES = 64;
-    /** NN when the subsystem's NSIDs are small: the Linux target's NVMET_MAX_NAMESPACES. */
-    static final int NN_DEFAULT = 1024;
     /** FRMW: slot 1 read-only, one slot. */
     static final int FRMW = IdentifyController.FRMW_SLOT1_READ_ONLY | 1 << 1;
     /** DLFEAT of a device whose deallocated blocks read as zeroes: that, and Write Zeroes may deallocate. */
@@ -316,8 +314,8 @@ final class AdminCommands {
             .errorLogPageEntries(ERROR_LOG_ENTRIES - 1)
             .submissionQueueEntrySize(IdentifyController.SQES_NVM)
             .completionQueueEntrySize(IdentifyController.CQES_NVM)
-            .numberOfNamespaces(numberOfNamespaces(subsystem))
-            .maxAllowedNamespaces(numberOfNamespaces(subsystem))
+            .numberOfNamespaces(Subsystem.MAX_NSID)
+            .maxAllowedNamespaces(Subsystem.MAX_NSID)
             .optionalNvmCommands(IdentifyController.ONCS_COMPARE | IdentifyController.ONCS_DATASET_MANAGEMENT
                 | IdentifyController.ONCS_WRITE_ZEROES)
             // Reported always, as nvmet does: a Flush the device did not need costs little, a lost write a lot.
@@ -340,17 +338,6 @@ final class AdminCommands {
             sgls |= IdentifyController.SGLS_OFFSET_SUPPORTED;
         }
         return sgls;
-    }
-
-    /** NN: at least 1024, and never below the highest NSID in use (NSIDs may be sparse). */
-    static int numberOfNamespaces(Subsystem subsystem) {
-        int nn = NN_DEFAULT;
-        for (Namespace ns : subsystem.namespaces()) {
-            if (Integer.compareUnsigned(ns.nsid(), nn) > 0) {
-                nn = ns.nsid();
-            }
-        }
-        return nn;
     }
 
     private void identifyNamespace(Request r, int nsid) {

@@ -8,10 +8,13 @@ import io.nvmeof4j.protocol.fabrics.ConnectCommand;
 import io.nvmeof4j.protocol.fabrics.ConnectData;
 import io.nvmeof4j.protocol.fabrics.ConnectResponse;
 import io.nvmeof4j.protocol.fabrics.FabricsCommandType;
+import io.nvmeof4j.protocol.log.RateLimitedLog;
+import io.nvmeof4j.protocol.spi.PendingConnections;
 import io.nvmeof4j.protocol.spi.QueueHandler;
 import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
 import io.nvmeof4j.protocol.spi.Request;
 import io.nvmeof4j.protocol.spi.TransportQueue;
+import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.target.io.NvmCommandExecutor;
 import io.nvmeof4j.target.metrics.TargetMetrics;
 import io.nvmeof4j.target.model.Port;
@@ -50,6 +53,8 @@ import java.util.Objects;
  */
 public final class ControllerQueueHandlerFactory implements QueueHandlerFactory {
     private static final Logger LOG = LoggerFactory.getLogger(ControllerQueueHandlerFactory.class);
+    /** Refused Connects: what one host can make us repeat (a wrong NQN in a reconnect loop), per address. */
+    private static final RateLimitedLog REJECTIONS = new RateLimitedLog(LOG);
 
     /**
      * Largest admin queue accepted, in entries, when the port allows less. Fabrics bounds the admin queue by the
@@ -82,6 +87,13 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
     @Override
     public QueueHandler open(TransportQueue queue) {
         return new ControllerQueueHandler(this, queue, nvm, metrics);
+    }
+
+    @Override
+    public void onConnectionRefused(TransportType transport, String peer, PendingConnections.Refusal reason) {
+        if (metrics != null) {
+            metrics.connectionRefused(transport, reason);
+        }
     }
 
     /** The port as the model holds it now (the daemon replaces it by its bound form once listening). */
@@ -294,8 +306,9 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
                                Controller controller) {
         SubmissionQueueEntry sqe = request.command();
         boolean connect = sqe.isFabrics() && sqe.fabricsCommandType() == FabricsCommandType.CONNECT;
-        LOG.warn("{} from {} rejected with {}: {}", connect ? "Connect" : "command on an unconnected queue",
-            handler.queue().peer(), NvmeStatus.describe(status), why);
+        String peer = handler.queue().peer();
+        REJECTIONS.warnFrom(RateLimitedLog.hostOf(peer), "{} from {} rejected with {}: {}",
+            connect ? "Connect" : "command on an unconnected queue", peer, NvmeStatus.describe(status), why);
         if (dw0 != -1) {
             request.response().dw0(dw0);
         } else if (controller != null) {

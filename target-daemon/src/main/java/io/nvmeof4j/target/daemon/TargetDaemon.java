@@ -1,6 +1,5 @@
 package io.nvmeof4j.target.daemon;
 
-import io.nvmeof4j.protocol.Nqn;
 import io.nvmeof4j.protocol.auth.DhchapCredentials;
 
 import io.nvmeof4j.jni.rdma.Rdma;
@@ -11,6 +10,7 @@ import io.nvmeof4j.protocol.spi.TransportListener;
 import io.nvmeof4j.jni.NativeIoException;
 import io.nvmeof4j.jni.bdev.Bdev;
 import io.nvmeof4j.jni.bdev.BdevRegion;
+import io.nvmeof4j.jni.bdev.UringOptions;
 import io.nvmeof4j.target.backend.BdevChannels;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.rdma.RdmaControllerTransport;
@@ -32,6 +32,9 @@ import io.nvmeof4j.target.controller.ControllerRegistry;
 import io.nvmeof4j.target.config.HttpSecurity;
 import io.nvmeof4j.target.http.ApiToken;
 import io.nvmeof4j.target.http.HttpApiServer;
+import io.nvmeof4j.target.limits.NamespaceRefusedException;
+import io.nvmeof4j.target.limits.PathConfinement;
+import io.nvmeof4j.target.limits.RamBudget;
 import io.nvmeof4j.target.io.NvmCommands;
 import io.nvmeof4j.target.metrics.TargetMetrics;
 import io.nvmeof4j.target.model.Namespace;
@@ -44,7 +47,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.lang.management.ManagementFactory;
 import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -81,7 +83,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <h2>Live changes</h2>
  * {@link #addNamespace} and {@link #removeNamespace} (the management API) open and close devices through the
  * same path as the configured namespaces, one change at a time, and announce the change to connected hosts
- * (namespace attribute changed). The data path's namespace lookup stays a lock-free copy-on-write array.
+ * (namespace attribute changed). The data path's namespace lookup stays a lock-free copy-on-write array. They are held
+ * to limits the configuration file is not: a file or block device must lie inside {@code allowed_paths}
+ * ({@link PathConfinement}, checked here so no caller can skip it). Every RAM namespace, configured or live,
+ * reserves its size from the {@link RamBudget} before its device is created; the configuration's are reserved first
+ * thing at start, so a configuration beyond the budget fails before anything is allocated.
  *
  * <h2>Close</h2>
  * {@link #close()} is the orderly shutdown, each step bounded and each failure logged with what it concerned:
@@ -117,6 +123,10 @@ public final class TargetDaemon implements AutoCloseable {
     private ControllerRegistry registry;
     private TargetMetrics metrics;
     private HttpApiServer http;
+    /** What RAM namespaces may hold together; every one, configured or live, reserves its size here first. */
+    private RamBudget ramBudget;
+    /** Where live file and block-device namespaces may lie ({@code allowed_paths}). */
+    private PathConfinement confinement;
     private boolean started;
     private final AtomicBoolean closing = new AtomicBoolean();
     private final CountDownLatch closed = new CountDownLatch(1);
@@ -154,9 +164,10 @@ public final class TargetDaemon implements AutoCloseable {
         // The API token first: a token file that cannot be read fails the start before anything is opened.
         ApiToken token = settings.http() == null ? null
             : ApiToken.loadOrCreate(settings.httpSecurity().apiTokenFile());
+        reserveConfiguredRam(settings);
+        confinement = new PathConfinement(settings.allowedPaths());
         servedPorts = portsToServe();
-        buildModel(settings);
-        warnIfDirectMemoryShort(settings);
+        buildModel();
         if (settings.metrics()) {
             bindMetrics();
         }
@@ -241,6 +252,7 @@ public final class TargetDaemon implements AutoCloseable {
         }
         metrics = TargetMetrics.prometheus(types);
         metrics.bindSubsystem(Port.DISCOVERY_NQN);
+        metrics.bindRamBudget(ramBudget);
         for (Subsystem s : model.subsystems()) {
             metrics.bindSubsystem(s.nqn());
             for (Namespace ns : s.namespaces()) {
@@ -323,7 +335,7 @@ public final class TargetDaemon implements AutoCloseable {
         throw new IllegalStateException("port " + portId + " missing from the model");
     }
 
-    private void buildModel(DaemonSettings settings) throws IOException {
+    private void buildModel() throws IOException {
         for (SubsystemConfig sc : config.subsystems()) {
             Subsystem subsystem = new Subsystem(sc.nqn(), sc.serial(), sc.model(), sc.firmware(), sc.allowAnyHost());
             for (String host : sc.allowedHosts()) {
@@ -333,7 +345,7 @@ public final class TargetDaemon implements AutoCloseable {
                 if (!nc.enabled()) {
                     continue;
                 }
-                BlockDevice device = open(sc, nc, settings);
+                BlockDevice device = open(sc.nqn(), nc, UringOptions.Confinement.NONE);
                 subsystem.addNamespace(new Namespace(nc.nsid(), device, nc.uuid(), nc.nguid()));
                 LOG.info("{} namespace {}: {}, {} blocks of {} bytes, uuid {}", sc.nqn(),
                     Integer.toUnsignedString(nc.nsid()), device.description(), device.blockCount(), device.blockSize(),
@@ -347,12 +359,14 @@ public final class TargetDaemon implements AutoCloseable {
         }
     }
 
-    private BlockDevice open(SubsystemConfig sc, NamespaceConfig nc, DaemonSettings settings) throws IOException {
-        return open(sc.nqn(), nc, settings);
-    }
-
-    /** The one place devices are created (configured namespaces and namespaces added through the API alike). */
-    private BlockDevice open(String subsystemNqn, NamespaceConfig nc, DaemonSettings settings) throws IOException {
+    /**
+     * The one place devices are created (configured namespaces and namespaces added through the API alike).
+     *
+     * @param confinement what a live namespace's path was checked to be ({@link PathConfinement}); NONE for the
+     *                    configuration's namespaces
+     */
+    private BlockDevice open(String subsystemNqn, NamespaceConfig nc, UringOptions.Confinement confinement)
+        throws IOException {
         String label = subsystemNqn + " namespace " + Integer.toUnsignedString(nc.nsid());
         BlockDevice device;
         try {
@@ -366,7 +380,7 @@ public final class TargetDaemon implements AutoCloseable {
                         + Bdev.unavailabilityCause());
                 }
                 boolean existed = Files.exists(nc.path());
-                device = UringBlockDevice.open(nc.path(), nc.sizeBytes(), nc.blockSize(), nc.bufferedIo());
+                device = UringBlockDevice.open(nc.path(), nc.sizeBytes(), nc.blockSize(), nc.bufferedIo(), confinement);
                 if (!existed) {
                     createdFiles.add(nc.path());
                     LOG.info("{}: created {} ({}, sparse)", nc.where(), nc.path(), Sizes.format(nc.sizeBytes()));
@@ -375,6 +389,11 @@ public final class TargetDaemon implements AutoCloseable {
         } catch (IOException | RuntimeException e) {
             throw new IOException(nc.where() + " (" + label + "): cannot open "
                 + (nc.path() != null ? nc.path() : nc.backend().configName() + " device") + ": " + e.getMessage(), e);
+        } catch (OutOfMemoryError e) {
+            // The budget keeps a RAM device's chunk table small; should memory still run out, this namespace is
+            // refused and the daemon keeps serving the others.
+            throw new IOException(nc.where() + " (" + label + "): not enough memory for the "
+                + nc.backend().configName() + " device: " + e.getMessage());
         }
         synchronized (devices) {
             devices.add(new OpenDevice(label, device));
@@ -392,6 +411,9 @@ public final class TargetDaemon implements AutoCloseable {
      *
      * @throws IllegalArgumentException the subsystem does not exist
      * @throws IllegalStateException    the NSID is taken, or the daemon is not running
+     * @throws NamespaceRefusedException a file outside {@code allowed_paths}, or RAM beyond the budget; nothing was
+     *                                  opened, created or allocated
+     * @throws ConfigException          the (allowed) file cannot be used: missing without a size, unreadable, ...
      * @throws IOException              the device cannot be opened (the message names the namespace)
      */
     public synchronized Namespace addNamespace(String subsystemNqn, NamespaceConfig nc) throws IOException {
@@ -403,8 +425,29 @@ public final class TargetDaemon implements AutoCloseable {
         if (subsystem.namespace(nc.nsid()) != null) {
             throw new IllegalStateException(subsystemNqn + " already has namespace " + Integer.toUnsignedString(nc.nsid()));
         }
+        String label = subsystemNqn + " namespace " + Integer.toUnsignedString(nc.nsid());
+        UringOptions.Confinement kind = UringOptions.Confinement.NONE;
+        if (nc.backend() == BackendType.FILE) {
+            // Whatever the request said, a live namespace's file lies inside allowed_paths: checked before the
+            // file is looked at for anything else, opened by the checked real path without following symlinks.
+            PathConfinement.Checked checked = confinement.check(nc.path(), nc.sizeBytes() > 0);
+            nc = nc.withPath(checked.realPath());
+            kind = checked.kind();
+            TargetConfig.checkNamespaceFile(nc);
+        }
+        long ramReserved = 0;
+        if (nc.backend() == BackendType.RAM) {
+            ramBudget.reserve(nc.sizeBytes(), label);
+            ramReserved = nc.sizeBytes();
+        }
         int createdBefore = createdFiles.size();
-        BlockDevice device = open(subsystemNqn, nc, config.daemon());
+        BlockDevice device;
+        try {
+            device = open(subsystemNqn, nc, kind);
+        } catch (IOException | RuntimeException | Error e) {
+            ramBudget.release(ramReserved);
+            throw e;
+        }
         Namespace namespace = null;
         boolean added = false;
         try {
@@ -425,6 +468,7 @@ public final class TargetDaemon implements AutoCloseable {
                     metrics.unbindNamespace(namespace);
                 }
                 closeDevice(device);
+                ramBudget.release(ramReserved);
                 if (createdFiles.size() > createdBefore) {
                     Path created = createdFiles.remove(createdFiles.size() - 1);
                     try {
@@ -490,6 +534,9 @@ public final class TargetDaemon implements AutoCloseable {
             }
         }
         closeDevice(removed.device());
+        if (removed.device() instanceof RamBlockDevice) {
+            ramBudget.release(removed.device().blockCount() * removed.device().blockSize());
+        }
         LOG.info("{} namespace {} removed ({})", subsystemNqn, Integer.toUnsignedString(nsid),
             removed.device().description());
         return removed;
@@ -520,37 +567,28 @@ public final class TargetDaemon implements AutoCloseable {
     }
 
     /**
-     * RAM namespaces and buffer pools live in direct memory, which the JVM caps ({@code -XX:MaxDirectMemorySize},
-     * by default the heap's maximum). Writes past the cap fail with Capacity Exceeded; say so at start.
+     * Reserves the RAM of every enabled RAM namespace of the configuration before anything is allocated: a
+     * configuration whose RAM namespaces exceed the budget fails the start, naming the first that does not fit.
      */
-    private void warnIfDirectMemoryShort(DaemonSettings settings) {
-        long ram = 0;
+    private void reserveConfiguredRam(DaemonSettings settings) throws ConfigException {
+        ramBudget = RamBudget.of(settings);
         for (SubsystemConfig s : config.subsystems()) {
             for (NamespaceConfig n : s.namespaces()) {
                 if (n.enabled() && n.backend() == BackendType.RAM) {
-                    ram += n.sizeBytes();
+                    try {
+                        ramBudget.reserve(n.sizeBytes(), s.nqn() + " namespace " + Integer.toUnsignedString(n.nsid()));
+                    } catch (NamespaceRefusedException e) {
+                        throw new ConfigException(n.where() + ".device.size", e.getMessage());
+                    }
                 }
             }
         }
-        long needed = ram + settings.reactors() * settings.bufferPoolBytes();
-        long limit = maxDirectMemory();
-        if (limit > 0 && needed > limit) {
-            LOG.warn("RAM namespaces ({}) and buffer pools ({} x {}) may need {} of direct memory, more than this "
-                    + "JVM's limit of {}: writes beyond it fail with Capacity Exceeded. Raise -XX:MaxDirectMemorySize.",
-                Sizes.format(ram), settings.reactors(), Sizes.format(settings.bufferPoolBytes()), Sizes.format(needed),
-                Sizes.format(limit));
-        }
+        LOG.info("RAM namespaces reserve {} of the {}", Sizes.format(ramBudget.reservedBytes()), ramBudget.describe());
     }
 
-    private static long maxDirectMemory() {
-        try {
-            com.sun.management.HotSpotDiagnosticMXBean bean =
-                ManagementFactory.getPlatformMXBean(com.sun.management.HotSpotDiagnosticMXBean.class);
-            long value = Long.parseLong(bean.getVMOption("MaxDirectMemorySize").getValue());
-            return value > 0 ? value : Runtime.getRuntime().maxMemory();
-        } catch (RuntimeException | LinkageError e) {
-            return -1; // not HotSpot: no warning
-        }
+    /** The RAM budget (its limit and what RAM namespaces hold of it); null before the start. */
+    public RamBudget ramBudget() {
+        return ramBudget;
     }
 
     /** The configuration this daemon serves. */
@@ -560,7 +598,7 @@ public final class TargetDaemon implements AutoCloseable {
      * (as on a Linux target after writing dhchap_key). Logs which host changed, never a key.
      */
     public void setHostCredentials(String hostNqn, DhchapCredentials credentials) {
-        registry.hostKeys().set(Nqn.of(hostNqn).value(), credentials);
+        registry.hostKeys().set(TargetConfig.checkNqn(hostNqn), credentials);
         LOG.info("DH-HMAC-CHAP for host {}: {}", hostNqn, credentials == null ? "removed" : credentials);
     }
 

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.nvmeof4j.protocol.Nqn;
 import io.nvmeof4j.protocol.auth.DhchapCredentials;
 import io.nvmeof4j.target.config.ConfigException;
 import io.nvmeof4j.target.config.NamespaceConfig;
@@ -12,6 +11,7 @@ import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.controller.Controller;
 import io.nvmeof4j.target.controller.QueueInfo;
 import io.nvmeof4j.target.daemon.TargetDaemon;
+import io.nvmeof4j.target.limits.NamespaceRefusedException;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Port;
 import io.nvmeof4j.target.model.Subsystem;
@@ -40,13 +40,18 @@ import java.util.TreeSet;
  * the subsystem's copy-on-write array and allowed hosts through a concurrent set read at Connect.
  * <p>Namespace objects use the configuration file's shape ({@code {"nsid": 2, "device": {"backend": "ram",
  * "size": "64M"}}}, see {@link TargetConfig}), parsed by the same code with the same defaults and derived
- * identifiers; relative device paths resolve against the configuration file's directory.
+ * identifiers; relative device paths resolve against the configuration file's directory. A request is held to more
+ * than the file: unknown fields are errors, not notices; a file or block device must lie inside
+ * {@code nvmeof4j.allowed_paths} ({@link io.nvmeof4j.target.limits.PathConfinement}, 403 otherwise); a RAM namespace
+ * must fit the RAM budget ({@link io.nvmeof4j.target.limits.RamBudget}; 400 when larger than all of it, 409 when the
+ * others leave too little). See docs/security.md ("Namespaces added live").
  */
 public final class ManagementApi {
     private static final Logger LOG = LoggerFactory.getLogger(ManagementApi.class);
     public static final int OK = 200;
     public static final int CREATED = 201;
     public static final int BAD_REQUEST = 400;
+    public static final int FORBIDDEN = 403;
     public static final int NOT_FOUND = 404;
     public static final int CONFLICT = 409;
 
@@ -183,8 +188,10 @@ public final class ManagementApi {
     // ------------------------------------------------------------------------------------------------ changes
 
     /**
-     * Adds a namespace from a configuration-shaped object. 400: not an object, a field invalid (the message names
-     * it), a device that cannot be opened; 404: no such subsystem; 409: the NSID is taken.
+     * Adds a namespace from a configuration-shaped object. 400: not an object, a field invalid or unknown (the
+     * message names it), a RAM namespace larger than the whole RAM budget, a device that cannot be opened;
+     * 403: a file or block device outside {@code nvmeof4j.allowed_paths} (or none listed); 404: no such subsystem;
+     * 409: the NSID is taken, or the RAM namespaces already there leave too little of the budget.
      */
     public synchronized ObjectNode addNamespace(String nqn, JsonNode body) throws ManagementException {
         Subsystem s = requireSubsystem(nqn);
@@ -212,6 +219,12 @@ public final class ManagementApi {
             throw new ManagementException(CONFLICT, e.getMessage());
         } catch (IllegalArgumentException e) {
             throw new ManagementException(NOT_FOUND, e.getMessage());
+        } catch (NamespaceRefusedException e) {
+            throw new ManagementException(switch (e.reason()) {
+                case PATH_NOT_ALLOWED -> FORBIDDEN;
+                case LARGER_THAN_BUDGET -> BAD_REQUEST;
+                case BUDGET_EXHAUSTED -> CONFLICT;
+            }, e.getMessage());
         } catch (IOException e) {
             throw new ManagementException(BAD_REQUEST, e.getMessage());
         }
@@ -240,8 +253,10 @@ public final class ManagementApi {
      * and re-authentication; authenticated queues stay up. The answer never carries a key. 400: bad NQN or settings.
      */
     public synchronized ObjectNode setDhchap(String host, JsonNode body) throws ManagementException {
-        if (!Nqn.isValid(host)) {
-            throw new ManagementException(BAD_REQUEST, "'" + host + "' is not a valid host NQN");
+        try {
+            host = TargetConfig.checkNqn(host);
+        } catch (IllegalArgumentException e) {
+            throw new ManagementException(BAD_REQUEST, "not a valid host NQN: " + e.getMessage());
         }
         if (body == null || !body.isObject()) {
             throw new ManagementException(BAD_REQUEST,
@@ -299,8 +314,10 @@ public final class ManagementApi {
             }
         }
         String host = body.get("nqn").asText();
-        if (!Nqn.isValid(host)) {
-            throw new ManagementException(BAD_REQUEST, "host.nqn: '" + host + "' is not a valid NQN");
+        try {
+            host = TargetConfig.checkNqn(host);
+        } catch (IllegalArgumentException e) {
+            throw new ManagementException(BAD_REQUEST, "host.nqn: not a valid NQN: " + e.getMessage());
         }
         if (Port.DISCOVERY_NQN.equals(host)) {
             throw new ManagementException(BAD_REQUEST, "host.nqn: the discovery NQN is not a host NQN");
@@ -356,8 +373,9 @@ public final class ManagementApi {
         } catch (NumberFormatException e) {
             throw new ManagementException(BAD_REQUEST, "namespace id '" + text + "' is not a number");
         }
-        if (v < 1 || v > 0xFFFFFFFEL) {
-            throw new ManagementException(BAD_REQUEST, "namespace id " + text + " outside 1..4294967294");
+        if (v < 1 || v > Subsystem.MAX_NSID) {
+            throw new ManagementException(BAD_REQUEST, "namespace id " + text + " outside 1.." + Subsystem.MAX_NSID
+                + " (NN, the namespaces a subsystem supports)");
         }
         return (int) v;
     }

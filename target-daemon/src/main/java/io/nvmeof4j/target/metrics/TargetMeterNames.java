@@ -26,6 +26,16 @@ import java.time.Duration;
  *   <tr><td>{@value #QUEUE_INFLIGHT}</td><td>gauge</td><td>subsystem, cntlid, qid, transport</td>
  *       <td>commands received on the queue and not yet answered</td></tr>
  *   <tr><td>{@value #POOL_BUFFERS_IN_USE}</td><td>gauge</td><td>reactor</td><td>data buffers handed out</td></tr>
+ *   <tr><td>{@value #RAM_ALLOCATION_FAILURES}</td><td>counter</td><td>subsystem, nsid</td>
+ *       <td>writes to a RAM namespace refused (Capacity Exceeded) because memory for a new 1 MiB chunk could not be
+ *       had</td></tr>
+ *   <tr><td>{@value #RAM_BUDGET}</td><td>gauge (bytes)</td><td></td><td>the most all RAM namespaces may hold
+ *       ({@code ram_budget_mib} or derived)</td></tr>
+ *   <tr><td>{@value #RAM_RESERVED}</td><td>gauge (bytes)</td><td></td><td>the sizes of the RAM namespaces
+ *       there are, reserved from the budget</td></tr>
+ *   <tr><td>{@value #CONNECTIONS_REFUSED}</td><td>counter</td><td>transport, reason</td>
+ *       <td>queues refused or closed before their Connect: reason {@code port_limit} (the oldest pending one closed
+ *       for a new one), {@code host_limit} (a new one from an address at its limit), {@code connect_timeout}</td></tr>
  * </table>
  */
 public final class TargetMeterNames {
@@ -37,6 +47,10 @@ public final class TargetMeterNames {
     public static final String QUEUE_PAIRS = "nvmeof.target.queue.pairs";
     public static final String QUEUE_INFLIGHT = "nvmeof.target.queue.inflight";
     public static final String POOL_BUFFERS_IN_USE = "nvmeof.target.pool.buffers.in.use";
+    public static final String RAM_ALLOCATION_FAILURES = "nvmeof.target.ram.allocation.failures";
+    public static final String RAM_BUDGET = "nvmeof.target.ram.budget";
+    public static final String RAM_RESERVED = "nvmeof.target.ram.reserved";
+    public static final String CONNECTIONS_REFUSED = "nvmeof.target.connections.refused";
 
     public static final String TAG_OP = "op";
     public static final String TAG_SUBSYSTEM = "subsystem";
@@ -47,6 +61,7 @@ public final class TargetMeterNames {
     public static final String TAG_CNTLID = "cntlid";
     public static final String TAG_QID = "qid";
     public static final String TAG_REACTOR = "reactor";
+    public static final String TAG_REASON = "reason";
 
     /** nsid tag of admin commands (they belong to the controller, not to a namespace). */
     public static final String ADMIN_NSID = "0";

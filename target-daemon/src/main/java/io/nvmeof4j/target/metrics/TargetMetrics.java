@@ -1,6 +1,10 @@
 package io.nvmeof4j.target.metrics;
 
+import io.nvmeof4j.target.backend.RamBlockDevice;
+import io.nvmeof4j.target.limits.RamBudget;
+
 import io.micrometer.core.instrument.Counter;
+import io.nvmeof4j.protocol.spi.PendingConnections;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
@@ -64,6 +68,8 @@ public final class TargetMetrics {
     private final Object refreshLock = new Object();
     private volatile ControllerRegistry controllers;
     private MultiGauge queueInflight;
+    /** [transport ordinal][refusal ordinal]: registered up front, so counting allocates nothing. */
+    private final Counter[][] connectionsRefused;
 
     /**
      * @param transports the transports the daemon serves: timers exist for these (a queue of another transport is
@@ -72,6 +78,30 @@ public final class TargetMetrics {
     public TargetMetrics(MeterRegistry registry, Set<TransportType> transports) {
         this.registry = Objects.requireNonNull(registry, "registry");
         this.transports = transports.isEmpty() ? EnumSet.noneOf(TransportType.class) : EnumSet.copyOf(transports);
+        PendingConnections.Refusal[] reasons = PendingConnections.Refusal.values();
+        this.connectionsRefused = new Counter[TRANSPORTS][reasons.length];
+        for (TransportType t : this.transports) {
+            for (PendingConnections.Refusal r : reasons) {
+                connectionsRefused[t.ordinal()][r.ordinal()] = Counter.builder(CONNECTIONS_REFUSED)
+                    .description("Queues refused or closed before their Connect")
+                    .tags(TAG_TRANSPORT, transportName(t), TAG_REASON, r.tag())
+                    .register(registry);
+            }
+        }
+    }
+
+    /** A queue refused or closed before its Connect (any transport thread). */
+    public void connectionRefused(TransportType transport, PendingConnections.Refusal reason) {
+        Counter c = connectionsRefused[transport.ordinal()][reason.ordinal()];
+        if (c != null) {
+            c.increment();
+        }
+    }
+
+    /** The count of {@link #connectionRefused} calls so far (tests, the management API). */
+    public double connectionsRefused(TransportType transport, PendingConnections.Refusal reason) {
+        Counter c = connectionsRefused[transport.ordinal()][reason.ordinal()];
+        return c == null ? 0 : c.count();
     }
 
     /** Metrics on a new Prometheus registry. */
@@ -147,6 +177,11 @@ public final class TargetMetrics {
             all.add(read[ti]);
             all.add(written[ti]);
         }
+        if (namespace.device() instanceof RamBlockDevice ram) {
+            all.add(FunctionCounter.builder(RAM_ALLOCATION_FAILURES, ram, RamBlockDevice::allocationFailures)
+                .description("Writes refused with Capacity Exceeded: no memory for a new chunk")
+                .tags(TAG_SUBSYSTEM, subsystem.nqn(), TAG_NSID, nsid).register(registry));
+        }
         NamespaceMeters meters = new NamespaceMeters(s, namespace.nsid(), timers, read, written, all);
         namespace.meters(meters);
         return meters;
@@ -172,6 +207,15 @@ public final class TargetMetrics {
             queueInflight = MultiGauge.builder(QUEUE_INFLIGHT).baseUnit("commands")
                 .description("Commands received on the queue and not yet answered").register(this.registry);
         }
+    }
+
+    /** Gauges of the RAM budget: its limit and what RAM namespaces reserve of it. */
+    public void bindRamBudget(RamBudget budget) {
+        Gauge.builder(RAM_BUDGET, budget, b -> (double) b.limitBytes()).baseUnit("bytes")
+            .description("The most all RAM namespaces may hold").strongReference(true).register(registry);
+        Gauge.builder(RAM_RESERVED, budget, b -> (double) b.reservedBytes()).baseUnit("bytes")
+            .description("Sizes of the RAM namespaces, reserved from the budget").strongReference(true)
+            .register(registry);
     }
 
     /** Gauge of a reactor's buffer pool. */

@@ -16,6 +16,11 @@ import java.util.concurrent.ConcurrentHashMap;
  * every lookup). Changes are rare and rebuild the array under a lock.
  */
 public final class Subsystem {
+    /**
+     * NN, the number of namespaces a subsystem supports, reported by Identify Controller: valid NSIDs are 1..NN
+     * (NVMe Base 2.0, 3.2.1.2), so no namespace gets an NSID above it. The Linux target's NVMET_MAX_NAMESPACES.
+     */
+    public static final int MAX_NSID = 1024;
     private static final Namespace[] NO_NAMESPACES = new Namespace[0];
 
     private final String nqn;
@@ -89,9 +94,17 @@ public final class Subsystem {
         return Collections.unmodifiableList(Arrays.asList(namespaces));
     }
 
-    /** Adds a namespace; false when the NSID is taken. */
+    /**
+     * Adds a namespace; false when the NSID is taken.
+     *
+     * @throws IllegalArgumentException the NSID is outside 1..{@link #MAX_NSID}
+     */
     public boolean addNamespace(Namespace namespace) {
         Objects.requireNonNull(namespace, "namespace");
+        if (namespace.nsid() < 1 || namespace.nsid() > MAX_NSID) {
+            throw new IllegalArgumentException("NSID " + Integer.toUnsignedString(namespace.nsid()) + " outside 1.."
+                + MAX_NSID);
+        }
         synchronized (namespaceLock) {
             Namespace[] current = namespaces;
             int i = indexOf(current, namespace.nsid());

@@ -3,6 +3,7 @@ package io.nvmeof4j.target.backend;
 import io.nvmeof4j.jni.Errno;
 import io.nvmeof4j.jni.NativeIoException;
 import io.nvmeof4j.jni.bdev.BdevRegion;
+import io.nvmeof4j.jni.bdev.UringOptions;
 import io.nvmeof4j.protocol.buffer.OffHeapBufferPool;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.spi.PollGroup;
@@ -300,6 +301,62 @@ class UringBlockDeviceTest {
             .isEqualTo(NvmeStatus.NAMESPACE_NOT_READY);
         assertThatThrownBy(() -> UringBlockDevice.open(dir.resolve("missing.img"), 0, 4096, false))
             .isInstanceOf(NativeIoException.class).hasMessageContaining("ENOENT");
+    }
+
+    /**
+     * What a checked path meets when it is opened (management API namespaces): whatever was swapped in after the
+     * check is refused by the open itself, and the file the swap pointed at is left as it was.
+     */
+    @Test
+    void shouldRefuseAConfinedPathThatChangedAfterItsCheck() throws Exception {
+        Path allowed = Files.createDirectories(dir.resolve("allowed/sub"));
+        Path outside = Files.createDirectories(dir.resolve("outside"));
+        Path secret = Files.write(outside.resolve("f.img"), new byte[8192]);
+        long secretModified = Files.getLastModifiedTime(secret).toMillis();
+        Path checked = allowed.resolve("f.img"); // checked while absent: to be created
+        // A directory on the path replaced by a symlink after the check: the open fails rather than follows it.
+        Files.delete(allowed);
+        Files.createSymbolicLink(allowed, outside);
+        assertThatThrownBy(() -> UringBlockDevice.open(checked, 4L * MIB, 4096, false,
+            UringOptions.Confinement.REGULAR_FILE))
+            .isInstanceOfSatisfying(NativeIoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.ELOOP))
+            .hasMessageContaining("became a symbolic link");
+        // The last component replaced by a symlink: the same.
+        Files.delete(allowed);
+        Files.createDirectories(allowed);
+        Files.createSymbolicLink(checked, secret);
+        assertThatThrownBy(() -> UringBlockDevice.open(checked, 4L * MIB, 4096, false,
+            UringOptions.Confinement.REGULAR_FILE))
+            .isInstanceOfSatisfying(NativeIoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.ELOOP));
+        // A hard link to the outside file: refused on the opened descriptor.
+        Files.delete(checked);
+        Files.createLink(checked, secret);
+        assertThatThrownBy(() -> UringBlockDevice.open(checked, 4L * MIB, 4096, false,
+            UringOptions.Confinement.REGULAR_FILE))
+            .isInstanceOfSatisfying(NativeIoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.EMLINK));
+        // A FIFO where a regular file was checked.
+        Files.delete(checked);
+        exec("mkfifo", checked.toString());
+        assertThatThrownBy(() -> UringBlockDevice.open(checked, 0, 4096, false,
+            UringOptions.Confinement.REGULAR_FILE))
+            .isInstanceOfSatisfying(NativeIoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.ENODEV));
+        assertThat(Files.size(secret)).isEqualTo(8192);
+        assertThat(Files.getLastModifiedTime(secret).toMillis()).isEqualTo(secretModified);
+        assertThat(Files.readAllBytes(secret)).containsOnly(0);
+
+        // A regular file with one link opens, and one to create is created (mode 0600) and sized.
+        Files.delete(checked);
+        try (UringBlockDevice device = UringBlockDevice.open(checked, 4L * MIB, 4096, false,
+            UringOptions.Confinement.REGULAR_FILE)) {
+            assertThat(device.blockCount() * device.blockSize()).isEqualTo(4L * MIB);
+        }
+        assertThat(Files.size(checked)).isEqualTo(4L * MIB);
+        assertThat(java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(checked)))
+            .isEqualTo("rw-------");
+        // A regular file is not accepted where a block device was checked.
+        assertThatThrownBy(() -> UringBlockDevice.open(checked, 0, 4096, false,
+            UringOptions.Confinement.BLOCK_DEVICE))
+            .isInstanceOfSatisfying(NativeIoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.ENODEV));
     }
 
     private static void exec(String... command) throws Exception {

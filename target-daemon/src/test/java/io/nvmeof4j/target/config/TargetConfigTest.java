@@ -1,6 +1,7 @@
 package io.nvmeof4j.target.config;
 
 import io.nvmeof4j.protocol.spi.AddressFamily;
+import io.nvmeof4j.protocol.spi.ConnectionLimits;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
@@ -254,6 +255,35 @@ class TargetConfigTest {
         assertThat(d).isEqualTo(new DaemonSettings(3, IdleStrategy.BUSY, 10_000, 16L << 20, 512 << 10, true,
             Duration.ofMillis(250)).withHttpSecurity(d.httpSecurity()));
         assertThat(parse(json).ports().get(0).options().maxDataTransferSize()).isEqualTo(512 << 10);
+    }
+
+    @Test
+    void shouldReadConnectionLimitsIntoEveryPort() throws Exception {
+        String json = withNamespaces(ramNamespace(1)).replaceFirst("\\{", "{\"nvmeof4j\": {"
+            + "\"max_pending_connections\": 100, \"max_pending_connections_per_host\": 20, "
+            + "\"connect_timeout_ms\": 2500}, ");
+        ConnectionLimits expected = new ConnectionLimits(100, 20, TimeUnit.MILLISECONDS.toNanos(2500));
+        assertThat(parse(json).daemon().connectionLimits()).isEqualTo(expected);
+        assertThat(parse(json).ports().get(0).options().connectionLimits()).isEqualTo(expected);
+        // 20 is below qid_max + 1 (129): a Linux host setting up all its queues would be refused.
+        assertThat(parse(json).notices()).anySatisfy(n -> {
+            assertThat(n.warning()).isTrue();
+            assertThat(n.text()).startsWith("nvmeof4j.max_pending_connections_per_host: 20 is below the 129 queues");
+        });
+        assertThat(parse(withNamespaces(ramNamespace(1))).notices())
+            .noneSatisfy(n -> assertThat(n.text()).contains("max_pending_connections_per_host"));
+    }
+
+    @Test
+    void shouldDefaultConnectionLimitsAndLowerThePerHostDefaultWithThePortLimit() throws Exception {
+        assertThat(parse(withNamespaces(ramNamespace(1))).ports().get(0).options().connectionLimits())
+            .isEqualTo(ConnectionLimits.defaults());
+        String json = withNamespaces(ramNamespace(1)).replaceFirst("\\{",
+            "{\"nvmeof4j\": {\"max_pending_connections\": 50}, ");
+        ConnectionLimits limits = parse(json).daemon().connectionLimits();
+        assertThat(limits.maxPending()).isEqualTo(50);
+        assertThat(limits.maxPendingPerHost()).isEqualTo(50);
+        assertThat(limits.connectTimeoutMillis()).isEqualTo(ConnectionLimits.CONNECT_TIMEOUT_MS_DEFAULT);
     }
 
     @Test
@@ -592,17 +622,111 @@ class TargetConfigTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"0", "4294967295", "-1", "\"x\""})
-    void shouldRejectReservedNsids(String nsid) {
+    @ValueSource(strings = {"0", "4294967295", "-1", "\"x\"", "1025", "4294967294", "18446744073709551615",
+        "99999999999999999999999", "1.5", "\"0x401\""})
+    void shouldRejectNsidsOutsideOneToNn(String nsid) {
         assertRejected(withNamespaces("{\"nsid\": " + nsid + ", \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}"),
             "subsystems[0].namespaces[0].nsid");
     }
 
     @Test
-    void shouldAcceptTheLargestNsid() throws Exception {
-        NamespaceConfig ns = parse(withNamespaces("{\"nsid\": 4294967294, \"device\": {\"backend\": \"ram\", "
+    void shouldAcceptNsidNn() throws Exception {
+        NamespaceConfig ns = parse(withNamespaces("{\"nsid\": 1024, \"device\": {\"backend\": \"ram\", "
             + "\"size\": \"1M\"}}")).subsystems().get(0).namespaces().get(0);
-        assertThat(Integer.toUnsignedLong(ns.nsid())).isEqualTo(0xFFFFFFFEL);
+        assertThat(ns.nsid()).isEqualTo(1024);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"\"16E\"", "\"8E\"", "9223372036854775807", "18446744073709551616", "\"-1M\"",
+        "\"1M1\"", "1.5", "\"0\"", "\"513\"", "true", "\"1M\\u0000\""})
+    void shouldRejectSizesThatAreNotPositiveBlockMultiplesOrOverflow(String size) {
+        assertRejected(withDevice("{\"backend\": \"ram\", \"size\": " + size + "}"),
+            "subsystems[0].namespaces[1].device.size");
+    }
+
+    @Test
+    void shouldRejectControlCharactersInDevicePaths() {
+        assertRejected(withDevice("{\"path\": \"ns\\u0000.img\", \"size\": \"1M\"}"),
+            "subsystems[0].namespaces[1].device.path", "control character U+0000");
+        assertRejected(withDevice("{\"path\": \"ns\\n.img\", \"size\": \"1M\"}"),
+            "subsystems[0].namespaces[1].device.path", "control character U+000A");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"nqn.2014-08.io.nvmeof4j:a/../b", "nqn.2014-08.io.nvmeof4j:a\\u0000b",
+        "nqn.2014-08.io.nvmeof4j:a\\u001bb", "nqn.2014-08.io.nvmeof4j:a\\\\b", "nqn.14-08.x:y",
+        "nqx.2014-08.io.nvmeof4j:a"})
+    void shouldRejectMalformedNqns(String nqn) {
+        assertRejected(config("[" + tcpPort(1, "127.0.0.1", "0", NQN_A) + "]", "[" + subsystem(NQN_A,
+            ramNamespace(1)).replace("\"allow_any_host\": \"1\"", "\"allow_any_host\": \"0\"")
+            .replace("\"namespaces\"", "\"allowed_hosts\": [\"" + nqn + "\"], \"namespaces\"") + "]"),
+            "subsystems[0].allowed_hosts[0]");
+    }
+
+    @Test
+    void shouldRejectAnNqnLongerThan223Bytes() {
+        String nqn = "nqn.2014-08.io.nvmeof4j:" + "x".repeat(200);
+        assertThatThrownBy(() -> TargetConfig.checkNqn(nqn)).hasMessageContaining("223");
+        assertThat(TargetConfig.checkNqn(nqn.substring(0, 223))).hasSize(223);
+    }
+
+    @Test
+    void shouldReadAllowedPathsAndTheRamBudget() throws Exception {
+        String json = withNamespaces(ramNamespace(1)).replaceFirst("\\{", "{\"nvmeof4j\": {\"allowed_paths\": "
+            + "[\"/srv/images\", \"imgs/../live\", \"/dev/sdb\", \"/srv/images\"], \"ram_budget_mib\": 2048}, ");
+        DaemonSettings d = parse(json).daemon();
+        assertThat(d.allowedPaths()).containsExactly(Path.of("/srv/images"), dir.resolve("live"), Path.of("/dev/sdb"));
+        assertThat(d.ramBudgetBytes()).isEqualTo(2048L << 20);
+        assertThat(parse(withNamespaces(ramNamespace(1))).daemon().allowedPaths()).isEmpty();
+        assertThat(parse(withNamespaces(ramNamespace(1))).daemon().ramBudgetBytes())
+            .isEqualTo(DaemonSettings.RAM_BUDGET_DERIVED);
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "\"allowed_paths\": \"/srv\"            | nvmeof4j.allowed_paths       | must be a JSON array",
+        "\"allowed_paths\": [\"/\"]             | nvmeof4j.allowed_paths[0]    | root directory",
+        "\"allowed_paths\": [\"/srv/\\u0000x\"] | nvmeof4j.allowed_paths[0]    | control character",
+        "\"allowed_paths\": [\"\"]              | nvmeof4j.allowed_paths[0]    | empty",
+        "\"allowed_paths\": [7]                 | nvmeof4j.allowed_paths[0]    | must be a string",
+        "\"ram_budget_mib\": -1                 | nvmeof4j.ram_budget_mib      | outside 0..8589934592",
+        "\"ram_budget_mib\": 8589934593         | nvmeof4j.ram_budget_mib      | outside",
+        "\"ram_budget_mib\": \"16E\"            | nvmeof4j.ram_budget_mib      | not an integer"})
+    void shouldRejectBadLimitSettings(String setting, String path, String fragment) {
+        assertRejected(withNamespaces(ramNamespace(1)).replaceFirst("\\{",
+            java.util.regex.Matcher.quoteReplacement("{\"nvmeof4j\": {" + setting + "}, ")), path, fragment);
+    }
+
+    @Test
+    void shouldRefuseUnknownFieldsOfALiveNamespaceButOnlyNoteThemInAFile() throws Exception {
+        com.fasterxml.jackson.databind.ObjectMapper m = new com.fasterxml.jackson.databind.ObjectMapper();
+        String ns = "{\"nsid\": 2, \"colour\": \"red\", \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}";
+        assertThatThrownBy(() -> TargetConfig.parseNamespace(m.readTree(ns), "namespace", NQN_A, dir))
+            .isInstanceOf(ConfigException.class)
+            .hasMessageStartingWith("namespace.colour: unknown field (known: device, enable, nsid)");
+        String dev = "{\"nsid\": 2, \"device\": {\"backend\": \"ram\", \"size\": \"1M\", \"sise\": \"2M\"}}";
+        assertThatThrownBy(() -> TargetConfig.parseNamespace(m.readTree(dev), "namespace", NQN_A, dir))
+            .hasMessageStartingWith("namespace.device.sise: unknown field");
+        String resv = "{\"nsid\": 2, \"resv\": 1, \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}";
+        assertThatThrownBy(() -> TargetConfig.parseNamespace(m.readTree(resv), "namespace", NQN_A, dir))
+            .hasMessageStartingWith("namespace.resv: not supported (reservations are not supported)");
+        // nvmetcli's "none" values of what we lack are no request at all.
+        String none = "{\"nsid\": 2, \"ana_grpid\": 0, \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}";
+        assertThat(TargetConfig.parseNamespace(m.readTree(none), "namespace", NQN_A, dir).nsid()).isEqualTo(2);
+        TargetConfig file = parse(withNamespaces(ns.replace("\"nsid\": 2", "\"nsid\": 1")));
+        assertThat(file.notices()).anySatisfy(n -> assertThat(n.text()).contains("colour: unknown key, ignored"));
+    }
+
+    @Test
+    void shouldRefuseDotDotInALiveNamespacePathButResolveItInAFile() throws Exception {
+        com.fasterxml.jackson.databind.ObjectMapper m = new com.fasterxml.jackson.databind.ObjectMapper();
+        String ns = "{\"nsid\": 2, \"device\": {\"path\": \"images/../../etc/x.img\", \"size\": \"1M\"}}";
+        assertThatThrownBy(() -> TargetConfig.parseNamespace(m.readTree(ns), "namespace", NQN_A, dir))
+            .hasMessageStartingWith("namespace.device.path: \"images/../../etc/x.img\" contains a '..' component");
+        Files.createDirectories(dir.resolve("sub"));
+        TargetConfig file = parse(withNamespaces("{\"nsid\": 1, \"device\": {\"path\": \"sub/../ns.img\", "
+            + "\"size\": \"1M\"}}"));
+        assertThat(file.subsystems().get(0).namespaces().get(0).path()).isEqualTo(dir.resolve("ns.img"));
     }
 
     @Test
@@ -628,7 +752,7 @@ class TargetConfigTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"1024", "0", "8192", "\"4k\"", "513"})
+    @ValueSource(strings = {"1024", "0", "8192", "\"4k\"", "513", "256", "131072", "-512", "4294971392"})
     void shouldRejectUnsupportedBlockSizes(String blockSize) {
         assertRejected(withDevice("{\"backend\": \"ram\", \"size\": \"1M\", \"block_size\": " + blockSize + "}"),
             "subsystems[0].namespaces[1].device.block_size");
@@ -709,7 +833,15 @@ class TargetConfigTest {
         "\"max_data_transfer_kib\": 1000|nvmeof4j.max_data_transfer_kib",
         "\"hugepages\": 2|nvmeof4j.hugepages",
         "\"shutdown_timeout_ms\": -5|nvmeof4j.shutdown_timeout_ms",
-        "\"buffer_pool_mib\": 1, \"max_data_transfer_kib\": 2048|nvmeof4j.buffer_pool_mib"})
+        "\"buffer_pool_mib\": 1, \"max_data_transfer_kib\": 2048|nvmeof4j.buffer_pool_mib",
+        "\"max_pending_connections\": 0|nvmeof4j.max_pending_connections",
+        "\"max_pending_connections\": 2000000|nvmeof4j.max_pending_connections",
+        "\"max_pending_connections_per_host\": 0|nvmeof4j.max_pending_connections_per_host",
+        "\"max_pending_connections\": 10, \"max_pending_connections_per_host\": 11|"
+            + "nvmeof4j.max_pending_connections_per_host",
+        "\"connect_timeout_ms\": 99|nvmeof4j.connect_timeout_ms",
+        "\"connect_timeout_ms\": \"soon\"|nvmeof4j.connect_timeout_ms",
+        "\"connect_timeout_ms\": 3600001|nvmeof4j.connect_timeout_ms"})
     void shouldRejectBadDaemonSettings(String settings, String path) {
         String json = withNamespaces(ramNamespace(1)).replaceFirst("\\{", "{\"nvmeof4j\": {" + settings + "}, ");
         assertRejected(json, path);

@@ -17,30 +17,43 @@ class SubsystemNamespaceLookupTest {
     @Test
     void shouldFindAddRemoveInUnsignedOrder() {
         Subsystem s = new Subsystem("nqn.2024-01.io.x:s", "sn", "mn", "fr", true);
-        int[] nsids = {5, 1, 0x8000_0000, 3, 0xFFFF_FFFE, 2};
+        int[] nsids = {5, 1, 1000, 3, Subsystem.MAX_NSID, 2};
         for (int nsid : nsids) {
             assertThat(s.addNamespace(ns(nsid))).isTrue();
         }
         assertThat(s.addNamespace(ns(3))).as("duplicate").isFalse();
         assertThat(s.namespaces()).extracting(Namespace::nsid)
-            .containsExactly(1, 2, 3, 5, 0x8000_0000, 0xFFFF_FFFE);
+            .containsExactly(1, 2, 3, 5, 1000, Subsystem.MAX_NSID);
         for (int nsid : nsids) {
             assertThat(s.namespace(nsid).nsid()).isEqualTo(nsid);
         }
         assertThat(s.namespace(4)).isNull();
         assertThat(s.namespace(0)).isNull();
         assertThat(s.namespace(-1)).isNull();
-
-        Namespace removed = s.removeNamespace(0x8000_0000);
-        assertThat(removed.nsid()).isEqualTo(0x8000_0000);
         assertThat(s.namespace(0x8000_0000)).isNull();
-        assertThat(s.removeNamespace(0x8000_0000)).isNull();
-        assertThat(s.namespaces()).extracting(Namespace::nsid).containsExactly(1, 2, 3, 5, 0xFFFF_FFFE);
-        for (int nsid : new int[] {1, 2, 3, 5, 0xFFFF_FFFE}) {
+
+        Namespace removed = s.removeNamespace(1000);
+        assertThat(removed.nsid()).isEqualTo(1000);
+        assertThat(s.namespace(1000)).isNull();
+        assertThat(s.removeNamespace(1000)).isNull();
+        assertThat(s.namespaces()).extracting(Namespace::nsid).containsExactly(1, 2, 3, 5, Subsystem.MAX_NSID);
+        for (int nsid : new int[] {1, 2, 3, 5, Subsystem.MAX_NSID}) {
             s.removeNamespace(nsid);
         }
         assertThat(s.namespaces()).isEmpty();
         assertThat(s.namespace(1)).isNull();
+    }
+
+    @Test
+    void shouldRefuseNsidsOutsideOneToNn() {
+        Subsystem s = new Subsystem("nqn.2024-01.io.x:s", "sn", "mn", "fr", true);
+        // (0 and 0xFFFFFFFF cannot even make a Namespace.)
+        for (int nsid : new int[] {Subsystem.MAX_NSID + 1, 0x8000_0000, 0xFFFF_FFFE}) {
+            Namespace ns = ns(nsid);
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> s.addNamespace(ns))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("outside 1..1024");
+        }
+        assertThat(s.namespaces()).isEmpty();
     }
 
     @Test

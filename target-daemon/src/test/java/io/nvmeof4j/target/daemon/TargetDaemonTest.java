@@ -142,6 +142,33 @@ class TargetDaemonTest {
     }
 
     @Test
+    void shouldRefuseToStartWithRamNamespacesBeyondTheBudgetBeforeAllocatingAnything() throws Exception {
+        int port = freePort();
+        String huge = config(port(1, port, NQN), "{\"nsid\": 1, \"device\": {\"backend\": \"ram\", "
+            + "\"size\": \"64T\"}}");
+        assertThatThrownBy(() -> TargetDaemon.start(TargetConfig.parse(huge, dir)))
+            .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.path())
+                .isEqualTo("subsystems[0].namespaces[0].device.size"))
+            .hasMessageContaining(NQN + " namespace 1: 64 TiB of RAM is more than the daemon may use for RAM "
+                + "namespaces (RAM budget of");
+        // Three 16 MiB namespaces in a 40 MiB budget: the third is named.
+        String sum = config(port(1, port, NQN), ram(1) + ", " + ram(2) + ", " + ram(3))
+            .replace("\"reactors\": 2,", "\"reactors\": 2, \"ram_budget_mib\": 40,");
+        assertThatThrownBy(() -> TargetDaemon.start(TargetConfig.parse(sum, dir)))
+            .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.path())
+                .isEqualTo("subsystems[0].namespaces[2].device.size"))
+            .hasMessageContaining("namespace 3: 16 MiB of RAM does not fit: RAM namespaces hold 32 MiB of the RAM "
+                + "budget of 40 MiB (nvmeof4j.ram_budget_mib), 8 MiB are left");
+        assertThat(canBind(port)).as("nothing bound").isTrue();
+        assertThat(liveReactorThreads()).isEmpty();
+        try (TargetDaemon daemon = TargetDaemon.start(TargetConfig.parse(sum.replace("\"ram_budget_mib\": 40",
+            "\"ram_budget_mib\": 48"), dir))) {
+            assertThat(daemon.ramBudget().reservedBytes()).isEqualTo(48L << 20);
+            assertThat(daemon.model().subsystem(NQN).namespaces()).hasSize(3);
+        }
+    }
+
+    @Test
     void shouldRecheckTheFilesAtStart() throws Exception {
         int port = freePort();
         Path sub = Files.createDirectory(dir.resolve("sub"));

@@ -1,0 +1,92 @@
+package io.nvmeof4j.it.tcp;
+
+import java.io.File;
+import java.io.IOException;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The daemon as a real process ({@code bin/nvmeof-target}, so with the launcher's JVM options); {@link #kill()} sends
+ * SIGKILL to it and everything it started.
+ */
+public final class DaemonProcess implements AutoCloseable {
+    /** The launcher builds the daemon first when its build is missing or stale. */
+    public static final Duration START_TIMEOUT = Duration.ofSeconds(300);
+
+    private final Process process;
+
+    private DaemonProcess(Process process) {
+        this.process = process;
+    }
+
+    /** Starts {@code command} (output appended to {@code log}) and waits until something listens on {@code port}. */
+    public static DaemonProcess start(List<String> command, Path log, int port) throws Exception {
+        return start(command, Map.of(), log, port);
+    }
+
+    /** As {@link #start(List, Path, int)}, with {@code environment} added to this process's. */
+    public static DaemonProcess start(List<String> command, Map<String, String> environment, Path log, int port)
+        throws Exception {
+        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true)
+            .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
+            .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
+        pb.environment().putAll(environment);
+        DaemonProcess d = new DaemonProcess(pb.start());
+        long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
+        while (true) {
+            try (Socket ignored = new Socket("127.0.0.1", port)) {
+                return d;
+            } catch (IOException notYet) {
+                if (!d.process.isAlive() || System.nanoTime() - deadline > 0) {
+                    d.kill();
+                    throw new AssertionError("daemon did not listen on " + port + ":\n" + Files.readString(log));
+                }
+                Thread.sleep(100);
+            }
+        }
+    }
+
+    /** {@code bin/nvmeof-target} of this source tree. */
+    public static Path launcher() {
+        Path d = Path.of("").toAbsolutePath();
+        while (d != null && !Files.exists(d.resolve("bin/nvmeof-target"))) {
+            d = d.getParent();
+        }
+        if (d == null) {
+            throw new IllegalStateException("no bin/nvmeof-target above " + Path.of("").toAbsolutePath());
+        }
+        return d.resolve("bin/nvmeof-target");
+    }
+
+    public boolean isAlive() {
+        return process.isAlive();
+    }
+
+    public void kill() throws InterruptedException {
+        List<ProcessHandle> all = new ArrayList<>(process.descendants().toList());
+        all.add(process.toHandle());
+        for (ProcessHandle h : all) {
+            h.destroyForcibly(); // SIGKILL
+        }
+        for (ProcessHandle h : all) {
+            try {
+                h.onExit().get(10, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                throw new AssertionError("process " + h.pid() + " did not die from SIGKILL", e);
+            }
+        }
+    }
+
+    @Override
+    public void close() throws Exception {
+        if (process.isAlive() || process.descendants().findAny().isPresent()) {
+            kill();
+        }
+    }
+}
