@@ -1,8 +1,7 @@
 package io.nvmeof4j.target.daemon;
 
-import io.nvmeof4j.protocol.auth.DhchapCredentials;
-
 import io.nvmeof4j.jni.rdma.Rdma;
+import io.nvmeof4j.protocol.auth.DhchapCredentials;
 import io.nvmeof4j.protocol.buffer.OffHeapBufferPool;
 import io.nvmeof4j.protocol.spi.PollGroup;
 import io.nvmeof4j.protocol.spi.TransportAddress;
