@@ -37,7 +37,7 @@ fi
 # The interop checks, run as a child so its PASS/FAIL lines and summary come out as they are.
 TRTYPE=rdma TARGET_ADDR=10.0.2.15 TARGET_PORT=4420 DISCOVERY_PORT=4420 SUBNQN="$SUBNQN" \
     CONNECTS="${CONNECTS:-1:off 2:off}" FIO_FULL=1 EXPECT_MODEL=nvmeof4j EXPECT_SERIAL=nvmeof4jrdmait01 \
-    EXPECT_NAMESPACES="1:16384:12 2:131072:9" NSID=1 PHASE=interop \
+    EXPECT_NAMESPACES="1:16384:12 2:131072:9" NSID=1 PHASE=interop EXPECT_NVM_EXTRAS=1 \
     "$HERE/kernel-host-vs-target.sh"
 interop=$?
 info "kernel-host-vs-target.sh exit code $interop"

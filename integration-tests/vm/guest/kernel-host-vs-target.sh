@@ -26,6 +26,9 @@
 #   PATTERN_OFFSET     byte offset of the persistence pattern (default 48 MiB; must be 4 KiB aligned)
 #   PATTERN_SIZE       bytes (default 1 MiB)      PATTERN_SEED  text mixed into the pattern (default nvmeof4j)
 #   SKIP_DISCARD=1     skip the blkdiscard check
+#   EXPECT_NVM_EXTRAS=1  the target serves Compare, Copy and Verify and fused Compare and Write (ours; nvmet does
+#                      not): Identify must say so (ONCS bits 0/7/8, FUSES bit 0, OCFS bit 0, MSRC/MSSRL/MCL) and
+#                      nvme compare / nvme copy / nvme verify run on NSID with the data checked
 #   RESULTS_DIR        fio outputs and a pattern checksum are saved here when set
 set -u -o pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -263,6 +266,77 @@ check_discard() { # check_discard NAME: discard 1 MiB at 4 MiB (after filling it
     rm -f "$tmp"
 }
 
+# nvme compare / copy / verify (nvme-cli 2.x) on NSID, data checked with O_DIRECT dd. Block counts given to nvme-cli
+# are 0-based (its -c and --blocks). The Linux host sends no fused commands (its passthrough takes no FUSE bits).
+check_nvm_extras() { # check_nvm_extras NAME
+    local name="$1" tmp bs ctrl_out ns_out v bad="" mcl out nsze
+    tmp="$(mktemp -d)"
+    bs="$(blockdev --getss "$DEV")"
+    if ! ctrl_out="$(timeout 60 nvme id-ctrl "/dev/$CTRL" 2>&1)" || ! ns_out="$(timeout 60 nvme id-ns "$DEV" -n "$NSID" 2>&1)"; then
+        fail "$name-identify" "nvme id-ctrl / id-ns failed: $ctrl_out $ns_out"; rm -rf "$tmp"; return 1
+    fi
+    v="$(echo "$ctrl_out" | nvme_field oncs)"; [ $(( v & 0x181 )) = $(( 0x181 )) ] || bad="$bad oncs=$v(want bits 0,7,8)"
+    v="$(echo "$ctrl_out" | nvme_field fuses)"; [ $(( v & 1 )) = 1 ] || bad="$bad fuses=$v"
+    v="$(echo "$ctrl_out" | nvme_field ocfs)"; [ $(( v & 1 )) = 1 ] || bad="$bad ocfs=$v"
+    v="$(echo "$ns_out" | nvme_field msrc)"; [ "$((v))" = 127 ] || bad="$bad msrc=$v(want 127, 0-based)"
+    mcl="$(echo "$ns_out" | nvme_field mcl)"; [ "$((mcl))" = $(( 65536 / bs )) ] || bad="$bad mcl=$mcl(want $(( 65536 / bs )))"
+    v="$(echo "$ns_out" | nvme_field mssrl)"; [ "$((v))" = $(( 65536 / bs )) ] || bad="$bad mssrl=$v"
+    if [ -n "$bad" ]; then fail "$name-identify" "$bad"; else pass "$name-identify"; fi
+
+    # Compare: 8 blocks at LBA 2048 equal to what was written; one byte changed is a miscompare.
+    head -c $(( 8 * bs )) /dev/urandom > "$tmp/a"
+    timeout 60 dd if="$tmp/a" of="$DEV" bs="$bs" seek=2048 oflag=direct status=none conv=fsync
+    if out="$(timeout 60 nvme compare "$DEV" -n "$NSID" -s 2048 -c 7 -z $(( 8 * bs )) -d "$tmp/a" 2>&1)"; then
+        pass "$name-compare-equal"
+    else
+        fail "$name-compare-equal" "nvme compare of the blocks just written: $out"
+    fi
+    cp "$tmp/a" "$tmp/b"; printf 'X' | dd of="$tmp/b" bs=1 seek=$(( 5 * bs + 17 )) conv=notrunc status=none
+    if out="$(timeout 60 nvme compare "$DEV" -n "$NSID" -s 2048 -c 7 -z $(( 8 * bs )) -d "$tmp/b" 2>&1)"; then
+        fail "$name-compare-differs" "nvme compare succeeded on data that differs in one byte: $out"
+    elif echo "$out" | grep -qiE "miscompare|compare.?fail"; then
+        pass "$name-compare-differs"
+    else
+        fail "$name-compare-differs" "nvme compare failed without a Compare Failure status: $out"
+    fi
+
+    # Copy: ranges (LBA 2048, 8 blocks) and (LBA 3000, 2 blocks) to LBA 4096, read back as their concatenation.
+    head -c $(( 2 * bs )) /dev/urandom > "$tmp/c"
+    timeout 60 dd if="$tmp/c" of="$DEV" bs="$bs" seek=3000 oflag=direct status=none conv=fsync
+    cat "$tmp/a" "$tmp/c" > "$tmp/want"
+    if ! out="$(timeout 60 nvme copy "$DEV" -n "$NSID" --sdlba=4096 --slbs=2048,3000 --blocks=7,1 2>&1)"; then
+        fail "$name-copy" "nvme copy: $out"
+    elif timeout 60 dd if="$DEV" of="$tmp/got" bs="$bs" skip=4096 count=10 iflag=direct status=none \
+         && cmp -s "$tmp/want" "$tmp/got"; then
+        pass "$name-copy"
+    else
+        fail "$name-copy" "the 10 blocks at LBA 4096 are not the two source ranges: $(cmp "$tmp/want" "$tmp/got" 2>&1 | head -n1)"
+    fi
+    # One block more than MCL: refused (Command Size Limit Exceeded), the destination unchanged.
+    if out="$(timeout 60 nvme copy "$DEV" -n "$NSID" --sdlba=4096 --slbs=0 --blocks="$((mcl))" 2>&1)"; then
+        fail "$name-copy-above-mcl" "a copy of $(( mcl + 1 )) blocks (MCL $mcl) succeeded: $out"
+    elif timeout 60 dd if="$DEV" of="$tmp/got2" bs="$bs" skip=4096 count=10 iflag=direct status=none \
+         && cmp -s "$tmp/want" "$tmp/got2"; then
+        pass "$name-copy-above-mcl"; info "$name-copy-above-mcl: $out"
+    else
+        fail "$name-copy-above-mcl" "refused, but the destination changed"
+    fi
+
+    # Verify: 1024 blocks from LBA 0 pass; a range past the end is refused.
+    nsze="$(echo "$ns_out" | nvme_field nsze)"
+    if out="$(timeout 60 nvme verify "$DEV" -n "$NSID" -s 0 -c 1023 2>&1)"; then
+        pass "$name-verify"
+    else
+        fail "$name-verify" "nvme verify of 1024 blocks: $out"
+    fi
+    if out="$(timeout 60 nvme verify "$DEV" -n "$NSID" -s $(( nsze - 1 )) -c 1 2>&1)"; then
+        fail "$name-verify-beyond" "nvme verify of 2 blocks from the last one succeeded: $out"
+    else
+        pass "$name-verify-beyond"; info "$name-verify-beyond: $out"
+    fi
+    rm -rf "$tmp"
+}
+
 check_flush() {
     local out
     if out="$(timeout 60 nvme flush "$DEV" -n "$NSID" 2>&1)"; then pass "$1"; else fail "$1" "nvme flush: $out"; fi
@@ -294,6 +368,7 @@ phase_interop() {
                 run_fio "fio-verify-$name-bs$bs-qd$qd" "$bs" "$qd" "$size"
             done
             if [ "${SKIP_DISCARD:-0}" != 1 ] && [ "$i" = 1 ]; then check_discard "discard-zeroes-$name"; fi
+            if [ "${EXPECT_NVM_EXTRAS:-0}" = 1 ] && [ "$i" = 1 ]; then check_nvm_extras "nvm-extras-$name"; fi
         else
             quick_io "dd-readback-$name"
         fi

@@ -25,6 +25,13 @@ final class IoRequest {
     ByteBuffer buffer;
     int bufferPosition;
     int bufferLimit;
+    /** Compare and Write: the data written when the compare matches (the compare's is {@link #buffer}). */
+    ByteBuffer writeBuffer;
+    int writeBufferPosition;
+    int writeBufferLimit;
+    /** Copy: the Source Range Entries and their count. */
+    ByteBuffer copyRanges;
+    int copyRangeCount;
     IoCallback callback;
     Object context;
     /** The namespace's meters when the host records metrics, else null; {@link #submitNanos} is then set. */
@@ -46,6 +53,9 @@ final class IoRequest {
 
     void reset() {
         buffer = null;
+        writeBuffer = null;
+        copyRanges = null;
+        copyRangeCount = 0;
         meters = null;
         callback = null;
         context = null;

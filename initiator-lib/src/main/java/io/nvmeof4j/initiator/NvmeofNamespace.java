@@ -3,6 +3,7 @@ package io.nvmeof4j.initiator;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.Objects;
 import java.util.UUID;
@@ -142,8 +143,40 @@ public final class NvmeofNamespace {
         return queue().submit(IoQueue.OP_DSM, nsid, lba, blocks, blockShift, 0, 1 << 2, null, callback, context, meters);
     }
 
+    /**
+     * Fused Compare and Write (NVMe Base 2.0, 3.4.2): writes {@code blocks} blocks from {@code replacement} to
+     * {@code lba} only if the blocks there equal {@code expected}, atomically against every other write to them
+     * (VMware's atomic test-and-set). A miscompare completes with 0x285 (COMPARE_FAILURE) and leaves the blocks as
+     * they were. Both halves go out next to each other on one queue, so the pair is never split: it must fit in
+     * one command ({@link NvmeofController#maxTransferBytes()}, 65536 blocks).
+     */
+    public boolean submitCompareAndWrite(long lba, int blocks, ByteBuffer expected, ByteBuffer replacement,
+                                         boolean forceUnitAccess, IoCallback callback, Object context) {
+        checkData(blocks, expected);
+        checkData(blocks, replacement);
+        checkSingleCommand(blocks);
+        Objects.requireNonNull(callback, "callback");
+        return queue().submitCompareAndWrite(nsid, lba, blocks, blockShift, expected, replacement, forceUnitAccess,
+            callback, context);
+    }
+
+    /** Verify: the controller reads and checks {@code blocks} blocks at {@code lba}, returning no data. */
+    public boolean submitVerify(long lba, int blocks, IoCallback callback, Object context) {
+        checkBlocks(blocks);
+        Objects.requireNonNull(callback, "callback");
+        return queue().submit(IoQueue.OP_VERIFY, nsid, lba, blocks, blockShift, 0, 0, null, callback, context, null);
+    }
+
     private IoQueue queue() {
         return controller.selectQueue();
+    }
+
+    private void checkSingleCommand(int blocks) {
+        long bytes = (long) blocks << blockShift;
+        if (blocks > IoQueue.MAX_BLOCKS_PER_COMMAND || bytes > controller.maxTransferBytes()) {
+            throw new IllegalArgumentException(blocks + " blocks (" + bytes + " bytes) do not fit in one command: "
+                + "the controller takes at most " + controller.maxTransferBytes() + " bytes");
+        }
     }
 
     private static void checkBlocks(int blocks) {
@@ -197,6 +230,65 @@ public final class NvmeofNamespace {
         FutureIo io = new FutureIo(this, IoQueue.OP_COMPARE, lba, blocks);
         submitWithRetry(io, () -> submitCompare(lba, blocks, src, FUTURE_CALLBACK, io));
         return io;
+    }
+
+    /**
+     * Fused Compare and Write of {@code expected.remaining()} bytes (a whole number of blocks, as many as in
+     * {@code replacement}): true when the blocks matched and were replaced, false on a miscompare (nothing written).
+     */
+    public CompletableFuture<Boolean> compareAndWrite(long lba, ByteBuffer expected, ByteBuffer replacement) {
+        int blocks = wholeBlocks(expected);
+        if (replacement.remaining() != expected.remaining()) {
+            throw new IllegalArgumentException("expected holds " + expected.remaining() + " bytes, replacement "
+                + replacement.remaining() + ": a Compare and Write compares and writes the same blocks");
+        }
+        FutureIo io = new FutureIo(this, IoQueue.OP_COMPARE_AND_WRITE, lba, blocks);
+        submitWithRetry(io, () -> submitCompareAndWrite(lba, blocks, expected, replacement, false, FUTURE_CALLBACK,
+            io));
+        return io;
+    }
+
+    /** Verify of {@code blocks} blocks at {@code lba}: completes normally when the controller could read them all. */
+    public CompletableFuture<Void> verify(long lba, long blocks) {
+        if (blocks < 1) {
+            throw new IllegalArgumentException("block count " + blocks + " below 1");
+        }
+        FutureIo io = new FutureIo(this, IoQueue.OP_VERIFY, lba, blocks);
+        submitWithRetry(io, () -> queue().submit(IoQueue.OP_VERIFY, nsid, lba, blocks, blockShift, 0, 0, null,
+            FUTURE_CALLBACK, io, null));
+        return io.thenApply(ok -> null);
+    }
+
+    /**
+     * Copy (NVM Command Set 1.0, 3.3.1, Source Range Entries format 0): the controller copies the source ranges,
+     * one after the other, to {@code destinationLba}, without the data crossing the network. The controller's
+     * limits (Identify Namespace MSRC, MSSRL, MCL) apply; above them it answers 0x183 (Command Size Limit
+     * Exceeded).
+     *
+     * @param sourceLbas   first block of each range
+     * @param blockCounts  blocks of each range, 1..65536
+     * @param forceUnitAccess the copied blocks are durable before completion
+     */
+    public CompletableFuture<Void> copy(long destinationLba, long[] sourceLbas, int[] blockCounts,
+                                        boolean forceUnitAccess) {
+        if (sourceLbas.length != blockCounts.length || sourceLbas.length < 1 || sourceLbas.length > 256) {
+            throw new IllegalArgumentException("a Copy takes 1 to 256 ranges with one block count each; got "
+                + sourceLbas.length + " LBAs and " + blockCounts.length + " counts");
+        }
+        ByteBuffer ranges = ByteBuffer.allocateDirect(sourceLbas.length * 32).order(ByteOrder.LITTLE_ENDIAN);
+        long total = 0;
+        for (int i = 0; i < sourceLbas.length; i++) {
+            if (blockCounts[i] < 1 || blockCounts[i] > IoQueue.MAX_BLOCKS_PER_COMMAND) {
+                throw new IllegalArgumentException("range " + i + ": " + blockCounts[i] + " blocks, not 1..65536");
+            }
+            ranges.putLong(i * 32 + 8, sourceLbas[i]).putShort(i * 32 + 16, (short) (blockCounts[i] - 1));
+            total += blockCounts[i];
+        }
+        long blocks = total;
+        FutureIo io = new FutureIo(this, IoQueue.OP_COPY, destinationLba, blocks);
+        submitWithRetry(io, () -> queue().submitCopy(nsid, destinationLba, ranges, sourceLbas.length, blocks,
+            blockShift, forceUnitAccess, FUTURE_CALLBACK, io));
+        return io.thenApply(ok -> null);
     }
 
     public CompletableFuture<Void> flush() {
@@ -287,7 +379,8 @@ public final class NvmeofNamespace {
         void complete(int status) {
             if (status == 0) {
                 complete(Boolean.TRUE);
-            } else if (opcode == IoQueue.OP_COMPARE && NvmeStatus.code(status) == NvmeStatus.COMPARE_FAILURE) {
+            } else if ((opcode == IoQueue.OP_COMPARE || opcode == IoQueue.OP_COMPARE_AND_WRITE)
+                && NvmeStatus.code(status) == NvmeStatus.COMPARE_FAILURE) {
                 complete(Boolean.FALSE);
             } else {
                 String text = detail;

@@ -102,6 +102,8 @@ final class RdmaControllerQueue implements TransportQueue {
     private int sqSize;
     private boolean sqFlowControlDisabled;
     private int sqHead;
+    /** Capsules received so far: each command's {@link RdmaRequest#sequence()}. */
+    private long capsulesReceived;
     @SuppressWarnings("unused") // accessed through OUTSTANDING
     private int outstanding;
     private int postedReceives;
@@ -421,7 +423,7 @@ final class RdmaControllerQueue implements TransportQueue {
         }
         RdmaRequest request = contexts[freeContexts[--freeCount]];
         OUTSTANDING.setRelease(this, (int) OUTSTANDING.get(this) + 1);
-        request.begin(memory, receive * receiveStride, System.nanoTime());
+        request.begin(memory, receive * receiveStride, System.nanoTime(), ++capsulesReceived);
         // Before Connect sets the queue size, the CM request's HSQSIZE + 1 bounds it (the Connect itself counts).
         if (++sqHead >= (sqSize > 0 ? sqSize : sizing.receiveQueueSize())) {
             sqHead = 0;
@@ -468,7 +470,8 @@ final class RdmaControllerQueue implements TransportQueue {
      */
     private int mapData(RdmaRequest request, int receive, int inCapsuleBytes) {
         SubmissionQueueEntry sqe = request.command();
-        if (sqe.psdt() != 1 || sqe.fuse() != 0) {
+        if (sqe.psdt() != 1) {
+            // FUSE is the command layer's to judge: it pairs fused commands by Request.sequence().
             return NvmeStatus.INVALID_FIELD | NvmeStatus.DNR;
         }
         SglDescriptor sgl = sqe.sgl1();

@@ -67,6 +67,7 @@ final class RdmaRequest implements Request {
     /** rkey to invalidate with SEND_WITH_INV (keyed SGL subtype 0xF), or 0. */
     int invalidateKey;
     long receivedNanos;
+    long sequence;
     private Object attachment;
 
     int completionStatus;
@@ -116,6 +117,11 @@ final class RdmaRequest implements Request {
     }
 
     @Override
+    public long sequence() {
+        return sequence;
+    }
+
+    @Override
     public void complete(int nvmeStatus) {
         if (!STATE.compareAndSet(this, EXECUTING, COMPLETING)) {
             throw new IllegalStateException("command " + commandId + " on " + queue.peer()
@@ -159,7 +165,7 @@ final class RdmaRequest implements Request {
     boolean reachedHandler;
 
     /** Takes a received SQE (64 bytes at {@code offset} of {@code source}) into this context. */
-    void begin(ByteBuffer source, int offset, long nowNanos) {
+    void begin(ByteBuffer source, int offset, long nowNanos, long sequence) {
         for (int i = 0; i < SubmissionQueueEntry.LENGTH; i += 8) {
             sqeBuffer.putLong(i, source.getLong(offset + i));
         }
@@ -167,6 +173,7 @@ final class RdmaRequest implements Request {
         commandId = sqe.commandId();
         direction = sqe.dataDirection();
         receivedNanos = nowNanos;
+        this.sequence = sequence;
         transfer = TRANSFER_NONE;
         dataLength = 0;
         data = null;

@@ -138,6 +138,8 @@ final class TcpConnection implements TransportQueue {
     private int sqSize;
     private boolean sqFlowControlDisabled;
     private int sqHead;
+    /** Capsules received so far: each command's {@link TcpRequest#sequence()}. */
+    private long capsulesReceived;
     /** Slots not FREE. Written by the reactor thread with release semantics, read by any thread with acquire. */
     @SuppressWarnings("unused")
     private int outstanding;
@@ -582,7 +584,7 @@ final class TcpConnection implements TransportQueue {
         }
         TcpRequest request = slots[freeSlots[--freeSlotCount]];
         OUTSTANDING.setRelease(this, (int) OUTSTANDING.get(this) + 1);
-        request.begin(receiveBuffer, base + CapsuleCmdPdu.SQE_OFFSET, System.nanoTime());
+        request.begin(receiveBuffer, base + CapsuleCmdPdu.SQE_OFFSET, System.nanoTime(), ++capsulesReceived);
         readIndex = base + dataStart;
         if (++sqHead >= commandLimit) {
             sqHead = 0;
@@ -635,9 +637,10 @@ final class TcpConnection implements TransportQueue {
      */
     private int mapData(TcpRequest request, int inCapsuleBytes) {
         SubmissionQueueEntry sqe = request.command();
-        if (sqe.psdt() != 1 || sqe.fuse() != 0) {
-            // Fabrics data is always SGL-described (PSDT 01b) and nothing here is fused: like nvmet, answer
-            // Invalid Field before reading the SGL, whose bytes mean something else under PRPs.
+        if (sqe.psdt() != 1) {
+            // Fabrics data is always SGL-described (PSDT 01b): like nvmet, answer Invalid Field before reading the
+            // SGL, whose bytes mean something else under PRPs. FUSE is the command layer's to judge (it pairs
+            // fused commands by Request.sequence()).
             return NvmeStatus.INVALID_FIELD | NvmeStatus.DNR;
         }
         SglDescriptor sgl = sqe.sgl1();

@@ -83,6 +83,7 @@ final class TcpRequest extends SendJob implements Request {
     int dataLength;
     ByteBuffer data;
     long receivedNanos;
+    long sequence;
     private Object attachment;
 
     /** H2C: bytes received so far (the DATAO the next H2CData must carry). */
@@ -157,6 +158,11 @@ final class TcpRequest extends SendJob implements Request {
     }
 
     @Override
+    public long sequence() {
+        return sequence;
+    }
+
+    @Override
     public void complete(int nvmeStatus) {
         if (!STATE.compareAndSet(this, EXECUTING, COMPLETING)) {
             throw new IllegalStateException("command " + commandId + " on " + connection.peer()
@@ -197,7 +203,7 @@ final class TcpRequest extends SendJob implements Request {
     }
 
     /** Takes a freshly received SQE (64 bytes at {@code sqeOffset} of {@code source}) into this slot. */
-    void begin(ByteBuffer source, int sqeOffset, long nowNanos) {
+    void begin(ByteBuffer source, int sqeOffset, long nowNanos, long sequence) {
         for (int i = 0; i < SubmissionQueueEntry.LENGTH; i += 8) {
             sqeBuffer.putLong(i, source.getLong(sqeOffset + i));
         }
@@ -205,6 +211,7 @@ final class TcpRequest extends SendJob implements Request {
         commandId = sqe.commandId();
         direction = sqe.dataDirection();
         receivedNanos = nowNanos;
+        this.sequence = sequence;
         transfer = TRANSFER_NONE;
         dataLength = 0;
         data = null;

@@ -21,7 +21,7 @@ import java.util.Objects;
 @Command(name = "nvmeof", mixinStandardHelpOptions = true, versionProvider = NvmeofCli.Version.class,
     sortOptions = false,
     subcommands = {DiscoverCommand.class, IdentifyCommand.class, ReadCommand.class, WriteCommand.class,
-        PerfCommand.class, CommandLine.HelpCommand.class},
+        CompareAndWriteCommand.class, CopyCommand.class, VerifyCommand.class, PerfCommand.class, CommandLine.HelpCommand.class},
     description = {"NVMe-over-Fabrics host (NVMe/TCP) on the JVM: discover subsystems, identify",
         "controllers, read and write blocks, generate load. Connection options follow",
         "nvme-cli's 'nvme connect' (-t -a -s -n -q -I ...), after the subcommand:",

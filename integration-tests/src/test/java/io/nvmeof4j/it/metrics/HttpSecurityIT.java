@@ -191,7 +191,7 @@ class HttpSecurityIT {
         Thread.sleep(1_100);
         assertThat(stranger.delete(NS + "/1").status()).isEqualTo(401);
         assertThat(audit.list.get(audit.list.size() - 1).getFormattedMessage())
-            .containsPattern("\\(\\d+ more refusals not logged in the last second\\)");
+            .containsPattern("\\[\\d+ similar suppressed\\]");
     }
 
     private static String port(String line) {

@@ -94,10 +94,10 @@ class AdminCommandsIT {
         for (int opc : new int[] {0x02, 0x06, 0x08, 0x09, 0x0A, 0x0C, 0x18}) {
             assertThat(u32(d, 4 * opc) & 1).as("ACS[0x%02x].CSUPP", opc).isEqualTo(1);
         }
-        for (int opc : new int[] {0x00, 0x01, 0x02, 0x05, 0x08, 0x09}) {
+        for (int opc : new int[] {0x00, 0x01, 0x02, 0x05, 0x08, 0x09, 0x0C, 0x19}) {
             assertThat(u32(d, 1024 + 4 * opc) & 1).as("IOCS[0x%02x].CSUPP", opc).isEqualTo(1);
         }
-        for (int opc : new int[] {0x01, 0x08}) {
+        for (int opc : new int[] {0x01, 0x08, 0x19}) {
             assertThat(u32(d, 1024 + 4 * opc) & 2).as("IOCS[0x%02x].LBCC (changes logical blocks)", opc).isEqualTo(2);
         }
         assertThat(u32(d, 4 * 0x3C) & 1).as("ACS[0x3c] of an unassigned opcode").isZero();

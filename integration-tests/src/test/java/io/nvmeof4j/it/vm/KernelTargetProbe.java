@@ -207,6 +207,12 @@ public final class KernelTargetProbe {
                 concurrent(ns, v, rnd.nextLong());
             }
             deallocate(ns, v, rnd);
+            if (queues == 1 && (id.optionalNvmCommands() & 0x180) == 0x180) {
+                compareAndWriteCopyVerify(ns, v, rnd);
+            } else if (queues == 1) {
+                info("compare-and-write, copy, verify: not offered (ONCS 0x"
+                    + Integer.toHexString(id.optionalNvmCommands()) + "; nvmet has none of them)");
+            }
             try {
                 ns.flush().get(TIMEOUT_S, TimeUnit.SECONDS);
                 pass("flush-" + v);
@@ -220,6 +226,47 @@ public final class KernelTargetProbe {
             } catch (Exception e) {
                 fail("disconnect-" + v, describe(e));
             }
+        }
+    }
+
+    /**
+     * A target that offers Copy and Verify (ONCS bits 8 and 7: ours) also serves fused Compare and Write: the pair
+     * replaces a block only when it matches, then Copy and Verify, each with the bytes read back.
+     */
+    private void compareAndWriteCopyVerify(NvmeofNamespace ns, String v, SplittableRandom rnd) {
+        int bs = ns.blockSize();
+        long lba = ns.blockCount() / 2 + 64;
+        ByteBuffer a = randomBuffer(rnd, bs);
+        ByteBuffer b = randomBuffer(rnd, bs);
+        String name = "compare-and-write-" + v;
+        try {
+            writeVerify(ns, lba, a.duplicate(), false);
+            if (!ns.compareAndWrite(lba, a.duplicate(), b.duplicate()).get(TIMEOUT_S, TimeUnit.SECONDS)) {
+                fail(name, "miscompare on the block just written");
+            } else if (ns.compareAndWrite(lba, a.duplicate(), randomBuffer(rnd, bs))
+                .get(TIMEOUT_S, TimeUnit.SECONDS)) {
+                fail(name, "the pair wrote although the block no longer matched");
+            } else {
+                expectEqual(b.duplicate(), ns.read(lba, 1).get(TIMEOUT_S, TimeUnit.SECONDS), lba);
+                pass(name);
+            }
+        } catch (Exception | AssertionError e) {
+            fail(name, describe(e));
+        }
+        name = "copy-" + v;
+        try {
+            ns.copy(lba + 8, new long[] {lba}, new int[] {1}, false).get(TIMEOUT_S, TimeUnit.SECONDS);
+            expectEqual(b.duplicate(), ns.read(lba + 8, 1).get(TIMEOUT_S, TimeUnit.SECONDS), lba + 8);
+            pass(name);
+        } catch (Exception | AssertionError e) {
+            fail(name, describe(e));
+        }
+        name = "verify-" + v;
+        try {
+            ns.verify(0, Math.min(ns.blockCount(), 1024)).get(TIMEOUT_S, TimeUnit.SECONDS);
+            pass(name);
+        } catch (Exception e) {
+            fail(name, describe(e));
         }
     }
 

@@ -103,6 +103,8 @@ class LinuxKernelHostIT {
         env.put("EXPECT_NAMESPACES", "1:" + (NS_BYTES >> 12) + ":12 2:" + (NS_BYTES >> 9) + ":9 3:" + (NS_BYTES >> 12)
             + ":12 4:" + (NS_BYTES >> 9) + ":9");
         env.put("FIO_NSIDS", "3 4");
+        // nvme compare / copy / verify against our target, data checked (nvmet serves none of them).
+        env.put("EXPECT_NVM_EXTRAS", "1");
         env.put("NSID", "1");
         env.put("PATTERN_SEED", UUID.randomUUID().toString());
 
@@ -124,6 +126,10 @@ class LinuxKernelHostIT {
                 "PASS fio-verify-q1-digest-off-bs1m-qd1", "PASS fio-verify-q1-digest-off-bs1m-qd32",
                 "PASS fio-verify-q4-digest-on-bs4k-qd32", "PASS fio-verify-q4-digest-on-bs1m-qd32",
                 "PASS discard-zeroes-q1-digest-off", "PASS flush-q1-digest-off", "PASS disconnect-q1-digest-off",
+                "PASS nvm-extras-q1-digest-off-identify", "PASS nvm-extras-q1-digest-off-compare-equal",
+                "PASS nvm-extras-q1-digest-off-compare-differs", "PASS nvm-extras-q1-digest-off-copy",
+                "PASS nvm-extras-q1-digest-off-copy-above-mcl", "PASS nvm-extras-q1-digest-off-verify",
+                "PASS nvm-extras-q1-digest-off-verify-beyond",
                 "PASS disconnect-q4-digest-on",
                 "PASS fio-verify-ns3-bs4k-qd32", "PASS fio-verify-ns3-bs128k-qd8", "PASS discard-zeroes-ns3",
                 "PASS fio-verify-ns4-bs4k-qd32", "PASS fio-verify-ns4-bs128k-qd8", "PASS discard-zeroes-ns4",

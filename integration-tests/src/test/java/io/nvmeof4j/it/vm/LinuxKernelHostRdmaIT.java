@@ -33,6 +33,10 @@ class LinuxKernelHostRdmaIT {
         "PASS fio-verify-q1-digest-off-bs128k-qd1", "PASS fio-verify-q1-digest-off-bs128k-qd32",
         "PASS fio-verify-q1-digest-off-bs1m-qd1", "PASS fio-verify-q1-digest-off-bs1m-qd32",
         "PASS discard-zeroes-q1-digest-off", "PASS flush-q1-digest-off", "PASS disconnect-q1-digest-off",
+        "PASS nvm-extras-q1-digest-off-identify", "PASS nvm-extras-q1-digest-off-compare-equal",
+        "PASS nvm-extras-q1-digest-off-compare-differs", "PASS nvm-extras-q1-digest-off-copy",
+        "PASS nvm-extras-q1-digest-off-copy-above-mcl", "PASS nvm-extras-q1-digest-off-verify",
+        "PASS nvm-extras-q1-digest-off-verify-beyond",
         "PASS connect-q2-digest-off", "PASS disconnect-q2-digest-off",
         "PASS ours-target-stop", "PASS ours-log-clean");
 

@@ -15,7 +15,7 @@ import java.nio.ByteOrder;
  *   92 OAES(4) 96 CTRATT(4) 111 CNTRLTYPE
  *  256 OACS(2) 258 ACL  259 AERL  260 FRMW  261 LPA  262 ELPE  263 NPSS  320 KAS(2)
  *  512 SQES   513 CQES  514 MAXCMD(2)  516 NN(4)  520 ONCS(2)  522 FUSES(2)  524 FNA  525 VWC
- *  526 AWUN(2) 528 AWUPF(2)  536 SGLS(4)  540 MNAN(4)
+ *  526 AWUN(2) 528 AWUPF(2)  532 ACWU(2)  534 OCFS(2)  536 SGLS(4)  540 MNAN(4)
  *  768 SUBNQN(256, NUL terminated)
  * 1792 IOCCSZ(4)  1796 IORCSZ(4)  1800 ICDOFF(2)  1802 FCATT  1803 MSDBD  1804 OFCS(2)  1806 DCTYPE
  * 2048 PSD0..PSD31 (32 each)   3072 vendor specific
@@ -63,6 +63,8 @@ public final class IdentifyController {
     public static final int VWC_OFFSET = 525;
     public static final int AWUN_OFFSET = 526;
     public static final int AWUPF_OFFSET = 528;
+    public static final int ACWU_OFFSET = 532;
+    public static final int OCFS_OFFSET = 534;
     public static final int SGLS_OFFSET = 536;
     public static final int MNAN_OFFSET = 540;
     public static final int SUBNQN_OFFSET = 768;
@@ -106,6 +108,12 @@ public final class IdentifyController {
     public static final int ONCS_SAVE_SELECT = 1 << 4;
     public static final int ONCS_RESERVATIONS = 1 << 5;
     public static final int ONCS_TIMESTAMP = 1 << 6;
+    public static final int ONCS_VERIFY = 1 << 7;
+    public static final int ONCS_COPY = 1 << 8;
+    // FUSES
+    public static final int FUSES_COMPARE_AND_WRITE = 1;
+    // OCFS: Copy source range descriptor formats
+    public static final int OCFS_FORMAT_0 = 1;
     // VWC
     public static final int VWC_PRESENT = 1;
     // SGLS
@@ -276,6 +284,10 @@ public final class IdentifyController {
 
     public int fusedOperations() { return u16(FUSES_OFFSET); }
     public IdentifyController fusedOperations(int v) { u16(FUSES_OFFSET, v); return this; }
+
+    /** OCFS: the Copy descriptor formats supported (bit n: format n). */
+    public int optionalCopyFormats() { return u16(OCFS_OFFSET); }
+    public IdentifyController optionalCopyFormats(int v) { u16(OCFS_OFFSET, v); return this; }
 
     public int formatNvmAttributes() { return u8(FNA_OFFSET); }
     public IdentifyController formatNvmAttributes(int v) { u8(FNA_OFFSET, v); return this; }

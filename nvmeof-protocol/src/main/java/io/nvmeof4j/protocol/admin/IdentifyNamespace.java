@@ -10,7 +10,7 @@ import java.nio.ByteOrder;
  * <pre>
  *   0 NSZE(8)   8 NCAP(8)   16 NUSE(8)   24 NSFEAT   25 NLBAF (0-based)   26 FLBAS   27 MC   28 DPC   29 DPS
  *  30 NMIC     31 RESCAP   32 FPI       33 DLFEAT   34 NAWUN(2)   36 NAWUPF(2)   38 NACWU(2)
- *  64 NPWG(2)  66 NPWA(2)  68 NPDG(2)   70 NPDA(2)  72 NOWS(2)
+ *  64 NPWG(2)  66 NPWA(2)  68 NPDG(2)   70 NPDA(2)  72 NOWS(2)  74 MSSRL(2)  76 MCL(4)  80 MSRC
  *  92 ANAGRPID(4)   99 NSATTR   100 NVMSETID(2)   102 ENDGID(2)   104 NGUID(16)   120 EUI64(8)
  * 128 LBAF[0..63], 4 bytes each:  MS(2) | LBADS(1) | RP(1)
  * </pre>
@@ -40,6 +40,9 @@ public final class IdentifyNamespace {
     public static final int NPDG_OFFSET = 68;
     public static final int NPDA_OFFSET = 70;
     public static final int NOWS_OFFSET = 72;
+    public static final int MSSRL_OFFSET = 74;
+    public static final int MCL_OFFSET = 76;
+    public static final int MSRC_OFFSET = 80;
     public static final int ANAGRPID_OFFSET = 92;
     public static final int NSATTR_OFFSET = 99;
     public static final int NVMSETID_OFFSET = 100;
@@ -162,6 +165,18 @@ public final class IdentifyNamespace {
     /** NOWS, 0-based: optimal write size in logical blocks. */
     public int optimalWriteSize() { return u16(NOWS_OFFSET); }
     public IdentifyNamespace optimalWriteSize(int v) { u16(NOWS_OFFSET, v); return this; }
+
+    /** MSSRL: the most logical blocks one Copy source range may name (1-based). */
+    public int maxSingleSourceRangeLength() { return u16(MSSRL_OFFSET); }
+    public IdentifyNamespace maxSingleSourceRangeLength(int v) { u16(MSSRL_OFFSET, v); return this; }
+
+    /** MCL: the most logical blocks one Copy may write (1-based, unsigned 32 bit). */
+    public int maxCopyLength() { return buffer.getInt(offset + MCL_OFFSET); }
+    public IdentifyNamespace maxCopyLength(int v) { buffer.putInt(offset + MCL_OFFSET, v); return this; }
+
+    /** MSRC: the most source ranges one Copy may carry, 0-based (0 means one range). */
+    public int maxSourceRangeCount() { return u8(MSRC_OFFSET); }
+    public IdentifyNamespace maxSourceRangeCount(int v) { u8(MSRC_OFFSET, v); return this; }
 
     public int anaGroupId() { return buffer.getInt(offset + ANAGRPID_OFFSET); }
     public IdentifyNamespace anaGroupId(int v) { buffer.putInt(offset + ANAGRPID_OFFSET, v); return this; }

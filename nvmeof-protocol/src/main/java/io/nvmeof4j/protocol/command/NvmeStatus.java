@@ -30,6 +30,10 @@ public final class NvmeStatus {
     public static final int INTERNAL_ERROR = 0x006;
     public static final int ABORTED_BY_REQUEST = 0x007;
     public static final int ABORTED_SQ_DELETION = 0x008;
+    /** The other command of a fused operation failed (a miscompare aborts the Write of a Compare and Write). */
+    public static final int ABORTED_FAILED_FUSED = 0x009;
+    /** A fused command whose partner is not next to it in the submission queue, or never came. */
+    public static final int ABORTED_MISSING_FUSED = 0x00A;
     public static final int INVALID_NAMESPACE = 0x00B;
     public static final int COMMAND_SEQUENCE_ERROR = 0x00C;
     public static final int INVALID_SGL_SEGMENT_DESCRIPTOR = 0x00D;
@@ -56,6 +60,8 @@ public final class NvmeStatus {
     public static final int FEATURE_NOT_CHANGEABLE = 0x10E;
     public static final int CONFLICTING_ATTRIBUTES = 0x180;
     public static final int ATTEMPTED_WRITE_TO_READ_ONLY_RANGE = 0x182;
+    /** Copy: more source ranges than MSRC + 1, a range above MSSRL or a total above MCL (NVM Command Set 1.0, 3.3.1). */
+    public static final int COMMAND_SIZE_LIMIT_EXCEEDED = 0x183;
 
     // Fabrics command specific status (SCT 1, only in answer to Fabrics commands)
     public static final int FABRICS_INCOMPATIBLE_FORMAT = 0x180;
@@ -135,6 +141,8 @@ public final class NvmeStatus {
             case INTERNAL_ERROR: return "INTERNAL_ERROR";
             case ABORTED_BY_REQUEST: return "ABORTED_BY_REQUEST";
             case ABORTED_SQ_DELETION: return "ABORTED_SQ_DELETION";
+            case ABORTED_FAILED_FUSED: return "ABORTED_FAILED_FUSED";
+            case ABORTED_MISSING_FUSED: return "ABORTED_MISSING_FUSED";
             case INVALID_NAMESPACE: return "INVALID_NAMESPACE";
             case COMMAND_SEQUENCE_ERROR: return "COMMAND_SEQUENCE_ERROR";
             case INVALID_SGL_SEGMENT_DESCRIPTOR: return "INVALID_SGL_SEGMENT_DESCRIPTOR";
@@ -159,7 +167,7 @@ public final class NvmeStatus {
             case FABRICS_INCOMPATIBLE_FORMAT: return "INCOMPATIBLE_FORMAT/CONFLICTING_ATTRIBUTES";
             case FABRICS_CONTROLLER_BUSY: return "CONTROLLER_BUSY";
             case FABRICS_CONNECT_INVALID_PARAMETERS: return "CONNECT_INVALID_PARAMETERS";
-            case FABRICS_CONNECT_RESTART_DISCOVERY: return "CONNECT_RESTART_DISCOVERY";
+            case FABRICS_CONNECT_RESTART_DISCOVERY: return "CONNECT_RESTART_DISCOVERY/COMMAND_SIZE_LIMIT_EXCEEDED";
             case FABRICS_CONNECT_INVALID_HOST: return "CONNECT_INVALID_HOST";
             case FABRICS_INVALID_QUEUE_TYPE: return "INVALID_QUEUE_TYPE";
             case FABRICS_DISCOVER_RESTART: return "DISCOVER_RESTART";

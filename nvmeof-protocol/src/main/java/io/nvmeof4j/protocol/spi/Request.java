@@ -39,6 +39,14 @@ public interface Request {
     long receivedNanos();
 
     /**
+     * The command's place in its submission queue: 1 for the first capsule received on the queue, one more for each
+     * capsule after it, counted when the capsule arrives (before any of its data). Commands reach the handler once
+     * their data is in, so a command pulling its data (R2T, RDMA READ) can reach it after a later one; this number
+     * still says which commands the host put next to each other (a fused pair: NVMe Base 2.0, 3.4.2).
+     */
+    long sequence();
+
+    /**
      * Finishes the command with an {@link io.nvmeof4j.protocol.command.NvmeStatus} code. Callable from any
      * thread (a backend worker, a timer); the transport moves the completion to the queue's reactor thread.
      * Exactly once per command. If the queue was closed meanwhile, the request is just released.

@@ -28,6 +28,7 @@ import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.Request;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.target.discovery.DiscoveryLogBuilder;
+import io.nvmeof4j.target.io.NvmCommands;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Port;
 import io.nvmeof4j.target.model.Subsystem;
@@ -317,7 +318,10 @@ final class AdminCommands {
             .numberOfNamespaces(Subsystem.MAX_NSID)
             .maxAllowedNamespaces(Subsystem.MAX_NSID)
             .optionalNvmCommands(IdentifyController.ONCS_COMPARE | IdentifyController.ONCS_DATASET_MANAGEMENT
-                | IdentifyController.ONCS_WRITE_ZEROES)
+                | IdentifyController.ONCS_WRITE_ZEROES | IdentifyController.ONCS_VERIFY | IdentifyController.ONCS_COPY)
+            // Fused Compare and Write (VMware ESXi's atomic test-and-set for VMFS); Copy with range format 0.
+            .fusedOperations(IdentifyController.FUSES_COMPARE_AND_WRITE)
+            .optionalCopyFormats(IdentifyController.OCFS_FORMAT_0)
             // Reported always, as nvmet does: a Flush the device did not need costs little, a lost write a lot.
             .volatileWriteCache(IdentifyController.VWC_PRESENT)
             .ioCommandCapsuleSize((64 + options.inlineDataSize()) / 16)
@@ -357,6 +361,10 @@ final class AdminCommands {
                 .formattedLbaSize(0)
                 .multiPathCapabilities(IdentifyNamespace.NMIC_SHARED)
                 .deallocateFeatures(ns.device().deallocatedBlocksReadZeroes() ? DLFEAT : 0)
+                // Copy limits: a Copy is staged whole in one 64 KiB buffer. MSRC is 0-based.
+                .maxSingleSourceRangeLength(NvmCommands.copyMaxBlocks(ns.blockSizeShift()))
+                .maxCopyLength(NvmCommands.copyMaxBlocks(ns.blockSizeShift()))
+                .maxSourceRangeCount(NvmCommands.COPY_MAX_RANGES - 1)
                 .nguid(ns.nguid())
                 .lbaFormat(0, 0, ns.blockSizeShift(), 0);
         }
@@ -531,6 +539,8 @@ final class AdminCommands {
         log.io(OPC_DATASET_MANAGEMENT, CommandsSupportedAndEffects.CSUPP);
         log.io(OPC_WRITE, CommandsSupportedAndEffects.CSUPP | CommandsSupportedAndEffects.LBCC);
         log.io(OPC_WRITE_ZEROES, CommandsSupportedAndEffects.CSUPP | CommandsSupportedAndEffects.LBCC);
+        log.io(NvmCommands.OPC_VERIFY, CommandsSupportedAndEffects.CSUPP);
+        log.io(NvmCommands.OPC_COPY, CommandsSupportedAndEffects.CSUPP | CommandsSupportedAndEffects.LBCC);
     }
 
     /**

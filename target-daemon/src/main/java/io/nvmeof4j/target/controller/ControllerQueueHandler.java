@@ -20,9 +20,13 @@ import io.nvmeof4j.target.metrics.TargetMeterNames;
 import io.nvmeof4j.target.metrics.TargetMetrics;
 import io.nvmeof4j.target.model.Namespace;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.security.SecureRandom;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -39,9 +43,30 @@ import java.util.concurrent.TimeUnit;
  * <p>DH-HMAC-CHAP: when the host has credentials ({@link HostKeys}), every queue (admin and I/O) must authenticate
  * after its Connect: until then only Authentication Send/Receive run, anything else gets Authentication Required
  * (0x191, DNR), as nvmet answers. A failed authentication, or one not finished within KATO (120 s without one,
- * as nvmet), makes the controller fatal once the Failure1 has left.
+ * as nvmet), makes the controller fatal once the Failure1 has left. An authentication command between two fused
+ * halves breaks their adjacency like any other command.
+ *
+ * <h2>Fused operations (NVMe Base 2.0, 3.4.2)</h2>
+ * The one fused operation served is Compare (FUSE 01b) then Write (FUSE 10b), next to each other in this queue:
+ * adjacency is judged by {@link Request#sequence()} (the capsule order), not by the order commands reach this
+ * handler, since a half that pulls its data (R2T, RDMA READ) arrives after a later command with in-capsule data.
+ * Whichever half comes first waits here (a handful at most, reactor thread only) until its partner does; the
+ * pair then goes to {@link NvmCommandExecutor#executeFused}. Statuses, as the spec and SPDK answer them:
+ * <ul>
+ *   <li>FUSE 11b, a fused command on the admin queue, a first half that is not Compare or a second half that is
+ *       not Write: Invalid Field in Command + DNR (FUSES only offers Compare and Write).</li>
+ *   <li>A half whose neighbour in the queue is not its partner (a plain command, or a half of the wrong kind):
+ *       Aborted – Missing Fused Command (0x00A). A fused pair split across two queues is this case on both.</li>
+ *   <li>A half whose partner never comes: Aborted – Missing Fused Command after
+ *       {@link #FUSED_PARTNER_TIMEOUT_MILLIS}. nvmet has no fused commands and SPDK waits for the next command
+ *       without a limit; the spec sets none. One second is far above what a host needs to send two adjacent
+ *       capsules and the second's data (at most MDTS), and a waiting half holds no LBA range: nothing else on
+ *       the namespace waits for it.</li>
+ *   <li>Halves naming different NSIDs: Invalid Field in Command + DNR for both.</li>
+ * </ul>
  */
 final class ControllerQueueHandler implements QueueHandler {
+    private static final Logger LOG = LoggerFactory.getLogger(ControllerQueueHandler.class);
     private static final VarHandle RECEIVED;
 
     static {
@@ -51,6 +76,17 @@ final class ControllerQueueHandler implements QueueHandler {
             throw new ExceptionInInitializerError(e);
         }
     }
+
+    /** How long a fused half waits for its partner before it is answered Aborted – Missing Fused Command. */
+    static final long FUSED_PARTNER_TIMEOUT_MILLIS = 1000;
+    /** How often the timer looks for a fused half past its time. */
+    private static final long FUSED_SWEEP_PERIOD_MILLIS = 100;
+    /** Fused halves that may wait at once on one queue; a further one ends the oldest. */
+    private static final int FUSED_PARKED_MAX = 8;
+    private static final int FUSE_FIRST = 0x1;
+    private static final int FUSE_SECOND = 0x2;
+    private static final int OPC_COMPARE = 0x05;
+    private static final int OPC_WRITE = 0x01;
 
     private final ControllerQueueHandlerFactory factory;
     private final TransportQueue queue;
@@ -80,6 +116,17 @@ final class ControllerQueueHandler implements QueueHandler {
     private AuthenticationCommands authCommands;
     /** The auth response after which the controller goes (Failure1 sent / Failure2 received); reactor thread. */
     private Request disconnectAfter;
+
+    // Fused halves waiting for their partner: reactor thread only, created at this queue's first fused command.
+    private Request[] parked;
+    private long[] parkedDeadline;
+    private int parkedCount;
+    /** The earliest deadline of a waiting half (0: none); read by the timer thread. */
+    private volatile long fusedDeadline;
+    private ScheduledFuture<?> fusedTimer;
+    /** Timer thread: hands the sweep to the reactor only when a half is past its time. */
+    private final Runnable fusedTimerCheck = this::fusedTimerCheck;
+    private final Runnable fusedSweep = this::sweepFused;
 
     ControllerQueueHandler(ControllerQueueHandlerFactory factory, TransportQueue queue, NvmCommandExecutor nvm,
                            TargetMetrics metrics) {
@@ -130,16 +177,26 @@ final class ControllerQueueHandler implements QueueHandler {
         RECEIVED.setRelease(this, (long) RECEIVED.getOpaque(this) + 1);
         SubmissionQueueEntry sqe = request.command();
         int flags = sqe.flags();
-        // Fabrics: data is always described by SGLs (PSDT 01b) and nvmet supports no fused operations.
-        if ((flags & SubmissionQueueEntry.FUSE_MASK) != 0
-            || (flags & SubmissionQueueEntry.PSDT_MASK) != SubmissionQueueEntry.FLAGS_PSDT_SGL) {
+        int fuse = flags & SubmissionQueueEntry.FUSE_MASK;
+        // Fabrics: data is always described by SGLs (PSDT 01b).
+        if ((flags & SubmissionQueueEntry.PSDT_MASK) != SubmissionQueueEntry.FLAGS_PSDT_SGL) {
             fail(request, sqe, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+            if (parkedCount != 0) {
+                notAPartner(request.sequence());
+            }
             return;
         }
         Controller c = controller;
-        if (c == null) {
-            factory.connect(this, request);
-            return;
+        if (c == null || queueId == 0) {
+            if (fuse != 0) {
+                // No fused operation exists for Fabrics or admin commands.
+                fail(request, sqe, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+                return;
+            }
+            if (c == null) {
+                factory.connect(this, request);
+                return;
+            }
         }
         if (c.isDraining() && !sqe.isFabrics()) {
             // Target shutdown: commands already in flight finish; new ones end now so the queue drains.
@@ -148,19 +205,25 @@ final class ControllerQueueHandler implements QueueHandler {
         }
         ControllerAuthentication a = auth;
         if (a != null) {
-            if (AuthenticationCommands.isAuthentication(sqe)) {
-                if (authCommands.execute(request, a)) {
+            boolean authCommand = AuthenticationCommands.isAuthentication(sqe);
+            if (authCommand || !a.isAuthenticated()) {
+                if (parkedCount != 0) {
+                    notAPartner(request.sequence());
+                }
+                if (!authCommand) {
+                    fail(request, sqe, NvmeStatus.FABRICS_AUTHENTICATION_REQUIRED | NvmeStatus.DNR);
+                } else if (authCommands.execute(request, a)) {
                     disconnectAfter = request;
                 }
                 return;
             }
-            if (!a.isAuthenticated()) {
-                fail(request, sqe, NvmeStatus.FABRICS_AUTHENTICATION_REQUIRED | NvmeStatus.DNR);
-                return;
-            }
         }
         if (queueId != 0) {
-            ioCommand(c, request, sqe);
+            if (fuse != 0 || parkedCount != 0) {
+                fusedOrNeighbour(c, request, sqe, fuse);
+            } else {
+                ioCommand(c, request, sqe);
+            }
             return;
         }
         SubsystemMeters m = subsystemMeters;
@@ -204,6 +267,177 @@ final class ControllerQueueHandler implements QueueHandler {
             nvm.execute(MeteredRequest.of(request).io(meters, TargetMeterNames.ioOp(sqe.opcode()), transport),
                 namespace);
         }
+    }
+
+    // ---- fused operations (reactor thread) -----------------------------------------------------------------------
+
+    /** A fused half, or any command while a half waits (it may be the neighbour that says the partner is missing). */
+    private void fusedOrNeighbour(Controller c, Request request, SubmissionQueueEntry sqe, int fuse) {
+        long seq = request.sequence();
+        if (fuse == 0) {
+            notAPartner(seq);
+            ioCommand(c, request, sqe);
+            return;
+        }
+        if (fuse == FUSE_FIRST && sqe.opcode() == OPC_COMPARE) {
+            abortParked(seq - 1, FUSE_FIRST); // the first before this one was not followed by a second
+            Request second = takeParked(seq + 1, FUSE_SECOND);
+            if (second != null) {
+                executePair(c, request, second);
+            } else {
+                park(request);
+            }
+            return;
+        }
+        if (fuse == FUSE_SECOND && sqe.opcode() == OPC_WRITE) {
+            abortParked(seq + 1, FUSE_SECOND); // the second after this one has no first before it
+            Request first = takeParked(seq - 1, FUSE_FIRST);
+            if (first != null) {
+                executePair(c, first, request);
+            } else {
+                park(request);
+            }
+            return;
+        }
+        // FUSE 11b (reserved), or a fused operation other than Compare and Write.
+        fail(request, sqe, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+        notAPartner(seq);
+    }
+
+    /** The command at {@code seq} is no fused partner: halves waiting next to it for one are answered now. */
+    private void notAPartner(long seq) {
+        abortParked(seq - 1, FUSE_FIRST);
+        abortParked(seq + 1, FUSE_SECOND);
+    }
+
+    private void executePair(Controller c, Request compare, Request write) {
+        SubmissionQueueEntry first = compare.command();
+        SubmissionQueueEntry second = write.command();
+        int status = NvmeStatus.SUCCESS;
+        Namespace namespace = null;
+        if (!c.isReady()) {
+            status = NvmeStatus.COMMAND_SEQUENCE_ERROR | NvmeStatus.DNR;
+        } else if (first.nsid() != second.nsid()) {
+            status = NvmeStatus.INVALID_FIELD | NvmeStatus.DNR; // a fused pair works on one namespace
+        } else {
+            namespace = c.subsystem().namespace(first.nsid());
+            if (namespace == null) {
+                status = NvmeStatus.INVALID_NAMESPACE | NvmeStatus.DNR;
+            }
+        }
+        if (status != NvmeStatus.SUCCESS) {
+            fail(compare, first, status);
+            fail(write, second, status);
+            return;
+        }
+        NamespaceMeters meters = metrics == null ? null : namespace.meters();
+        if (meters == null) {
+            nvm.executeFused(compare, write, namespace);
+        } else {
+            nvm.executeFused(
+                MeteredRequest.of(compare).io(meters, TargetMeterNames.ioOp(first.opcode()), transport),
+                MeteredRequest.of(write).io(meters, TargetMeterNames.ioOp(second.opcode()), transport),
+                namespace);
+        }
+    }
+
+    private void park(Request request) {
+        if (parked == null) {
+            parked = new Request[FUSED_PARKED_MAX];
+            parkedDeadline = new long[FUSED_PARKED_MAX];
+        }
+        if (parkedCount == FUSED_PARKED_MAX) {
+            missingPartner(0, "more than " + FUSED_PARKED_MAX + " fused halves waiting on one queue");
+        }
+        parked[parkedCount] = request;
+        parkedDeadline[parkedCount] = request.receivedNanos()
+            + TimeUnit.MILLISECONDS.toNanos(FUSED_PARTNER_TIMEOUT_MILLIS);
+        parkedCount++;
+        updateFusedDeadline();
+        if (fusedTimer == null) {
+            // One timer task per queue, created with its first fused command and cancelled with the queue.
+            fusedTimer = factory.registry().scheduleAtFixedRate(fusedTimerCheck, FUSED_SWEEP_PERIOD_MILLIS);
+        }
+    }
+
+    private Request takeParked(long seq, int fuse) {
+        for (int i = 0; i < parkedCount; i++) {
+            Request r = parked[i];
+            if (r.sequence() == seq && (r.command().flags() & SubmissionQueueEntry.FUSE_MASK) == fuse) {
+                removeParked(i);
+                return r;
+            }
+        }
+        return null;
+    }
+
+    private void abortParked(long seq, int fuse) {
+        for (int i = 0; i < parkedCount; i++) {
+            Request r = parked[i];
+            if (r.sequence() == seq && (r.command().flags() & SubmissionQueueEntry.FUSE_MASK) == fuse) {
+                missingPartner(i, "the command next to it in the queue is not its partner");
+                return;
+            }
+        }
+    }
+
+    private void missingPartner(int index, String why) {
+        Request r = parked[index];
+        removeParked(index);
+        SubmissionQueueEntry sqe = r.command();
+        boolean first = (sqe.flags() & SubmissionQueueEntry.FUSE_MASK) == FUSE_FIRST;
+        LOG.warn("fused {} half (CID {}, NSID {}) on I/O queue {} from {}: {}; answered Aborted - Missing Fused Command",
+            first ? "first (Compare)" : "second (Write)", sqe.commandId(), Integer.toUnsignedString(sqe.nsid()),
+            queueId, queue.peer(), why);
+        fail(r, sqe, NvmeStatus.ABORTED_MISSING_FUSED);
+    }
+
+    private void removeParked(int index) {
+        int last = --parkedCount;
+        for (int i = index; i < last; i++) {
+            parked[i] = parked[i + 1];
+            parkedDeadline[i] = parkedDeadline[i + 1];
+        }
+        parked[last] = null;
+        updateFusedDeadline();
+    }
+
+    private void updateFusedDeadline() {
+        long earliest = 0;
+        for (int i = 0; i < parkedCount; i++) {
+            if (earliest == 0 || parkedDeadline[i] - earliest < 0) {
+                earliest = parkedDeadline[i];
+            }
+        }
+        fusedDeadline = earliest;
+    }
+
+    /** Timer thread. */
+    private void fusedTimerCheck() {
+        long deadline = fusedDeadline;
+        if (deadline != 0 && System.nanoTime() - deadline >= 0 && !closed) {
+            try {
+                queue.execute(fusedSweep);
+            } catch (RuntimeException e) {
+                // The reactor is stopping: its queues close, and onClosed ends the waiting halves.
+                LOG.debug("fused sweep for {} not run: {}", this, e.toString());
+            }
+        }
+    }
+
+    /** Reactor thread: answers the halves whose partner did not come in time. */
+    private void sweepFused() {
+        long now = System.nanoTime();
+        for (int i = parkedCount - 1; i >= 0; i--) {
+            if (now - parkedDeadline[i] >= 0) {
+                missingPartner(i, "its partner did not arrive within " + FUSED_PARTNER_TIMEOUT_MILLIS + " ms");
+            }
+        }
+    }
+
+    /** Number of fused halves waiting for a partner (tests). */
+    int fusedHalvesWaiting() {
+        return parkedCount;
     }
 
     @Override
@@ -264,6 +498,15 @@ final class ControllerQueueHandler implements QueueHandler {
     @Override
     public void onClosed(String reason) {
         closed = true;
+        if (fusedTimer != null) {
+            fusedTimer.cancel(false);
+        }
+        while (parkedCount > 0) {
+            // The queue is gone: these complete into nothing, but their slots go back to the transport.
+            Request r = parked[parkedCount - 1];
+            removeParked(parkedCount - 1);
+            r.complete(NvmeStatus.ABORTED_SQ_DELETION);
+        }
         Controller c = controller;
         if (c != null) {
             c.queueClosed(this, reason);

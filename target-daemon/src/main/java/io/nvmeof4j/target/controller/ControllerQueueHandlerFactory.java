@@ -66,6 +66,10 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
     private final Port port;
     private final NvmCommandExecutor nvm;
     private final ControllerRegistry registry;
+
+    ControllerRegistry registry() {
+        return registry;
+    }
     private final TargetMetrics metrics;
     /** Challenges and DH exponents of DH-HMAC-CHAP. */
     private final SecureRandom random = new SecureRandom();

@@ -195,6 +195,18 @@ public final class ControllerRegistry implements AutoCloseable {
         }
     }
 
+    /** Runs {@code task} every {@code periodMillis} on the timer thread until cancelled; null once shut down. */
+    ScheduledFuture<?> scheduleAtFixedRate(Runnable task, long periodMillis) {
+        if (timer.isShutdown()) {
+            return null;
+        }
+        try {
+            return timer.scheduleAtFixedRate(task, periodMillis, periodMillis, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            return null;
+        }
+    }
+
     /**
      * Orderly shutdown (SIGTERM): stops accepting Connects, ends the parked Asynchronous Event Requests and answers
      * new commands with Aborted – SQ Deletion, waits up to {@code timeout} until every command in flight (writes

@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.io;
 
+import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.spi.Request;
 import io.nvmeof4j.target.model.Namespace;
 
@@ -11,4 +12,15 @@ import io.nvmeof4j.target.model.Namespace;
  */
 public interface NvmCommandExecutor {
     void execute(Request request, Namespace namespace);
+
+    /**
+     * Executes a fused Compare and Write whose halves the controller layer has paired (adjacent on one submission
+     * queue, same NSID): atomically against every other write to the range, completing both requests. An executor
+     * without fused operations refuses both halves with Invalid Field in Command, what the spec asks of a
+     * controller whose FUSES is 0.
+     */
+    default void executeFused(Request compare, Request write, Namespace namespace) {
+        compare.complete(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+        write.complete(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+    }
 }

@@ -3,6 +3,7 @@ package io.nvmeof4j.target.io;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
 import io.nvmeof4j.protocol.spi.Request;
+import io.nvmeof4j.protocol.spi.TransportQueue;
 import io.nvmeof4j.target.backend.BlockDevice;
 import io.nvmeof4j.target.backend.BlockIo;
 import io.nvmeof4j.target.model.Namespace;
@@ -16,7 +17,8 @@ import java.nio.ByteOrder;
 
 /**
  * The NVM command set I/O commands (NVMe NVM Command Set 1.0, 3; wire reference 3): Flush, Write, Read, Compare,
- * Write Zeroes and Dataset Management, executed on a namespace's {@link BlockDevice}.
+ * Write Zeroes, Dataset Management, Verify, Copy and the fused Compare and Write, executed on a namespace's
+ * {@link BlockDevice}.
  *
  * <h2>Checks, in nvmet's order and with its statuses</h2>
  * <ol>
@@ -36,10 +38,29 @@ import java.nio.ByteOrder;
  * AD the ranges are hints and the command succeeds doing nothing. A miscompare completes with Compare Failure + DNR
  * (0x285): the same compare would fail again.
  *
+ * <h2>Verify (0Ch) and Copy (19h)</h2>
+ * Verify reads the range from the device (chunk by chunk into the slot's scratch buffer) and returns no data; a
+ * read error is its status. Copy takes Source Range Entries format 0 (CDW12 bits 11:8 = 0, else Invalid Field):
+ * at most {@link #COPY_MAX_RANGES} ranges (MSRC + 1), each at most {@link #copyMaxBlocks MSSRL} blocks, all together
+ * at most {@link #copyMaxBlocks MCL} blocks, otherwise Command Size Limit Exceeded + DNR (0x183); a source or the
+ * destination beyond NSZE is LBA Out of Range + DNR. Every source range is read into the scratch buffer before the
+ * destination is written, so a source overlapping the destination copies the data as it was before the command
+ * (the spec leaves overlap to the host; QEMU's device behaves the same way, SPDK hands the copy to its bdev).
+ * CDW12 bit 30 (FUA) makes the destination write durable before completion.
+ *
+ * <h2>Fused Compare and Write (NVMe Base 2.0, 3.4.2; NVM Command Set 1.0, 3.2.1)</h2>
+ * The controller layer pairs the halves ({@code ControllerQueueHandler}) and hands both here. Both must name the
+ * same SLBA and NLB (else Invalid Field + DNR for both, as the spec says); a half failing its own checks gets its
+ * status and the other Aborted – Failed Fused Command (0x009). The pair then takes its range in the namespace's
+ * {@link LbaRangeLock}, compares, and writes only on a match: a miscompare answers the Compare with 0x285 + DNR and
+ * the Write with 0x009, and the range is unchanged. Writes from any queue to the range wait for the pair; the
+ * pair waits for writes already in flight.
+ *
  * <h2>Data path</h2>
  * Per queue slot, one {@link IoSlot} (created the first time the slot is seen and kept in
  * {@link Request#attachment()}) is the {@link BlockIo} submitted to the device; its completion completes the
- * request. The request's data buffer goes to the device as is: network and backend share one buffer. Compare
+ * request. Every command that writes (Write, Write Zeroes, deallocate, Copy) is counted in the namespace's
+ * {@link LbaRangeLock} (two uncontended atomic adds while no fused pair is active). The request's data buffer goes to the device as is: network and backend share one buffer. Compare
  * reads the device into a per-slot 64 KiB scratch buffer, chunk by chunk. Nothing is allocated per command once
  * a slot has been used; there are no locks. Multi-step commands (DSM ranges, compare chunks) advance in a loop
  * when the device completes inline, so a 256-range DSM on a RAM device does not recurse 256 deep.
@@ -54,6 +75,8 @@ public final class NvmCommands implements NvmCommandExecutor {
     public static final int OPC_COMPARE = 0x05;
     public static final int OPC_WRITE_ZEROES = 0x08;
     public static final int OPC_DATASET_MANAGEMENT = 0x09;
+    public static final int OPC_VERIFY = 0x0C;
+    public static final int OPC_COPY = 0x19;
 
     /** CDW12: Force Unit Access. */
     public static final int CDW12_FUA = 1 << 30;
@@ -67,9 +90,34 @@ public final class NvmCommands implements NvmCommandExecutor {
     public static final int DSM_RANGE_SLBA_OFFSET = 8;
     public static final int COMPARE_CHUNK_SIZE = 64 * 1024;
 
+    /** Copy CDW12 bits 7:0: Number of Ranges, 0-based. */
+    public static final int COPY_CDW12_NR_MASK = 0xFF;
+    /** Copy CDW12 bits 11:8: Descriptor Format; only format 0 is served (OCFS bit 0). */
+    public static final int COPY_CDW12_DESFMT_SHIFT = 8;
+    public static final int COPY_CDW12_DESFMT_MASK = 0xF;
+    /** Source Range Entry format 0: 32 bytes, SLBA at 8 (8 bytes), NLB at 16 (2 bytes, 0-based). */
+    public static final int COPY_RANGE_LENGTH = 32;
+    public static final int COPY_RANGE_SLBA_OFFSET = 8;
+    public static final int COPY_RANGE_NLB_OFFSET = 16;
+    /** MSRC + 1: the source ranges one Copy may carry (nvme-cli sends at most 128 of format 0). */
+    public static final int COPY_MAX_RANGES = 128;
+    /** A Copy is staged whole in the slot's scratch buffer: MCL and MSSRL are this many bytes in blocks. */
+    public static final int COPY_MAX_BYTES = COMPARE_CHUNK_SIZE;
+
+    /** MCL and MSSRL in blocks of {@code 1 << blockShift} bytes. */
+    public static int copyMaxBlocks(int blockShift) {
+        return COPY_MAX_BYTES >>> blockShift;
+    }
+
     @Override
     public void execute(Request request, Namespace namespace) {
         IoSlot slot = slot(request);
+        slot.begin(request, namespace);
+        dispatch(slot, request, namespace);
+    }
+
+    /** Runs a command; also where a deferred write starts again (its slot already counted in flight). */
+    static void dispatch(IoSlot slot, Request request, Namespace namespace) {
         SubmissionQueueEntry sqe = request.command();
         int opcode = sqe.opcode();
         switch (opcode) {
@@ -91,9 +139,50 @@ public final class NvmCommands implements NvmCommandExecutor {
             case OPC_DATASET_MANAGEMENT:
                 datasetManagement(slot, request, namespace, sqe);
                 return;
+            case OPC_VERIFY:
+                verify(slot, request, namespace, sqe);
+                return;
+            case OPC_COPY:
+                copy(slot, request, namespace, sqe);
+                return;
             default:
                 request.complete(NvmeStatus.INVALID_OPCODE | NvmeStatus.DNR);
         }
+    }
+
+    @Override
+    public void executeFused(Request compare, Request write, Namespace namespace) {
+        SubmissionQueueEntry c = compare.command();
+        SubmissionQueueEntry w = write.command();
+        long slba = c.cdw10And11();
+        int nlb = c.cdw12() & CDW12_NLB_MASK;
+        if (slba != w.cdw10And11() || nlb != (w.cdw12() & CDW12_NLB_MASK)) {
+            // NVMe Base 2.0, 3.4.2: the LBA ranges of a fused pair shall match, else Invalid Field for both.
+            compare.complete(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+            write.complete(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+            return;
+        }
+        long blocks = nlb + 1L;
+        int shift = namespace.blockSizeShift();
+        long length = blocks << shift;
+        if (compare.dataLength() != length) {
+            compare.complete(NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR);
+            write.complete(NvmeStatus.ABORTED_FAILED_FUSED);
+            return;
+        }
+        if (write.dataLength() != length) {
+            write.complete(NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR);
+            compare.complete(NvmeStatus.ABORTED_FAILED_FUSED);
+            return;
+        }
+        if (!inRange(slba, blocks, namespace.blockCount())) {
+            compare.complete(NvmeStatus.LBA_OUT_OF_RANGE | NvmeStatus.DNR);
+            write.complete(NvmeStatus.ABORTED_FAILED_FUSED);
+            return;
+        }
+        IoSlot slot = slot(compare);
+        slot.begin(compare, namespace);
+        slot.startFused(compare, write, namespace, slba, blocks, (w.cdw12() & CDW12_FUA) != 0);
     }
 
     private static void readWriteCompare(IoSlot slot, Request request, Namespace namespace, SubmissionQueueEntry sqe,
@@ -117,11 +206,14 @@ public final class NvmCommands implements NvmCommandExecutor {
                 slot.submitSingle(request, namespace.device(), BlockIo.Op.READ, offset, length, request.data(), false);
                 break;
             case OPC_WRITE:
+                if (!slot.claimWrite(namespace, slba, slba + blocks)) {
+                    return; // deferred behind a fused pair on an overlapping range
+                }
                 slot.submitSingle(request, namespace.device(), BlockIo.Op.WRITE, offset, length, request.data(),
                     (cdw12 & CDW12_FUA) != 0);
                 break;
             default:
-                slot.startCompare(request, namespace.device(), offset, (int) length);
+                slot.startRead(IoSlot.KIND_COMPARE, request, namespace.device(), offset, (int) length);
         }
     }
 
@@ -135,6 +227,9 @@ public final class NvmCommands implements NvmCommandExecutor {
         long blocks = (cdw12 & CDW12_NLB_MASK) + 1L;
         if (!inRange(slba, blocks, namespace.blockCount())) {
             request.complete(NvmeStatus.LBA_OUT_OF_RANGE | NvmeStatus.DNR);
+            return;
+        }
+        if (!slot.claimWrite(namespace, slba, slba + blocks)) {
             return;
         }
         int shift = namespace.blockSizeShift();
@@ -160,6 +255,8 @@ public final class NvmCommands implements NvmCommandExecutor {
         ByteBuffer ranges = request.data();
         int base = ranges.position();
         long capacity = namespace.blockCount();
+        long lowest = Long.MAX_VALUE;
+        long highest = 0;
         for (int i = 0; i < rangeCount; i++) {
             int at = base + i * DSM_RANGE_LENGTH;
             long blocks = Integer.toUnsignedLong(intLe(ranges, at + DSM_RANGE_LENGTH_OFFSET));
@@ -168,13 +265,92 @@ public final class NvmCommands implements NvmCommandExecutor {
                 request.complete(NvmeStatus.LBA_OUT_OF_RANGE | NvmeStatus.DNR);
                 return;
             }
+            if (blocks != 0) {
+                lowest = Math.min(lowest, slba);
+                highest = Math.max(highest, slba + blocks);
+            }
+        }
+        // One claim from the lowest to the highest block: wider than the ranges, only ever checked while a pair runs.
+        if (lowest < highest && !slot.claimWrite(namespace, lowest, highest)) {
+            return;
         }
         slot.startDeallocate(request, namespace.device(), ranges, base, rangeCount, namespace.blockSizeShift());
+    }
+
+    private static void verify(IoSlot slot, Request request, Namespace namespace, SubmissionQueueEntry sqe) {
+        if (request.dataLength() != 0) {
+            request.complete(NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR);
+            return;
+        }
+        long slba = sqe.cdw10And11();
+        long blocks = (sqe.cdw12() & CDW12_NLB_MASK) + 1L;
+        if (!inRange(slba, blocks, namespace.blockCount())) {
+            request.complete(NvmeStatus.LBA_OUT_OF_RANGE | NvmeStatus.DNR);
+            return;
+        }
+        int shift = namespace.blockSizeShift();
+        slot.startRead(IoSlot.KIND_VERIFY, request, namespace.device(), slba << shift, (int) (blocks << shift));
+    }
+
+    private static void copy(IoSlot slot, Request request, Namespace namespace, SubmissionQueueEntry sqe) {
+        int cdw12 = sqe.cdw12();
+        if (((cdw12 >>> COPY_CDW12_DESFMT_SHIFT) & COPY_CDW12_DESFMT_MASK) != 0) {
+            request.complete(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+            return;
+        }
+        int rangeCount = (cdw12 & COPY_CDW12_NR_MASK) + 1;
+        if (request.dataLength() < rangeCount * COPY_RANGE_LENGTH || request.data() == null) {
+            request.complete(NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR);
+            return;
+        }
+        if (rangeCount > COPY_MAX_RANGES) {
+            request.complete(NvmeStatus.COMMAND_SIZE_LIMIT_EXCEEDED | NvmeStatus.DNR);
+            return;
+        }
+        int shift = namespace.blockSizeShift();
+        long capacity = namespace.blockCount();
+        int maxBlocks = copyMaxBlocks(shift);
+        ByteBuffer ranges = request.data();
+        int base = ranges.position();
+        long total = 0;
+        for (int i = 0; i < rangeCount; i++) {
+            int at = base + i * COPY_RANGE_LENGTH;
+            long blocks = (shortLe(ranges, at + COPY_RANGE_NLB_OFFSET) & 0xFFFF) + 1L;
+            long slba = longLe(ranges, at + COPY_RANGE_SLBA_OFFSET);
+            if (blocks > maxBlocks) {
+                request.complete(NvmeStatus.COMMAND_SIZE_LIMIT_EXCEEDED | NvmeStatus.DNR); // above MSSRL
+                return;
+            }
+            if (!inRange(slba, blocks, capacity)) {
+                request.complete(NvmeStatus.LBA_OUT_OF_RANGE | NvmeStatus.DNR);
+                return;
+            }
+            total += blocks;
+        }
+        if (total > maxBlocks) {
+            request.complete(NvmeStatus.COMMAND_SIZE_LIMIT_EXCEEDED | NvmeStatus.DNR); // above MCL
+            return;
+        }
+        long sdlba = sqe.cdw10And11();
+        if (!inRange(sdlba, total, capacity)) {
+            request.complete(NvmeStatus.LBA_OUT_OF_RANGE | NvmeStatus.DNR);
+            return;
+        }
+        if (!slot.claimWrite(namespace, sdlba, sdlba + total)) {
+            return;
+        }
+        slot.startCopy(request, namespace.device(), ranges, base, rangeCount, shift, sdlba << shift,
+            (int) (total << shift), (cdw12 & CDW12_FUA) != 0);
     }
 
     /** SLBA + blocks ≤ capacity, SLBA read as unsigned 64-bit. */
     static boolean inRange(long slba, long blocks, long capacityBlocks) {
         return Long.compareUnsigned(slba, capacityBlocks) < 0 && blocks <= capacityBlocks - slba;
+    }
+
+    private static short shortLe(ByteBuffer buffer, int index) {
+        short v = buffer.getShort(index);
+        return buffer.order() == ByteOrder.LITTLE_ENDIAN ? v : Short.reverseBytes(v);
     }
 
     private static int intLe(ByteBuffer buffer, int index) {
@@ -200,9 +376,10 @@ public final class NvmCommands implements NvmCommandExecutor {
 
     /**
      * A queue slot's I/O context: the {@link BlockIo} handed to the device, plus the cursors of multi-step
-     * commands. Used by one command at a time (the slot's), completed from any thread.
+     * commands and its place in the namespace's {@link LbaRangeLock}. Used by one command at a time (the slot's),
+     * completed from any thread.
      */
-    static final class IoSlot extends BlockIo {
+    static final class IoSlot extends BlockIo implements Runnable {
         private static final VarHandle STATE;
 
         static {
@@ -213,9 +390,12 @@ public final class NvmCommands implements NvmCommandExecutor {
             }
         }
 
-        private static final int KIND_SINGLE = 0;
-        private static final int KIND_DEALLOCATE = 1;
-        private static final int KIND_COMPARE = 2;
+        static final int KIND_SINGLE = 0;
+        static final int KIND_DEALLOCATE = 1;
+        static final int KIND_COMPARE = 2;
+        static final int KIND_VERIFY = 3;
+        static final int KIND_COPY = 4;
+        static final int KIND_FUSED = 5;
 
         /** Multi-step progress: no step outstanding; a step submitted; a step completed inside its submit. */
         private static final int IDLE = 0;
@@ -226,25 +406,91 @@ public final class NvmCommands implements NvmCommandExecutor {
 
         private Request request;
         private BlockDevice device;
+        /** The namespace of the slot's current command (a deferred command resumes with it). */
+        Namespace namespace;
         private int kind;
         @SuppressWarnings("unused") // through STATE
         private volatile int state;
         private int inlineStatus;
         private boolean started;
+        /** Copy and fused pairs: false while reading, true once the write step is under way. */
+        private boolean writing;
+        private boolean fua;
 
-        // Dataset Management
+        // Dataset Management and Copy source ranges
         private ByteBuffer ranges;
         private int rangeBase;
         private int rangeCount;
         private int nextRange;
         private int blockShift;
 
-        // Compare
+        // Compare, Verify, Copy, fused: the device range read into the scratch buffer, chunk by chunk
         private ByteBuffer scratch;
         private long compareOffset;
         private int compareLength;
         private int compared;
         private int chunkLength;
+        /** Copy: the destination byte offset. */
+        private long destinationOffset;
+
+        /** Fused: the Write half (the slot belongs to the Compare half). */
+        private Request fusedWrite;
+
+        // LbaRangeLock state: written under its monitor, or by the slot's own command before it is shared
+        /** The in-flight counter this slot's write was counted in, or -1. */
+        int inFlightIndex = -1;
+        IoSlot lockNext;
+        IoSlot resumeNext;
+        long lockFirst;
+        long lockEnd;
+        boolean lockPair;
+        boolean lockHeld;
+        long drainEpoch;
+        private LbaRangeLock rangeLock;
+
+        /** A new command in this slot: what {@link #resume} needs before anything may defer it. */
+        void begin(Request request, Namespace namespace) {
+            this.request = request;
+            this.namespace = namespace;
+            this.kind = KIND_SINGLE;
+        }
+
+        /**
+         * Counts this slot's write of blocks [first, end) in the namespace's lock: true to go on, false when it was
+         * deferred behind a fused pair ({@link #resume} runs the command again). A resumed write is already counted.
+         */
+        boolean claimWrite(Namespace namespace, long first, long end) {
+            rangeLock = namespace.rangeLock();
+            if (inFlightIndex >= 0) {
+                return true;
+            }
+            return rangeLock.beginWrite(this, first, end);
+        }
+
+        /** A deferred command may go on: continue it on its queue's reactor thread. Any thread. */
+        void resume() {
+            Request r = request;
+            TransportQueue queue = r == null ? null : r.queue();
+            if (queue != null) {
+                try {
+                    queue.execute(this);
+                    return;
+                } catch (RuntimeException e) {
+                    LOG.debug("reactor of {} gone; resuming on this thread", queue.peer(), e);
+                }
+            }
+            run();
+        }
+
+        /** Continues a deferred command ({@link #resume}). */
+        @Override
+        public void run() {
+            if (kind == KIND_FUSED) {
+                startFusedCompare();
+            } else {
+                dispatch(this, request, namespace);
+            }
+        }
 
         void submitSingle(Request request, BlockDevice device, Op op, long offset, long length, ByteBuffer buffer,
                           boolean fua) {
@@ -268,22 +514,74 @@ public final class NvmCommands implements NvmCommandExecutor {
             drive(NvmeStatus.SUCCESS);
         }
 
-        void startCompare(Request request, BlockDevice device, long offset, int length) {
+        /** Compare or Verify: reads the range into the scratch buffer, chunk by chunk. */
+        void startRead(int kind, Request request, BlockDevice device, long offset, int length) {
             this.request = request;
             this.device = device;
-            this.kind = KIND_COMPARE;
-            if (scratch == null) {
-                // Page-aligned: an O_DIRECT device (io_uring) refuses a buffer at an unaligned address.
-                scratch = ByteBuffer.allocateDirect(COMPARE_CHUNK_SIZE + 4096).alignedSlice(4096);
-            }
-            // Compared a long at a time: both buffers must read bytes into longs the same way.
-            scratch.order(request.data().order());
+            this.kind = kind;
+            ensureScratch(request.data());
             this.compareOffset = offset;
             this.compareLength = length;
             this.compared = 0;
             this.chunkLength = 0;
             this.started = false;
             drive(NvmeStatus.SUCCESS);
+        }
+
+        void startCopy(Request request, BlockDevice device, ByteBuffer ranges, int base, int count, int shift,
+                       long destinationOffset, int length, boolean fua) {
+            this.request = request;
+            this.device = device;
+            this.kind = KIND_COPY;
+            ensureScratch(null);
+            this.ranges = ranges;
+            this.rangeBase = base;
+            this.rangeCount = count;
+            this.nextRange = 0;
+            this.blockShift = shift;
+            this.destinationOffset = destinationOffset;
+            this.compareLength = length;
+            this.compared = 0;
+            this.fua = fua;
+            this.writing = false;
+            this.started = false;
+            drive(NvmeStatus.SUCCESS);
+        }
+
+        void startFused(Request compare, Request write, Namespace namespace, long slba, long blocks, boolean fua) {
+            this.request = compare;
+            this.fusedWrite = write;
+            this.device = namespace.device();
+            this.kind = KIND_FUSED;
+            this.rangeLock = namespace.rangeLock();
+            int shift = namespace.blockSizeShift();
+            this.compareOffset = slba << shift;
+            this.compareLength = (int) (blocks << shift);
+            this.fua = fua;
+            if (rangeLock.lockRange(this, slba, slba + blocks)) {
+                startFusedCompare();
+            }
+            // else: resume() starts it once the range is ours
+        }
+
+        private void startFusedCompare() {
+            ensureScratch(request.data());
+            this.compared = 0;
+            this.chunkLength = 0;
+            this.writing = false;
+            this.started = false;
+            drive(NvmeStatus.SUCCESS);
+        }
+
+        private void ensureScratch(ByteBuffer data) {
+            if (scratch == null) {
+                // Page-aligned: an O_DIRECT device (io_uring) refuses a buffer at an unaligned address.
+                scratch = ByteBuffer.allocateDirect(COMPARE_CHUNK_SIZE + 4096).alignedSlice(4096);
+            }
+            if (data != null) {
+                // Compared a long at a time: both buffers must read bytes into longs the same way.
+                scratch.order(data.order());
+            }
         }
 
         @Override
@@ -324,32 +622,96 @@ public final class NvmCommands implements NvmCommandExecutor {
                 started = true;
             } else if (status != NvmeStatus.SUCCESS) {
                 return status;
-            } else if (kind == KIND_COMPARE) {
-                if (!chunkMatches()) {
-                    return NvmeStatus.COMPARE_FAILURE | NvmeStatus.DNR;
+            } else {
+                switch (kind) {
+                    case KIND_COMPARE:
+                        if (!chunkMatches()) {
+                            return NvmeStatus.COMPARE_FAILURE | NvmeStatus.DNR;
+                        }
+                        compared += chunkLength;
+                        break;
+                    case KIND_FUSED:
+                        if (writing) {
+                            return NvmeStatus.SUCCESS;
+                        }
+                        if (!chunkMatches()) {
+                            return NvmeStatus.COMPARE_FAILURE | NvmeStatus.DNR;
+                        }
+                        compared += chunkLength;
+                        break;
+                    case KIND_VERIFY:
+                        compared += chunkLength;
+                        break;
+                    case KIND_COPY:
+                        if (writing) {
+                            return NvmeStatus.SUCCESS;
+                        }
+                        compared += chunkLength;
+                        break;
+                    default:
+                        break;
                 }
-                compared += chunkLength;
             }
-            if (kind == KIND_COMPARE) {
-                return compared < compareLength ? CONTINUE : NvmeStatus.SUCCESS;
+            switch (kind) {
+                case KIND_COMPARE:
+                case KIND_VERIFY:
+                    return compared < compareLength ? CONTINUE : NvmeStatus.SUCCESS;
+                case KIND_FUSED:
+                    if (compared >= compareLength) {
+                        writing = true; // the whole range matched: the Write goes now, the range still ours
+                    }
+                    return CONTINUE;
+                case KIND_COPY:
+                    if (nextRange >= rangeCount) {
+                        writing = true; // every source is staged: only now is the destination written
+                    }
+                    return CONTINUE;
+                default:
+                    while (nextRange < rangeCount && rangeBlocks(nextRange) == 0) {
+                        nextRange++;
+                    }
+                    return nextRange < rangeCount ? CONTINUE : NvmeStatus.SUCCESS;
             }
-            while (nextRange < rangeCount && rangeBlocks(nextRange) == 0) {
-                nextRange++;
-            }
-            return nextRange < rangeCount ? CONTINUE : NvmeStatus.SUCCESS;
         }
 
         private void prepareStep() {
-            if (kind == KIND_COMPARE) {
-                chunkLength = Math.min(scratch.capacity(), compareLength - compared);
-                scratch.clear().limit(chunkLength);
-                prepare(Op.READ, compareOffset + compared, chunkLength, scratch, false);
-            } else {
-                int at = rangeBase + nextRange * DSM_RANGE_LENGTH;
-                long slba = longLe(ranges, at + DSM_RANGE_SLBA_OFFSET);
-                prepare(Op.DEALLOCATE, slba << blockShift, rangeBlocks(nextRange) << blockShift, null, false);
-                nextRange++;
+            switch (kind) {
+                case KIND_COMPARE:
+                case KIND_VERIFY:
+                    readChunk();
+                    break;
+                case KIND_FUSED:
+                    if (writing) {
+                        prepare(Op.WRITE, compareOffset, compareLength, fusedWrite.data(), fua);
+                    } else {
+                        readChunk();
+                    }
+                    break;
+                case KIND_COPY:
+                    if (writing) {
+                        scratch.clear().limit(compareLength);
+                        prepare(Op.WRITE, destinationOffset, compareLength, scratch, fua);
+                    } else {
+                        int at = rangeBase + nextRange * COPY_RANGE_LENGTH;
+                        long slba = longLe(ranges, at + COPY_RANGE_SLBA_OFFSET);
+                        chunkLength = ((shortLe(ranges, at + COPY_RANGE_NLB_OFFSET) & 0xFFFF) + 1) << blockShift;
+                        scratch.clear().position(compared).limit(compared + chunkLength);
+                        prepare(Op.READ, slba << blockShift, chunkLength, scratch, false);
+                        nextRange++;
+                    }
+                    break;
+                default:
+                    int at = rangeBase + nextRange * DSM_RANGE_LENGTH;
+                    long slba = longLe(ranges, at + DSM_RANGE_SLBA_OFFSET);
+                    prepare(Op.DEALLOCATE, slba << blockShift, rangeBlocks(nextRange) << blockShift, null, false);
+                    nextRange++;
             }
+        }
+
+        private void readChunk() {
+            chunkLength = Math.min(COMPARE_CHUNK_SIZE, compareLength - compared);
+            scratch.clear().limit(chunkLength);
+            prepare(Op.READ, compareOffset + compared, chunkLength, scratch, false);
         }
 
         private long rangeBlocks(int index) {
@@ -379,6 +741,20 @@ public final class NvmCommands implements NvmCommandExecutor {
             request = null;
             device = null;
             ranges = null;
+            if (kind == KIND_FUSED) {
+                Request write = fusedWrite;
+                fusedWrite = null;
+                // Failed before the Write ran (miscompare, read error): the Write is aborted, the range unchanged.
+                int compareStatus = writing ? NvmeStatus.SUCCESS : status;
+                int writeStatus = writing ? status : NvmeStatus.ABORTED_FAILED_FUSED;
+                rangeLock.unlockRange(this);
+                done.complete(compareStatus);
+                write.complete(writeStatus);
+                return;
+            }
+            if (inFlightIndex >= 0) {
+                rangeLock.endWrite(this);
+            }
             done.complete(status);
         }
     }

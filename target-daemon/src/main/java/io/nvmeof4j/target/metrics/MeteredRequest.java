@@ -125,6 +125,11 @@ public final class MeteredRequest implements Request {
     }
 
     @Override
+    public long sequence() {
+        return delegate.sequence();
+    }
+
+    @Override
     public Object attachment() {
         return attachment;
     }

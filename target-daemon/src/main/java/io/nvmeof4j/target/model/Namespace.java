@@ -1,6 +1,7 @@
 package io.nvmeof4j.target.model;
 
 import io.nvmeof4j.target.backend.BlockDevice;
+import io.nvmeof4j.target.io.LbaRangeLock;
 import io.nvmeof4j.target.metrics.NamespaceMeters;
 
 import java.util.Objects;
@@ -15,6 +16,8 @@ public final class Namespace {
     private final BlockDevice device;
     private final UUID uuid;
     private final byte[] nguid;
+    /** Keeps fused Compare and Write atomic against writes from every queue of every controller. */
+    private final LbaRangeLock rangeLock = new LbaRangeLock();
     /** Resolved once when the namespace is bound to the metrics; read per I/O by the metered path. */
     private volatile NamespaceMeters meters;
 
@@ -64,6 +67,10 @@ public final class Namespace {
 
     public long blockCount() {
         return device.blockCount();
+    }
+
+    public LbaRangeLock rangeLock() {
+        return rangeLock;
     }
 
     /** The namespace's meters, or null when metrics are off. */

@@ -96,8 +96,9 @@ class ControllerBringUpTest {
         assertThat(id.get(513)).as("CQES").isEqualTo((byte) 0x44);
         assertThat(id.getShort(514) & 0xFFFF).as("MAXCMD").isEqualTo(128);
         assertThat(id.getInt(516)).as("NN").isEqualTo(1024);
-        assertThat(id.getShort(520)).as("ONCS").isEqualTo((short) 0x0D);
-        assertThat(id.getShort(522)).as("FUSES").isZero();
+        assertThat(id.getShort(520)).as("ONCS: compare, DSM, write zeroes, verify, copy").isEqualTo((short) 0x18D);
+        assertThat(id.getShort(522)).as("FUSES: compare and write").isEqualTo((short) 1);
+        assertThat(id.getShort(534)).as("OCFS: copy format 0").isEqualTo((short) 1);
         assertThat(id.get(525)).as("VWC").isEqualTo((byte) 1);
         assertThat(id.getShort(526)).as("AWUN").isZero();
         assertThat(id.getShort(528)).as("AWUPF").isZero();

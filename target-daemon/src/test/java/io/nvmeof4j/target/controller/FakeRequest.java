@@ -68,7 +68,23 @@ public final class FakeRequest implements Request {
 
     @Override
     public long receivedNanos() {
-        return 0;
+        return receivedNanos;
+    }
+
+    /** Like a transport's: when the capsule arrived. */
+    private final long receivedNanos = System.nanoTime();
+
+    /** The capsule order number a transport would give; tests set it for fused pairs. */
+    private long sequence;
+
+    @Override
+    public long sequence() {
+        return sequence;
+    }
+
+    public FakeRequest sequence(long sequence) {
+        this.sequence = sequence;
+        return this;
     }
 
     @Override

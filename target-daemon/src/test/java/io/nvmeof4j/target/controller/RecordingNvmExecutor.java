@@ -21,6 +21,17 @@ public final class RecordingNvmExecutor implements NvmCommandExecutor {
     private final List<Request> held = Collections.synchronizedList(new ArrayList<>());
     private volatile boolean hold;
 
+    /** Fused pairs as the handler paired them: [compare, write], in order. */
+    final List<Request[]> fusedPairs = Collections.synchronizedList(new ArrayList<>());
+
+    @Override
+    public void executeFused(Request compare, Request write, Namespace namespace) {
+        nsids.add(namespace.nsid());
+        fusedPairs.add(new Request[] {compare, write});
+        compare.complete(NvmeStatus.SUCCESS);
+        write.complete(NvmeStatus.SUCCESS);
+    }
+
     @Override
     public void execute(Request request, Namespace namespace) {
         nsids.add(namespace.nsid());

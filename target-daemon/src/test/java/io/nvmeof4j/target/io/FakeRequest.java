@@ -110,6 +110,19 @@ final class FakeRequest implements Request {
         return 0;
     }
 
+    /** The capsule order number a transport would give; tests set it for fused pairs. */
+    private long sequence;
+
+    @Override
+    public long sequence() {
+        return sequence;
+    }
+
+    public FakeRequest sequence(long sequence) {
+        this.sequence = sequence;
+        return this;
+    }
+
     @Override
     public void complete(int nvmeStatus) {
         status = nvmeStatus;

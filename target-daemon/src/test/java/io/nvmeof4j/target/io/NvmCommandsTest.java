@@ -424,7 +424,7 @@ class NvmCommandsTest {
     }
 
     @ParameterizedTest
-    @ValueSource(ints = {0x04, 0x0C, 0x0D, 0x11, 0x7E, 0x80, 0xFF})
+    @ValueSource(ints = {0x04, 0x0D, 0x11, 0x15, 0x7E, 0x80, 0xFF})
     void shouldRejectUnknownOpcodes(int opcode) {
         RecordingDevice device = device(512, false);
         request.reset(opcode).data(512);
