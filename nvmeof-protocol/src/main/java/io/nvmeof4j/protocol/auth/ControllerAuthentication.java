@@ -22,7 +22,7 @@ import java.util.function.Supplier;
  * </pre>
  * As in nvmet, a fault found in a Send is reported by the Failure1 of the next Receive, after which
  * {@link #mustDisconnect()} is true; so is it after a Failure2, and {@link #isExpired} when a transaction stalls
- * longer than the timeout (the target uses KATO, or 120 s without one, as nvmet does). A Negotiate on an
+ * longer than the timeout the caller gives (the target: 120 s, or KATO when longer). A Negotiate on an
  * authenticated queue starts re-authentication; the queue stays usable until that fails. Credentials are read from
  * the supplier at each Negotiate, so a rotated key applies to the next (re-)authentication.
  *
@@ -40,7 +40,8 @@ public final class ControllerAuthentication {
     private final long timeoutNanos;
     private final DhchapMessage message = new DhchapMessage();
 
-    private State state = State.EXPECT_NEGOTIATE;
+    /** Written on the queue's thread; read by keep-alive timers ({@link #isTransactionInProgress}). */
+    private volatile State state = State.EXPECT_NEGOTIATE;
     private boolean authenticated;
     private long deadlineNanos;
     private int transactionId;
@@ -85,6 +86,16 @@ public final class ControllerAuthentication {
     /** True when a transaction (or the first authentication) has not finished within the timeout. */
     public boolean isExpired(long nowNanos) {
         return deadlineNanos != 0 && nowNanos - deadlineNanos > 0;
+    }
+
+    /**
+     * True between a Negotiate and its Success1/Success2 (or Failure): the host is mid-protocol and may be silent
+     * while it computes. Any thread.
+     */
+    public boolean isTransactionInProgress() {
+        State s = state;
+        return s == State.SEND_CHALLENGE || s == State.EXPECT_REPLY || s == State.SEND_SUCCESS1
+            || s == State.EXPECT_SUCCESS2 || s == State.SEND_FAILURE1;
     }
 
     /** True while a transaction (or the first authentication) runs: {@link #isExpired} can still become true. */
