@@ -14,7 +14,8 @@
 # kernel version and by a hash of this file, so a second run only checks and returns (about a second).
 # On success the last line printed is the path of "$CACHE/current.env", which run-guest.sh sources
 # (KVER, KERNEL, INITRD, MODULES_DIR).
-# 4. Prepares a second kernel the same way: Debian's 6.12 from bookworm-backports (NVMe in-band authentication,
+# 4. Builds a debootstrap'd trixie root (nvme-cli, tlshd, keyutils, fio) for the TLS guest scripts (TRIXIE_ROOT).
+# 5. Prepares a second kernel the same way: Debian's 6.12 from bookworm-backports (NVMe in-band authentication,
 #    CONFIG_NVME_HOST_AUTH / CONFIG_NVME_TARGET_AUTH), described by "$CACHE/linux-6.12.env" (run-guest.sh --kernel 6.12).
 set -euo pipefail
 
@@ -295,18 +296,64 @@ INIT
     done
 fi
 
+# ---------------------------------------------------------------------------------------------------------------
+# 4. Trixie root file system for NVMe/TCP TLS (owned by the TLS work; the second-kernel block is separate)
+# ---------------------------------------------------------------------------------------------------------------
+# The Linux host's TLS needs tlshd (ktls-utils) and nvme-cli >= 2.7; bookworm has neither, trixie has both. A
+# debootstrap'd trixie root (as deploy/base-image does for bookworm) lives in the cache; the guest sees it through
+# the 9p root and a guest script chroots into it (trixie_chroot in guest/tls-lib.sh) for nvme-cli, tlshd, keyctl
+# and fio. Keyed by a hash of the package list so a changed list builds a new root. A failure here does not stop
+# the 6.1 harness: TRIXIE_ROOT stays empty and the TLS guest script reports why it cannot run.
+TRIXIE_PACKAGES=nvme-cli,ktls-utils,keyutils,fio,kmod,iproute2,procps,util-linux
+TRIXIE_HASH="$(echo "$TRIXIE_PACKAGES" | sha256sum | cut -c1-12)"
+TRIXIE_DIR="$CACHE/trixie-$TRIXIE_HASH"
+TRIXIE_ROOT=""
+if [ -f "$TRIXIE_DIR/.complete" ]; then
+    TRIXIE_ROOT="$TRIXIE_DIR/root"
+elif [ "${NVMEOF4J_VM_NO_TRIXIE:-0}" = 1 ]; then
+    log "trixie root skipped (NVMEOF4J_VM_NO_TRIXIE=1): TLS guest tests cannot run"
+elif [ "$(id -u)" != 0 ] || ! command -v debootstrap >/dev/null; then
+    log "trixie root not built: needs root and debootstrap (apt-get install debootstrap); TLS guest tests cannot run"
+else
+    TRIXIE_MIRROR="$(sed -n 's/^URIs:[ \t]*\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null \
+                     | grep -v security | head -n1 || true)"
+    TRIXIE_MIRROR="${TRIXIE_MIRROR:-http://deb.debian.org/debian}"
+    log "debootstrap trixie from $TRIXIE_MIRROR with $TRIXIE_PACKAGES (a few minutes, once)"
+    rm -rf "$TRIXIE_DIR"
+    mkdir -p "$TRIXIE_DIR"
+    if timeout 1800 debootstrap --variant=minbase --include="$TRIXIE_PACKAGES" trixie "$TRIXIE_DIR/root" \
+            "$TRIXIE_MIRROR" > "$TRIXIE_DIR/debootstrap.log" 2>&1; then
+        rm -rf "$TRIXIE_DIR/root/var/cache/apt/archives/"*.deb "$TRIXIE_DIR/root/var/lib/apt/lists/"*
+        # tlshd reads its keyrings from this file; ".nvme" is the kernel keyring nvme-cli inserts PSKs into.
+        mkdir -p "$TRIXIE_DIR/root/etc/tlshd"
+        printf '[debug]\nloglevel=1\ntls=1\nnl=0\n\n[authenticate]\nkeyrings=.nvme\n' \
+            > "$TRIXIE_DIR/root/etc/tlshd.conf"
+        touch "$TRIXIE_DIR/.complete"
+        TRIXIE_ROOT="$TRIXIE_DIR/root"
+        for old in "$CACHE"/trixie-*; do
+            [ "$old" = "$TRIXIE_DIR" ] || rm -rf "$old"
+        done
+    else
+        log "debootstrap trixie failed (TLS guest tests cannot run); the end of its log:"
+        tail -n 20 "$TRIXIE_DIR/debootstrap.log" >&2 || true
+        tail -n 20 "$TRIXIE_DIR/root/debootstrap/debootstrap.log" >&2 2>/dev/null || true
+    fi
+fi
+# ----------------------------------------------------------------------------------------- end of trixie block
+
 cat > "$CACHE/$ENV_NAME.tmp" <<EOF
 KPKG=$KPKG
 KVER=$KVER
 KERNEL=$KERNEL
 INITRD=$INITRD
 MODULES_DIR=$MODULES_DIR
+TRIXIE_ROOT=$TRIXIE_ROOT
 EOF
 mv "$CACHE/$ENV_NAME.tmp" "$CACHE/$ENV_NAME"
 log "ready: kernel $KVER"
 
 # ---------------------------------------------------------------------------------------------------------------
-# 4. Second kernel: Linux 6.12 from bookworm-backports (auth-chap; keep this block self-contained)
+# 5. Second kernel: Linux 6.12 from bookworm-backports (auth-chap; keep this block self-contained)
 # ---------------------------------------------------------------------------------------------------------------
 # Debian 12's 6.1 has neither CONFIG_NVME_HOST_AUTH nor CONFIG_NVME_TARGET_AUTH; the backports kernel, built for
 # Debian 12, has both. apt reaches bookworm-backports through a sources list and package lists private to this

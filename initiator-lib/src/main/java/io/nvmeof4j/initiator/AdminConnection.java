@@ -66,7 +66,8 @@ final class AdminConnection {
         String peer = address + " (" + subsystemNqn + ")";
         Duration timeout = options.connectTimeout();
         HostQueue queue = openTransport(transport, group, address, peer,
-            HostQueueOptions.admin(options.headerDigest(), options.dataDigest(), timeout), 0, 0xFFFF, listener);
+            options.queueOptions(HostQueueOptions.admin(options.headerDigest(), options.dataDigest(), timeout),
+                identity, subsystemNqn), 0, 0xFFFF, listener);
         try {
             Cqe connect = fabricsConnect(queue, peer, "Connect (admin queue)", 0, ADMIN_QUEUE_SIZE,
                 options.keepAliveTimeout().toMillis(), ConnectData.CNTLID_DYNAMIC, subsystemNqn, identity,

@@ -2,6 +2,8 @@ package io.nvmeof4j.initiator;
 
 import io.nvmeof4j.protocol.auth.DhchapSecret;
 import io.nvmeof4j.protocol.spi.host.HostQueueOptions;
+import io.nvmeof4j.protocol.spi.host.HostTlsPsk;
+import io.nvmeof4j.tcp.tls.ConfiguredPsk;
 
 import java.time.Duration;
 import java.util.Objects;
@@ -29,12 +31,17 @@ import java.util.Objects;
  * @param controllerLossTimeout how long to keep reconnecting (Linux {@code ctrl_loss_tmo} 600 s); then waiting I/O fails
  * @param maxOutstandingRequests per I/O queue: requests the callback API accepts at once (queued in the host when
  *                              the queue is full); preallocated, so it bounds memory
+ * @param dhchapSecret          DH-HMAC-CHAP host secret, used when the controller requires authentication, or null
+ * @param dhchapControllerSecret DH-HMAC-CHAP controller secret (bidirectional), or null; needs a host secret
+ * @param tls                   NVMe/TCP TLS 1.3 with a configured PSK on every queue ({@code nvme connect --tls
+ *                              --tls-key}), or null for plain NVMe/TCP
  */
 public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTimeout, boolean headerDigest,
                              boolean dataDigest, boolean disableSqFlowControl, Duration connectTimeout,
                              Duration commandTimeout, Duration adminTimeout, Duration reconnectDelay,
                              Duration maxReconnectDelay, Duration controllerLossTimeout, int maxOutstandingRequests,
-                             DhchapSecret dhchapSecret, DhchapSecret dhchapControllerSecret) {
+                             DhchapSecret dhchapSecret, DhchapSecret dhchapControllerSecret,
+                             Tls tls) {
     public static final int QUEUE_DEPTH_DEFAULT = 128;
     public static final Duration KEEP_ALIVE_TIMEOUT_DEFAULT = Duration.ofSeconds(5);
     public static final Duration COMMAND_TIMEOUT_DEFAULT = Duration.ofSeconds(30);
@@ -83,7 +90,7 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
         return new ConnectOptions(Math.min(4, Runtime.getRuntime().availableProcessors()), QUEUE_DEPTH_DEFAULT,
             KEEP_ALIVE_TIMEOUT_DEFAULT, false, false, false, HostQueueOptions.CONNECT_TIMEOUT_DEFAULT,
             COMMAND_TIMEOUT_DEFAULT, ADMIN_TIMEOUT_DEFAULT, RECONNECT_DELAY_DEFAULT, MAX_RECONNECT_DELAY_DEFAULT,
-            CONTROLLER_LOSS_TIMEOUT_DEFAULT, 1024, null, null);
+            CONTROLLER_LOSS_TIMEOUT_DEFAULT, 1024, null, null, null);
     }
 
     /** For {@link NvmeofHost#discover}: no keep-alive, as {@code nvme discover} without {@code --persistent}. */
@@ -94,61 +101,101 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
     public ConnectOptions withIoQueues(int n) {
         return new ConnectOptions(n, queueDepth, keepAliveTimeout, headerDigest, dataDigest, disableSqFlowControl,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
     }
 
     public ConnectOptions withQueueDepth(int depth) {
         return new ConnectOptions(ioQueues, depth, keepAliveTimeout, headerDigest, dataDigest, disableSqFlowControl,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
     }
 
     public ConnectOptions withKeepAliveTimeout(Duration kato) {
         return new ConnectOptions(ioQueues, queueDepth, kato, headerDigest, dataDigest, disableSqFlowControl,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
     }
 
     public ConnectOptions withDigests(boolean header, boolean data) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, header, data, disableSqFlowControl,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
     }
 
     public ConnectOptions withDisableSqFlowControl(boolean disable) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest, disable,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
     }
 
     public ConnectOptions withConnectTimeout(Duration timeout) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, timeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret);
+            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
     }
 
     public ConnectOptions withCommandTimeout(Duration timeout) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, timeout, adminTimeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret);
+            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
     }
 
     public ConnectOptions withAdminTimeout(Duration timeout) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, commandTimeout, timeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret);
+            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
     }
 
     public ConnectOptions withReconnect(Duration delay, Duration maxDelay, Duration lossTimeout) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, commandTimeout, adminTimeout, delay, maxDelay, lossTimeout,
-            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
+    }
+
+    /** {@code queue} with this connection's TLS settings for {@code host} and {@code subsystemNqn}. */
+    HostQueueOptions queueOptions(HostQueueOptions queue, HostIdentity host, String subsystemNqn) {
+        return tls == null ? queue : queue.withTls(tls.forQueue(host.hostNqn().value(), subsystemNqn));
+    }
+
+    /** TLS 1.3 with this configured PSK ({@code NVMeTLSkey-1:hh:...:}) and PSK identity version 1. */
+    public ConnectOptions withTls(String configuredPsk) {
+        return withTls(new Tls(configuredPsk, 1, false));
+    }
+
+    public ConnectOptions withTls(Tls settings) {
+        return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
+            disableSqFlowControl, connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay,
+            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, settings);
+    }
+
+    /**
+     * The host's configured TLS PSK, the PSK identity version to offer (1, with the PSK digest, as libnvme's
+     * {@code --identity 1}; 0 for controllers that only know the older identity), and whether to derive the
+     * TLS PSK as libnvme before 1.16 did (a Linux target whose keys an older nvme-cli inserted).
+     */
+    public record Tls(String configuredPsk, int identityVersion, boolean libnvmeCompat) {
+        public Tls {
+            ConfiguredPsk.parse(configuredPsk); // fail here, naming the problem (never the key), not at connect
+            if (identityVersion != 0 && identityVersion != 1) {
+                throw new IllegalArgumentException("PSK identity version " + identityVersion + " is not 0 or 1");
+            }
+        }
+
+        /** The queue-level settings for one host and subsystem. */
+        public HostTlsPsk forQueue(String hostNqn, String subsystemNqn) {
+            return new HostTlsPsk(configuredPsk, hostNqn, subsystemNqn, identityVersion, libnvmeCompat);
+        }
+
+        @Override
+        public String toString() {
+            return "Tls[identity v" + identityVersion + (libnvmeCompat ? ", libnvme compat" : "") + "]";
+        }
     }
 
     public ConnectOptions withMaxOutstandingRequests(int n) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, n, dhchapSecret, dhchapControllerSecret);
+            controllerLossTimeout, n, dhchapSecret, dhchapControllerSecret, tls);
     }
 
     /**
@@ -162,6 +209,6 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
         DhchapSecret ctrl = controllerSecret == null ? null : DhchapSecret.parse(controllerSecret);
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, maxOutstandingRequests, host, ctrl);
+            controllerLossTimeout, maxOutstandingRequests, host, ctrl, tls);
     }
 }

@@ -20,7 +20,10 @@ import io.nvmeof4j.protocol.spi.TransportType;
  */
 public record DiscoveryEntry(int transportType, int addressFamily, int subsystemType, int transportRequirements,
                              int portId, int controllerId, int adminMaxSqSize, String transportServiceId,
-                             String subsystemNqn, String transportAddress) {
+                             String subsystemNqn, String transportAddress, int tcpSecurityType) {
+    /** TSAS SECTYPE of an NVMe/TCP entry: the port speaks TLS 1.3 (TREQ bits 1:0 say whether it must). */
+    public static final int TCP_SECTYPE_TLS13 = 2;
+
     public static final int SUBTYPE_REFERRAL = 1;
     public static final int SUBTYPE_NVM = 2;
     public static final int SUBTYPE_CURRENT_DISCOVERY = 3;
@@ -36,6 +39,11 @@ public record DiscoveryEntry(int transportType, int addressFamily, int subsystem
         }
         AddressFamily family = addressFamily == AddressFamily.IPV6.code() ? AddressFamily.IPV6 : AddressFamily.IPV4;
         return new TransportAddress(type, family, transportAddress, transportServiceId);
+    }
+
+    /** Whether the port offers NVMe/TCP TLS 1.3 (libnvme then connects with --tls). */
+    public boolean tls() {
+        return transportType == TransportType.TCP.code() && tcpSecurityType == TCP_SECTYPE_TLS13;
     }
 
     /** Whether the port lets the host disable SQ flow control (libnvme then connects with it disabled). */

@@ -258,8 +258,9 @@ public final class NvmeofController implements AutoCloseable {
             for (IoQueue ioQueue : ioQueues) {
                 String step = "Connect (I/O queue " + ioQueue.qid + ")";
                 HostQueue q = AdminConnection.openTransport(host.transport(address.type()), ioQueue.reactor.group,
-                    address, peer, new HostQueueOptions(size, options.headerDigest(), options.dataDigest(),
-                        info.inCapsuleDataSize(), options.connectTimeout()), ioQueue.qid, a.controllerId, ioQueue);
+                    address, peer, options.queueOptions(new HostQueueOptions(size, options.headerDigest(),
+                        options.dataDigest(), info.inCapsuleDataSize(), options.connectTimeout()), host.identity(),
+                        subsystemNqn), ioQueue.qid, a.controllerId, ioQueue);
                 opened.add(q);
                 Cqe connect = AdminConnection.fabricsConnect(q, peer, step, ioQueue.qid, size, 0, a.controllerId,
                     subsystemNqn, host.identity(), options.disableSqFlowControl(), options.connectTimeout());

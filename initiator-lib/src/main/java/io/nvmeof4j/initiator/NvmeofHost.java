@@ -192,7 +192,8 @@ public final class NvmeofHost implements AutoCloseable {
                     result.add(new DiscoveryEntry(entry.transportType(), entry.addressFamily(),
                         entry.subsystemType(), entry.transportRequirements(), entry.portId(), entry.controllerId(),
                         entry.adminMaxSqSize(), entry.transportServiceId().trim(), entry.subsystemNqn(),
-                        entry.transportAddress().trim()));
+                        entry.transportAddress().trim(), entry.transportType() == TransportType.TCP.code()
+                        ? entry.tsasByte(DiscoveryLogEntry.TSAS_TCP_SECTYPE_OFFSET) : 0));
                 }
                 return Collections.unmodifiableList(result);
             }

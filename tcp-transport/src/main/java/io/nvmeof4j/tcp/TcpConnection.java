@@ -29,6 +29,9 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
+import io.nvmeof4j.tcp.tls.PskResolver;
+import io.nvmeof4j.tcp.tls.TcpStream;
+import io.nvmeof4j.tcp.tls.TlsStream;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 
@@ -77,6 +80,8 @@ final class TcpConnection implements TransportQueue {
     }
 
     // Lifecycle.
+    /** A TLS port: the first bytes tell a TLS ClientHello from an ICReq, then the handshake runs. */
+    private static final int AWAITING_TLS = -1;
     private static final int AWAITING_ICREQ = 0;
     private static final int LIVE = 1;
     private static final int TERMINATING = 2;
@@ -108,10 +113,14 @@ final class TcpConnection implements TransportQueue {
     private static final int WRITE_BUDGET = 16;
     /** How long a C2HTermReq may take to go out before the connection is closed anyway. */
     static final long TERMINATION_LINGER_NANOS = TimeUnit.SECONDS.toNanos(1);
+    private static final byte TLS_HANDSHAKE_RECORD = 0x16;
 
     final TcpPollGroup group;
     final TcpListener listener;
     private final SocketChannel channel;
+    /** The socket, or TLS records over it once the handshake is done. */
+    private TcpStream stream;
+    private TlsStream handshake;
     private final TransportAddress localAddress;
     private final String peer;
     /** The peer's address without port: the key of its rate-limited log lines. */
@@ -125,7 +134,8 @@ final class TcpConnection implements TransportQueue {
     private final int maxTransferSize;
     SelectionKey key;
     private QueueHandler handler;
-    private int lifecycle = AWAITING_ICREQ;
+    private int lifecycle;
+    private final Runnable readAgain = this::onReadable;
 
     // Negotiated by ICReq.
     int headerDigestLength;
@@ -187,8 +197,10 @@ final class TcpConnection implements TransportQueue {
         this.listener = listener;
         this.localAddress = connectedAddress(channel, listener.address());
         this.channel = channel;
+        this.stream = TcpStream.plain(channel);
         this.peer = peer;
         this.portOptions = listener.options();
+        this.lifecycle = portOptions.tls() ? AWAITING_TLS : AWAITING_ICREQ;
         TcpTransportOptions tcpOptions = group.options;
         this.maxH2CDataSize = tcpOptions.maxH2CDataSize();
         this.c2hDataPduSize = tcpOptions.c2hDataPduSize();
@@ -291,9 +303,19 @@ final class TcpConnection implements TransportQueue {
             drainAfterTermReq();
             return;
         }
+        if (lifecycle == AWAITING_TLS && !advanceTls()) {
+            return;
+        }
         for (int reads = 0; ; reads++) {
-            if (!processReceived() || reads == READ_BUDGET) {
-                return; // stopped, stalled, or budget spent (the selector is level-triggered and will call again)
+            if (!processReceived()) {
+                return; // stopped or stalled
+            }
+            if (reads == READ_BUDGET) {
+                if (stream.hasBufferedInput()) {
+                    // Decrypted bytes the socket will not signal again: come back in the next poll.
+                    group.execute(readAgain);
+                }
+                return; // budget spent (the selector is level-triggered and will call again)
             }
             int wanted;
             int n;
@@ -305,7 +327,7 @@ final class TcpConnection implements TransportQueue {
                     destination.limit(payloadEnd);
                     destination.position(payloadPosition);
                     wanted = payloadEnd - payloadPosition;
-                    n = channel.read(destination);
+                    n = stream.read(destination);
                     if (n > 0) {
                         payloadPosition += n;
                     }
@@ -314,7 +336,7 @@ final class TcpConnection implements TransportQueue {
                     wanted = receiveBuffer.capacity() - writeIndex;
                     receiveBuffer.limit(receiveBuffer.capacity());
                     receiveBuffer.position(writeIndex);
-                    n = channel.read(receiveBuffer);
+                    n = stream.read(receiveBuffer);
                     if (n > 0) {
                         writeIndex += n;
                     }
@@ -993,6 +1015,82 @@ final class TcpConnection implements TransportQueue {
         }
     }
 
+    // ---- TLS (NVMe/TCP 1.0c 3.6) ----------------------------------------------------------------------------------
+
+    /**
+     * Drives the TLS handshake of a TLS port; true once it is done and PDUs may follow (decrypted bytes may
+     * already be buffered). On a port where TLS is not required, a connection that starts with anything other
+     * than a TLS handshake record (0x16) is served in plain text, as nvmet does. The handshake is bounded by the
+     * port's pre-Connect timeout ({@code ConnectionLimits}), like everything before Connect.
+     */
+    private boolean advanceTls() {
+        try {
+            if (handshake == null) {
+                prepareReceiveBuffer();
+                receiveBuffer.limit(receiveBuffer.capacity());
+                receiveBuffer.position(writeIndex);
+                int n = channel.read(receiveBuffer);
+                if (n < 0) {
+                    close("host closed the connection before the TLS handshake");
+                    return false;
+                }
+                writeIndex += Math.max(n, 0);
+                if (writeIndex == readIndex) {
+                    return false;
+                }
+                if (receiveBuffer.get(readIndex) != TLS_HANDSHAKE_RECORD) {
+                    if (portOptions.tlsRequired()) {
+                        close("TLS is required on this port, but the host sent a plain PDU (type 0x"
+                            + Integer.toHexString(receiveBuffer.get(readIndex) & 0xFF) + ")");
+                        return false;
+                    }
+                    lifecycle = AWAITING_ICREQ;
+                    return true;
+                }
+                PskResolver psks = listener.pskResolver();
+                if (psks == null) {
+                    close("TLS handshake from the host, but no PSKs are configured (hosts[].tls_key)");
+                    return false;
+                }
+                handshake = TlsStream.server(channel, psks);
+                ByteBuffer early = receiveBuffer.duplicate();
+                early.limit(writeIndex).position(readIndex);
+                readIndex = 0;
+                writeIndex = 0;
+                handshake.offerEarlyInput(early);
+            }
+            boolean done = handshake.handshake();
+            setWriteInterest(handshake.hasPendingOutput());
+            if (!done) {
+                return false;
+            }
+            stream = handshake;
+            handshake = null;
+            lifecycle = AWAITING_ICREQ;
+            LOG.info("NVMe/TCP {}: {} with PSK identity {}", peer, stream.security(),
+                ((TlsStream) stream).identity());
+            return true;
+        } catch (IOException e) {
+            close(e.getMessage() != null ? e.getMessage() : e.toString());
+            return false;
+        }
+    }
+
+    @Override
+    public String secureChannelHostNqn() {
+        return stream instanceof TlsStream tls && tls.identity() != null ? tls.identity().hostNqn() : null;
+    }
+
+    /** "plain" or "TLS 1.3 (suite)". */
+    public String security() {
+        return stream.security();
+    }
+
+    /** The C2HTermReq linger deadline passed. */
+    void onDeadline() {
+        close("C2HTermReq not sent within " + TERMINATION_LINGER_NANOS / 1_000_000 + " ms");
+    }
+
     // ---- send --------------------------------------------------------------------------------------------------
 
     private void enqueueSend(SendJob job) {
@@ -1023,6 +1121,19 @@ final class TcpConnection implements TransportQueue {
         if (lifecycle == CLOSED) {
             return 0;
         }
+        if (lifecycle == AWAITING_TLS) {
+            advanceTls(); // OP_WRITE during the handshake: its records go out first
+            return 1;
+        }
+        try {
+            if (!stream.flushPending()) {
+                setWriteInterest(true); // TLS records of an earlier write still wait for the socket
+                return 1;
+            }
+        } catch (IOException e) {
+            close("send failed: " + e.getMessage());
+            return 1;
+        }
         ByteBuffer[] iov = group.iov;
         int work = 0;
         for (int round = 0; round < WRITE_BUDGET && sendHead != null; round++) {
@@ -1040,7 +1151,7 @@ final class TcpConnection implements TransportQueue {
             }
             long written;
             try {
-                written = channel.write(iov, 0, count);
+                written = stream.write(iov, 0, count);
             } catch (IOException e) {
                 close("send failed: " + e.getMessage());
                 return work + 1;
@@ -1063,7 +1174,7 @@ final class TcpConnection implements TransportQueue {
                     return work;
                 }
             }
-            if (written < total) {
+            if (written < total || stream.hasPendingOutput()) {
                 setWriteInterest(true); // the socket is full: wait for OP_WRITE
                 return work;
             }
@@ -1150,7 +1261,7 @@ final class TcpConnection implements TransportQueue {
      */
     private void onTermReqSent() {
         try {
-            channel.shutdownOutput();
+            stream.shutdownOutput();
         } catch (IOException e) {
             close(terminationReason);
             return;
@@ -1166,7 +1277,7 @@ final class TcpConnection implements TransportQueue {
             int n;
             try {
                 receiveBuffer.clear();
-                n = channel.read(receiveBuffer);
+                n = stream.read(receiveBuffer);
             } catch (IOException e) {
                 n = -1;
             }
@@ -1191,7 +1302,7 @@ final class TcpConnection implements TransportQueue {
             key.cancel();
         }
         try {
-            channel.close();
+            (handshake != null ? handshake : stream).close();
         } catch (IOException e) {
             LOG.debug("NVMe/TCP {}: error closing the socket", peer, e);
         }

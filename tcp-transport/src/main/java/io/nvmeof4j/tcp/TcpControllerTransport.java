@@ -8,6 +8,7 @@ import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportListener;
 import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.tcp.tls.PskResolver;
 
 import java.io.IOException;
 import java.net.InetAddress;
@@ -33,6 +34,7 @@ public final class TcpControllerTransport implements ControllerTransport {
     private final TcpTransportOptions options;
     private final List<TcpListener> listeners = new CopyOnWriteArrayList<>();
     private volatile boolean closed;
+    private volatile PskResolver pskResolver;
 
     public TcpControllerTransport() {
         this(TcpTransportOptions.defaults());
@@ -44,6 +46,18 @@ public final class TcpControllerTransport implements ControllerTransport {
 
     public TcpTransportOptions options() {
         return options;
+    }
+
+    /**
+     * Where TLS ports find the PSK of a host that starts a handshake (the target's host keys; may change while
+     * running). Without one, TLS handshakes are refused.
+     */
+    public void pskResolver(PskResolver resolver) {
+        this.pskResolver = resolver;
+    }
+
+    PskResolver pskResolver() {
+        return pskResolver;
     }
 
     @Override

@@ -8,6 +8,7 @@ import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportListener;
 import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.tcp.tls.PskResolver;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -90,6 +91,10 @@ final class TcpListener implements TransportListener {
 
     QueueHandlerFactory handlers() {
         return handlers;
+    }
+
+    PskResolver pskResolver() {
+        return transport.pskResolver();
     }
 
     /** Connections of this port that have not completed Connect (a snapshot, for tests and gauges). */

@@ -362,13 +362,13 @@ public final class TcpPollGroup implements PollGroup {
         terminating.add(connection);
     }
 
+
     private void expireTerminations() {
         long now = System.nanoTime();
         for (int i = terminating.size() - 1; i >= 0; i--) {
             TcpConnection connection = terminating.get(i);
             if (now - connection.terminationDeadlineNanos >= 0) {
-                connection.close("C2HTermReq not sent within "
-                    + TcpConnection.TERMINATION_LINGER_NANOS / 1_000_000 + " ms");
+                connection.onDeadline();
             }
         }
     }

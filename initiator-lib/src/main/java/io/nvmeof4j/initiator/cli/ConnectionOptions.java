@@ -1,5 +1,11 @@
 package io.nvmeof4j.initiator.cli;
 
+import java.nio.file.Path;
+
+import java.nio.file.Files;
+
+import java.io.IOException;
+
 import io.nvmeof4j.initiator.ConnectOptions;
 import io.nvmeof4j.initiator.HostIdentity;
 import io.nvmeof4j.protocol.spi.TransportAddress;
@@ -84,6 +90,23 @@ public final class ConnectionOptions {
             + "from NVMEOF_DHCHAP_CTRL_SECRET.")
     String dhchapControllerSecret;
 
+    @Option(names = "--tls", description = "NVMe/TCP over TLS 1.3 with a pre-shared key (needs --tls-key).")
+    boolean tls;
+
+    @Option(names = "--tls-key", paramLabel = "KEY|@FILE",
+        description = "The host's configured TLS PSK in the interchange format (NVMeTLSkey-1:01:...:, as "
+            + "'nvme gen-tls-key' prints it), or @FILE to read it from a file (keeps it out of the process list).")
+    String tlsKey;
+
+    @Option(names = "--tls-identity", paramLabel = "0|1", defaultValue = "1",
+        description = "PSK identity version: 1 (with the PSK digest, TP 8018) or 0. Default: ${DEFAULT-VALUE}.")
+    int tlsIdentity;
+
+    @Option(names = "--tls-compat",
+        description = "Derive the TLS PSK as nvme-cli/libnvme before 2.16/1.16 did (a Linux target whose key an older "
+            + "'nvme check-tls-key --insert' put into its keyring).")
+    boolean tlsCompat;
+
     @Option(names = {"-v", "--verbose"}, description = "Debug logging, and stack traces with errors.")
     boolean verbose;
 
@@ -143,6 +166,17 @@ public final class ConnectionOptions {
         }
     }
 
+    private String readTlsKey() {
+        if (!tlsKey.startsWith("@")) {
+            return tlsKey.trim();
+        }
+        try {
+            return Files.readString(Path.of(tlsKey.substring(1))).trim();
+        } catch (IOException e) {
+            throw new CliUsageException("cannot read the TLS key file " + tlsKey.substring(1) + ": " + e.getMessage());
+        }
+    }
+
     /**
      * @param minQueueSize entries per queue at least (perf: its depth + 1), unless {@code -Q} says otherwise
      * @param minOutstanding requests per queue the callback API must accept at once
@@ -166,6 +200,12 @@ public final class ConnectionOptions {
                 : System.getenv("NVMEOF_DHCHAP_CTRL_SECRET");
             if (secret != null || ctrlSecret != null) {
                 o = o.withDhchap(blankToNull(secret), blankToNull(ctrlSecret));
+            }
+            if (tls != (tlsKey != null)) {
+                throw new CliUsageException("--tls and --tls-key go together");
+            }
+            if (tls) {
+                o = o.withTls(new ConnectOptions.Tls(readTlsKey(), tlsIdentity, tlsCompat));
             }
             return o;
         } catch (IllegalArgumentException e) {

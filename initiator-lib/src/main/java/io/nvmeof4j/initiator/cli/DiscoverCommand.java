@@ -37,6 +37,7 @@ final class DiscoverCommand extends CliCommand {
                 r.put("adrfam", NvmeNames.adrfam(e.addressFamily()));
                 r.put("subtype", NvmeNames.subtype(e.subsystemType()));
                 r.put("treq", NvmeNames.treq(e.transportRequirements()));
+                r.put("sectype", e.tls() ? "tls13" : "none");
                 r.put("portid", e.portId());
                 r.put("trsvcid", e.transportServiceId());
                 r.put("subnqn", e.subsystemNqn());
@@ -54,6 +55,7 @@ final class DiscoverCommand extends CliCommand {
                 out.println("adrfam:  " + NvmeNames.adrfam(e.addressFamily()));
                 out.println("subtype: " + NvmeNames.subtype(e.subsystemType()));
                 out.println("treq:    " + NvmeNames.treq(e.transportRequirements()));
+                out.println("sectype: " + (e.tls() ? "tls13" : "none"));
                 out.println("portid:  " + e.portId());
                 out.println("trsvcid: " + e.transportServiceId());
                 out.println("subnqn:  " + e.subsystemNqn());

@@ -18,6 +18,14 @@ public interface TransportQueue {
     String peer();
 
     /**
+     * The host NQN a secure channel authenticated (NVMe/TCP TLS: the PSK identity's), or null on a queue without
+     * one. A Connect naming another host NQN is refused: a PSK vouches for one host only.
+     */
+    default String secureChannelHostNqn() {
+        return null;
+    }
+
+    /**
      * Records the outcome of a successful Connect. Called on the queue's reactor thread, before the Connect
      * request is completed.
      *

@@ -1,5 +1,9 @@
 package io.nvmeof4j.target.config;
 
+import io.nvmeof4j.tcp.tls.ConfiguredPsk;
+import io.nvmeof4j.tcp.tls.HostPskStore;
+import io.nvmeof4j.tcp.tls.NvmeTlsKeys;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import io.nvmeof4j.protocol.Nqn;
 import io.nvmeof4j.protocol.auth.DhchapCredentials;
@@ -87,6 +91,7 @@ final class ConfigParser {
     private final boolean strict;
     private final List<TargetConfig.Notice> notices = new ArrayList<>();
     private final Map<String, DhchapCredentials> hostCredentials = new LinkedHashMap<>();
+    private final Map<String, HostPskStore.HostPsk> tlsKeys = new HashMap<>();
 
     ConfigParser(Path baseDirectory) {
         this(baseDirectory, HttpSecurity.stateDirectoryTokenFile(), false);
@@ -117,7 +122,7 @@ final class ConfigParser {
         checkBufferPool(settings, ports);
         checkConnectionLimits(settings, subsystems);
         reportUnreachable(subsystems, ports, hosts);
-        TargetConfig config = new TargetConfig(source, hosts, hostCredentials, ports, subsystems, settings, notices);
+        TargetConfig config = new TargetConfig(source, hosts, hostCredentials, ports, subsystems, settings, notices, tlsKeys);
         config.checkEnvironment();
         return config;
     }
@@ -376,8 +381,29 @@ final class ConfigParser {
             if (credentials != null) {
                 hostCredentials.put(nqn, credentials);
             }
+            JsonNode tlsKey = host.get("tls_key");
+            if (tlsKey != null && !tlsKey.isNull() && !(tlsKey.isTextual() && tlsKey.asText().isEmpty())) {
+                ConfiguredPsk key;
+                try {
+                    key = ConfiguredPsk.parse(text(tlsKey, at(hw, "tls_key")));
+                } catch (IllegalArgumentException e) {
+                    throw new ConfigException(at(hw, "tls_key"), e.getMessage()); // never the key itself
+                }
+                // Version-0 identities do not say how the host derived its TLS PSK; hosts with nvme-cli < 2.16
+                // (libnvme < 1.16) use the older layout, hence the default.
+                NvmeTlsKeys.Derivation derivation = NvmeTlsKeys.Derivation.LIBNVME_COMPAT;
+                if (host.has("tls_psk_derivation")) {
+                    String dw = at(hw, "tls_psk_derivation");
+                    try {
+                        derivation = NvmeTlsKeys.Derivation.fromConfigName(text(host.get("tls_psk_derivation"), dw));
+                    } catch (IllegalArgumentException e) {
+                        throw new ConfigException(dw, e.getMessage());
+                    }
+                }
+                tlsKeys.put(nqn, new HostPskStore.HostPsk(key, derivation));
+            }
             reportKeys(host, hw, Set.of("nqn", "dhchap", "dhchap_key", "dhchap_ctrl_key", "dhchap_hash",
-                "dhchap_dhgroup"), Map.of());
+                "dhchap_dhgroup", "tls_key", "tls_psk_derivation"), Map.of());
             if (!hosts.contains(nqn)) {
                 hosts.add(nqn);
             }
@@ -791,16 +817,27 @@ final class ConfigParser {
                 throw new ConfigException(at(aw, "treq"), quote(treq)
                     + " is not a treq value (\"not specified\", \"required\", \"not required\")");
             }
-            if (treq.equals("required")) {
-                throw new ConfigException(at(aw, "treq"), "\"required\" demands a secure channel (TLS), which "
-                    + "nvmeof4j does not support");
+        }
+        // addr.tsas as nvmet's configfs names it: "none" or "tls1.3" (NVMe/TCP only).
+        boolean tls = false;
+        if (addr.has("tsas")) {
+            String tsas = text(addr.get("tsas"), at(aw, "tsas")).toLowerCase(Locale.ROOT);
+            if (tsas.equals("tls1.3")) {
+                if (trtype != TransportType.TCP) {
+                    throw new ConfigException(at(aw, "tsas"), "\"tls1.3\" is for NVMe/TCP ports only");
+                }
+                tls = true;
+            } else if (!tsas.isEmpty() && !tsas.equals("none") && !tsas.equals("reserved")
+                && !tsas.equals("connected")) {
+                throw new ConfigException(at(aw, "tsas"), quote(tsas) + " is not supported (\"none\" or \"tls1.3\")");
             }
         }
-        if (addr.has("tsas")) {
-            String tsas = text(addr.get("tsas"), at(aw, "tsas"));
-            if (!tsas.isEmpty() && !tsas.equals("none") && !tsas.equals("reserved") && !tsas.equals("connected")) {
-                throw new ConfigException(at(aw, "tsas"), quote(tsas) + " is not supported (TLS is not available)");
-            }
+        if (treq.equals("required") && !tls) {
+            throw new ConfigException(at(aw, "treq"), "\"required\" demands a secure channel: set addr.tsas to "
+                + "\"tls1.3\"");
+        }
+        if (tls && treq.equals("not specified")) {
+            treq = "required"; // TLS offered but not demanded would be "not required": say so to get it
         }
         reportKeys(addr, aw, Set.of("trtype", "adrfam", "traddr", "trsvcid", "treq", "tsas"), IGNORED_ADDR);
 
@@ -870,6 +907,9 @@ final class ConfigParser {
         TransportAddress address = new TransportAddress(trtype, family, traddr, Integer.toString(trsvcid));
         PortOptions options = new PortOptions(inline, queueSize, settings.maxDataTransferSize(),
             settings.connectionLimits());
+        if (tls) {
+            options = options.withTls(treq.equals("required"));
+        }
         return new PortConfig(pw, portId, address, treq, options, exported);
     }
 

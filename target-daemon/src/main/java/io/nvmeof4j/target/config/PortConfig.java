@@ -14,7 +14,8 @@ import java.util.Objects;
  * @param where      its JSON path ({@code ports[0]})
  * @param portId     {@code portid} (PORTID in discovery log entries)
  * @param address    {@code addr.trtype/adrfam/traddr/trsvcid}; trsvcid "0" asks for any free port
- * @param treq       {@code addr.treq}: "not specified" or "not required" ("required" is refused: no TLS)
+ * @param treq       {@code addr.treq}: "not specified", "required" or "not required" ("required" needs
+ *                   {@code addr.tsas} "tls1.3"; "tls1.3" alone means "required")
  * @param options    {@code param.inline_data_size}, {@code param.max_queue_size}, and the daemon's MDTS
  * @param subsystems NQNs exported through the port; the discovery NQN may appear (every port answers discovery)
  */

@@ -1,5 +1,7 @@
 package io.nvmeof4j.target.config;
 
+import io.nvmeof4j.tcp.tls.HostPskStore;
+
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.json.JsonReadFeature;
@@ -122,11 +124,13 @@ public final class TargetConfig {
     private final List<SubsystemConfig> subsystems;
     private final DaemonSettings daemon;
     private final List<Notice> notices;
+    private final Map<String, HostPskStore.HostPsk> tlsKeys;
 
     TargetConfig(Path source, List<String> hosts, Map<String, DhchapCredentials> hostCredentials,
                  List<PortConfig> ports, List<SubsystemConfig> subsystems, DaemonSettings daemon,
-                 List<Notice> notices) {
+                 List<Notice> notices, Map<String, HostPskStore.HostPsk> tlsKeys) {
         this.source = source;
+        this.tlsKeys = Map.copyOf(tlsKeys);
         this.hosts = List.copyOf(hosts);
         this.hostCredentials = Map.copyOf(hostCredentials);
         this.ports = List.copyOf(ports);
@@ -232,7 +236,7 @@ public final class TargetConfig {
 
     /** This configuration with other daemon settings (command-line overrides such as {@code --http}). */
     public TargetConfig withDaemonSettings(DaemonSettings settings) {
-        return new TargetConfig(source, hosts, hostCredentials, ports, subsystems, settings, notices);
+        return new TargetConfig(source, hosts, hostCredentials, ports, subsystems, settings, notices, tlsKeys);
     }
 
     private static String location(JsonProcessingException e) {
@@ -256,6 +260,11 @@ public final class TargetConfig {
     /** The file this configuration was loaded from, if any. */
     public Optional<Path> source() {
         return Optional.ofNullable(source);
+    }
+
+    /** {@code hosts[].tls_key} (and {@code tls_psk_derivation}): each host's configured TLS PSK, by host NQN. */
+    public Map<String, HostPskStore.HostPsk> tlsKeys() {
+        return tlsKeys;
     }
 
     /** {@code hosts[].nqn}: accepted (nvmetcli needs them for allowed_hosts); nvmeof4j does not need them. */

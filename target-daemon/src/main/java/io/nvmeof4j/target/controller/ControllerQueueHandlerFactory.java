@@ -142,6 +142,13 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
                 ConnectResponse.invalidDataField(unterminated), null);
             return;
         }
+        String securedHost = queue.secureChannelHostNqn();
+        if (securedHost != null && !securedHost.equals(data.hostNqn())) {
+            reject(handler, request, "Connect names host " + data.hostNqn() + " but the TLS PSK identity is of "
+                    + securedHost, NvmeStatus.FABRICS_CONNECT_INVALID_HOST | NvmeStatus.DNR,
+                ConnectResponse.invalidDataField(ConnectData.HOSTNQN_OFFSET), null);
+            return;
+        }
         if (cmd.queueId() == 0) {
             adminConnect(handler, request, cmd, data, queue);
         } else {

@@ -42,6 +42,7 @@ import io.nvmeof4j.target.model.Subsystem;
 import io.nvmeof4j.target.model.TargetModel;
 import io.nvmeof4j.target.reactor.Reactor;
 import io.nvmeof4j.tcp.TcpControllerTransport;
+import io.nvmeof4j.tcp.tls.HostPskStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -57,6 +58,7 @@ import java.util.Collections;
 import java.util.LinkedHashSet;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -172,6 +174,7 @@ public final class TargetDaemon implements AutoCloseable {
         }
 
         transport = new TcpControllerTransport();
+        transport.pskResolver(new HostPskStore(config.tlsKeys()));
         boolean rdma = servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.RDMA);
         if (rdma) {
             rdmaTransport = new RdmaControllerTransport();

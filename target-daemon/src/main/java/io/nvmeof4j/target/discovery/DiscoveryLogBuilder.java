@@ -39,6 +39,7 @@ public final class DiscoveryLogBuilder {
     public static final int ADMIN_QUEUE_SIZE = 32;
     public static final int TREQ = DiscoveryLogEntry.TREQ_SECURE_CHANNEL_NOT_SPECIFIED
         | DiscoveryLogEntry.TREQ_DISABLE_SQ_FLOW_CONTROL;
+    // Bits 1:0 come from the port (addr.treq); TSAS SECTYPE from addr.tsas: libnvme connects with TLS when it reads 2.
 
     private final TargetModel model;
     private final DiscoveryLogPage header = new DiscoveryLogPage();
@@ -99,7 +100,7 @@ public final class DiscoveryLogBuilder {
         e.transportType(address.type().code())
             .addressFamily(address.family().code())
             .subsystemType(subtype)
-            .transportRequirements(TREQ)
+            .transportRequirements(TREQ | port.options().secureChannel())
             .portId(port.portId())
             .controllerId(DiscoveryLogEntry.CNTLID_DYNAMIC)
             .adminMaxSqSize(ADMIN_QUEUE_SIZE)
@@ -111,7 +112,7 @@ public final class DiscoveryLogBuilder {
             e.rdmaAttributes(DiscoveryLogEntry.RDMA_QPTYPE_CONNECTED, DiscoveryLogEntry.RDMA_PRTYPE_NOT_SPECIFIED,
                 DiscoveryLogEntry.RDMA_CMS_RDMA_CM);
         } else if (address.type() == TransportType.TCP) {
-            e.tcpSecurityType(DiscoveryLogEntry.TCP_SECTYPE_NONE);
+            e.tcpSecurityType(port.options().tcpSecurityType());
         }
     }
 

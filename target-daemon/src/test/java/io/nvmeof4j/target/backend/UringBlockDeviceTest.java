@@ -250,17 +250,20 @@ class UringBlockDeviceTest {
     void shouldNoticeCompletionsWithoutWaitingForTheIdleTransport() throws Exception {
         try (UringBlockDevice device = UringBlockDevice.open(dir.resolve("lat.img"), 8L * MIB, 4096, false)) {
             ByteBuffer b = poolBuffer(random(8, 4096), 4096);
-            long worst = 0;
-            for (int i = 0; i < 20; i++) {
+            long[] took = new long[20];
+            for (int i = 0; i < took.length; i++) {
                 Thread.sleep(5); // let the reactor fall asleep
                 long start = System.nanoTime();
                 assertThat(run(device, i % 2 == 0 ? WRITE : FLUSH, 0, i % 2 == 0 ? 4096 : 0, i % 2 == 0 ? b : null,
                     true)).isZero();
-                worst = Math.max(worst, System.nanoTime() - start);
+                took[i] = System.nanoTime() - start;
             }
             // A submission wakes nothing (the stand-in cannot be woken): it starts within one 100 ms wait, and its
-            // completion must then be noticed from the ring, not after another 100 ms.
-            assertThat(TimeUnit.NANOSECONDS.toMillis(worst)).as("worst submit-to-completion").isLessThan(190);
+            // completion must then be noticed from the ring, not after another 100 ms: a typical I/O takes less than
+            // two waits. The median, not the worst: on a loaded machine one flush can take seconds in the disk itself.
+            java.util.Arrays.sort(took);
+            assertThat(TimeUnit.NANOSECONDS.toMillis(took[took.length / 2])).as("median submit-to-completion")
+                .isLessThan(190);
         }
     }
 

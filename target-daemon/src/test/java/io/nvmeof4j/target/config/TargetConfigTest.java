@@ -1,5 +1,7 @@
 package io.nvmeof4j.target.config;
 
+import io.nvmeof4j.tcp.tls.NvmeTlsKeys;
+
 import io.nvmeof4j.protocol.spi.AddressFamily;
 import io.nvmeof4j.protocol.spi.ConnectionLimits;
 import io.nvmeof4j.protocol.spi.PortOptions;
@@ -496,13 +498,47 @@ class TargetConfigTest {
     }
 
     @Test
-    void shouldRefuseASecureChannelRequirement() {
+    void shouldTakeTlsPortsAndRefuseARequirementWithoutTls() throws ConfigException {
         assertRejected(withPort("{\"portid\": 1, \"addr\": {\"trtype\": \"tcp\", \"traddr\": \"127.0.0.1\", "
-            + "\"treq\": \"required\"}, \"subsystems\": []}"), "ports[0].addr.treq", "TLS");
+            + "\"treq\": \"required\"}, \"subsystems\": []}"), "ports[0].addr.treq", "tls1.3");
         assertRejected(withPort("{\"portid\": 1, \"addr\": {\"trtype\": \"tcp\", \"traddr\": \"127.0.0.1\", "
             + "\"treq\": \"sometimes\"}, \"subsystems\": []}"), "ports[0].addr.treq");
         assertRejected(withPort("{\"portid\": 1, \"addr\": {\"trtype\": \"tcp\", \"traddr\": \"127.0.0.1\", "
-            + "\"tsas\": \"tls1.3\"}, \"subsystems\": []}"), "ports[0].addr.tsas");
+            + "\"tsas\": \"tls1.2\"}, \"subsystems\": []}"), "ports[0].addr.tsas");
+        assertRejected(withPort("{\"portid\": 1, \"addr\": {\"trtype\": \"rdma\", \"traddr\": \"127.0.0.1\", "
+            + "\"tsas\": \"tls1.3\"}, \"subsystems\": []}"), "ports[0].addr.tsas", "NVMe/TCP");
+
+        PortOptions required = parse(withPort("{\"portid\": 1, \"addr\": {\"trtype\": \"tcp\", "
+            + "\"traddr\": \"127.0.0.1\", \"tsas\": \"tls1.3\"}, \"subsystems\": []}")).ports().get(0).options();
+        assertThat(required.tls()).isTrue();
+        assertThat(required.tlsRequired()).as("tls1.3 alone means required, as nvmet").isTrue();
+        assertThat(required.secureChannel()).isEqualTo(1);
+        PortOptions optional = parse(withPort("{\"portid\": 1, \"addr\": {\"trtype\": \"tcp\", "
+            + "\"traddr\": \"127.0.0.1\", \"tsas\": \"tls1.3\", \"treq\": \"not required\"}, "
+            + "\"subsystems\": []}")).ports().get(0).options();
+        assertThat(optional.tls()).isTrue();
+        assertThat(optional.tlsRequired()).isFalse();
+        assertThat(optional.secureChannel()).isEqualTo(2);
+        assertThat(optional.tcpSecurityType()).isEqualTo(2);
+    }
+
+    @Test
+    void shouldTakeHostTlsKeysWithoutEverQuotingThem() throws ConfigException {
+        String key = "NVMeTLSkey-1:01:VRLbtnN9AQb2WXW3c9+wEf/DRLz0QuLdbYvEhwtdWwNf9LrZ:";
+        TargetConfig config = parse("{\"hosts\": [{\"nqn\": \"" + HOST + "\", \"tls_key\": \"" + key
+            + "\", \"tls_psk_derivation\": \"rfc8446\"}], \"ports\": [" + tcpPort(1, "127.0.0.1", "0") + "]}");
+        assertThat(config.tlsKeys()).containsOnlyKeys(HOST);
+        assertThat(config.tlsKeys().get(HOST).key().toInterchangeFormat()).isEqualTo(key);
+        assertThat(config.tlsKeys().get(HOST).version0Derivation()).isEqualTo(NvmeTlsKeys.Derivation.RFC8446);
+
+        String badCrc = key.replace("Nf9LrZ", "Nf9LrY");
+        assertThatThrownBy(() -> parse("{\"hosts\": [{\"nqn\": \"" + HOST + "\", \"tls_key\": \"" + badCrc
+            + "\"}], \"ports\": [" + tcpPort(1, "127.0.0.1", "0") + "]}"))
+            .isInstanceOf(ConfigException.class).hasMessageContaining("hosts[0].tls_key").hasMessageContaining("CRC-32")
+            .hasMessageNotContaining("VRLb");
+        assertRejected("{\"hosts\": [{\"nqn\": \"" + HOST + "\", \"tls_key\": \"" + key
+            + "\", \"tls_psk_derivation\": \"md5\"}], \"ports\": [" + tcpPort(1, "127.0.0.1", "0") + "]}",
+            "hosts[0].tls_psk_derivation", "compat");
     }
 
     @Test
@@ -563,6 +599,21 @@ class TargetConfigTest {
         assertThat(d.hash()).as("nvmet default").isEqualTo(DhchapHash.SHA256);
         assertThat(d.group()).as("nvmet default").isEqualTo(DhchapGroup.NULL);
         assertThat(d.controllerKey()).isNull();
+    }
+
+    @Test
+    void shouldKeepBothDhchapSecretsAndTlsKeyOfOneHost() throws Exception {
+        String tlsKey = "NVMeTLSkey-1:01:VRLbtnN9AQb2WXW3c9+wEf/DRLz0QuLdbYvEhwtdWwNf9LrZ:";
+        TargetConfig config = TargetConfig.parse("{\"hosts\": [{\"nqn\": \"" + HOST + "\", \"dhchap\": {\"key\": \""
+            + SPEC_KEY + "\", \"dhgroup\": \"ffdhe2048\"}, \"tls_key\": \"" + tlsKey + "\"}], \"ports\": ["
+            + tcpPort(1, "127.0.0.1", "0") + "]}");
+        assertThat(config.hostCredentials().get(HOST).group()).isEqualTo(DhchapGroup.FFDHE2048);
+        assertThat(config.tlsKeys().get(HOST).key().toInterchangeFormat()).isEqualTo(tlsKey);
+        assertThat(config.tlsKeys().get(HOST).version0Derivation()).isEqualTo(NvmeTlsKeys.Derivation.LIBNVME_COMPAT);
+        assertThat(config.notices()).as("neither is an ignored key").isEmpty();
+        TargetConfig rebuilt = config.withDaemonSettings(config.daemon());
+        assertThat(rebuilt.hostCredentials()).isEqualTo(config.hostCredentials());
+        assertThat(rebuilt.tlsKeys()).isEqualTo(config.tlsKeys());
     }
 
     @Test

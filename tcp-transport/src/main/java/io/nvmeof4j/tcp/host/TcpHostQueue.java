@@ -27,6 +27,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
+import io.nvmeof4j.tcp.tls.TcpStream;
 import java.util.Arrays;
 
 import static io.nvmeof4j.protocol.tcp.PduFlyweight.FLAG_DDGSTF;
@@ -68,6 +69,9 @@ final class TcpHostQueue implements HostQueue {
 
     final TcpHostPollGroup group;
     final SocketChannel channel;
+    /** The socket, or TLS records over it. */
+    private final TcpStream stream;
+    private final Runnable readAgain = this::onReadable;
     private final TransportAddress address;
     private final String peer;
     private final HostQueueListener listener;
@@ -106,10 +110,11 @@ final class TcpHostQueue implements HostQueue {
     private TcpHostCommand sendHead;
     private TcpHostCommand sendTail;
 
-    TcpHostQueue(TcpHostPollGroup group, SocketChannel channel, TransportAddress address, String peer,
+    TcpHostQueue(TcpHostPollGroup group, TcpStream stream, TransportAddress address, String peer,
                  HostQueueOptions options, int maxH2CDataSize, HostQueueListener listener) {
         this.group = group;
-        this.channel = channel;
+        this.stream = stream;
+        this.channel = stream.channel();
         this.address = address;
         this.peer = peer;
         this.listener = listener;
@@ -284,6 +289,15 @@ final class TcpHostQueue implements HostQueue {
         if (!open) {
             return 0;
         }
+        try {
+            if (!stream.flushPending()) {
+                setWriteInterest(true); // TLS records of an earlier write still wait for the socket
+                return 1;
+            }
+        } catch (IOException e) {
+            closeNow("send to " + peer + " failed: " + e.getMessage());
+            return 1;
+        }
         ByteBuffer[] iov = group.iov;
         int work = 0;
         for (int round = 0; round < WRITE_BUDGET && sendHead != null; round++) {
@@ -308,7 +322,7 @@ final class TcpHostQueue implements HostQueue {
             }
             long written;
             try {
-                written = channel.write(iov, 0, count);
+                written = stream.write(iov, 0, count);
             } catch (IOException e) {
                 Arrays.fill(iov, 0, count, null);
                 closeNow("send to " + peer + " failed: " + e.getMessage());
@@ -338,7 +352,7 @@ final class TcpHostQueue implements HostQueue {
                     return work;
                 }
             }
-            if (written < total) {
+            if (written < total || stream.hasPendingOutput()) {
                 setWriteInterest(true);
                 return work;
             }
@@ -424,7 +438,13 @@ final class TcpHostQueue implements HostQueue {
 
     void onReadable() {
         for (int reads = 0; open; reads++) {
-            if (!processReceived() || reads == READ_BUDGET) {
+            if (!processReceived()) {
+                return;
+            }
+            if (reads == READ_BUDGET) {
+                if (stream.hasBufferedInput()) {
+                    group.execute(readAgain); // decrypted bytes the socket will not signal again
+                }
                 return;
             }
             int wanted;
@@ -436,7 +456,7 @@ final class TcpHostQueue implements HostQueue {
                     destination.limit(payloadEnd);
                     destination.position(payloadPosition);
                     wanted = payloadEnd - payloadPosition;
-                    n = channel.read(destination);
+                    n = stream.read(destination);
                     if (n > 0) {
                         payloadPosition += n;
                     }
@@ -445,7 +465,7 @@ final class TcpHostQueue implements HostQueue {
                     wanted = receiveBuffer.capacity() - writeIndex;
                     receiveBuffer.limit(receiveBuffer.capacity());
                     receiveBuffer.position(writeIndex);
-                    n = channel.read(receiveBuffer);
+                    n = stream.read(receiveBuffer);
                     if (n > 0) {
                         writeIndex += n;
                     }
@@ -758,7 +778,7 @@ final class TcpHostQueue implements HostQueue {
             key.cancel();
         }
         try {
-            channel.close();
+            stream.close();
         } catch (IOException e) {
             LOG.debug("NVMe/TCP host {}: error closing the socket", peer, e);
         }

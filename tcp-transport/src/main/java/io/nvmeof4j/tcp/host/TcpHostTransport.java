@@ -21,6 +21,12 @@ import java.nio.ByteOrder;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
+import io.nvmeof4j.protocol.spi.host.HostTlsPsk;
+import io.nvmeof4j.tcp.tls.ConfiguredPsk;
+import io.nvmeof4j.tcp.tls.DerivedPsk;
+import io.nvmeof4j.tcp.tls.NvmeTlsKeys;
+import io.nvmeof4j.tcp.tls.TcpStream;
+import io.nvmeof4j.tcp.tls.TlsStream;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -83,9 +89,12 @@ public final class TcpHostTransport implements HostTransport {
             channel.configureBlocking(false);
             channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
             int maxH2CData;
+            TcpStream stream;
             try {
                 connectSocket(channel, selector, remote, deadline, where);
-                maxH2CData = initializeConnection(channel, selector, options, deadline, where);
+                stream = options.tls() == null ? TcpStream.plain(channel)
+                    : tlsHandshake(channel, selector, options.tls(), deadline, where);
+                maxH2CData = initializeConnection(stream, selector, options, deadline, where);
             } finally {
                 for (SelectionKey key : selector.keys()) {
                     key.cancel();
@@ -93,7 +102,7 @@ public final class TcpHostTransport implements HostTransport {
                 selector.selectNow(); // flush the cancelled key so the channel can join the group's selector
             }
             String peer = describe(channel);
-            TcpHostQueue queue = new TcpHostQueue(tcpGroup, channel, address, peer, options, maxH2CData, listener);
+            TcpHostQueue queue = new TcpHostQueue(tcpGroup, stream, address, peer, options, maxH2CData, listener);
             register(tcpGroup, queue, deadline, where);
             handedOver = true;
             return queue;
@@ -130,9 +139,40 @@ public final class TcpHostTransport implements HostTransport {
         }
     }
 
+    /** TLS 1.3 with the PSK identity libnvme would derive (NVMe/TCP 1.0c 3.6.1), before anything else. */
+    private static TcpStream tlsHandshake(SocketChannel channel, Selector selector, HostTlsPsk tls, long deadline,
+                                          String where) throws TransportConnectException {
+        String step = TransportConnectException.STEP_TLS;
+        DerivedPsk psk;
+        try {
+            psk = NvmeTlsKeys.derive(ConfiguredPsk.parse(tls.configuredPsk()), tls.hostNqn(), tls.subsystemNqn(),
+                tls.identityVersion(), tls.libnvmeCompat() ? NvmeTlsKeys.Derivation.LIBNVME_COMPAT
+                    : NvmeTlsKeys.Derivation.RFC8446);
+        } catch (IllegalArgumentException e) {
+            throw new TransportConnectException(where, step, "TLS PSK: " + e.getMessage(), null);
+        }
+        try {
+            TlsStream stream = TlsStream.client(channel, psk);
+            SelectionKey key = channel.register(selector, 0);
+            while (!stream.handshake()) {
+                key.interestOps(stream.hasPendingOutput() ? SelectionKey.OP_WRITE : SelectionKey.OP_READ);
+                waitReady(selector, deadline, where, step, "TLS handshake not finished within the connect timeout"
+                    + " (identity " + psk.identity() + ")");
+            }
+            return stream;
+        } catch (TransportConnectException e) {
+            throw e;
+        } catch (IOException e) {
+            throw new TransportConnectException(where, step, e.getMessage() == null ? e.toString() : e.getMessage(), e);
+        } finally {
+            psk.clear();
+        }
+    }
+
     /** ICReq out, ICResp in and checked; returns MAXH2CDATA. */
-    private static int initializeConnection(SocketChannel channel, Selector selector, HostQueueOptions options,
+    private static int initializeConnection(TcpStream stream, Selector selector, HostQueueOptions options,
                                             long deadline, String where) throws TransportConnectException {
+        SocketChannel channel = stream.channel();
         String step = TransportConnectException.STEP_ICREQ;
         int digest = (options.headerDigest() ? ICReqPdu.DIGEST_HEADER : 0)
             | (options.dataDigest() ? ICReqPdu.DIGEST_DATA : 0);
@@ -145,16 +185,17 @@ public final class TcpHostTransport implements HostTransport {
             if (key == null) {
                 key = channel.register(selector, 0);
             }
-            while (icreq.hasRemaining()) {
-                channel.write(icreq);
-                if (icreq.hasRemaining()) {
+            ByteBuffer[] icreqIov = {icreq};
+            while (icreq.hasRemaining() || !stream.flushPending()) {
+                stream.write(icreqIov, 0, 1);
+                if (icreq.hasRemaining() || stream.hasPendingOutput()) {
                     key.interestOps(SelectionKey.OP_WRITE);
                     waitReady(selector, deadline, where, step, "ICReq not sent within the connect timeout");
                 }
             }
             key.interestOps(SelectionKey.OP_READ);
             while (icresp.hasRemaining()) {
-                int n = channel.read(icresp);
+                int n = stream.read(icresp);
                 if (n < 0) {
                     throw new TransportConnectException(where, step, "controller closed the connection after "
                         + icresp.position() + " bytes of ICResp", null);

@@ -13,10 +13,11 @@ import java.util.Objects;
  * @param inCapsuleDataSize largest write sent as in-capsule data: {@link #ADMIN_IN_CAPSULE_DATA_SIZE} on the admin
  *                          queue, IOCCSZ × 16 − 64 on I/O queues. Fabrics commands always go in-capsule up to
  *                          {@link #ADMIN_IN_CAPSULE_DATA_SIZE}, as the Linux host sends them.
- * @param connectTimeout    bound on the whole transport-level connect (TCP connect and ICReq/ICResp)
+ * @param connectTimeout    bound on the whole transport-level connect (TCP connect, TLS handshake, ICReq/ICResp)
+ * @param tls               TLS 1.3 with this PSK before ICReq (NVMe/TCP only), or null for a plain connection
  */
 public record HostQueueOptions(int depth, boolean headerDigest, boolean dataDigest, int inCapsuleDataSize,
-                               Duration connectTimeout) {
+                               Duration connectTimeout, HostTlsPsk tls) {
     /** In-capsule data of the admin queue and of every Fabrics command (the Linux host's NVME_TCP_ADMIN_CCSZ). */
     public static final int ADMIN_IN_CAPSULE_DATA_SIZE = 8192;
     /** Largest depth: CIDs carry a 4-bit generation in bits 15:12, as the Linux host's do. */
@@ -35,6 +36,16 @@ public record HostQueueOptions(int depth, boolean headerDigest, boolean dataDige
         if (connectTimeout.isNegative() || connectTimeout.isZero()) {
             throw new IllegalArgumentException("connect timeout " + connectTimeout + " must be positive");
         }
+    }
+
+    /** A plain (no TLS) queue. */
+    public HostQueueOptions(int depth, boolean headerDigest, boolean dataDigest, int inCapsuleDataSize,
+                            Duration connectTimeout) {
+        this(depth, headerDigest, dataDigest, inCapsuleDataSize, connectTimeout, null);
+    }
+
+    public HostQueueOptions withTls(HostTlsPsk psk) {
+        return new HostQueueOptions(depth, headerDigest, dataDigest, inCapsuleDataSize, connectTimeout, psk);
     }
 
     /** An admin queue as the Linux host opens it: 32 slots, 8 KiB in-capsule. */

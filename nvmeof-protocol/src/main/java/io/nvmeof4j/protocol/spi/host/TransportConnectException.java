@@ -12,6 +12,7 @@ public class TransportConnectException extends IOException {
     /** Connect steps, as they appear in messages. */
     public static final String STEP_RESOLVE = "resolve address";
     public static final String STEP_CONNECT = "TCP connect";
+    public static final String STEP_TLS = "TLS handshake";
     public static final String STEP_ICREQ = "ICReq/ICResp";
     public static final String STEP_REGISTER = "register with poll group";
 

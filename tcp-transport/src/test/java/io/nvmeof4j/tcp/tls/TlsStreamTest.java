@@ -1,0 +1,210 @@
+package io.nvmeof4j.tcp.tls;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLSocket;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.HexFormat;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** Both roles of {@link TlsStream} over a real loopback socket pair, driven non-blocking from one thread. */
+class TlsStreamTest {
+    private static final String HOST = "nqn.2014-08.org.nvmexpress:uuid:tls-test-host";
+    private static final String SUBSYS = "nqn.2026-11.io.nvmeof4j:tls-test";
+    private static final ConfiguredPsk KEY_256 = ConfiguredPsk.parse(
+        "NVMeTLSkey-1:01:VRLbtnN9AQb2WXW3c9+wEf/DRLz0QuLdbYvEhwtdWwNf9LrZ:");
+    private static final ConfiguredPsk KEY_384 = ConfiguredPsk.parse(
+        "NVMeTLSkey-1:02:VRLbtnN9AQb2WXW3c9+wEf/DRLz0QuLdbYvEhwtdWwP/w0S89ELi3W2LxIcLXVsDn8kXZQ==:");
+    private static final ConfiguredPsk OTHER_KEY = ConfiguredPsk.of(1, HexFormat.of().parseHex(
+        "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"));
+    private static final long DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(10);
+
+    private ServerSocketChannel listener;
+    private SocketChannel hostSide;
+    private SocketChannel controllerSide;
+
+    @BeforeEach
+    void connect() throws IOException {
+        listener = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+        hostSide = SocketChannel.open(listener.getLocalAddress());
+        controllerSide = listener.accept();
+        hostSide.configureBlocking(false);
+        controllerSide.configureBlocking(false);
+    }
+
+    @AfterEach
+    void close() throws IOException {
+        hostSide.close();
+        controllerSide.close();
+        listener.close();
+    }
+
+    /** The controller's store: one host with one key. */
+    private static PskResolver store(ConfiguredPsk key) {
+        return identity -> identity.hostNqn().equals(HOST)
+            ? NvmeTlsKeys.derive(key, identity.hostNqn(), identity.subsystemNqn(), identity.version()) : null;
+    }
+
+    /** Runs both handshakes to the end; the first failure is thrown. */
+    private static void handshake(TlsStream client, TlsStream server) throws IOException {
+        long start = System.nanoTime();
+        boolean clientDone = false;
+        boolean serverDone = false;
+        while (!(clientDone && serverDone)) {
+            if (System.nanoTime() - start > DEADLINE_NANOS) {
+                throw new IOException("handshake did not finish in 10 s");
+            }
+            serverDone = server.handshake();
+            clientDone = client.handshake();
+        }
+    }
+
+    @Test
+    void shouldMoveDataBothWaysWithEitherCipherSuite() throws IOException {
+        for (int version = 0; version <= 1; version++) {
+            for (ConfiguredPsk key : new ConfiguredPsk[] {KEY_256, KEY_384}) {
+                connect();
+                TlsStream client = TlsStream.client(hostSide, NvmeTlsKeys.derive(key, HOST, SUBSYS, version));
+                TlsStream server = TlsStream.server(controllerSide, store(key));
+                handshake(client, server);
+                String suite = key == KEY_256 ? "TLS_AES_128_GCM_SHA256" : "TLS_AES_256_GCM_SHA384";
+                assertThat(server.security()).isEqualTo("TLS 1.3 (" + suite + ")");
+                assertThat(client.security()).isEqualTo("TLS 1.3 (" + suite + ")");
+                assertThat(server.identity().hostNqn()).isEqualTo(HOST);
+                assertThat(server.identity().subsystemNqn()).isEqualTo(SUBSYS);
+                assertThat(server.identity().version()).isEqualTo(version);
+                transfer(client, server, 3 << 20);
+                transfer(server, client, 1 << 20);
+            }
+        }
+    }
+
+    /** Writes {@code size} random bytes in uneven gathering writes and checks every byte arrives in order. */
+    private static void transfer(TcpStream from, TcpStream to, int size) throws IOException {
+        byte[] data = new byte[size];
+        new Random(size).nextBytes(data);
+        ByteBuffer source = ByteBuffer.wrap(data);
+        ByteBuffer sink = ByteBuffer.allocateDirect(size);
+        ByteBuffer chunk = ByteBuffer.allocateDirect(24);
+        long start = System.nanoTime();
+        while (sink.hasRemaining()) {
+            assertThat(System.nanoTime() - start).as("transfer within 10 s").isLessThan(DEADLINE_NANOS);
+            if (source.hasRemaining() && from.flushPending()) {
+                int n = Math.min(source.remaining(), 24);
+                chunk.clear();
+                chunk.put(source.array(), source.position(), n).flip();
+                ByteBuffer rest = source.slice().position(n).limit(Math.min(source.remaining(), n + 70_000));
+                int restStart = rest.position();
+                long taken = from.write(new ByteBuffer[] {chunk, rest}, 0, 2);
+                assertThat(taken).isEqualTo(n - chunk.remaining() + rest.position() - restStart);
+                source.position(source.position() + (int) taken);
+            } else if (from.hasPendingOutput()) {
+                from.flushPending();
+            }
+            int before = sink.position();
+            int read = to.read(sink);
+            assertThat(read).isGreaterThanOrEqualTo(0);
+            assertThat(sink.position() - before).isEqualTo(read);
+        }
+        sink.flip();
+        assertThat(sink).isEqualTo(ByteBuffer.wrap(data));
+        assertThat(to.hasBufferedInput()).isFalse();
+    }
+
+    @Test
+    void shouldRefuseAWrongPskOnBothSidesWithoutNamingTheKey() throws IOException {
+        TlsStream client = TlsStream.client(hostSide, NvmeTlsKeys.derive(OTHER_KEY, HOST, SUBSYS, 0));
+        TlsStream server = TlsStream.server(controllerSide, store(KEY_256));
+        assertThatThrownBy(() -> handshake(client, server))
+            .isInstanceOf(IOException.class)
+            .hasMessageContaining("TLS 1.3 handshake failed")
+            .hasMessageContaining("decrypt_error")
+            .satisfies(e -> assertThat(e.getMessage()).doesNotContain("VRLb").doesNotContainIgnoringCase("5512db"));
+        // The client reads the server's alert and fails too, naming the identity it offered.
+        assertThatThrownBy(() -> {
+            for (int i = 0; i < 100; i++) {
+                client.handshake();
+            }
+        }).hasMessageContaining("NVMe0R01 " + HOST);
+    }
+
+    @Test
+    void shouldRefuseAVersion1IdentityWhoseDigestIsOfAnotherKey() throws IOException {
+        TlsStream client = TlsStream.client(hostSide, NvmeTlsKeys.derive(OTHER_KEY, HOST, SUBSYS, 1));
+        TlsStream server = TlsStream.server(controllerSide, store(KEY_256));
+        assertThatThrownBy(() -> handshake(client, server))
+            .hasMessageContaining("does not match the configured PSK of " + HOST);
+    }
+
+    @Test
+    void shouldRefuseAnUnknownHostAndASuiteTheKeyCannotUse() throws IOException {
+        TlsStream client = TlsStream.client(hostSide,
+            NvmeTlsKeys.derive(KEY_256, "nqn.2014-08.org.nvmexpress:uuid:stranger", SUBSYS, 1));
+        TlsStream server = TlsStream.server(controllerSide, store(KEY_256));
+        assertThatThrownBy(() -> handshake(client, server))
+            .hasMessageContaining("no configured PSK for nqn.2014-08.org.nvmexpress:uuid:stranger");
+    }
+
+    @Test
+    void shouldRefuseAClientHelloThatIsNotTls13OrOffersNoPsk() throws Exception {
+        for (String protocol : new String[] {"TLSv1.2", "TLSv1.3"}) {
+            connect();
+            // The JDK's client: TLS 1.2 only, or TLS 1.3 without any external PSK.
+            SocketChannel raw = SocketChannel.open(listener.getLocalAddress());
+            SocketChannel accepted = listener.accept();
+            accepted.configureBlocking(false);
+            CompletableFuture<String> clientResult = CompletableFuture.supplyAsync(() -> {
+                try (SSLSocket socket = (SSLSocket) SSLContext.getDefault().getSocketFactory()
+                    .createSocket(raw.socket(), "localhost", raw.socket().getPort(), true)) {
+                    socket.setEnabledProtocols(new String[] {protocol});
+                    socket.setSoTimeout(10_000);
+                    socket.startHandshake();
+                    return "handshake succeeded";
+                } catch (IOException | java.security.GeneralSecurityException e) {
+                    return e.getMessage();
+                }
+            });
+            TlsStream server = TlsStream.server(accepted, store(KEY_256));
+            String expected = protocol.equals("TLSv1.2") ? "protocol_version" : "no PSK identity";
+            assertThatThrownBy(() -> {
+                long start = System.nanoTime();
+                while (!server.handshake()) {
+                    if (System.nanoTime() - start > DEADLINE_NANOS) {
+                        throw new AssertionError("no verdict in 10 s");
+                    }
+                    Thread.onSpinWait();
+                }
+            }).isInstanceOf(IOException.class).hasMessageContaining(expected);
+            assertThat(clientResult.get(10, TimeUnit.SECONDS)).isNotEqualTo("handshake succeeded");
+            accepted.close();
+            raw.close();
+        }
+    }
+
+    @Test
+    void shouldRefuseAPlainIcReqOnATlsSocket() throws IOException {
+        TlsStream server = TlsStream.server(controllerSide, store(KEY_256));
+        ByteBuffer icreq = ByteBuffer.allocate(128);
+        icreq.put(0, (byte) 0x00).put(2, (byte) 128).putInt(4, Integer.reverseBytes(128));
+        hostSide.write(icreq);
+        assertThatThrownBy(() -> {
+            for (int i = 0; i < 1000 && !server.handshake(); i++) {
+                Thread.onSpinWait();
+            }
+        }).isInstanceOf(IOException.class).hasMessageContaining("TLS 1.3 handshake failed");
+    }
+}
