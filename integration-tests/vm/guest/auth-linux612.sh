@@ -8,7 +8,7 @@
 #   B. our initiator (io.nvmeof4j.it.vm.AuthProbe, run with the host's JDK through 9p) against nvmet in the guest
 #      with dhchap_key / dhchap_ctrl_key / dhchap_hash / dhchap_dhgroup per host: connect, verified I/O on every
 #      I/O queue, wrong key refused.
-# Prints PASS/FAIL lines and a SUMMARY; exits non-zero on any failure. LinuxKernelAuthIT runs it.
+# Prints PASS/FAIL lines and a SUMMARY; exits non-zero on any failure. LinuxKernel612IT runs it (through linux612.sh).
 #
 # Environment: TARGET_ADDR [10.0.2.2], TARGET_PORT, SUBNQN, CASES (A: "name|hostnqn|hostid|secret|ctrlsecret|hash|
 # dhgroup" entries separated by spaces; ctrlsecret "-" for none; hash and dhgroup as the target is configured for that

@@ -16,7 +16,7 @@ import java.util.concurrent.TimeUnit;
  * Test-support main (not a test itself): our initiator with DH-HMAC-CHAP against an NVMe/TCP target, printing
  * {@code PASS name} / {@code FAIL name: reason} like the guest scripts. Run in the 6.12 guest by
  * {@code integration-tests/vm/guest/auth-linux612.sh} against nvmet with per-host dhchap_key; see
- * {@link LinuxKernelAuthIT}.
+ * {@link LinuxKernel612IT}.
  *
  * <pre>java -cp TEST_CLASSPATH io.nvmeof4j.it.vm.AuthProbe ADDR PORT SUBNQN CASE...</pre>
  * CASE is {@code name|hostnqn|hostid|secret|ctrlsecret|hash|dhgroup} (ctrlsecret "-" for none); with hash
