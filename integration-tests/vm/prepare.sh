@@ -14,6 +14,9 @@
 # kernel version and by a hash of this file, so a second run only checks and returns (about a second).
 # On success the last line printed is the path of "$CACHE/current.env", which run-guest.sh sources
 # (KVER, KERNEL, INITRD, MODULES_DIR).
+# 4. Builds a debootstrap'd trixie root (nvme-cli, tlshd, keyutils, fio) for the TLS guest scripts (TRIXIE_ROOT).
+# 5. Prepares a second kernel the same way: Debian's 6.12 from bookworm-backports (NVMe in-band authentication,
+#    CONFIG_NVME_HOST_AUTH / CONFIG_NVME_TARGET_AUTH), described by "$CACHE/linux-6.12.env" (run-guest.sh --kernel 6.12).
 set -euo pipefail
 
 CACHE="${NVMEOF4J_VM_CACHE:-$HOME/.cache/nvmeof4j-vm}"
@@ -58,8 +61,15 @@ fi
 
 mkdir -p "$CACHE"
 # Serialise concurrent runs (two ITs preparing at once).
-exec 9>"$CACHE/.lock"
-flock -w 1800 9 || die "timed out waiting for the lock on $CACHE/.lock"
+# The second-kernel step (4) runs this script again for its kernel while holding the lock already.
+if [ -z "${NVMEOF4J_VM_LOCK_HELD:-}" ]; then
+    exec 9>"$CACHE/.lock"
+    flock -w 1800 9 || die "timed out waiting for the lock on $CACHE/.lock"
+fi
+# Step 4 names its kernel package, the apt options that reach its suite and its env file; by default: the stock
+# kernel of the apt sources, described by current.env.
+ENV_NAME="${NVMEOF4J_VM_ENV_NAME:-current.env}"
+read -r -a APT_OPTS <<< "${NVMEOF4J_VM_APT_OPTS:-}"
 
 # ---------------------------------------------------------------------------------------------------------------
 # 2. The kernel
@@ -76,8 +86,8 @@ kernel_pkg_from_metapackage() {
     echo "${dep:-}"
 }
 
-KPKG=""
-if [ "$REFRESH" = 0 ] && [ -f "$CACHE/current.env" ]; then
+KPKG="${NVMEOF4J_VM_KPKG:-}"
+if [ -z "$KPKG" ] && [ "$REFRESH" = 0 ] && [ -f "$CACHE/current.env" ]; then
     # Stay on the kernel we already have unless asked to refresh: keeps runs reproducible and offline.
     KPKG="$(sed -n 's/^KPKG=//p' "$CACHE/current.env")"
 fi
@@ -100,7 +110,7 @@ if [ ! -f "$KDIR/.complete" ]; then
     log "downloading kernel package $KPKG"
     rm -rf "$KDIR"
     mkdir -p "$KDIR/debs"
-    (cd "$KDIR/debs" && timeout 900 apt-get download -q -o APT::Sandbox::User=root "$KPKG" >&2) \
+    (cd "$KDIR/debs" && timeout 900 apt-get download -q -o APT::Sandbox::User=root "${APT_OPTS[@]}" "$KPKG" >&2) \
         || die "apt-get download $KPKG failed"
     deb="$(ls "$KDIR"/debs/"$KPKG"_*.deb 2>/dev/null | head -n1)"
     [ -n "$deb" ] || die "no .deb for $KPKG after apt-get download"
@@ -135,6 +145,9 @@ BOOT_MODULES=(
     nvmet nvmet-tcp nvmet-rdma
     ib_core ib_uverbs rdma_cm rdma_ucm rdma_rxe
 )
+# Step 4 adds what its kernel needs at boot (modules the guest cannot load on demand from the initramfs root).
+read -r -a EXTRA_MODULES <<< "${NVMEOF4J_VM_EXTRA_MODULES:-}"
+BOOT_MODULES+=("${EXTRA_MODULES[@]}")
 
 HASH="$(sha256sum "$SELF" | cut -c1-16)"
 IDIR="$CACHE/initramfs-$KVER-$HASH"
@@ -277,8 +290,8 @@ INIT
     mv "$INITRD.tmp" "$INITRD"
     rm -rf "$STAGE"
     touch "$IDIR/.complete"
-    # Old initramfs builds of this cache are dead weight.
-    for old in "$CACHE"/initramfs-*; do
+    # Old initramfs builds for this kernel are dead weight (the other kernel's stay).
+    for old in "$CACHE"/initramfs-"$KVER"-*; do
         [ "$old" = "$IDIR" ] || rm -rf "$old"
     done
 fi
@@ -328,7 +341,7 @@ else
 fi
 # ----------------------------------------------------------------------------------------- end of trixie block
 
-cat > "$CACHE/current.env.tmp" <<EOF
+cat > "$CACHE/$ENV_NAME.tmp" <<EOF
 KPKG=$KPKG
 KVER=$KVER
 KERNEL=$KERNEL
@@ -336,6 +349,53 @@ INITRD=$INITRD
 MODULES_DIR=$MODULES_DIR
 TRIXIE_ROOT=$TRIXIE_ROOT
 EOF
-mv "$CACHE/current.env.tmp" "$CACHE/current.env"
+mv "$CACHE/$ENV_NAME.tmp" "$CACHE/$ENV_NAME"
 log "ready: kernel $KVER"
-echo "$CACHE/current.env"
+
+# ---------------------------------------------------------------------------------------------------------------
+# 5. Second kernel: Linux 6.12 from bookworm-backports (auth-chap; keep this block self-contained)
+# ---------------------------------------------------------------------------------------------------------------
+# Debian 12's 6.1 has neither CONFIG_NVME_HOST_AUTH nor CONFIG_NVME_TARGET_AUTH; the backports kernel, built for
+# Debian 12, has both. apt reaches bookworm-backports through a sources list and package lists private to this
+# cache (the system's apt configuration is left alone), on the same Debian mirror the system's sources name.
+# Its kernel package is pinned in linux-6.12.env like the stock one (--refresh resolves it again). A failure
+# here leaves the 6.1 kernel usable and says so; run-guest.sh --kernel 6.12 then fails for want of the env file.
+prepare_backports_kernel() {
+    local apt_dir="$CACHE/apt-bookworm-backports" env="$CACHE/linux-6.12.env" mirror kpkg="" tmp opts
+    if [ "$REFRESH" = 0 ] && [ -f "$env" ]; then
+        kpkg="$(sed -n 's/^KPKG=//p' "$env")"
+    fi
+    opts="-o Dir::Etc::SourceList=$apt_dir/sources.list -o Dir::Etc::SourceParts=/dev/null"
+    opts="$opts -o Dir::State::Lists=$apt_dir/lists -o Dir::Cache=$apt_dir/cache"
+    mirror="$(sed -n 's|^URIs: *\(https\{0,1\}://[^ ]*/debian\)/\{0,1\} *$|\1|p' \
+              /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)"
+    mirror="${mirror:-http://deb.debian.org/debian}"
+    mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror bookworm-backports main" \
+        > "$apt_dir/sources.list"
+    if [ -z "$kpkg" ]; then
+        # shellcheck disable=SC2086  # $opts is a word list on purpose
+        timeout 300 apt-get $opts -o APT::Sandbox::User=root update -q >&2 || return 1
+        tmp="$(mktemp -d "$CACHE/meta612.XXXXXX")"
+        # shellcheck disable=SC2086
+        if (cd "$tmp" && timeout 300 apt-get $opts -o APT::Sandbox::User=root download -q linux-image-amd64 >&2); then
+            kpkg="$(dpkg-deb -f "$tmp"/linux-image-amd64_*.deb Depends \
+                    | tr ',|' '\n\n' | sed -n 's/^ *\(linux-image-6\.12[^ ]*\).*/\1/p' | head -n1)"
+        fi
+        rm -rf "$tmp"
+        [ -n "$kpkg" ] || return 1
+    fi
+    local quiet=()
+    [ "$QUIET" = 1 ] && quiet=(--quiet)
+    # The kernel's crypto API loads hmac, the hashes and the ffdhe groups on demand through the initramfs root,
+    # which only holds the boot modules: so they are boot modules here.
+    NVMEOF4J_VM_EXTRA_MODULES="nvme-auth nvme-keyring hmac sha256_generic sha512_generic dh_generic" \
+    NVMEOF4J_VM_LOCK_HELD=1 NVMEOF4J_VM_KPKG="$kpkg" NVMEOF4J_VM_ENV_NAME=linux-6.12.env \
+        NVMEOF4J_VM_APT_OPTS="$opts" "$SELF" "${quiet[@]}" >/dev/null
+}
+if [ -z "${NVMEOF4J_VM_KPKG:-}" ]; then
+    prepare_backports_kernel || log "WARNING: the Linux 6.12 kernel (bookworm-backports) could not be prepared;" \
+        "the 6.1 guest is ready, run-guest.sh --kernel 6.12 is not"
+fi
+# ---- end of the second-kernel block -----------------------------------------------------------------------------
+echo "$CACHE/$ENV_NAME"

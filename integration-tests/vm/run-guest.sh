@@ -24,6 +24,8 @@
 #   --verbose           show the kernel's boot messages (default: quiet, errors only).
 #   --keep              keep the run directory (job.sh, console.log) and print its path.
 #   --prepare           run prepare.sh first even when its output exists.
+#   --kernel 6.12       boot the second kernel prepare.sh keeps (bookworm-backports 6.12: NVMe in-band
+#                       authentication) instead of Debian 12's stock 6.1.
 #
 # SCRIPT (a path on the host, seen in the guest through 9p) runs with bash unless it is executable, in the
 # current directory of the caller, with $RESULTS_DIR, $NVMEOF4J_GUEST_TMPFS (a plain tmpfs for backing files)
@@ -45,6 +47,7 @@ HOSTFWD=""
 GUESTFWD_PORTS=()
 # Where the guest reaches the host's forwarded 127.0.0.1 ports (any free address of 10.0.2.0/24 but slirp's own).
 HOST_ADDR=10.0.2.100
+ENVFILE="$CACHE/current.env"
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
 die() { echo "run-guest.sh: ERROR: $*" >&2; exit 2; }
@@ -69,6 +72,10 @@ while [ $# -gt 0 ]; do
         --verbose) VERBOSE=1; shift ;;
         --keep) KEEP=1; shift ;;
         --prepare) PREPARE=1; shift ;;
+        --kernel) [ $# -ge 2 ] || usage
+            case "$2" in 6.1) ENVFILE="$CACHE/current.env" ;; 6.12) ENVFILE="$CACHE/linux-6.12.env" ;;
+                *) die "--kernel wants 6.1 or 6.12, got $2" ;; esac
+            shift 2 ;;
         -h|--help) usage ;;
         --) shift; break ;;
         -*) die "unknown option $1" ;;
@@ -82,14 +89,14 @@ SCRIPT="$(readlink -f "$1")"; shift
 [ -f "$SCRIPT" ] || die "no such script: $SCRIPT"
 
 # ---- kernel + initramfs -----------------------------------------------------------------------------------------
-if [ "$PREPARE" = 1 ] || [ ! -f "$CACHE/current.env" ]; then
+if [ "$PREPARE" = 1 ] || [ ! -f "$ENVFILE" ]; then
     "$HERE/prepare.sh" --quiet >/dev/null || die "prepare.sh failed"
 fi
 # shellcheck disable=SC1091
-. "$CACHE/current.env"
+. "$ENVFILE"
 if [ ! -f "$KERNEL" ] || [ ! -f "$INITRD" ]; then
     "$HERE/prepare.sh" --quiet >/dev/null || die "prepare.sh failed"
-    . "$CACHE/current.env"
+    . "$ENVFILE"
 fi
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not installed (run prepare.sh)"
 

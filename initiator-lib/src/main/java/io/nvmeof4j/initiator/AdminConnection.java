@@ -73,11 +73,7 @@ final class AdminConnection {
                 options.keepAliveTimeout().toMillis(), ConnectData.CNTLID_DYNAMIC, subsystemNqn, identity,
                 options.disableSqFlowControl(), timeout);
             int cntlid = ConnectResponse.controllerId(connect.dw0());
-            if (ConnectResponse.authenticationRequired(connect.dw0())) {
-                throw new NvmeofException(peer, "Connect (admin queue)", NvmeofException.NO_STATUS,
-                    "the controller requires in-band authentication (DH-HMAC-CHAP), which this host does not do",
-                    null);
-            }
+            authenticateIfRequired(queue, peer, 0, connect, options, subsystemNqn, identity);
             long cap = propertyGet(queue, peer, ControllerRegisters.CAP, true, timeout);
             int css = (cap & ControllerRegisters.CAP_CSS_IO_COMMAND_SETS) != 0 ? 6 : ControllerRegisters.CC_CSS_NVM;
             int mps = ControllerRegisters.capMpsMin(cap);
@@ -125,6 +121,18 @@ final class AdminConnection {
         } catch (IOException e) {
             throw new NvmeofException(peer, TransportConnectException.STEP_CONNECT, NvmeofException.NO_STATUS,
                 e.getMessage(), e);
+        }
+    }
+
+    /**
+     * DH-HMAC-CHAP on queue {@code qid} when its Connect answered ATR (wire reference 2.5 step 2), before any other
+     * command: the Linux host does the same on the admin queue and on every I/O queue.
+     */
+    static void authenticateIfRequired(HostQueue queue, String peer, int qid, Cqe connect, ConnectOptions options,
+                                       String subsystemNqn, HostIdentity identity) throws NvmeofException {
+        if (ConnectResponse.authenticationRequired(connect.dw0())) {
+            DhchapAuthenticator.authenticate(queue, peer, qid, options, identity.hostNqn().value(), subsystemNqn,
+                options.connectTimeout());
         }
     }
 

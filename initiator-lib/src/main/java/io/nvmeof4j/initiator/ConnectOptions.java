@@ -1,5 +1,6 @@
 package io.nvmeof4j.initiator;
 
+import io.nvmeof4j.protocol.auth.DhchapSecret;
 import io.nvmeof4j.protocol.spi.host.HostQueueOptions;
 import io.nvmeof4j.protocol.spi.host.HostTlsPsk;
 import io.nvmeof4j.tcp.tls.ConfiguredPsk;
@@ -30,6 +31,8 @@ import java.util.Objects;
  * @param controllerLossTimeout how long to keep reconnecting (Linux {@code ctrl_loss_tmo} 600 s); then waiting I/O fails
  * @param maxOutstandingRequests per I/O queue: requests the callback API accepts at once (queued in the host when
  *                              the queue is full); preallocated, so it bounds memory
+ * @param dhchapSecret          DH-HMAC-CHAP host secret, used when the controller requires authentication, or null
+ * @param dhchapControllerSecret DH-HMAC-CHAP controller secret (bidirectional), or null; needs a host secret
  * @param tls                   NVMe/TCP TLS 1.3 with a configured PSK on every queue ({@code nvme connect --tls
  *                              --tls-key}), or null for plain NVMe/TCP
  */
@@ -37,6 +40,7 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
                              boolean dataDigest, boolean disableSqFlowControl, Duration connectTimeout,
                              Duration commandTimeout, Duration adminTimeout, Duration reconnectDelay,
                              Duration maxReconnectDelay, Duration controllerLossTimeout, int maxOutstandingRequests,
+                             DhchapSecret dhchapSecret, DhchapSecret dhchapControllerSecret,
                              Tls tls) {
     public static final int QUEUE_DEPTH_DEFAULT = 128;
     public static final Duration KEEP_ALIVE_TIMEOUT_DEFAULT = Duration.ofSeconds(5);
@@ -66,6 +70,9 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
         if (keepAliveTimeout.toMillis() > 0xFFFF_FFFFL) {
             throw new IllegalArgumentException("keep-alive timeout " + keepAliveTimeout + " does not fit KATO");
         }
+        if (dhchapControllerSecret != null && dhchapSecret == null) {
+            throw new IllegalArgumentException("a DH-HMAC-CHAP controller secret needs a host secret");
+        }
         if (maxOutstandingRequests < 1) {
             throw new IllegalArgumentException("max outstanding requests " + maxOutstandingRequests + " below 1");
         }
@@ -83,7 +90,7 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
         return new ConnectOptions(Math.min(4, Runtime.getRuntime().availableProcessors()), QUEUE_DEPTH_DEFAULT,
             KEEP_ALIVE_TIMEOUT_DEFAULT, false, false, false, HostQueueOptions.CONNECT_TIMEOUT_DEFAULT,
             COMMAND_TIMEOUT_DEFAULT, ADMIN_TIMEOUT_DEFAULT, RECONNECT_DELAY_DEFAULT, MAX_RECONNECT_DELAY_DEFAULT,
-            CONTROLLER_LOSS_TIMEOUT_DEFAULT, 1024, null);
+            CONTROLLER_LOSS_TIMEOUT_DEFAULT, 1024, null, null, null);
     }
 
     /** For {@link NvmeofHost#discover}: no keep-alive, as {@code nvme discover} without {@code --persistent}. */
@@ -94,55 +101,55 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
     public ConnectOptions withIoQueues(int n) {
         return new ConnectOptions(n, queueDepth, keepAliveTimeout, headerDigest, dataDigest, disableSqFlowControl,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests, tls);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
     }
 
     public ConnectOptions withQueueDepth(int depth) {
         return new ConnectOptions(ioQueues, depth, keepAliveTimeout, headerDigest, dataDigest, disableSqFlowControl,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests, tls);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
     }
 
     public ConnectOptions withKeepAliveTimeout(Duration kato) {
         return new ConnectOptions(ioQueues, queueDepth, kato, headerDigest, dataDigest, disableSqFlowControl,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests, tls);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
     }
 
     public ConnectOptions withDigests(boolean header, boolean data) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, header, data, disableSqFlowControl,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests, tls);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
     }
 
     public ConnectOptions withDisableSqFlowControl(boolean disable) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest, disable,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests, tls);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
     }
 
     public ConnectOptions withConnectTimeout(Duration timeout) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, timeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, maxOutstandingRequests, tls);
+            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
     }
 
     public ConnectOptions withCommandTimeout(Duration timeout) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, timeout, adminTimeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, maxOutstandingRequests, tls);
+            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
     }
 
     public ConnectOptions withAdminTimeout(Duration timeout) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, commandTimeout, timeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, maxOutstandingRequests, tls);
+            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
     }
 
     public ConnectOptions withReconnect(Duration delay, Duration maxDelay, Duration lossTimeout) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, commandTimeout, adminTimeout, delay, maxDelay, lossTimeout,
-            maxOutstandingRequests, tls);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
     }
 
     /** {@code queue} with this connection's TLS settings for {@code host} and {@code subsystemNqn}. */
@@ -158,7 +165,7 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
     public ConnectOptions withTls(Tls settings) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, maxOutstandingRequests, settings);
+            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, settings);
     }
 
     /**
@@ -188,6 +195,20 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
     public ConnectOptions withMaxOutstandingRequests(int n) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, n, tls);
+            controllerLossTimeout, n, dhchapSecret, dhchapControllerSecret, tls);
+    }
+
+    /**
+     * DH-HMAC-CHAP secrets in the {@code DHHC-1:hh:<base64>:} form ({@code nvme gen-dhchap-key}); the controller
+     * secret may be null (unidirectional).
+     *
+     * @throws IllegalArgumentException when a secret is malformed (the message never quotes it)
+     */
+    public ConnectOptions withDhchap(String hostSecret, String controllerSecret) {
+        DhchapSecret host = hostSecret == null ? null : DhchapSecret.parse(hostSecret);
+        DhchapSecret ctrl = controllerSecret == null ? null : DhchapSecret.parse(controllerSecret);
+        return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
+            disableSqFlowControl, connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay,
+            controllerLossTimeout, maxOutstandingRequests, host, ctrl, tls);
     }
 }

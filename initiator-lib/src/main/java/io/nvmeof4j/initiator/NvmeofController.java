@@ -262,8 +262,10 @@ public final class NvmeofController implements AutoCloseable {
                         options.dataDigest(), info.inCapsuleDataSize(), options.connectTimeout()), host.identity(),
                         subsystemNqn), ioQueue.qid, a.controllerId, ioQueue);
                 opened.add(q);
-                AdminConnection.fabricsConnect(q, peer, step, ioQueue.qid, size, 0, a.controllerId, subsystemNqn,
-                    host.identity(), options.disableSqFlowControl(), options.connectTimeout());
+                Cqe connect = AdminConnection.fabricsConnect(q, peer, step, ioQueue.qid, size, 0, a.controllerId,
+                    subsystemNqn, host.identity(), options.disableSqFlowControl(), options.connectTimeout());
+                AdminConnection.authenticateIfRequired(q, peer, ioQueue.qid, connect, options, subsystemNqn,
+                    host.identity());
             }
             if (first) {
                 namespaces = scanNamespaces(a);

@@ -80,6 +80,16 @@ public final class ConnectionOptions {
             + "10000.")
     Long connectTimeoutMs;
 
+    @Option(names = {"-S", "--dhchap-secret"}, paramLabel = "DHHC-1:hh:KEY:",
+        description = "DH-HMAC-CHAP host secret (nvme gen-dhchap-key), used when the controller requires "
+            + "authentication. Also read from NVMEOF_DHCHAP_SECRET so it stays out of the process list.")
+    String dhchapSecret;
+
+    @Option(names = {"-C", "--dhchap-ctrl-secret"}, paramLabel = "DHHC-1:hh:KEY:",
+        description = "DH-HMAC-CHAP controller secret: the controller must prove it too (bidirectional). Also read "
+            + "from NVMEOF_DHCHAP_CTRL_SECRET.")
+    String dhchapControllerSecret;
+
     @Option(names = "--tls", description = "NVMe/TCP over TLS 1.3 with a pre-shared key (needs --tls-key).")
     boolean tls;
 
@@ -185,6 +195,12 @@ public final class ConnectionOptions {
             if (connectTimeoutMs != null) {
                 o = o.withConnectTimeout(Duration.ofMillis(connectTimeoutMs));
             }
+            String secret = dhchapSecret != null ? dhchapSecret : System.getenv("NVMEOF_DHCHAP_SECRET");
+            String ctrlSecret = dhchapControllerSecret != null ? dhchapControllerSecret
+                : System.getenv("NVMEOF_DHCHAP_CTRL_SECRET");
+            if (secret != null || ctrlSecret != null) {
+                o = o.withDhchap(blankToNull(secret), blankToNull(ctrlSecret));
+            }
             if (tls != (tlsKey != null)) {
                 throw new CliUsageException("--tls and --tls-key go together");
             }
@@ -195,5 +211,9 @@ public final class ConnectionOptions {
         } catch (IllegalArgumentException e) {
             throw new CliUsageException(e.getMessage());
         }
+    }
+
+    private static String blankToNull(String s) {
+        return s == null || s.isBlank() ? null : s.trim();
     }
 }

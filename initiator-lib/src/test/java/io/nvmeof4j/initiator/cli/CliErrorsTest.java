@@ -1,5 +1,9 @@
 package io.nvmeof4j.initiator.cli;
 
+import io.nvmeof4j.protocol.auth.DhchapCredentials;
+import io.nvmeof4j.protocol.auth.DhchapGroup;
+import io.nvmeof4j.protocol.auth.DhchapHash;
+import io.nvmeof4j.protocol.auth.DhchapSecret;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -13,6 +17,7 @@ import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
+import java.security.SecureRandom;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -135,6 +140,37 @@ class CliErrorsTest {
         Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort));
         assertOneLine(r, NvmeofCli.EXIT_USAGE);
         assertThat(r.err()).contains("-n/--nqn");
+    }
+
+    @Test
+    void shouldAuthenticateWithDhchapSecretsAndNameARefusal() {
+        String host = "nqn.2014-08.org.nvmexpress:uuid:cccccccc-bbbb-cccc-dddd-eeeeeeeeeeee";
+        String secret = DhchapSecret.generate(32, 1, new SecureRandom());
+        String ctrlSecret = DhchapSecret.generate(32, 0, new SecureRandom());
+        target.daemon.setHostCredentials(host, new DhchapCredentials(DhchapSecret.parse(secret),
+            DhchapSecret.parse(ctrlSecret), DhchapHash.SHA384, DhchapGroup.FFDHE2048));
+        String port = Integer.toString(target.ioPort);
+        Cli.Outcome ok = Cli.run("identify", "-a", "127.0.0.1", "-s", port, "-n", CliTarget.NQN_A, "-q", host,
+            "--dhchap-secret", secret, "--dhchap-ctrl-secret", ctrlSecret);
+        assertThat(ok.status()).as(ok.toString()).isZero();
+        assertThat(ok.out()).contains("Namespace 1");
+
+        String wrong = DhchapSecret.generate(32, 1, new SecureRandom());
+        Cli.Outcome refused = Cli.run("identify", "-a", "127.0.0.1", "-s", port, "-n", CliTarget.NQN_A, "-q", host,
+            "-S", wrong);
+        assertOneLine(refused, NvmeofCli.EXIT_FAILURE);
+        assertThat(refused.err()).contains("DH-HMAC-CHAP (queue 0)").contains("authentication failed")
+            .doesNotContain(wrong.substring(10, 30)).doesNotContain(secret.substring(10, 30));
+
+        Cli.Outcome none = Cli.run("identify", "-a", "127.0.0.1", "-s", port, "-n", CliTarget.NQN_A, "-q", host);
+        assertOneLine(none, NvmeofCli.EXIT_FAILURE);
+        assertThat(none.err()).contains("--dhchap-secret");
+
+        String typo = secret.substring(0, 12) + (secret.charAt(12) == 'A' ? 'B' : 'A') + secret.substring(13);
+        Cli.Outcome malformed = Cli.run("identify", "-a", "127.0.0.1", "-s", port, "-n", CliTarget.NQN_A, "-q", host,
+            "--dhchap-secret", typo);
+        assertOneLine(malformed, NvmeofCli.EXIT_USAGE);
+        assertThat(malformed.err()).contains("CRC-32").doesNotContain(typo.substring(10, 30));
     }
 
     @Test

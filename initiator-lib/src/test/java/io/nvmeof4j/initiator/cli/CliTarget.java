@@ -22,7 +22,7 @@ final class CliTarget implements AutoCloseable {
     static final String SERIAL_A = "CLITESTA";
     static final String MODEL_A = "nvmeof4j-cli-test";
 
-    private final TargetDaemon daemon;
+    final TargetDaemon daemon;
     final int ioPort;
     final int discoveryPort;
 

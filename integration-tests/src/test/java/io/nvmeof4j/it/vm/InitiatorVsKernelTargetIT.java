@@ -76,7 +76,7 @@ class InitiatorVsKernelTargetIT {
             "[nvmeof] ", work.resolve("cli-help.log"));
         assertThat(help.exitCode()).as("bin/nvmeof help perf on the host; output:\n%s", help.tail(20)).isZero();
 
-        String classpath = testClasspath();
+        String classpath = VmHarness.testClasspath();
         Map<String, String> env = new LinkedHashMap<>();
         env.put("PROBE_CP", classpath);
         env.put("JAVA_BIN", Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -124,26 +124,6 @@ class InitiatorVsKernelTargetIT {
         cmd.add(vm.resolve("guest/initiator-vs-kernel-target.sh").toString());
         // run-guest.sh kills qemu itself at --timeout; this outer limit only catches a stuck wrapper.
         return VmHarness.run(cmd, Map.of(), GUEST_TIMEOUT.plusSeconds(90), "[guest] ", log);
-    }
-
-    /**
-     * This test JVM's classpath (failsafe runs it from a manifest-only jar and reports the real one in
-     * {@code surefire.test.class.path}): the compiled tests with {@link KernelTargetProbe}, initiator-lib and its
-     * dependencies. Every entry is a path on the host, which the guest sees at the same place.
-     */
-    private static String testClasspath() {
-        String cp = System.getProperty("surefire.test.class.path");
-        if (cp == null || cp.isBlank()) {
-            cp = System.getProperty("java.class.path");
-        }
-        List<String> entries = new ArrayList<>();
-        for (String e : cp.split(File.pathSeparator)) {
-            if (!e.isBlank() && !e.contains(",") && Files.exists(Path.of(e))) {
-                entries.add(Path.of(e).toAbsolutePath().toString());
-            }
-        }
-        assertThat(entries).as("test classpath entries from %s", cp).isNotEmpty();
-        return String.join(File.pathSeparator, entries);
     }
 
     /** The first field named {@code name} (case-insensitive), depth first. */

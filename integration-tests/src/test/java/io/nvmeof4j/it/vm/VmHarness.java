@@ -3,6 +3,7 @@ package io.nvmeof4j.it.vm;
 import org.junit.jupiter.api.Assumptions;
 
 import java.io.BufferedReader;
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.UncheckedIOException;
@@ -52,6 +53,26 @@ final class VmHarness {
             "the VM harness needs Debian packages that only root can install:\n" + prepared.tail(3));
         assertThat(prepared.exitCode()).as("prepare.sh exit code; output:\n%s", prepared.tail(30)).isZero();
         return repo;
+    }
+
+    /**
+     * This test JVM's classpath (failsafe runs it from a manifest-only jar and reports the real one in
+     * {@code surefire.test.class.path}): the compiled tests with {@link KernelTargetProbe} and {@link AuthProbe}, initiator-lib and its
+     * dependencies. Every entry is a path on the host, which the guest sees at the same place.
+     */
+    static String testClasspath() {
+        String cp = System.getProperty("surefire.test.class.path");
+        if (cp == null || cp.isBlank()) {
+            cp = System.getProperty("java.class.path");
+        }
+        List<String> entries = new ArrayList<>();
+        for (String e : cp.split(File.pathSeparator)) {
+            if (!e.isBlank() && !e.contains(",") && Files.exists(Path.of(e))) {
+                entries.add(Path.of(e).toAbsolutePath().toString());
+            }
+        }
+        assertThat(entries).as("test classpath entries from %s", cp).isNotEmpty();
+        return String.join(File.pathSeparator, entries);
     }
 
     static Path repoRoot() {

@@ -6,6 +6,10 @@ import io.nvmeof4j.tcp.tls.NvmeTlsKeys;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.nvmeof4j.protocol.Nqn;
+import io.nvmeof4j.protocol.auth.DhchapCredentials;
+import io.nvmeof4j.protocol.auth.DhchapGroup;
+import io.nvmeof4j.protocol.auth.DhchapHash;
+import io.nvmeof4j.protocol.auth.DhchapSecret;
 import io.nvmeof4j.protocol.spi.AddressFamily;
 import io.nvmeof4j.protocol.spi.ConnectionLimits;
 import io.nvmeof4j.protocol.spi.PortOptions;
@@ -27,6 +31,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
@@ -74,8 +79,8 @@ final class ConfigParser {
     private static final Map<String, String> IGNORED_DEVICE = Map.of(
         "p2pmem", "peer-to-peer memory is not supported",
         "buffered_io", "file namespaces always go through the page cache");
-    private static final Map<String, String> IGNORED_HOST = Map.of(
-        "dhchap", "DH-HMAC-CHAP authentication is not supported");
+    /** nvmetcli saves a host's configfs attributes dhchap_key & co. as {"dhchap": {"key": ..}}; both are read. */
+    private static final List<String> DHCHAP_FIELDS = List.of("key", "ctrl_key", "hash", "dhgroup");
 
     private final Path baseDirectory;
     private final Path defaultTokenFile;
@@ -85,6 +90,7 @@ final class ConfigParser {
      */
     private final boolean strict;
     private final List<TargetConfig.Notice> notices = new ArrayList<>();
+    private final Map<String, DhchapCredentials> hostCredentials = new LinkedHashMap<>();
     private final Map<String, HostPskStore.HostPsk> tlsKeys = new HashMap<>();
 
     ConfigParser(Path baseDirectory) {
@@ -116,7 +122,7 @@ final class ConfigParser {
         checkBufferPool(settings, ports);
         checkConnectionLimits(settings, subsystems);
         reportUnreachable(subsystems, ports, hosts);
-        TargetConfig config = new TargetConfig(source, hosts, ports, subsystems, settings, notices, tlsKeys);
+        TargetConfig config = new TargetConfig(source, hosts, hostCredentials, ports, subsystems, settings, notices, tlsKeys);
         config.checkEnvironment();
         return config;
     }
@@ -379,18 +385,9 @@ final class ConfigParser {
             JsonNode host = node.get(i);
             requireObject(host, hw);
             String nqn = nqn(required(host, hw, "nqn"), at(hw, "nqn"));
-            JsonNode dhchap = host.get("dhchap");
-            if (dhchap != null && dhchap.isObject()) {
-                for (Iterator<Map.Entry<String, JsonNode>> it = dhchap.fields(); it.hasNext(); ) {
-                    Map.Entry<String, JsonNode> e = it.next();
-                    if (e.getKey().contains("key") && e.getValue().isTextual() && !e.getValue().asText().isBlank()) {
-                        // Serving a host without the authentication its configuration demands would open the
-                        // subsystem to anyone who can claim its NQN.
-                        throw new ConfigException(at(at(hw, "dhchap"), e.getKey()),
-                            "DH-HMAC-CHAP authentication is not supported by nvmeof4j; remove the key to allow this "
-                                + "host without authentication");
-                    }
-                }
+            DhchapCredentials credentials = dhchap(host, hw);
+            if (credentials != null) {
+                hostCredentials.put(nqn, credentials);
             }
             JsonNode tlsKey = host.get("tls_key");
             if (tlsKey != null && !tlsKey.isNull() && !(tlsKey.isTextual() && tlsKey.asText().isEmpty())) {
@@ -413,12 +410,76 @@ final class ConfigParser {
                 }
                 tlsKeys.put(nqn, new HostPskStore.HostPsk(key, derivation));
             }
-            reportKeys(host, hw, Set.of("nqn", "tls_key", "tls_psk_derivation"), IGNORED_HOST);
+            reportKeys(host, hw, Set.of("nqn", "dhchap", "dhchap_key", "dhchap_ctrl_key", "dhchap_hash",
+                "dhchap_dhgroup", "tls_key", "tls_psk_derivation"), Map.of());
             if (!hosts.contains(nqn)) {
                 hosts.add(nqn);
             }
         }
         return hosts;
+    }
+
+    /**
+     * A host's DH-HMAC-CHAP settings, from nvmetcli's {@code "dhchap": {"key", "ctrl_key", "hash", "dhgroup"}} or
+     * from the configfs names {@code dhchap_key}, {@code dhchap_ctrl_key}, {@code dhchap_hash}, {@code dhchap_dhgroup}.
+     * No key (absent or empty, as nvmetcli saves a host without one): null, the host connects without
+     * authentication. Defaults as nvmet's: hmac(sha256), DH group null. Errors never quote a key.
+     */
+    static DhchapCredentials dhchap(JsonNode host, String hw) throws ConfigException {
+        JsonNode group = host.get("dhchap");
+        Map<String, String> values = new HashMap<>();
+        Map<String, String> where = new HashMap<>();
+        if (group != null && !group.isNull()) {
+            requireObject(group, at(hw, "dhchap"));
+            for (Iterator<String> it = group.fieldNames(); it.hasNext(); ) {
+                String f = it.next();
+                if (!DHCHAP_FIELDS.contains(f)) {
+                    throw new ConfigException(at(at(hw, "dhchap"), f), "unknown DH-HMAC-CHAP setting; expected one of "
+                        + DHCHAP_FIELDS);
+                }
+                values.put(f, text(group.get(f), at(at(hw, "dhchap"), f)));
+                where.put(f, at(at(hw, "dhchap"), f));
+            }
+        }
+        for (String f : DHCHAP_FIELDS) {
+            JsonNode flat = host.get("dhchap_" + f);
+            if (flat != null && !flat.isNull()) {
+                if (values.containsKey(f)) {
+                    throw new ConfigException(at(hw, "dhchap_" + f), "is also given as dhchap." + f + "; keep one");
+                }
+                values.put(f, text(flat, at(hw, "dhchap_" + f)));
+                where.put(f, at(hw, "dhchap_" + f));
+            }
+        }
+        String key = values.getOrDefault("key", "").trim();
+        String ctrlKey = values.getOrDefault("ctrl_key", "").trim();
+        if (key.isEmpty()) {
+            if (!ctrlKey.isEmpty()) {
+                throw new ConfigException(where.get("ctrl_key"),
+                    "a controller key needs a host key (bidirectional authentication starts with the host's)");
+            }
+            return null;
+        }
+        try {
+            DhchapSecret hostKey = secret(key, where.get("key"));
+            DhchapSecret controllerKey = ctrlKey.isEmpty() ? null : secret(ctrlKey, where.get("ctrl_key"));
+            DhchapHash hash = values.containsKey("hash") && !values.get("hash").isBlank()
+                ? DhchapHash.parse(values.get("hash")) : DhchapCredentials.HASH_DEFAULT;
+            DhchapGroup dhgroup = values.containsKey("dhgroup") && !values.get("dhgroup").isBlank()
+                ? DhchapGroup.parse(values.get("dhgroup")) : DhchapCredentials.GROUP_DEFAULT;
+            return new DhchapCredentials(hostKey, controllerKey, hash, dhgroup);
+        } catch (IllegalArgumentException e) {
+            String field = e.getMessage().contains("hash '") ? "hash" : "dhgroup";
+            throw new ConfigException(where.getOrDefault(field, hw), e.getMessage());
+        }
+    }
+
+    private static DhchapSecret secret(String text, String where) throws ConfigException {
+        try {
+            return DhchapSecret.parse(text);
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException(where, e.getMessage());
+        }
     }
 
     // ---------------------------------------------------------------------------------------------- subsystems

@@ -8,6 +8,8 @@ import com.fasterxml.jackson.core.json.JsonReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.nvmeof4j.protocol.auth.DhchapCredentials;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,7 +34,8 @@ import java.util.UUID;
  * <h2>Shape</h2>
  * <pre>
  * {
- *   "hosts":      [ {"nqn": "nqn.2014-08.org.nvmexpress:uuid:…"} ],
+ *   "hosts":      [ {"nqn": "nqn.2014-08.org.nvmexpress:uuid:…",
+ *                    "dhchap": {"key": "DHHC-1:01:…:", "ctrl_key": "", "hash": "hmac(sha256)", "dhgroup": "ffdhe2048"}} ],
  *   "ports":      [ {"portid": 1,
  *                    "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "4420",
  *                             "treq": "not specified"},
@@ -116,17 +119,20 @@ public final class TargetConfig {
 
     private final Path source;
     private final List<String> hosts;
+    private final Map<String, DhchapCredentials> hostCredentials;
     private final List<PortConfig> ports;
     private final List<SubsystemConfig> subsystems;
     private final DaemonSettings daemon;
     private final List<Notice> notices;
     private final Map<String, HostPskStore.HostPsk> tlsKeys;
 
-    TargetConfig(Path source, List<String> hosts, List<PortConfig> ports, List<SubsystemConfig> subsystems,
-                 DaemonSettings daemon, List<Notice> notices, Map<String, HostPskStore.HostPsk> tlsKeys) {
+    TargetConfig(Path source, List<String> hosts, Map<String, DhchapCredentials> hostCredentials,
+                 List<PortConfig> ports, List<SubsystemConfig> subsystems, DaemonSettings daemon,
+                 List<Notice> notices, Map<String, HostPskStore.HostPsk> tlsKeys) {
         this.source = source;
         this.tlsKeys = Map.copyOf(tlsKeys);
         this.hosts = List.copyOf(hosts);
+        this.hostCredentials = Map.copyOf(hostCredentials);
         this.ports = List.copyOf(ports);
         this.subsystems = List.copyOf(subsystems);
         this.daemon = Objects.requireNonNull(daemon, "daemon");
@@ -230,9 +236,20 @@ public final class TargetConfig {
         return ConfigParser.checkNqn(nqn);
     }
 
+    /**
+     * Parses one host's DH-HMAC-CHAP settings, {@code {"key", "ctrl_key", "hash", "dhgroup"}} as in
+     * {@code hosts[].dhchap} (management API); errors name {@code dhchap.<field>}. Returns null when the key is
+     * empty (no authentication).
+     */
+    public static DhchapCredentials parseDhchap(JsonNode dhchap) throws ConfigException {
+        ObjectNode host = MAPPER.createObjectNode();
+        host.set("dhchap", dhchap);
+        return ConfigParser.dhchap(host, "");
+    }
+
     /** This configuration with other daemon settings (command-line overrides such as {@code --http}). */
     public TargetConfig withDaemonSettings(DaemonSettings settings) {
-        return new TargetConfig(source, hosts, ports, subsystems, settings, notices, tlsKeys);
+        return new TargetConfig(source, hosts, hostCredentials, ports, subsystems, settings, notices, tlsKeys);
     }
 
     /**
@@ -274,6 +291,14 @@ public final class TargetConfig {
     /** {@code hosts[].nqn}: accepted (nvmetcli needs them for allowed_hosts); nvmeof4j does not need them. */
     public List<String> hosts() {
         return hosts;
+    }
+
+    /**
+     * {@code hosts[].dhchap}: the DH-HMAC-CHAP credentials of each host that must authenticate (hosts without a
+     * key are absent). See docs/authentication.md.
+     */
+    public Map<String, DhchapCredentials> hostCredentials() {
+        return hostCredentials;
     }
 
     /** Every port, in configuration order, including those this build cannot serve (RDMA). */

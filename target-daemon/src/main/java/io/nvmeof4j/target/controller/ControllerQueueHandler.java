@@ -8,6 +8,10 @@ import io.nvmeof4j.protocol.spi.QueueHandler;
 import io.nvmeof4j.protocol.spi.Request;
 import io.nvmeof4j.protocol.spi.TransportQueue;
 import io.nvmeof4j.protocol.admin.AdminOpcode;
+import io.nvmeof4j.protocol.auth.ControllerAuthentication;
+import io.nvmeof4j.protocol.auth.DhchapCredentials;
+import io.nvmeof4j.target.auth.AuthenticationCommands;
+import io.nvmeof4j.target.auth.HostKeys;
 import io.nvmeof4j.target.io.NvmCommandExecutor;
 import io.nvmeof4j.target.metrics.MeteredRequest;
 import io.nvmeof4j.target.metrics.NamespaceMeters;
@@ -21,6 +25,7 @@ import org.slf4j.LoggerFactory;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.security.SecureRandom;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -35,6 +40,12 @@ import java.util.concurrent.TimeUnit;
  * <p>Metrics: with metrics on, commands go on wrapped in the slot's {@link MeteredRequest} with the meters resolved
  * for the namespace (or, on the admin queue, the subsystem) and the queue's transport; failures found here are
  * counted in the subsystem's failure table. Both without allocation once the slot has been used.
+ * <p>DH-HMAC-CHAP: when the host has credentials ({@link HostKeys}), every queue (admin and I/O) must authenticate
+ * after its Connect: until then only Authentication Send/Receive run, anything else gets Authentication Required
+ * (0x191, DNR), as nvmet answers. A failed authentication, or one not finished within
+ * {@link #AUTH_TIMEOUT_MILLIS} (or KATO when longer), makes the controller fatal once the Failure1 has left; while a
+ * transaction runs, keep-alive does not count the queue's silence. An authentication command between two fused
+ * halves breaks their adjacency like any other command.
  *
  * <h2>Fused operations (NVMe Base 2.0, 3.4.2)</h2>
  * The one fused operation served is Compare (FUSE 01b) then Write (FUSE 10b), next to each other in this queue:
@@ -100,6 +111,15 @@ final class ControllerQueueHandler implements QueueHandler {
     private long received;
     /** Last {@link #received} value the keep-alive timer saw; accessed under the controller's lock. */
     long keepAliveSeen;
+
+    /** Non-null when this queue must authenticate; set and used on the reactor thread, peeked at by keep-alive. */
+    private volatile ControllerAuthentication auth;
+    private AuthenticationCommands authCommands;
+    private long authTimeoutMillis;
+    /** A timer check of {@link #auth}'s deadline is on its way; reactor thread only. */
+    private boolean authCheckScheduled;
+    /** The auth response after which the controller goes (Failure1 sent / Failure2 received); reactor thread. */
+    private Request disconnectAfter;
 
     // Fused halves waiting for their partner: reactor thread only, created at this queue's first fused command.
     private Request[] parked;
@@ -186,6 +206,24 @@ final class ControllerQueueHandler implements QueueHandler {
             // Target shutdown: commands already in flight finish; new ones end now so the queue drains.
             fail(request, sqe, NvmeStatus.ABORTED_SQ_DELETION);
             return;
+        }
+        ControllerAuthentication a = auth;
+        if (a != null) {
+            boolean authCommand = AuthenticationCommands.isAuthentication(sqe);
+            if (authCommand || !a.isAuthenticated()) {
+                if (parkedCount != 0) {
+                    notAPartner(request.sequence());
+                }
+                if (!authCommand) {
+                    fail(request, sqe, NvmeStatus.FABRICS_AUTHENTICATION_REQUIRED | NvmeStatus.DNR);
+                } else if (authCommands.execute(request, a)) {
+                    disconnectAfter = request;
+                } else if (!authCheckScheduled && a.isPending()) {
+                    // A re-authentication started: bound it like the first one.
+                    scheduleAuthenticationCheck(c, authTimeoutMillis);
+                }
+                return;
+            }
         }
         if (queueId != 0) {
             if (fuse != 0 || parkedCount != 0) {
@@ -413,6 +451,67 @@ final class ControllerQueueHandler implements QueueHandler {
     public void onResponseSent(Request request) {
         if (request.attachment() instanceof MeteredRequest m) {
             m.responseSent();
+        }
+        if (request == disconnectAfter) {
+            disconnectAfter = null;
+            authenticationFailed(auth.lastFailure());
+        }
+    }
+
+    /**
+     * Called by the Connect (reactor thread, before it completes): when the host has DH-HMAC-CHAP credentials and
+     * this is not a discovery controller, the queue must authenticate.
+     *
+     * @return true when it must: the Connect response then carries ATR
+     */
+    boolean requireAuthentication(HostKeys keys, Controller c, SecureRandom random) {
+        if (c.isDiscovery() || keys.get(c.hostNqn()) == null) {
+            return false;
+        }
+        String host = c.hostNqn();
+        authTimeoutMillis = Math.max(c.keepAliveTimeoutMillis(), AUTH_TIMEOUT_MILLIS);
+        auth = new ControllerAuthentication(() -> keys.get(host), host, c.subsystemNqn(), random,
+            TimeUnit.MILLISECONDS.toNanos(authTimeoutMillis), System.nanoTime());
+        authCommands = new AuthenticationCommands();
+        scheduleAuthenticationCheck(c, authTimeoutMillis);
+        return true;
+    }
+
+    /**
+     * Bound on one authentication transaction, and on the first authentication after Connect. nvmet uses KATO
+     * (120 s without one); a 5 s KATO is too short for a host computing an ffdhe8192 exchange on a slow machine
+     * (the Linux host under emulation needed more), so never less than nvmet's 120 s. A host that never starts
+     * authenticating and sends nothing is still dropped by keep-alive after KATO.
+     */
+    static final long AUTH_TIMEOUT_MILLIS = 120_000;
+
+    /** True while this queue's DH-HMAC-CHAP transaction runs (keep-alive then does not count its silence). */
+    boolean authenticationPending() {
+        ControllerAuthentication a = auth;
+        return a != null && a.isTransactionInProgress();
+    }
+
+    private void scheduleAuthenticationCheck(Controller c, long delayMillis) {
+        authCheckScheduled = true;
+        c.registry().schedule(() -> queue.execute(() -> {
+            authCheckScheduled = false;
+            ControllerAuthentication a = auth;
+            if (closed || a == null || a.mustDisconnect()) {
+                return;
+            }
+            if (a.isExpired(System.nanoTime())) {
+                authenticationFailed("authentication not completed within " + delayMillis + " ms");
+            } else if (a.isPending()) {
+                scheduleAuthenticationCheck(c, delayMillis);
+            }
+        }), delayMillis);
+    }
+
+    private void authenticationFailed(String why) {
+        Controller c = controller;
+        if (c != null) {
+            // nvmet_ctrl_fatal_error: a queue that failed DH-HMAC-CHAP takes its controller down.
+            c.destroy("DH-HMAC-CHAP on queue " + queueId + " from " + queue.peer() + " failed: " + why, true);
         }
     }
 

@@ -24,6 +24,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.nio.ByteOrder;
+import java.security.SecureRandom;
 import java.util.Objects;
 
 /**
@@ -48,7 +49,7 @@ import java.util.Objects;
  *       QID already connected → Command Sequence Error.</li>
  * </ul>
  * Success: the transport learns QID, queue size and CATTR bit 2 through {@link TransportQueue#connected}, and DW0
- * carries the CNTLID.
+ * carries the CNTLID, plus ATR (bit 17) when the host must authenticate with DH-HMAC-CHAP on this queue.
  */
 public final class ControllerQueueHandlerFactory implements QueueHandlerFactory {
     private static final Logger LOG = LoggerFactory.getLogger(ControllerQueueHandlerFactory.class);
@@ -70,6 +71,8 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
         return registry;
     }
     private final TargetMetrics metrics;
+    /** Challenges and DH exponents of DH-HMAC-CHAP. */
+    private final SecureRandom random = new SecureRandom();
 
     public ControllerQueueHandlerFactory(TargetModel model, Port port, NvmCommandExecutor nvm, ControllerRegistry registry) {
         this(model, port, nvm, registry, null);
@@ -216,7 +219,11 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
             // The connection dropped while we were creating the controller: onClosed has already run.
             controller.destroy("admin queue closed during Connect", false);
         }
-        request.response().dw0(ConnectResponse.success(controller.cntlid()));
+        int dw0 = ConnectResponse.success(controller.cntlid());
+        if (handler.requireAuthentication(registry.hostKeys(), controller, random)) {
+            dw0 |= ConnectResponse.ATR;
+        }
+        request.response().dw0(dw0);
         request.complete(NvmeStatus.SUCCESS);
     }
 
@@ -275,7 +282,11 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
         if (handler.isClosed()) {
             controller.queueClosed(handler, "closed during Connect");
         }
-        request.response().dw0(ConnectResponse.success(controller.cntlid()));
+        int dw0 = ConnectResponse.success(controller.cntlid());
+        if (handler.requireAuthentication(registry.hostKeys(), controller, random)) {
+            dw0 |= ConnectResponse.ATR;
+        }
+        request.response().dw0(dw0);
         request.complete(NvmeStatus.SUCCESS);
     }
 

@@ -1,5 +1,7 @@
 package io.nvmeof4j.target.controller;
 
+import io.nvmeof4j.target.auth.HostKeys;
+
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -33,6 +35,7 @@ public final class ControllerRegistry implements AutoCloseable {
     public static final int CNTLID_MAX = 0xFFEF;
     public static final Duration SHUTDOWN_TIMEOUT_DEFAULT = Duration.ofSeconds(5);
 
+    private final HostKeys hostKeys = new HostKeys();
     private final int maxIoQueues;
     private final ScheduledThreadPoolExecutor timer;
     private final Map<Integer, Controller> controllers = new ConcurrentHashMap<>();
@@ -174,6 +177,11 @@ public final class ControllerRegistry implements AutoCloseable {
         synchronized (usedCntlids) {
             usedCntlids.clear(cntlid);
         }
+    }
+
+    /** The DH-HMAC-CHAP credentials hosts must prove (live; the daemon fills it from the configuration). */
+    public HostKeys hostKeys() {
+        return hostKeys;
     }
 
     ScheduledFuture<?> schedule(Runnable task, long delayMillis) {

@@ -1,6 +1,7 @@
 package io.nvmeof4j.target.daemon;
 
 import io.nvmeof4j.jni.rdma.Rdma;
+import io.nvmeof4j.protocol.auth.DhchapCredentials;
 import io.nvmeof4j.protocol.buffer.OffHeapBufferPool;
 import io.nvmeof4j.protocol.spi.PollGroup;
 import io.nvmeof4j.protocol.spi.TransportAddress;
@@ -239,6 +240,7 @@ public final class TargetDaemon implements AutoCloseable {
             reactor.start();
         }
         registry = new ControllerRegistry(config.maxIoQueues());
+        registry.hostKeys().replaceAll(config.hostCredentials());
         if (metrics != null) {
             metrics.bindControllers(registry);
         }
@@ -782,6 +784,21 @@ public final class TargetDaemon implements AutoCloseable {
     }
 
     /** The configuration this daemon serves. */
+    /**
+     * Sets, replaces (key rotation) or, with null, removes the DH-HMAC-CHAP credentials a host must prove; no
+     * restart. Applies to the host's next Connect and next re-authentication: queues already authenticated stay up
+     * (as on a Linux target after writing dhchap_key). Logs which host changed, never a key.
+     */
+    public void setHostCredentials(String hostNqn, DhchapCredentials credentials) {
+        registry.hostKeys().set(TargetConfig.checkNqn(hostNqn), credentials);
+        LOG.info("DH-HMAC-CHAP for host {}: {}", hostNqn, credentials == null ? "removed" : credentials);
+    }
+
+    /** Host NQNs that must authenticate with DH-HMAC-CHAP now. */
+    public java.util.Set<String> authenticatingHosts() {
+        return registry.hostKeys().hosts();
+    }
+
     public TargetConfig config() {
         return config;
     }

@@ -63,7 +63,10 @@ import java.util.concurrent.TimeUnit;
  * POST   /api/v1/subsystems/{nqn}/hosts                   body: {"nqn": "..."} → 201
  * DELETE /api/v1/subsystems/{nqn}/hosts/{hostnqn}         → 200
  * GET    /api/v1/ports
- * GET    /api/v1/hosts                                    every known host: where it is allowed, its controllers
+ * GET    /api/v1/hosts                                    every known host: where it is allowed, its controllers,
+ *                                                         its DH-HMAC-CHAP hash/dhgroup (never a key)
+ * POST   /api/v1/hosts/{hostnqn}/dhchap                   body: {"key", "ctrl_key", "hash", "dhgroup"}: set or rotate
+ * DELETE /api/v1/hosts/{hostnqn}/dhchap                   → 200; the host connects without authentication
  * GET    /api/v1/controllers                              live controllers with their queues
  * GET    /api/v1/controllers/{cntlid}
  * </pre>
@@ -547,6 +550,12 @@ public final class HttpApiServer implements AutoCloseable {
         } else if (n == 1 && p.get(0).equals("hosts")) {
             requireMethod(method, "GET");
             return ok(api.allHosts());
+        } else if (n == 3 && p.get(0).equals("hosts") && p.get(2).equals("dhchap")) {
+            if ("DELETE".equals(method)) {
+                return ok(api.removeDhchap(p.get(1)));
+            }
+            requireMethod(method, "POST", "DELETE");
+            return ok(api.setDhchap(p.get(1), json(body)));
         } else if (n >= 1 && n <= 2 && p.get(0).equals("controllers")) {
             requireMethod(method, "GET");
             return ok(n == 1 ? api.controllers() : api.controller(p.get(1)));

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.nvmeof4j.protocol.auth.DhchapCredentials;
 import io.nvmeof4j.target.config.ConfigException;
 import io.nvmeof4j.target.config.NamespaceConfig;
 import io.nvmeof4j.target.config.TargetConfig;
@@ -122,6 +123,9 @@ public final class ManagementApi {
         for (Controller c : daemon.registry().controllers()) {
             ((ArrayNode) hostEntry(byNqn, c.hostNqn()).get("controllers")).add(c.cntlid());
         }
+        for (String h : daemon.authenticatingHosts()) {
+            hostEntry(byNqn, h).set("dhchap", dhchapJson(daemon.registry().hostKeys().get(h)));
+        }
         ArrayNode list = mapper.createArrayNode();
         byNqn.values().forEach(list::add);
         return list;
@@ -223,6 +227,60 @@ public final class ManagementApi {
         } catch (ControlException e) {
             throw refused(e);
         }
+    }
+
+    /**
+     * Sets or rotates the DH-HMAC-CHAP credentials of a host, {@code {"key", "ctrl_key", "hash", "dhgroup"}} as in
+     * the configuration's {@code hosts[].dhchap}; an empty key removes them. Takes effect at the host's next Connect
+     * and re-authentication; authenticated queues stay up. The answer never carries a key. 400: bad NQN or settings.
+     */
+    public synchronized ObjectNode setDhchap(String host, JsonNode body) throws ManagementException {
+        try {
+            host = TargetConfig.checkNqn(host);
+        } catch (IllegalArgumentException e) {
+            throw new ManagementException(BAD_REQUEST, "not a valid host NQN: " + e.getMessage());
+        }
+        if (body == null || !body.isObject()) {
+            throw new ManagementException(BAD_REQUEST,
+                "expected {\"key\": \"DHHC-1:..\", \"ctrl_key\": .., \"hash\": .., \"dhgroup\": ..}");
+        }
+        DhchapCredentials c;
+        try {
+            c = TargetConfig.parseDhchap(body);
+        } catch (ConfigException e) {
+            throw new ManagementException(BAD_REQUEST, e.getMessage());
+        }
+        daemon.setHostCredentials(host, c);
+        return dhchapEntry(host);
+    }
+
+    /** Removes a host's DH-HMAC-CHAP credentials (it then connects without authentication). 404: it had none. */
+    public synchronized ObjectNode removeDhchap(String host) throws ManagementException {
+        if (daemon.registry().hostKeys().get(host) == null) {
+            throw new ManagementException(NOT_FOUND, "host " + host + " has no DH-HMAC-CHAP credentials");
+        }
+        daemon.setHostCredentials(host, null);
+        return dhchapEntry(host);
+    }
+
+    private ObjectNode dhchapEntry(String host) {
+        ObjectNode o = mapper.createObjectNode();
+        o.put("nqn", host);
+        DhchapCredentials c = daemon.registry().hostKeys().get(host);
+        if (c != null) {
+            o.set("dhchap", dhchapJson(c));
+        }
+        return o;
+    }
+
+    private ObjectNode dhchapJson(DhchapCredentials c) {
+        ObjectNode d = mapper.createObjectNode();
+        if (c != null) {
+            d.put("hash", c.hash().linuxName());
+            d.put("dhgroup", c.group().linuxName());
+            d.put("bidirectional", c.controllerKey() != null);
+        }
+        return d;
     }
 
     /** Allows a host ({@code {"nqn": "..."}}). 400: no or malformed NQN; 404: no subsystem; 409: already allowed. */

@@ -9,6 +9,9 @@ import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.target.model.Port;
 import io.nvmeof4j.target.reactor.IdleStrategy;
+import io.nvmeof4j.protocol.auth.DhchapCredentials;
+import io.nvmeof4j.protocol.auth.DhchapGroup;
+import io.nvmeof4j.protocol.auth.DhchapHash;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -187,8 +190,7 @@ class TargetConfigTest {
             assertThat(t).startsWith("subsystems[0].attr.version: ignored"));
         assertThat(config.notices()).extracting(TargetConfig.Notice::text).anySatisfy(t ->
             assertThat(t).startsWith("subsystems[0].namespaces[0].ana_grpid: ignored"));
-        assertThat(config.notices()).extracting(TargetConfig.Notice::text).anySatisfy(t ->
-            assertThat(t).startsWith("hosts[0].dhchap: ignored"));
+        assertThat(config.hostCredentials()).as("nvmetcli saves a host without a key as key \"\"").isEmpty();
         assertThat(config.notices()).extracting(TargetConfig.Notice::text).anySatisfy(t ->
             assertThat(t).contains("namespaces[1]: enable is 0"));
         assertThat(config.notices()).as("every key of an nvmetcli file is known").noneMatch(n ->
@@ -578,10 +580,57 @@ class TargetConfigTest {
             "hosts[0].nqn", "host-1");
     }
 
+    private static final String SPEC_KEY = "DHHC-1:00:ia6zGodOr4SEG0Zzaw398rpY0wqipUWj4jWjUh4HWUz6aQ2n:";
+
     @Test
-    void shouldRefuseHostAuthenticationItCannotDo() {
-        assertRejected("{\"hosts\": [{\"nqn\": \"" + HOST + "\", \"dhchap\": {\"key\": \"DHHC-1:00:abc\"}}], "
-            + "\"ports\": [" + tcpPort(1, "127.0.0.1", "0") + "]}", "hosts[0].dhchap.key", "DH-HMAC-CHAP");
+    void shouldReadHostDhchapSettingsInNvmetcliAndConfigfsShapes() throws Exception {
+        TargetConfig nvmetcli = TargetConfig.parse("{\"hosts\": [{\"nqn\": \"" + HOST + "\", \"dhchap\": {\"key\": \""
+            + SPEC_KEY + "\", \"ctrl_key\": \"" + SPEC_KEY.replace(":00:", ":01:") + "\", \"hash\": \"hmac(sha512)\", "
+            + "\"dhgroup\": \"ffdhe4096\"}}], \"ports\": [" + tcpPort(1, "127.0.0.1", "0") + "]}");
+        DhchapCredentials c = nvmetcli.hostCredentials().get(HOST);
+        assertThat(c.hash()).isEqualTo(DhchapHash.SHA512);
+        assertThat(c.group()).isEqualTo(DhchapGroup.FFDHE4096);
+        assertThat(c.controllerKey().transformHash()).isEqualTo(1);
+        assertThat(c.toString()).doesNotContain("ia6z");
+
+        TargetConfig configfs = TargetConfig.parse("{\"hosts\": [{\"nqn\": \"" + HOST + "\", \"dhchap_key\": \""
+            + SPEC_KEY + "\"}], \"ports\": [" + tcpPort(1, "127.0.0.1", "0") + "]}");
+        DhchapCredentials d = configfs.hostCredentials().get(HOST);
+        assertThat(d.hash()).as("nvmet default").isEqualTo(DhchapHash.SHA256);
+        assertThat(d.group()).as("nvmet default").isEqualTo(DhchapGroup.NULL);
+        assertThat(d.controllerKey()).isNull();
+    }
+
+    @Test
+    void shouldKeepBothDhchapSecretsAndTlsKeyOfOneHost() throws Exception {
+        String tlsKey = "NVMeTLSkey-1:01:VRLbtnN9AQb2WXW3c9+wEf/DRLz0QuLdbYvEhwtdWwNf9LrZ:";
+        TargetConfig config = TargetConfig.parse("{\"hosts\": [{\"nqn\": \"" + HOST + "\", \"dhchap\": {\"key\": \""
+            + SPEC_KEY + "\", \"dhgroup\": \"ffdhe2048\"}, \"tls_key\": \"" + tlsKey + "\"}], \"ports\": ["
+            + tcpPort(1, "127.0.0.1", "0") + "]}");
+        assertThat(config.hostCredentials().get(HOST).group()).isEqualTo(DhchapGroup.FFDHE2048);
+        assertThat(config.tlsKeys().get(HOST).key().toInterchangeFormat()).isEqualTo(tlsKey);
+        assertThat(config.tlsKeys().get(HOST).version0Derivation()).isEqualTo(NvmeTlsKeys.Derivation.LIBNVME_COMPAT);
+        assertThat(config.notices()).as("neither is an ignored key").isEmpty();
+        TargetConfig rebuilt = config.withDaemonSettings(config.daemon());
+        assertThat(rebuilt.hostCredentials()).isEqualTo(config.hostCredentials());
+        assertThat(rebuilt.tlsKeys()).isEqualTo(config.tlsKeys());
+    }
+
+    @Test
+    void shouldRefuseBadDhchapSettingsWithoutQuotingTheKey() {
+        String port = "], \"ports\": [" + tcpPort(1, "127.0.0.1", "0") + "]}";
+        assertRejected("{\"hosts\": [{\"nqn\": \"" + HOST + "\", \"dhchap\": {\"key\": \"DHHC-1:00:abc\"}}" + port,
+            "hosts[0].dhchap.key", "32, 48 or 64");
+        assertRejected("{\"hosts\": [{\"nqn\": \"" + HOST + "\", \"dhchap_key\": \"" + SPEC_KEY.replace("ia6z", "ia7z")
+            + "\"}" + port, "hosts[0].dhchap_key", "CRC-32");
+        assertRejected("{\"hosts\": [{\"nqn\": \"" + HOST + "\", \"dhchap\": {\"key\": \"" + SPEC_KEY
+            + "\", \"hash\": \"md5\"}}" + port, "hosts[0].dhchap.hash", "hmac(sha256)");
+        assertRejected("{\"hosts\": [{\"nqn\": \"" + HOST + "\", \"dhchap\": {\"key\": \"" + SPEC_KEY
+            + "\", \"dhgroup\": \"ffdhe1024\"}}" + port, "hosts[0].dhchap.dhgroup", "ffdhe2048");
+        assertRejected("{\"hosts\": [{\"nqn\": \"" + HOST + "\", \"dhchap\": {\"ctrl_key\": \"" + SPEC_KEY
+            + "\"}}" + port, "hosts[0].dhchap.ctrl_key", "needs a host key");
+        assertRejected("{\"hosts\": [{\"nqn\": \"" + HOST + "\", \"dhchap\": {\"key\": \"" + SPEC_KEY
+            + "\"}, \"dhchap_key\": \"" + SPEC_KEY + "\"}" + port, "hosts[0].dhchap_key", "keep one");
     }
 
     @Test
