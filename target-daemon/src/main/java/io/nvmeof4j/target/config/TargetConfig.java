@@ -257,7 +257,7 @@ public final class TargetConfig {
      * writes it ({@link ConfigWriter}) and parses the text again before anything is applied.
      */
     public TargetConfig withModel(List<String> hosts, List<PortConfig> ports, List<SubsystemConfig> subsystems) {
-        return new TargetConfig(source, hosts, ports, subsystems, daemon, List.of(), tlsKeys);
+        return new TargetConfig(source, hosts, hostCredentials, ports, subsystems, daemon, List.of(), tlsKeys);
     }
 
     private static String location(JsonProcessingException e) {
