@@ -2,7 +2,9 @@ package io.nvmeof4j.target.control;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.nvmeof4j.protocol.auth.DhchapCredentials;
 import io.nvmeof4j.protocol.spi.AddressFamily;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.target.config.ConfigException;
@@ -265,6 +267,41 @@ public final class ControlPlane {
         discoveryChanged();
     }
 
+    /**
+     * Sets ({@code dhchap}: the configuration's {@code hosts[].dhchap} object) or removes (null) a host's DH-HMAC-CHAP
+     * credentials, persisted as {@code hosts[].dhchap}: a key rotated live survives a restart. Takes effect at the
+     * host's next Connect or re-authentication. Returns the credentials now in force (null: none).
+     */
+    public synchronized DhchapCredentials setDhchap(String who, String host, JsonNode dhchap) throws ControlException {
+        ObjectNode doc = (ObjectNode) ConfigWriter.write(current, document);
+        ArrayNode hosts = doc.withArray("hosts");
+        ObjectNode entry = null;
+        for (JsonNode h : hosts) {
+            if (h instanceof ObjectNode o && host.equals(o.path("nqn").asText())) {
+                entry = o;
+            }
+        }
+        if (entry == null) {
+            entry = hosts.addObject().put("nqn", host);
+        }
+        // One place for the settings: the configfs-named keys would otherwise clash with (or outlive) the object.
+        for (String f : List.of("key", "ctrl_key", "hash", "dhgroup")) {
+            entry.remove("dhchap_" + f);
+        }
+        if (dhchap == null) {
+            entry.remove("dhchap");
+        } else {
+            entry.set("dhchap", dhchap.deepCopy());
+        }
+        TargetConfig next = parse(doc);
+        DhchapCredentials before = daemon.registry().hostKeys().get(host);
+        DhchapCredentials after = next.hostCredentials().get(host);
+        daemon.setHostCredentials(host, after);
+        commitOrUndo(who, (after == null ? "remove" : "set") + " DH-HMAC-CHAP credentials of host " + host, next, doc,
+            () -> daemon.setHostCredentials(host, before));
+        return after;
+    }
+
     // ------------------------------------------------------------------------------------------------ namespaces
 
     /**
@@ -507,7 +544,12 @@ public final class ControlPlane {
 
     /** Persists {@code next} (a removal, not yet applied); refused, with nothing changed, when it cannot be. */
     private void commit(String who, String what, TargetConfig next) throws ControlException {
-        JsonNode doc = ConfigWriter.write(next, document);
+        commit(who, what, next, document);
+    }
+
+    /** As {@link #commit(String, String, TargetConfig)}, keeping what {@code base} holds beyond the model. */
+    private void commit(String who, String what, TargetConfig next, JsonNode base) throws ControlException {
+        JsonNode doc = ConfigWriter.write(next, base);
         if (file != null) {
             try {
                 AtomicFile.write(file, ConfigWriter.text(doc));
@@ -525,8 +567,13 @@ public final class ControlPlane {
 
     /** Persists {@code next} (an addition already applied); undoes it when the file cannot be written. */
     private void commitOrUndo(String who, String what, TargetConfig next, Runnable undo) throws ControlException {
+        commitOrUndo(who, what, next, document, undo);
+    }
+
+    private void commitOrUndo(String who, String what, TargetConfig next, JsonNode base, Runnable undo)
+        throws ControlException {
         try {
-            commit(who, what, next);
+            commit(who, what, next, base);
         } catch (ControlException e) {
             try {
                 undo.run();

@@ -231,7 +231,8 @@ public final class ManagementApi {
 
     /**
      * Sets or rotates the DH-HMAC-CHAP credentials of a host, {@code {"key", "ctrl_key", "hash", "dhgroup"}} as in
-     * the configuration's {@code hosts[].dhchap}; an empty key removes them. Takes effect at the host's next Connect
+     * the configuration's {@code hosts[].dhchap}; an empty key removes them. Persisted in the configuration file
+     * (control plane). Takes effect at the host's next Connect
      * and re-authentication; authenticated queues stay up. The answer never carries a key. 400: bad NQN or settings.
      */
     public synchronized ObjectNode setDhchap(String host, JsonNode body) throws ManagementException {
@@ -250,7 +251,11 @@ public final class ManagementApi {
         } catch (ConfigException e) {
             throw new ManagementException(BAD_REQUEST, e.getMessage());
         }
-        daemon.setHostCredentials(host, c);
+        try {
+            daemon.controlPlane().setDhchap("HTTP API", host, c == null ? null : body);
+        } catch (ControlException e) {
+            throw refused(e);
+        }
         return dhchapEntry(host);
     }
 
@@ -259,7 +264,11 @@ public final class ManagementApi {
         if (daemon.registry().hostKeys().get(host) == null) {
             throw new ManagementException(NOT_FOUND, "host " + host + " has no DH-HMAC-CHAP credentials");
         }
-        daemon.setHostCredentials(host, null);
+        try {
+            daemon.controlPlane().setDhchap("HTTP API", host, null);
+        } catch (ControlException e) {
+            throw refused(e);
+        }
         return dhchapEntry(host);
     }
 
