@@ -36,6 +36,8 @@ class TargetMetricsIT {
     private static final int WRITE_ZEROES = 5;
     private static final int DEALLOCATES = 4;
     private static final int COMPARES = 3;
+    private static final int VERIFIES = 2;
+    private static final int COPIES = 2;
 
     @TempDir
     Path dir;
@@ -84,6 +86,12 @@ class TargetMetricsIT {
             for (int i = 0; i < DEALLOCATES; i++) {
                 ns.deallocate(2000 + 8L * i, 8).get(10, TimeUnit.SECONDS);
             }
+            for (int i = 0; i < VERIFIES; i++) {
+                ns.verify(8L * i, 8).get(10, TimeUnit.SECONDS);
+            }
+            for (int i = 0; i < COPIES; i++) {
+                ns.copy(3000 + 8L * i, new long[] {8L * i}, new int[] {8}, false).get(10, TimeUnit.SECONDS);
+            }
             for (int i = 0; i < COMPARES; i++) {
                 assertThat(ns.compare(i, block.duplicate()).get(10, TimeUnit.SECONDS)).isTrue();
             }
@@ -112,6 +120,8 @@ class TargetMetricsIT {
             assertCount(m, ns1, "write_zeroes", WRITE_ZEROES);
             assertCount(m, ns1, "deallocate", DEALLOCATES);
             assertCount(m, ns1, "compare", COMPARES);
+            assertCount(m, ns1, "verify", VERIFIES);
+            assertCount(m, ns1, "copy", COPIES);
             assertThat(m.value("nvmeof_target_io_written_bytes_total", ns1)).isEqualTo(WRITES * 4096.0);
             assertThat(m.value("nvmeof_target_io_read_bytes_total", ns1)).isEqualTo(READS * 8192.0);
             assertThat(m.value("nvmeof_target_commands_failed_total", Map.of("subsystem", MetricsTarget.OPEN,

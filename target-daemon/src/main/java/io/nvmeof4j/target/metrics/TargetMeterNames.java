@@ -87,15 +87,17 @@ public final class TargetMeterNames {
     public static final int OP_WRITE_ZEROES = 3;
     public static final int OP_DEALLOCATE = 4;
     public static final int OP_COMPARE = 5;
-    public static final int OP_ADMIN = 6;
-    /** An I/O opcode we do not implement: counted as failed, not timed. */
-    public static final int OP_OTHER = 7;
-    public static final int OPS = 8;
+    public static final int OP_VERIFY = 6;
+    public static final int OP_COPY = 7;
+    public static final int OP_ADMIN = 8;
+    /** An I/O opcode we do not implement (or a reservation command): counted as failed, not timed. */
+    public static final int OP_OTHER = 9;
+    public static final int OPS = 10;
     /** Ops with a latency timer per namespace (the I/O ops). */
-    public static final int IO_OPS = 6;
+    public static final int IO_OPS = 8;
 
     private static final String[] OP_NAMES = {"read", "write", "flush", "write_zeroes", "deallocate", "compare",
-        "admin", "other"};
+        "verify", "copy", "admin", "other"};
     public static final int TRANSPORTS = TransportType.values().length;
 
     private TargetMeterNames() {
@@ -114,6 +116,8 @@ public final class TargetMeterNames {
             case 0x08: return OP_WRITE_ZEROES;
             case 0x09: return OP_DEALLOCATE;
             case 0x05: return OP_COMPARE;
+            case 0x0C: return OP_VERIFY;
+            case 0x19: return OP_COPY;
             default: return OP_OTHER;
         }
     }
