@@ -1,6 +1,7 @@
 package io.nvmeof4j.target.control;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.nvmeof4j.target.control.rpc.RpcServer;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.target.config.SubsystemConfig;
 import io.nvmeof4j.target.config.TargetConfig;
@@ -378,6 +379,51 @@ class SpdkRpcTest {
                 .isEqualTo("nvmf_create_subsystem");
             assertThat(rpc.result("framework_get_config", "{\"name\": \"bdev\"}").get(0).get("params").get("name")
                 .asText()).isEqualTo("A");
+        }
+    }
+
+    @Test
+    void shouldRefuseOversizedRequestsAndExtraConnectionsAndKeepServing() throws Exception {
+        try (RpcClient rpc = start()) {
+            // An unterminated request past the 1 MiB limit: answered Invalid Request, then the connection is closed.
+            StringBuilder huge = new StringBuilder("{\"jsonrpc\": \"2.0\", \"method\": \"spdk_get_version\", \"params\": \"");
+            huge.append("a".repeat(RpcServer.MAX_REQUEST_BYTES + 1024));
+            try {
+                rpc.send(huge.toString());
+            } catch (IOException closedMidWrite) {
+                // the server may close while the rest is still being written
+            }
+            // The answer can be lost to a reset when the server closes while we still write; either way the
+            // connection ends, with Invalid Request as its last word when that arrives.
+            JsonNode refused = rpc.read();
+            assertThat(refused == null || refused.at("/error/code").asInt() == -32600)
+                .as("oversized request answered %s", refused).isTrue();
+            assertThat(refused == null ? null : rpc.read()).as("connection closed after the oversized request")
+                .isNull();
+        }
+        try (RpcClient after = new RpcClient(daemon.rpcSocket())) {
+            assertThat(after.result("spdk_get_version", null).has("version")).as("served after the oversized one")
+                .isTrue();
+        }
+        java.util.List<RpcClient> clients = new java.util.ArrayList<>();
+        try {
+            for (int i = 0; i < RpcServer.MAX_CONNECTIONS; i++) {
+                RpcClient c = new RpcClient(daemon.rpcSocket());
+                clients.add(c);
+                assertThat(c.result("spdk_get_version", null).has("version")).isTrue();
+            }
+            try (RpcClient extra = new RpcClient(daemon.rpcSocket())) {
+                assertThat(extra.read()).as("a connection over the limit is closed at once").isNull();
+            }
+            clients.remove(0).close();
+            Thread.sleep(200);
+            try (RpcClient again = new RpcClient(daemon.rpcSocket())) {
+                assertThat(again.result("spdk_get_version", null).has("version")).as("served again").isTrue();
+            }
+        } finally {
+            for (RpcClient c : clients) {
+                c.close();
+            }
         }
     }
 
