@@ -66,7 +66,14 @@ class ControlPlaneLiveIT {
                     assertThat(read.isSuccess()).isTrue();
                     assertThat(Arrays.equals(read.data(), data)).as("data read back").isTrue();
 
+                    // A command is counted when its response has been sent, a moment after the host may have it:
+                    // wait (bounded) for the read to be counted, then check every figure exactly.
                     JsonNode stat = result(rpc, "bdev_get_iostat", "{\"name\": \"Malloc0\"}").get("bdevs").get(0);
+                    for (long end = System.nanoTime() + 5_000_000_000L;
+                         stat.get("num_read_ops").asLong() < 1 && System.nanoTime() < end; ) {
+                        Thread.sleep(10);
+                        stat = result(rpc, "bdev_get_iostat", "{\"name\": \"Malloc0\"}").get("bdevs").get(0);
+                    }
                     assertThat(stat.get("num_write_ops").asLong()).isEqualTo(1);
                     assertThat(stat.get("bytes_written").asLong()).isEqualTo(4096);
                     assertThat(stat.get("num_read_ops").asLong()).isEqualTo(1);
