@@ -45,8 +45,13 @@ public final class HostMeterNames {
     static final int OP_WRITE_ZEROES = 3;
     static final int OP_DEALLOCATE = 4;
     static final int OP_COMPARE = 5;
-    static final int OPS = 6;
-    private static final String[] OP_NAMES = {"read", "write", "flush", "write_zeroes", "deallocate", "compare"};
+    static final int OP_VERIFY = 6;
+    static final int OP_COPY = 7;
+    /** A fused Compare and Write pair, timed as one operation (the application submits it as one). */
+    static final int OP_COMPARE_AND_WRITE = 8;
+    static final int OPS = 9;
+    private static final String[] OP_NAMES = {"read", "write", "flush", "write_zeroes", "deallocate", "compare",
+        "verify", "copy", "compare_and_write"};
 
     private HostMeterNames() {
     }
@@ -62,7 +67,11 @@ public final class HostMeterNames {
             case IoQueue.OP_FLUSH: return OP_FLUSH;
             case IoQueue.OP_WRITE_ZEROES: return OP_WRITE_ZEROES;
             case IoQueue.OP_DSM: return OP_DEALLOCATE;
-            default: return OP_COMPARE;
+            case IoQueue.OP_COMPARE: return OP_COMPARE;
+            case IoQueue.OP_VERIFY: return OP_VERIFY;
+            case IoQueue.OP_COPY: return OP_COPY;
+            case IoQueue.OP_COMPARE_AND_WRITE: return OP_COMPARE_AND_WRITE;
+            default: throw new IllegalArgumentException("no host metric op for opcode " + opcode);
         }
     }
 }

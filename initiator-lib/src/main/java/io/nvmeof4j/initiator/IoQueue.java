@@ -88,13 +88,9 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
      */
     boolean submit(int opcode, int nsid, long lba, long blocks, int blockShift, int cdw12Flags, int cdw11,
                    ByteBuffer buffer, IoCallback callback, Object context, HostMetrics.NamespaceMeters meters) {
-        IoRequest r = free.poll();
+        IoRequest r = take(meters);
         if (r == null) {
             return false;
-        }
-        if (meters != null) {
-            r.meters = meters;
-            r.submitNanos = System.nanoTime();
         }
         fill(r, opcode, nsid, lba, blocks, blockShift, cdw12Flags, buffer, callback, context);
         r.cdw11 = cdw11;
@@ -104,13 +100,24 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
         return enqueue(r);
     }
 
+    /** A free request, its latency clock started when the namespace records metrics; null when the queue is full. */
+    private IoRequest take(HostMetrics.NamespaceMeters meters) {
+        IoRequest r = free.poll();
+        if (r != null && meters != null) {
+            r.meters = meters;
+            r.submitNanos = System.nanoTime();
+        }
+        return r;
+    }
+
     /**
      * Hands over a fused Compare and Write of {@code blocks} blocks at {@code lba}: one request, two commands sent
      * next to each other on this queue. False when the queue is full.
      */
     boolean submitCompareAndWrite(int nsid, long lba, int blocks, int blockShift, ByteBuffer expected,
-                                  ByteBuffer replacement, boolean fua, IoCallback callback, Object context) {
-        IoRequest r = free.poll();
+                                  ByteBuffer replacement, boolean fua, IoCallback callback, Object context,
+                                  HostMetrics.NamespaceMeters meters) {
+        IoRequest r = take(meters);
         if (r == null) {
             return false;
         }
@@ -123,8 +130,9 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
 
     /** Hands over a Copy of {@code rangeCount} Source Range Entries (format 0) in {@code ranges} to {@code lba}. */
     boolean submitCopy(int nsid, long destinationLba, ByteBuffer ranges, int rangeCount, long totalBlocks,
-                       int blockShift, boolean fua, IoCallback callback, Object context) {
-        IoRequest r = free.poll();
+                       int blockShift, boolean fua, IoCallback callback, Object context,
+                       HostMetrics.NamespaceMeters meters) {
+        IoRequest r = take(meters);
         if (r == null) {
             return false;
         }

@@ -157,14 +157,15 @@ public final class NvmeofNamespace {
         checkSingleCommand(blocks);
         Objects.requireNonNull(callback, "callback");
         return queue().submitCompareAndWrite(nsid, lba, blocks, blockShift, expected, replacement, forceUnitAccess,
-            callback, context);
+            callback, context, meters);
     }
 
     /** Verify: the controller reads and checks {@code blocks} blocks at {@code lba}, returning no data. */
     public boolean submitVerify(long lba, int blocks, IoCallback callback, Object context) {
         checkBlocks(blocks);
         Objects.requireNonNull(callback, "callback");
-        return queue().submit(IoQueue.OP_VERIFY, nsid, lba, blocks, blockShift, 0, 0, null, callback, context, null);
+        return queue().submit(IoQueue.OP_VERIFY, nsid, lba, blocks, blockShift, 0, 0, null, callback, context,
+            meters);
     }
 
     private IoQueue queue() {
@@ -255,7 +256,7 @@ public final class NvmeofNamespace {
         }
         FutureIo io = new FutureIo(this, IoQueue.OP_VERIFY, lba, blocks);
         submitWithRetry(io, () -> queue().submit(IoQueue.OP_VERIFY, nsid, lba, blocks, blockShift, 0, 0, null,
-            FUTURE_CALLBACK, io, null));
+            FUTURE_CALLBACK, io, meters));
         return io.thenApply(ok -> null);
     }
 
@@ -287,7 +288,7 @@ public final class NvmeofNamespace {
         long blocks = total;
         FutureIo io = new FutureIo(this, IoQueue.OP_COPY, destinationLba, blocks);
         submitWithRetry(io, () -> queue().submitCopy(nsid, destinationLba, ranges, sourceLbas.length, blocks,
-            blockShift, forceUnitAccess, FUTURE_CALLBACK, io));
+            blockShift, forceUnitAccess, FUTURE_CALLBACK, io, meters));
         return io.thenApply(ok -> null);
     }
 

@@ -18,6 +18,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -47,25 +48,38 @@ class HostMetricsIT {
                     ns2.read(8L * i, buf.duplicate()).get(10, TimeUnit.SECONDS);
                 }
                 ns2.flush().get(10, TimeUnit.SECONDS);
+                ns2.verify(0, 8).get(10, TimeUnit.SECONDS);
+                ns2.copy(64, new long[] {0, 8}, new int[] {8, 8}, false).get(10, TimeUnit.SECONDS);
+                ByteBuffer same = ByteBuffer.allocateDirect(512);
+                ns2.read(0, same.duplicate()).get(10, TimeUnit.SECONDS);
+                assertThat(ns2.compareAndWrite(0, same.duplicate(), same.duplicate()).get(10, TimeUnit.SECONDS))
+                    .isTrue();
                 assertThatThrownBy(() -> ns2.read(ns2.blockCount(), 1).get(10, TimeUnit.SECONDS))
                     .isInstanceOf(ExecutionException.class);
 
                 Map<String, String> tags = Map.of(HostMeterNames.TAG_SUBSYSTEM, MetricsTarget.OPEN,
                     HostMeterNames.TAG_NSID, "2", HostMeterNames.TAG_TRANSPORT, "tcp");
                 assertThat(timer(registry, tags, "write").count()).isEqualTo(40);
-                assertThat(timer(registry, tags, "read").count()).isEqualTo(26);
+                assertThat(timer(registry, tags, "read").count()).isEqualTo(27);
                 assertThat(timer(registry, tags, "flush").count()).isEqualTo(1);
                 assertThat(timer(registry, tags, "compare").count()).isZero();
+                assertThat(timer(registry, tags, "verify").count()).isEqualTo(1);
+                assertThat(timer(registry, tags, "copy").count()).isEqualTo(1);
+                assertThat(timer(registry, tags, "compare_and_write").count()).isEqualTo(1);
                 assertThat(timer(registry, tags, "write").totalTime(TimeUnit.NANOSECONDS)).isPositive();
                 assertThat(counter(registry, HostMeterNames.IO_WRITTEN_BYTES, tags).count()).isEqualTo(40 * 4096.0);
-                assertThat(counter(registry, HostMeterNames.IO_READ_BYTES, tags).count()).isEqualTo(25 * 4096.0);
+                assertThat(counter(registry, HostMeterNames.IO_READ_BYTES, tags).count()).isEqualTo(25 * 4096.0 + 512);
                 assertThat(registry.get(HostMeterNames.COMMANDS_FAILED).tag(HostMeterNames.TAG_OP, "read")
                     .tag(HostMeterNames.TAG_STATUS, "0x080").tag(HostMeterNames.TAG_STATUS_NAME, "LBA_OUT_OF_RANGE")
                     .tag(HostMeterNames.TAG_NSID, "2").counter().count()).isEqualTo(1);
-                // The target saw the same I/O.
+                // The target saw the same I/O; it times the fused pair as the two commands it is (a compare and a
+                // write), where the host times the one operation its application submitted.
                 PrometheusText m = new PrometheusText(target.http.get("/metrics").body());
-                assertThat(m.value("nvmeof_target_io_seconds_count", Map.of("subsystem", MetricsTarget.OPEN,
-                    "nsid", "2", "op", "write"))).isEqualTo(40);
+                Map<String, String> targetTags = Map.of("subsystem", MetricsTarget.OPEN, "nsid", "2");
+                assertThat(m.value("nvmeof_target_io_seconds_count", with(targetTags, "op", "write"))).isEqualTo(41);
+                assertThat(m.value("nvmeof_target_io_seconds_count", with(targetTags, "op", "compare"))).isEqualTo(1);
+                assertThat(m.value("nvmeof_target_io_seconds_count", with(targetTags, "op", "copy"))).isEqualTo(1);
+                assertThat(m.value("nvmeof_target_io_seconds_count", with(targetTags, "op", "verify"))).isEqualTo(1);
             }
             assertThat(registry.get(HostMeterNames.CONTROLLERS).gauge().value()).isZero();
         }
@@ -93,6 +107,12 @@ class HostMetricsIT {
                 .isEqualTo(50);
             assertThat(text.value("nvmeof_host_io_read_bytes_total", Map.of("nsid", "1"))).isEqualTo(50 * 4096.0);
         }
+    }
+
+    private static Map<String, String> with(Map<String, String> tags, String key, String value) {
+        Map<String, String> all = new HashMap<>(tags);
+        all.put(key, value);
+        return all;
     }
 
     private static Timer timer(MeterRegistry registry, Map<String, String> tags, String op) {
