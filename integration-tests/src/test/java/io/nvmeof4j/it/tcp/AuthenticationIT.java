@@ -20,6 +20,7 @@ import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.management.ManagementApi;
 import io.nvmeof4j.target.management.ManagementException;
 import io.nvmeof4j.target.daemon.TargetDaemon;
+import io.nvmeof4j.target.metrics.TargetMeterNames;
 import io.nvmeof4j.target.model.Port;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -105,13 +106,25 @@ class AuthenticationIT {
                     for (boolean bidirectional : new boolean[] {false, true}) {
                         ConnectOptions o = ConnectOptions.defaults().withIoQueues(2)
                             .withDhchap(HOST_KEY, bidirectional ? CTRL_KEY : null);
+                        double before = authentications("success", hash, group);
                         try (NvmeofController ctrl = host.connect(address, NQN, o)) {
                             verifiedIo(ctrl, seed++);
                         }
+                        // What was negotiated, as the target saw it: the admin queue and both I/O queues.
+                        assertThat(authentications("success", hash, group) - before).isEqualTo(3);
                     }
                 }
             }
         }
+        assertThat(daemon.metrics().registry().find(TargetMeterNames.AUTHENTICATIONS)
+            .tag(TargetMeterNames.TAG_RESULT, "failure").counters()).isEmpty();
+    }
+
+    private double authentications(String result, DhchapHash hash, DhchapGroup group) {
+        var counter = daemon.metrics().registry().find(TargetMeterNames.AUTHENTICATIONS)
+            .tag(TargetMeterNames.TAG_RESULT, result).tag(TargetMeterNames.TAG_HASH, hash.name().toLowerCase())
+            .tag(TargetMeterNames.TAG_DHGROUP, group.linuxName()).counter();
+        return counter == null ? 0 : counter.count();
     }
 
     @Test
@@ -131,6 +144,9 @@ class AuthenticationIT {
                 .hasMessageContaining("controller's response does not match");
             assertThatThrownBy(() -> host.connect(address, NQN, ConnectOptions.defaults().withIoQueues(1)))
                 .isInstanceOf(NvmeofException.class).hasMessageContaining("--dhchap-secret");
+            assertThat(daemon.metrics().registry().find(TargetMeterNames.AUTHENTICATIONS)
+                .tag(TargetMeterNames.TAG_RESULT, "failure").counters().stream().mapToDouble(c -> c.count()).sum())
+                .as("refused transactions counted").isGreaterThanOrEqualTo(2);
             // Others are served meanwhile: a host without credentials, and the right key.
             try (NvmeofController c = open.connect(address, NQN, ConnectOptions.defaults().withIoQueues(1))) {
                 verifiedIo(c, 1);

@@ -216,7 +216,14 @@ final class ControllerQueueHandler implements QueueHandler {
                 }
                 if (!authCommand) {
                     fail(request, sqe, NvmeStatus.FABRICS_AUTHENTICATION_REQUIRED | NvmeStatus.DNR);
-                } else if (authCommands.execute(request, a)) {
+                    return;
+                }
+                boolean wasPending = a.isPending(); // the first authentication, or a re-authentication, running
+                boolean failed = authCommands.execute(request, a);
+                if (metrics != null && (failed || (wasPending && !a.isPending() && a.isAuthenticated()))) {
+                    metrics.authentication(!failed, a.hash(), a.group());
+                }
+                if (failed) {
                     disconnectAfter = request;
                 } else if (!authCheckScheduled && a.isPending()) {
                     // A re-authentication started: bound it like the first one.

@@ -40,6 +40,9 @@ import java.time.Duration;
  *   <tr><td>{@value #CONNECTIONS_REFUSED}</td><td>counter</td><td>transport, reason</td>
  *       <td>queues refused or closed before their Connect: reason {@code port_limit} (the oldest pending one closed
  *       for a new one), {@code host_limit} (a new one from an address at its limit), {@code connect_timeout}</td></tr>
+ *   <tr><td>{@value #AUTHENTICATIONS}</td><td>counter</td><td>result, hash, dhgroup</td>
+ *       <td>DH-HMAC-CHAP transactions ended, per queue: result {@code success} or {@code failure}, with the hash and
+ *       group negotiated ({@code none} when the failure came before)</td></tr>
  * </table>
  */
 public final class TargetMeterNames {
@@ -55,6 +58,7 @@ public final class TargetMeterNames {
     public static final String RAM_ALLOCATION_FAILURES = "nvmeof.target.ram.allocation.failures";
     public static final String RAM_BUDGET = "nvmeof.target.ram.budget";
     public static final String RAM_RESERVED = "nvmeof.target.ram.reserved";
+    public static final String AUTHENTICATIONS = "nvmeof.target.authentications";
     public static final String CONNECTIONS_REFUSED = "nvmeof.target.connections.refused";
 
     public static final String TAG_OP = "op";
@@ -68,6 +72,9 @@ public final class TargetMeterNames {
     public static final String TAG_REACTOR = "reactor";
     public static final String TAG_RESOURCE = "resource";
     public static final String TAG_REASON = "reason";
+    public static final String TAG_RESULT = "result";
+    public static final String TAG_HASH = "hash";
+    public static final String TAG_DHGROUP = "dhgroup";
 
     /** {@value #RESOURCE_WAITS} resource tag values. */
     public static final String RESOURCE_IO_URING = "io_uring";

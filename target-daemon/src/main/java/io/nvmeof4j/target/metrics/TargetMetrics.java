@@ -14,6 +14,8 @@ import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.nvmeof4j.protocol.auth.DhchapGroup;
+import io.nvmeof4j.protocol.auth.DhchapHash;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.spi.BufferPool;
 import io.nvmeof4j.protocol.spi.TransportType;
@@ -27,6 +29,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -102,6 +105,16 @@ public final class TargetMetrics {
     public double connectionsRefused(TransportType transport, PendingConnections.Refusal reason) {
         Counter c = connectionsRefused[transport.ordinal()][reason.ordinal()];
         return c == null ? 0 : c.count();
+    }
+
+    /**
+     * One DH-HMAC-CHAP transaction ended on a queue (its reactor thread; rare, so the counter is looked up here).
+     * Null hash or group: the failure came before they were negotiated.
+     */
+    public void authentication(boolean success, DhchapHash hash, DhchapGroup group) {
+        registry.counter(AUTHENTICATIONS, TAG_RESULT, success ? "success" : "failure",
+            TAG_HASH, hash == null ? "none" : hash.name().toLowerCase(Locale.ROOT),
+            TAG_DHGROUP, group == null ? "none" : group.linuxName()).increment();
     }
 
     /** Metrics on a new Prometheus registry. */

@@ -177,9 +177,10 @@ class DataPathPressureTest {
 
     /**
      * Three 4 GiB Deallocates on a loop device (its backing file re-allocated before each, so the discard has
-     * extents to free) while reads of a file on the same reactor arrive one per 2 ms (open loop: QD1 while the
-     * reactor keeps up), each timed from its submission: a reactor stalled by the discard holds every read sent
-     * meanwhile, and they all count (no coordinated omission), while the test thread's own scheduling delays do not.
+     * extents to free) while reads of a file on the same reactor arrive one per 2 ms (open loop). A discard run on
+     * the reactor would hold every read sent meanwhile until it ended: none could complete before it. So the
+     * assertion is causal, not a latency bound (a busy machine's scheduler alone makes a p99 of tens of ms): reads
+     * sent after a discard was submitted completed before that discard did. The latencies are printed for the eye.
      */
     private void discardWhileReading(boolean ringCommand) throws Exception {
         startReactor(64);
@@ -208,6 +209,7 @@ class DataPathPressureTest {
                 dsts[i] = poolBuffer(4096);
             }
             long[] discardMillis = new long[3];
+            int readsServedDuringDiscards = 0;
             Io[] readIos = new Io[8000];
             long[] sentAt = new long[readIos.length];
             int reads = 0;
@@ -216,6 +218,7 @@ class DataPathPressureTest {
                     exec("fallocate", "-l", Long.toString(loopBytes), backing.toString());
                 }
                 Io discard = new Io();
+                int firstRead = reads;
                 long discardStart = System.nanoTime();
                 reactor.execute(() -> disk.submit(discard.prepare(DEALLOCATE, 0, loopBytes, null, false)));
                 long next = System.nanoTime();
@@ -241,6 +244,11 @@ class DataPathPressureTest {
                 }
                 assertThat(discard.done.get(30, TimeUnit.SECONDS)).as("4 GiB Deallocate").isZero();
                 discardMillis[d] = TimeUnit.NANOSECONDS.toMillis(discard.completedAt - discardStart);
+                for (int i = firstRead; i < reads; i++) {
+                    if (readIos[i].done.isDone() && readIos[i].completedAt - discard.completedAt < 0) {
+                        readsServedDuringDiscards++;
+                    }
+                }
             }
             long[] sorted = new long[reads];
             for (int i = 0; i < reads; i++) {
@@ -255,10 +263,11 @@ class DataPathPressureTest {
 
             Arrays.sort(sorted);
             long p99 = sorted[(int) Math.ceil(reads * 0.99) - 1];
-            System.out.printf("discard (%s): 3 x 4 GiB took %s ms; %d reads, p50 %d us, p99 %d us, max %d us%n",
-                ringCommand ? "io_uring command" : "worker", Arrays.toString(discardMillis), reads,
-                sorted[reads / 2] / 1000, p99 / 1000, sorted[reads - 1] / 1000);
-            assertThat(TimeUnit.NANOSECONDS.toMillis(p99)).as("p99 of the reads during the discards").isLessThan(10);
+            System.out.printf("discard (%s): 3 x 4 GiB took %s ms; %d reads (%d served while a discard ran), p50 %d us,"
+                + " p99 %d us, max %d us%n", ringCommand ? "io_uring command" : "worker", Arrays.toString(discardMillis),
+                reads, readsServedDuringDiscards, sorted[reads / 2] / 1000, p99 / 1000, sorted[reads - 1] / 1000);
+            assertThat(readsServedDuringDiscards).as("reads the reactor completed while a discard was in flight")
+                .isPositive();
             if (!ringCommand) {
                 assertThat(BlockingWorkers.handedOver() - handedBefore).as("discards run on the workers").isEqualTo(3);
             }
