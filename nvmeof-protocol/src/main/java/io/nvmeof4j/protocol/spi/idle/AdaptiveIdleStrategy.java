@@ -18,8 +18,8 @@ import java.util.function.LongSupplier;
  *              └──────────── a round with work (reset) ◄──────────────────────────────────────┘ up to maxPark
  * </pre>
  * Waking a blocked thread costs tens of microseconds (~70 µs on a 2-vCPU machine, docs/performance.md), so a
- * reactor first spins {@code spinNanos} (the next command usually follows soon), then yields a few times (cheap
- * where another thread wants the CPU, a no-op where none does), then blocks in its {@link IdleWait}. Each block
+ * reactor first spins {@code spinNanos} (the next command usually follows soon), then yields {@code maxYields}
+ * times (none by default, see {@link #MAX_YIELDS_PROP_NAME}), then blocks in its {@link IdleWait}. Each block
  * that ends without work doubles the next one's bound, from {@code minParkNanos} to {@code maxParkNanos}: waits end
  * early on a wakeup anyway, so the bound only decides how often an idle reactor looks without being woken.
  *
@@ -40,7 +40,15 @@ public final class AdaptiveIdleStrategy implements IdleStrategy {
 
     public static final String ALIAS = "adaptive";
     public static final long SPIN_NANOS_DEFAULT = TimeUnit.MICROSECONDS.toNanos(50);
-    public static final int MAX_YIELDS_DEFAULT = 5;
+    /**
+     * System property: how many times an idle stretch yields between spinning and blocking. 0 by default: a yield
+     * does nothing on a CPU of one's own, and on a shared one it hands the competitor a whole time slice while work
+     * that arrives meanwhile cannot wake the (runnable, not sleeping) reactor. Measured on the host reactor with
+     * the contention measurement off and a busy loop on its CPU: 5 yields gave QD1 p99 3.9-10.9 ms, none 2.2-5.7
+     * ms (docs/datapath.md).
+     */
+    public static final String MAX_YIELDS_PROP_NAME = "nvmeof4j.reactor.idle_yields";
+    public static final int MAX_YIELDS_DEFAULT = 0;
     /** A selector waits in whole milliseconds: a shorter first bound would be rounded up to this anyway. */
     public static final long MIN_PARK_NANOS_DEFAULT = TimeUnit.MILLISECONDS.toNanos(1);
     /**
@@ -117,7 +125,8 @@ public final class AdaptiveIdleStrategy implements IdleStrategy {
     }
 
     /**
-     * The strategy for the calling reactor thread, with the default yields and first bound, measuring this thread's
+     * The strategy for the calling reactor thread, with {@value #MAX_YIELDS_PROP_NAME} yields (default
+     * {@value #MAX_YIELDS_DEFAULT}) and the default first bound, measuring this thread's
      * run delay unless {@value #ADAPT_TO_CONTENTION_PROP_NAME} is false or the kernel does not offer it. Call it
      * on the thread that will idle: {@code /proc/thread-self} describes the thread that opens it.
      */
@@ -125,7 +134,8 @@ public final class AdaptiveIdleStrategy implements IdleStrategy {
                                                         long maxParkNanos) {
         SchedStat stat = Boolean.parseBoolean(System.getProperty(ADAPT_TO_CONTENTION_PROP_NAME, "true"))
             ? SchedStat.open() : null;
-        return new AdaptiveIdleStrategy(name, wait, spinNanos, MAX_YIELDS_DEFAULT,
+        return new AdaptiveIdleStrategy(name, wait, spinNanos,
+            Math.max(0, Integer.getInteger(MAX_YIELDS_PROP_NAME, MAX_YIELDS_DEFAULT)),
             Math.min(MIN_PARK_NANOS_DEFAULT, maxParkNanos), maxParkNanos, System::nanoTime,
             stat == null ? null : stat::readRunDelayNanos, stat);
     }

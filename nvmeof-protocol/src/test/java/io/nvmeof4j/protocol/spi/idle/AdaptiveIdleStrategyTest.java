@@ -224,6 +224,29 @@ class AdaptiveIdleStrategyTest {
     }
 
     @Test
+    void shouldYieldOnlyAsOftenAsConfigured() {
+        try (AdaptiveIdleStrategy none = AdaptiveIdleStrategy.forCurrentThread("t", blocks::add, 0, MS)) {
+            none.idle(0);
+            assertThat(none.state()).as("no yields by default: an empty round blocks").isEqualTo(State.PARKING);
+            assertThat(blocks).containsExactly(MS);
+        }
+        blocks.clear();
+        System.setProperty(AdaptiveIdleStrategy.MAX_YIELDS_PROP_NAME, "2");
+        try (AdaptiveIdleStrategy two = AdaptiveIdleStrategy.forCurrentThread("t", blocks::add, 0, MS)) {
+            two.idle(0);
+            two.idle(0);
+            assertThat(two.state()).isEqualTo(State.YIELDING);
+            two.idle(0);
+            assertThat(blocks).isEmpty();
+            two.idle(0);
+            assertThat(two.state()).isEqualTo(State.PARKING);
+            assertThat(blocks).containsExactly(MS);
+        } finally {
+            System.clearProperty(AdaptiveIdleStrategy.MAX_YIELDS_PROP_NAME);
+        }
+    }
+
+    @Test
     void shouldNeverBlockWhenBusy() {
         BusySpinIdleStrategy busy = new BusySpinIdleStrategy();
         for (int i = 0; i < 1000; i++) {
