@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# Benchmark (never a test; compare the ratios of one run, not runs): our target's QD1 and QD32 with and without a
-# CPU-bound competitor pinned to the reactor's CPU. Our daemon (one reactor, RAM namespace) runs under taskset on
-# CPU 0, bin/nvmeof perf (4 KiB random reads, one queue) on CPU 1, over NVMe/TCP on 127.0.0.1. The competitor is a
-# shell busy loop on CPU 0. Each reactor setting gets its own daemon:
+# Benchmark (never a test; compare the ratios of one run, not runs): QD1 and QD32 with and without a CPU-bound
+# competitor pinned to the target reactor's CPU (0) and/or the host reactor's CPU (1). Our daemon (one reactor, RAM
+# namespace) runs under taskset on CPU 0, bin/nvmeof perf (4 KiB random reads, one queue, one host reactor) on
+# CPU 1, over NVMe/TCP on 127.0.0.1. The competitor is a shell busy loop. Both reactors idle with the same
+# strategy (nvmeof4j.reactor.adapt_to_contention applies to the perf host too). Each setting gets its own daemon:
 #   adaptive          the default: contention-aware adaptive idling (blocks instead of spinning on a shared CPU)
-#   adaptive-spin     the same, contention measurement off (-Dnvmeof4j.reactor.adapt_to_contention=false):
-#                     spins 50 us after each round with work, as before
+#   adaptive-spin     the same, contention measurement off (-Dnvmeof4j.reactor.adapt_to_contention=false, for
+#                     the daemon and perf): spins 50 us after each round with work, as before
 #   busy              idle_strategy busy: spins always (for dedicated cores)
 # Prints one line per run and a table of ratios "with competitor / without", per setting and queue depth.
 # Usage: benchmarks/run-shared-cpu-benchmark.sh [seconds per run, default 5] [settings, default "adaptive adaptive-spin busy"]
+#        [competitor CPUs, default "0" (the target's); "1" the host's; "0 1" each in turn]
 # Bounded: every run is --time SECONDS; the competitor and the daemon are killed by PID; a whole run <= ~3 min.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 seconds=${1:-5}
 settings=${2:-adaptive adaptive-spin busy}
+competitor_cpus=${3:-0}
 work=$root/benchmarks/target/shared-cpu
 mkdir -p "$work"
 [ "$(nproc)" -ge 2 ] || { echo "needs at least 2 CPUs (target on CPU 0, perf on CPU 1)" >&2; exit 1; }
@@ -32,7 +35,7 @@ cleanup() {
 trap cleanup EXIT
 
 perf() { # perf QD: one JSON line
-    taskset -c 1 timeout $((seconds + 60)) bin/nvmeof perf -a 127.0.0.1 -s "$port" -n "$nqn" --namespace-id 1 \
+    NVMEOF4J_JAVA_OPTS="$opts" taskset -c 1 timeout $((seconds + 60)) bin/nvmeof perf -a 127.0.0.1 -s "$port" -n "$nqn" --namespace-id 1 \
         --workload randread --io-size 4K --queue-depth "$1" --time "$seconds" --json 2>/dev/null | tail -n1
 }
 field() { sed -n "s/.*\"$1\":\\([0-9.]*\\).*/\\1/p"; }
@@ -62,9 +65,9 @@ JSON
         --queue-depth 4 --time 3 >/dev/null 2>&1
     perf 32 >/dev/null
     for qd in 1 32; do
-        for load in idle competitor; do
-            if [ "$load" = competitor ]; then
-                taskset -c 0 timeout $((seconds + 30)) bash -c 'while :; do :; done' &
+        for load in idle $(printf 'cpu%s ' $competitor_cpus); do
+            if [ "$load" != idle ]; then
+                taskset -c "${load#cpu}" timeout $((seconds + 30)) bash -c 'while :; do :; done' &
                 competitor=$!
                 sleep 0.5
             fi
@@ -84,9 +87,11 @@ echo
 echo "ratio with competitor / without (IOPS; p50 latency), same run:"
 for setting in $settings; do
     for qd in 1 32; do
-        a="$setting/$qd/idle"; b="$setting/$qd/competitor"
-        awk -v s="$setting" -v q="$qd" -v ia="${iops[$a]:-0}" -v ib="${iops[$b]:-0}" -v la="${p50[$a]:-0}" \
-            -v lb="${p50[$b]:-0}" 'BEGIN { printf "%-14s QD%-3s IOPS %.2fx   p50 %.2fx\n", s, q,
-                (ia > 0 ? ib / ia : 0), (la > 0 ? lb / la : 0) }'
+        for cpu in $competitor_cpus; do
+            a="$setting/$qd/idle"; b="$setting/$qd/cpu$cpu"
+            awk -v s="$setting" -v q="$qd" -v c="$cpu" -v ia="${iops[$a]:-0}" -v ib="${iops[$b]:-0}" \
+                -v la="${p50[$a]:-0}" -v lb="${p50[$b]:-0}" 'BEGIN { printf "%-14s QD%-3s competitor on CPU %s  IOPS %.2fx   p50 %.2fx\n", s, q, c,
+                    (ia > 0 ? ib / ia : 0), (la > 0 ? lb / la : 0) }'
+        done
     done
 done

@@ -1,8 +1,9 @@
 /*
  * libnvmeof4j-bdev: a block-device layer shaped like SPDK's bdev (docs: architecture.md, "The native layer").
  *
- *   device (struct bdev)        name, block size, block count, capabilities; uring (file or block device),
- *                               ram or null. spdk_bdev.
+ *   device (struct bdev)        name, block size, block count, capabilities; a file or block device through
+ *                               io_uring. spdk_bdev. (RAM and null namespaces are Java: target-daemon's
+ *                               RamBlockDevice and NullBlockDevice complete inline, with no native call.)
  *   descriptor (bdev_desc)      an open of a device, read-only or read-write. spdk_bdev_desc.
  *   poll group (bdev_group)     one per reactor thread: one io_uring shared by every device the thread uses
  *                               (like SPDK's uring module's per-thread group channel), the reactor's buffer pool
@@ -46,8 +47,6 @@
 #include "nvmeof4j_jni.h"
 
 #define BDEV_TYPE_URING 1
-#define BDEV_TYPE_RAM 2
-#define BDEV_TYPE_NULL 3
 
 #define BDEV_CAP_FLUSH 0x1
 #define BDEV_CAP_UNMAP 0x2
@@ -98,7 +97,6 @@ struct bdev {
     uint32_t dio_align;
     uint64_t size_bytes;
     uint32_t caps;
-    uint8_t *ram;
     /* Learned at run time, never reset: the fallocate or command the file system / kernel refused. */
     int no_zero_range;
     int no_punch_hole;
@@ -152,7 +150,7 @@ struct bdev_group {
     struct bdev_task *tasks;
     struct bdev_sub *subs;
     struct bdev_cpl *cpls;
-    /* Completions decided at submission (ram, null, refused entries, the discard ioctl): a FIFO of capacity. */
+    /* Completions decided at submission (refused entries, the discard ioctl): a FIFO of capacity. */
     struct bdev_cpl *pending;
     uint32_t pending_head;
     uint32_t pending_count;
@@ -320,35 +318,6 @@ fail:
     return err;
 }
 
-static jlong bdev_memory_create(JNIEnv *env, jclass cls, jint type, jint block_size, jlong size_bytes)
-{
-    if (block_size < 512 || block_size > 65536 || (block_size & (block_size - 1)) != 0 || size_bytes <= 0
-        || size_bytes % block_size != 0 || (type != BDEV_TYPE_RAM && type != BDEV_TYPE_NULL)) {
-        return -EINVAL;
-    }
-    struct bdev *dev = calloc(1, sizeof(*dev));
-    if (dev == NULL) {
-        return -ENOMEM;
-    }
-    dev->type = type;
-    dev->fd = -1;
-    dev->block_size = (uint32_t)block_size;
-    dev->size_bytes = (uint64_t)size_bytes;
-    dev->caps = BDEV_CAP_FLUSH | BDEV_CAP_UNMAP | BDEV_CAP_WRITE_ZEROES | BDEV_CAP_FUA;
-    if (type == BDEV_TYPE_RAM) {
-        /* Thin: pages cost memory only once written; unmap gives them back (MADV_DONTNEED). */
-        void *p = mmap(NULL, (size_t)size_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                       -1, 0);
-        if (p == MAP_FAILED) {
-            int err = NVMEOF4J_ERR();
-            free(dev);
-            return err;
-        }
-        dev->ram = p;
-    }
-    return nvmeof4j_handle(dev);
-}
-
 /* out: type, block size, block count, capabilities, direct, block device, dio alignment, created */
 static jint bdev_info(JNIEnv *env, jclass cls, jlong handle, jlongArray out)
 {
@@ -382,9 +351,6 @@ static jint bdev_close_device(JNIEnv *env, jclass cls, jlong handle)
             err = NVMEOF4J_ERR();
         }
         close(dev->fd);
-    }
-    if (dev->ram != NULL) {
-        munmap(dev->ram, dev->size_bytes);
     }
     free(dev);
     return err;
@@ -556,44 +522,6 @@ static struct io_uring_sqe *bdev_sqe(struct bdev_group *g)
     return sqe;
 }
 
-/* Memory-backed devices: done at once. */
-static int32_t bdev_memory_io(struct bdev *dev, struct bdev_task *t)
-{
-    uint8_t *buf = (uint8_t *)(uintptr_t)t->addr;
-    switch (t->op) {
-    case BDEV_OP_READ:
-        if (dev->type == BDEV_TYPE_RAM) {
-            memcpy(buf, dev->ram + t->offset, t->length);
-        } else {
-            memset(buf, 0, t->length);
-        }
-        return 0;
-    case BDEV_OP_WRITE:
-        if (dev->type == BDEV_TYPE_RAM) {
-            memcpy(dev->ram + t->offset, buf, t->length);
-        }
-        return 0;
-    case BDEV_OP_WRITE_ZEROES:
-    case BDEV_OP_UNMAP:
-        if (dev->type == BDEV_TYPE_RAM) {
-            uint64_t start = t->offset, end = t->offset + t->length;
-            uint64_t page = 4096;
-            uint64_t a = (start + page - 1) / page * page, b = end / page * page;
-            if (a < b) {
-                memset(dev->ram + start, 0, a - start);
-                madvise(dev->ram + a, b - a, MADV_DONTNEED);
-                memset(dev->ram + b, 0, end - b);
-            } else {
-                memset(dev->ram + start, 0, end - start);
-            }
-        }
-        return 0;
-    case BDEV_OP_FLUSH:
-    default:
-        return 0;
-    }
-}
-
 static void bdev_prep_zero_write(struct bdev_group *g, struct bdev *dev, struct bdev_task *t,
                                  struct io_uring_sqe *sqe)
 {
@@ -715,10 +643,6 @@ static void bdev_start(struct bdev_group *g, const struct bdev_sub *s)
         && (!g->fixed || t->addr < (uint64_t)(uintptr_t)g->region
             || t->addr + t->length > (uint64_t)(uintptr_t)g->region + g->region_len)) {
         t->flags &= ~BDEV_IO_FIXED;
-    }
-    if (dev->type != BDEV_TYPE_URING) {
-        bdev_complete_now(g, tag, bdev_memory_io(dev, t));
-        return;
     }
     if (t->length == 0 && t->op != BDEV_OP_FLUSH) {
         bdev_complete_now(g, tag, 0);
@@ -972,7 +896,6 @@ static jint bdev_layout(JNIEnv *env, jclass cls, jintArray out)
 
 static const JNINativeMethod bdev_methods[] = {
     {"uringOpen0", "(Ljava/lang/String;IIJ)J", (void *)bdev_uring_open},
-    {"memoryCreate0", "(IIJ)J", (void *)bdev_memory_create},
     {"info0", "(J[J)I", (void *)bdev_info},
     {"closeDevice0", "(J)I", (void *)bdev_close_device},
     {"openDesc0", "(JZ)J", (void *)bdev_open_desc},

@@ -1,6 +1,8 @@
 package io.nvmeof4j.initiator;
 
 import io.nvmeof4j.protocol.spi.host.HostPollGroup;
+import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
+import io.nvmeof4j.protocol.spi.idle.IdleStrategy;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -9,15 +11,16 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One host data-path thread: polls its transport poll group, takes I/O handed over by other threads from its
- * queues' MPSC rings, and checks command deadlines every {@link #TIMER_PERIOD_NANOS}. When idle it spins for
- * {@link #IDLE_SPIN_NANOS} (waking a sleeping thread costs ~70 µs on a 2-vCPU machine, see performance.md), then
- * blocks in the selector for at most a millisecond; submitters wake it only when it is blocked.
+ * queues' MPSC rings, and checks command deadlines every {@link #TIMER_PERIOD_NANOS}. It idles like the target's
+ * reactors, with the same {@link AdaptiveIdleStrategy}: spin {@link #IDLE_SPIN_NANOS}, yield, then block in the
+ * poll group, backing off to {@link #TIMER_PERIOD_NANOS} (so deadlines are still checked on time), and block at
+ * once while its CPU is measured as shared (an application thread or a neighbour on the same core); submitters wake
+ * it only when it is blocked.
  */
 final class HostReactor implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HostReactor.class);
-    static final long IDLE_SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
+    static final long IDLE_SPIN_NANOS = AdaptiveIdleStrategy.SPIN_NANOS_DEFAULT;
     static final long TIMER_PERIOD_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
-    private static final long AWAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
 
     final HostPollGroup group;
     private final Thread thread;
@@ -25,6 +28,8 @@ final class HostReactor implements AutoCloseable {
     private volatile boolean sleeping;
     /** Reactor thread only (changed through {@link #execute}). */
     private IoQueue[] queues = new IoQueue[0];
+    /** Reactor thread only. */
+    private long nextTimerNanos;
 
     HostReactor(String name, HostPollGroup group) {
         this.group = group;
@@ -65,11 +70,21 @@ final class HostReactor implements AutoCloseable {
     }
 
     private void run() {
+        IdleStrategy strategy = null;
         try {
-            loop();
+            // Created here: the adaptive strategy measures the thread that creates it.
+            strategy = AdaptiveIdleStrategy.forCurrentThread(thread.getName(), this::block, IDLE_SPIN_NANOS,
+                TIMER_PERIOD_NANOS);
+            nextTimerNanos = System.nanoTime() + TIMER_PERIOD_NANOS;
+            while (running) {
+                strategy.idle(doWork());
+            }
         } catch (Throwable t) {
             LOG.error("host reactor {} stopped by an unexpected failure; closing its queues", thread.getName(), t);
         } finally {
+            if (strategy != null) {
+                strategy.close();
+            }
             try {
                 group.close();
             } catch (RuntimeException e) {
@@ -78,55 +93,44 @@ final class HostReactor implements AutoCloseable {
         }
     }
 
-    private void loop() {
-        long idleSince = 0;
-        long nextTimer = System.nanoTime() + TIMER_PERIOD_NANOS;
-        while (running) {
-            try {
-                int work = 0;
-                IoQueue[] current = queues;
+    /** One round: handed-over I/O, the poll group, the deadlines when due. A failed round is logged and counts 0. */
+    private int doWork() {
+        try {
+            int work = 0;
+            IoQueue[] current = queues;
+            for (IoQueue queue : current) {
+                work += queue.drainInbound();
+            }
+            work += group.poll();
+            long now = System.nanoTime();
+            if (now - nextTimerNanos >= 0) {
                 for (IoQueue queue : current) {
-                    work += queue.drainInbound();
+                    queue.checkTimeouts(now);
                 }
-                work += group.poll();
-                long now = System.nanoTime();
-                if (now - nextTimer >= 0) {
-                    for (IoQueue queue : current) {
-                        queue.checkTimeouts(now);
-                    }
-                    nextTimer = now + TIMER_PERIOD_NANOS;
-                }
-                if (work > 0) {
-                    idleSince = 0;
-                    continue;
-                }
-                if (idleSince == 0) {
-                    idleSince = now;
-                    continue;
-                }
-                if (now - idleSince < IDLE_SPIN_NANOS) {
-                    Thread.onSpinWait();
-                    continue;
-                }
-                sleeping = true; // volatile write, then the ring checks: pairs with wake() (Dekker)
-                boolean handedOver = false;
-                for (IoQueue queue : current) {
-                    handedOver |= queue.hasInbound();
-                }
-                if (!handedOver) {
-                    group.await(AWAIT_NANOS);
-                }
-                sleeping = false;
-            } catch (RuntimeException e) {
-                sleeping = false;
-                LOG.error("host reactor {} failed a round; continuing", thread.getName(), e);
-                try {
-                    Thread.sleep(1);
-                } catch (InterruptedException ie) {
-                    Thread.currentThread().interrupt();
-                    break;
+                nextTimerNanos = now + TIMER_PERIOD_NANOS;
+            }
+            return work;
+        } catch (RuntimeException e) {
+            LOG.error("host reactor {} failed a round; continuing", thread.getName(), e);
+            return 0;
+        }
+    }
+
+    /** The reactor's {@link io.nvmeof4j.protocol.spi.idle.IdleWait}. */
+    private void block(long timeoutNanos) {
+        sleeping = true; // volatile write, then the ring checks: pairs with wake() (Dekker)
+        try {
+            IoQueue[] current = queues;
+            for (IoQueue queue : current) {
+                if (queue.hasInbound()) {
+                    return;
                 }
             }
+            group.await(timeoutNanos);
+        } catch (RuntimeException e) {
+            LOG.error("host reactor {}: waiting in its poll group failed; continuing", thread.getName(), e);
+        } finally {
+            sleeping = false;
         }
     }
 

@@ -7,8 +7,8 @@ import java.nio.file.Path;
 
 /**
  * A block device (SPDK's {@code spdk_bdev}): a name, a logical block size, a block count and capabilities, backed
- * by a file or block device through io_uring ({@link #openUring}), by memory ({@link #ram}), or by nothing
- * ({@link #nullDevice}: reads return zeros, writes are dropped, for measuring everything but storage).
+ * by a file or block device through io_uring ({@link #openUring}). RAM and null namespaces are not native: the
+ * target's {@code RamBlockDevice} and {@code NullBlockDevice} complete inline without crossing JNI.
  * <p>Use: {@link #open(boolean)} a {@link BdevDescriptor}, get its {@link BdevIoChannel} on each reactor's
  * {@link BdevPollGroup}, submit through the channel, poll the group. Closing the device syncs a file to disk;
  * close descriptors and channels first (the device does not track them; a parent never frees under a child
@@ -28,11 +28,7 @@ public final class Bdev extends NativeHandle {
      */
     public static final int RESULT_BLOCKING = BdevNative.RESULT_BLOCKING;
 
-    /** Kinds of device. */
-    public enum Kind { URING, RAM, NULL }
-
     private final String name;
-    private final Kind kind;
     private final int blockSize;
     private final long blockCount;
     private final int capabilities;
@@ -45,7 +41,6 @@ public final class Bdev extends NativeHandle {
         long[] info = new long[8];
         BdevNative.info0(handle, info);
         this.name = name;
-        this.kind = info[0] == BdevNative.TYPE_URING ? Kind.URING : info[0] == BdevNative.TYPE_RAM ? Kind.RAM : Kind.NULL;
         this.blockSize = (int) info[1];
         this.blockCount = info[2];
         this.capabilities = (int) info[3];
@@ -85,22 +80,6 @@ public final class Bdev extends NativeHandle {
         return new Bdev(h, path.toString());
     }
 
-    /** A device in memory, thin (pages cost memory once written). */
-    public static Bdev ram(String name, long sizeBytes, int blockSize) throws NativeIoException {
-        BdevNative.requireAvailable();
-        long h = BdevNative.memoryCreate0(BdevNative.TYPE_RAM, blockSize, sizeBytes);
-        NativeIoException.check("create ram bdev " + name + " of " + sizeBytes + " bytes", h);
-        return new Bdev(h, name);
-    }
-
-    /** A device storing nothing: reads return zeros, writes are dropped. */
-    public static Bdev nullDevice(String name, long sizeBytes, int blockSize) throws NativeIoException {
-        BdevNative.requireAvailable();
-        long h = BdevNative.memoryCreate0(BdevNative.TYPE_NULL, blockSize, sizeBytes);
-        NativeIoException.check("create null bdev " + name, h);
-        return new Bdev(h, name);
-    }
-
     /** Opens a descriptor (SPDK's {@code spdk_bdev_open_ext}); {@code writable=false} refuses writes with EBADF. */
     public BdevDescriptor open(boolean writable) throws NativeIoException {
         long h = BdevNative.openDesc0(handle(), writable);
@@ -110,10 +89,6 @@ public final class Bdev extends NativeHandle {
 
     public String name() {
         return name;
-    }
-
-    public Kind kind() {
-        return kind;
     }
 
     public int blockSize() {

@@ -11,10 +11,6 @@ import java.nio.ByteBuffer;
 final class BdevNative {
     static final Throwable UNAVAILABILITY_CAUSE = NativeLibrary.load("bdev");
 
-    static final int TYPE_URING = 1;
-    static final int TYPE_RAM = 2;
-    static final int TYPE_NULL = 3;
-
     static final int OPEN_BUFFERED = 0x1;
     static final int OPEN_CREATE = 0x2;
     static final int OPEN_READ_ONLY = 0x4;
@@ -71,7 +67,6 @@ final class BdevNative {
 
     static native long uringOpen0(String path, int flags, int blockSize, long sizeBytes);
 
-    static native long memoryCreate0(int type, int blockSize, long sizeBytes);
 
     static native int info0(long device, long[] out);
 

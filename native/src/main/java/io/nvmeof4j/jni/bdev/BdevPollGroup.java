@@ -18,7 +18,7 @@ import java.util.concurrent.TimeUnit;
  * native memory. {@link #flush()} hands every entry written since the last flush to C in one call, which queues
  * them on the ring and enters the kernel once. {@link #poll()} flushes, then reaps up to {@link #capacity()}
  * completions in one call into a native completion array and calls each channel's handler with the context.
- * RAM and null devices complete at submission; their completions are reaped by the next poll like the others.
+ * I/O refused at submission completes at once; its completion is reaped by the next poll like the others.
  *
  * <h2>Threading</h2>
  * Not thread-safe: one thread (the reactor) submits, polls and closes. {@link #await(long)} blocks in

@@ -17,7 +17,7 @@ import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.target.model.Port;
 import io.nvmeof4j.target.model.Subsystem;
-import io.nvmeof4j.target.reactor.IdleStrategy;
+import io.nvmeof4j.target.reactor.IdleMode;
 
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -160,12 +160,12 @@ final class ConfigParser {
         }
         int reactors = (int) optionalInteger(node, where, DaemonSettings.REACTORS, 1, DaemonSettings.MAX_REACTORS,
             d.reactors());
-        IdleStrategy idle = d.idleStrategy();
+        IdleMode idle = d.idleStrategy();
         JsonNode idleNode = node.get(DaemonSettings.IDLE_STRATEGY);
         if (idleNode != null) {
             String text = text(idleNode, at(where, DaemonSettings.IDLE_STRATEGY));
             try {
-                idle = IdleStrategy.fromConfigName(text);
+                idle = IdleMode.fromConfigName(text);
             } catch (IllegalArgumentException e) {
                 throw new ConfigException(at(where, DaemonSettings.IDLE_STRATEGY), quote(text)
                     + " is not an idle strategy (expected \"adaptive\" or \"busy\")");

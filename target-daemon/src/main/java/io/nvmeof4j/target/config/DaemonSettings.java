@@ -1,7 +1,7 @@
 package io.nvmeof4j.target.config;
 
 import io.nvmeof4j.protocol.spi.ConnectionLimits;
-import io.nvmeof4j.target.reactor.IdleStrategy;
+import io.nvmeof4j.target.reactor.IdleMode;
 
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -45,7 +45,7 @@ import java.util.concurrent.TimeUnit;
  *                              {@code connect_timeout_ms}: limits on each port's queues that have not completed
  *                              their Connect (see {@link ConnectionLimits} for the defaults and why)
  */
-public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleSpinNanos, long bufferPoolBytes,
+public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinNanos, long bufferPoolBytes,
                              int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout, String http,
                              boolean httpExplicit, boolean metrics, HttpSecurity httpSecurity,
                              List<Path> allowedPaths, long ramBudgetBytes, ConnectionLimits connectionLimits) {
@@ -83,7 +83,7 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
     public static final String HTTP_OFF = "off";
 
     public static final int MAX_REACTORS = 256;
-    public static final IdleStrategy IDLE_STRATEGY_DEFAULT = IdleStrategy.ADAPTIVE;
+    public static final IdleMode IDLE_STRATEGY_DEFAULT = IdleMode.ADAPTIVE;
     public static final long IDLE_SPIN_US_DEFAULT = 50;
     public static final int BUFFER_POOL_MIB_DEFAULT = 64;
     public static final int MAX_DATA_TRANSFER_KIB_DEFAULT = 1024;
@@ -112,7 +112,7 @@ public record DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleS
     }
 
     /** The settings of an older configuration shape: HTTP on the default address, metrics on. */
-    public DaemonSettings(int reactors, IdleStrategy idleStrategy, long idleSpinNanos, long bufferPoolBytes,
+    public DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinNanos, long bufferPoolBytes,
                           int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout) {
         this(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize, hugepages, shutdownTimeout,
             HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()), List.of(),

@@ -1,6 +1,8 @@
 package io.nvmeof4j.target.reactor;
 
 import io.nvmeof4j.protocol.spi.PollGroup;
+import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
+import io.nvmeof4j.protocol.spi.idle.IdleStrategy;
 import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -19,34 +21,26 @@ import java.util.concurrent.locks.LockSupport;
  * One data-path thread (architecture: reactors): an agent loop whose {@link #doWork()} polls the reactor's
  * {@link PollGroup}s and runs tasks other threads handed it through a bounded lock-free queue
  * ({@link #execute(Runnable)}; Agrona's {@link ManyToOneConcurrentArrayQueue}: any thread offers, only the reactor
- * polls, nothing allocated per task), returning how much work it found; an {@link IdleStrategy} decides what an empty
- * round costs.
+ * polls, nothing allocated per task), returning how much work it found; the loop is {@code idle.idle(doWork())}
+ * with an {@link IdleStrategy} shared with the initiator's reactors ({@link IdleMode} picks it).
  *
  * <h2>Idling</h2>
- * {@link IdleStrategy#BUSY} spins. {@link IdleStrategy#ADAPTIVE} spins for {@code spinNanos} after the last work,
- * then blocks in {@link PollGroup#await(long)} of the <em>first</em> poll group. A thread can block on one
- * primitive only (a selector, an RDMA completion channel) and pure Java cannot wait on several, so with more than
- * one group the wait is bounded by {@value #AWAIT_MILLIS_SEVERAL_GROUPS} ms: work arriving on another group is
- * then noticed within a millisecond instead of never. With one group the wait is
- * {@value #AWAIT_MILLIS_ONE_GROUP} ms, a bound that only matters if a wakeup were lost. After every wake the
- * reactor spins again, because the next command usually follows soon.
+ * {@link IdleMode#BUSY} spins. {@link IdleMode#ADAPTIVE} ({@link AdaptiveIdleStrategy}) spins for
+ * {@code spinNanos} after the last work, yields, then blocks in {@link PollGroup#await(long)} of the <em>first</em>
+ * poll group, each empty block doubling the next one's bound up to {@value #AWAIT_MILLIS_ONE_GROUP} ms. A thread
+ * can block on one primitive only (a selector, an RDMA completion channel) and pure Java cannot wait on several,
+ * so with more than one group the wait is bounded by {@value #AWAIT_MILLIS_SEVERAL_GROUPS} ms: work arriving on
+ * another group is then noticed within a millisecond instead of never. With one group the bound only matters if
+ * a wakeup were lost.
  * <p>A group that is {@link InFlightAware} and has I/O in flight (block-device I/O in an io_uring, whose completion
  * does not wake the selector) changes that: the reactor then blocks in that group's {@code await} (the ring's
  * {@code io_uring_wait_cqe_timeout}), at most {@link #IN_FLIGHT_AWAIT_NANOS}, so a completion is noticed the moment
  * it lands and a command arriving on a socket meanwhile waits at most that long.
  *
  * <h2>A shared CPU</h2>
- * Spinning pays only while the reactor has its CPU to itself. When another runnable thread shares the CPU (a cloud
- * VM's neighbour, a batch job, the load generator on the same core), every spin is time taken from that thread and
- * charged to the reactor by the scheduler, which then lets the reactor wait when work arrives; and a reactor that
- * keeps spinning is never the freshly woken thread the scheduler favours. So an adaptive reactor measures, every
- * {@value #CONTENTION_WINDOW_MILLIS} ms, how long it was runnable without running (its {@link SchedStat} run delay)
- * and how much of that each wake-up cost. When the run delay exceeds {@value #CONTENDED_PERCENT}% of the window the
- * CPU is contended: the reactor stops spinning and blocks as soon as a round finds no work (like the kernel
- * target's work queues), which keeps it the waking thread the scheduler runs first. Every
- * {@value #CONTENDED_HOLD_MILLIS} ms it tries spinning again for one window, so it returns to spinning when the
- * competitor goes. {@link #contended()} and {@link #wakeupCostNanos()} say what it measured. Busy reactors never
- * adapt: they are for dedicated cores (see docs/datapath.md on pinning).
+ * An adaptive reactor measures its thread's run delay and blocks without spinning while its CPU is shared
+ * ({@link AdaptiveIdleStrategy}, "A shared CPU"); {@link #contended()} and {@link #wakeupCostNanos()} say what it
+ * measured. Busy reactors never adapt: they are for dedicated cores (see docs/datapath.md on pinning).
  *
  * <h2>Failures</h2>
  * A {@link RuntimeException} out of {@link PollGroup#poll()} is taken as transient: logged (the 1st, 10th, 100th…
@@ -67,7 +61,7 @@ import java.util.concurrent.locks.LockSupport;
 public final class Reactor implements Executor, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Reactor.class);
 
-    public static final long SPIN_NANOS_DEFAULT = TimeUnit.MICROSECONDS.toNanos(50);
+    public static final long SPIN_NANOS_DEFAULT = AdaptiveIdleStrategy.SPIN_NANOS_DEFAULT;
     public static final int TASK_QUEUE_CAPACITY = 1024;
     static final long AWAIT_MILLIS_ONE_GROUP = 100;
     static final long AWAIT_MILLIS_SEVERAL_GROUPS = 1;
@@ -76,19 +70,11 @@ public final class Reactor implements Executor, AutoCloseable {
     static final int FATAL_CONSECUTIVE_FAILURES = 1000;
     private static final int MAX_TASKS_PER_ROUND = 64;
     public static final Duration STOP_TIMEOUT_DEFAULT = Duration.ofSeconds(5);
-    /**
-     * System property: false turns the contention measurement off (an adaptive reactor then always spins
-     * {@code idle_spin_us} first, as before it existed); for comparisons such as benchmarks/run-shared-cpu-benchmark.sh.
-     */
-    public static final String ADAPT_TO_CONTENTION_PROP_NAME = "nvmeof4j.reactor.adapt_to_contention";
-    static final long CONTENTION_WINDOW_MILLIS = 50;
-    static final int CONTENDED_PERCENT = 10;
-    static final long CONTENDED_HOLD_MILLIS = 1000;
 
     private enum Lifecycle { NEW, RUNNING, STOPPED }
 
     private final String name;
-    private final IdleStrategy idleStrategy;
+    private final IdleMode idleMode;
     private final long spinNanos;
     private final ManyToOneConcurrentArrayQueue<Runnable> tasks = new ManyToOneConcurrentArrayQueue<>(TASK_QUEUE_CAPACITY);
     private final List<AutoCloseable> owned = new ArrayList<>();
@@ -102,38 +88,30 @@ public final class Reactor implements Executor, AutoCloseable {
     private volatile boolean running;
     private volatile boolean sleeping;
     private long rounds;
+    /** Created on the reactor thread when it starts (the adaptive one measures that thread). */
+    private volatile IdleStrategy idle;
 
-    // Contention measurement (adaptive idling; reactor thread only, apart from the volatile results).
-    private SchedStat schedStat;
-    private long windowStartNanos;
-    private long windowStartRunDelay;
-    private long windowBlocks;
-    private long contendedUntilNanos;
-    private long effectiveSpinNanos;
-    private volatile boolean contended;
-    private volatile long wakeupCostNanos;
-
-    public Reactor(String name, IdleStrategy idleStrategy, long spinNanos) {
+    public Reactor(String name, IdleMode idleMode, long spinNanos) {
         if (spinNanos < 0) {
             throw new IllegalArgumentException("negative spin time");
         }
         this.name = Objects.requireNonNull(name, "name");
-        this.idleStrategy = Objects.requireNonNull(idleStrategy, "idleStrategy");
+        this.idleMode = Objects.requireNonNull(idleMode, "idleMode");
         this.spinNanos = spinNanos;
         this.thread = new ReactorThread(this, name);
         this.thread.setDaemon(true);
     }
 
     public Reactor(String name) {
-        this(name, IdleStrategy.ADAPTIVE, SPIN_NANOS_DEFAULT);
+        this(name, IdleMode.ADAPTIVE, SPIN_NANOS_DEFAULT);
     }
 
     public String name() {
         return name;
     }
 
-    public IdleStrategy idleStrategy() {
-        return idleStrategy;
+    public IdleMode idleMode() {
+        return idleMode;
     }
 
     /** Adds a poll group this reactor polls and owns (closes when it stops). Before {@link #start()} only. */
@@ -169,7 +147,7 @@ public final class Reactor implements Executor, AutoCloseable {
         lifecycle = Lifecycle.RUNNING;
         thread.start();
         LOG.debug("reactor {} started: {} poll group(s), idle strategy {}", name, groups.length,
-            idleStrategy.configName());
+            idleMode.configName());
     }
 
     /** The reactor whose thread is calling, or null on any other thread. No allocation, no thread-local lookup. */
@@ -213,7 +191,7 @@ public final class Reactor implements Executor, AutoCloseable {
 
     /** True while the adaptive reactor measured its CPU as shared and blocks instead of spinning. Any thread. */
     public boolean contended() {
-        return contended;
+        return idle instanceof AdaptiveIdleStrategy a && a.contended();
     }
 
     /**
@@ -221,7 +199,7 @@ public final class Reactor implements Executor, AutoCloseable {
      * (0 before the first window with a block, or where schedstats are unavailable). Any thread.
      */
     public long wakeupCostNanos() {
-        return wakeupCostNanos;
+        return idle instanceof AdaptiveIdleStrategy a ? a.wakeupCostNanos() : 0;
     }
 
     /** Rounds of {@link #doWork()} so far (read from any thread: approximate). */
@@ -327,92 +305,29 @@ public final class Reactor implements Executor, AutoCloseable {
     }
 
     private void run() {
-        boolean idling = false;
-        long idleStart = 0;
-        effectiveSpinNanos = spinNanos;
-        if (idleStrategy == IdleStrategy.ADAPTIVE
-            && Boolean.parseBoolean(System.getProperty(ADAPT_TO_CONTENTION_PROP_NAME, "true"))) {
-            schedStat = SchedStat.open(); // on this thread: the file describes the thread that opens it
-            windowStartNanos = System.nanoTime();
-            windowStartRunDelay = schedStat == null ? 0 : schedStat.runDelayNanos();
-        }
+        IdleStrategy strategy = null;
         try {
+            strategy = idleMode.newStrategy(name, this::block, spinNanos,
+                TimeUnit.MILLISECONDS.toNanos(AWAIT_MILLIS_ONE_GROUP));
+            idle = strategy;
             while (running) {
-                if (doWork() > 0) {
-                    idling = false;
-                    continue;
-                }
-                if (idleStrategy == IdleStrategy.BUSY) {
-                    Thread.onSpinWait();
-                    continue;
-                }
-                long now = System.nanoTime();
-                if (schedStat != null && now - windowStartNanos >= TimeUnit.MILLISECONDS.toNanos(CONTENTION_WINDOW_MILLIS)) {
-                    measureContention(now);
-                }
-                if (!idling) {
-                    idling = true;
-                    idleStart = now;
-                    if (effectiveSpinNanos == 0) {
-                        block();
-                        windowBlocks++;
-                        idling = false;
-                    }
-                } else if (now - idleStart < effectiveSpinNanos) {
-                    Thread.onSpinWait();
-                } else {
-                    block();
-                    windowBlocks++;
-                    idling = false;
-                }
+                strategy.idle(doWork());
             }
             runTasks(TASK_QUEUE_CAPACITY);
         } catch (Throwable t) {
             LOG.error("reactor {} stopped by an unexpected failure", name, t);
         } finally {
             running = false;
-            if (schedStat != null) {
-                schedStat.close();
+            if (strategy != null) {
+                strategy.close();
             }
             closeOwned();
             lifecycle = Lifecycle.STOPPED;
         }
     }
 
-    /**
-     * End of a measurement window (idle path only, so a reactor with work never pays for it): the share of the
-     * window this thread spent runnable without running decides between spinning and blocking at once.
-     */
-    private void measureContention(long now) {
-        if (!schedStat.read()) {
-            return;
-        }
-        long runDelay = schedStat.runDelayNanos();
-        long delay = runDelay - windowStartRunDelay;
-        long window = now - windowStartNanos;
-        if (windowBlocks > 0) {
-            wakeupCostNanos = delay / windowBlocks;
-        }
-        boolean shared = delay * 100 > window * CONTENDED_PERCENT;
-        if (shared) {
-            if (!contended) {
-                LOG.debug("reactor {}: runnable without a CPU for {}% of the last {} ms; blocking instead of "
-                    + "spinning", name, delay * 100 / Math.max(1, window), TimeUnit.NANOSECONDS.toMillis(window));
-            }
-            contended = true;
-            effectiveSpinNanos = 0;
-            contendedUntilNanos = now + TimeUnit.MILLISECONDS.toNanos(CONTENDED_HOLD_MILLIS);
-        } else if (contended && now - contendedUntilNanos >= 0) {
-            // Probe: spin again for a window; a competitor still there sends us back within one window.
-            contended = false;
-            effectiveSpinNanos = spinNanos;
-        }
-        windowStartNanos = now;
-        windowStartRunDelay = runDelay;
-        windowBlocks = 0;
-    }
-
-    private void block() {
+    /** The reactor's {@link io.nvmeof4j.protocol.spi.idle.IdleWait}: at most {@code timeoutNanos}, less where noted. */
+    private void block(long timeoutNanos) {
         sleeping = true;
         try {
             if (!tasks.isEmpty() || !running) {
@@ -422,7 +337,7 @@ public final class Reactor implements Executor, AutoCloseable {
             for (PollGroup g : gs) {
                 if (g instanceof InFlightAware a && a.hasInFlight()) {
                     try {
-                        g.await(IN_FLIGHT_AWAIT_NANOS);
+                        g.await(Math.min(timeoutNanos, IN_FLIGHT_AWAIT_NANOS));
                     } catch (RuntimeException e) {
                         LOG.warn("reactor {}: await on poll group {} threw", name, g, e);
                     }
@@ -430,11 +345,12 @@ public final class Reactor implements Executor, AutoCloseable {
                 }
             }
             if (gs.length == 0) {
-                LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(AWAIT_MILLIS_ONE_GROUP));
+                LockSupport.parkNanos(this, timeoutNanos);
             } else {
-                long millis = gs.length == 1 ? AWAIT_MILLIS_ONE_GROUP : AWAIT_MILLIS_SEVERAL_GROUPS;
+                long bound = gs.length == 1 ? timeoutNanos
+                    : Math.min(timeoutNanos, TimeUnit.MILLISECONDS.toNanos(AWAIT_MILLIS_SEVERAL_GROUPS));
                 try {
-                    gs[0].await(TimeUnit.MILLISECONDS.toNanos(millis));
+                    gs[0].await(bound);
                 } catch (RuntimeException e) {
                     LOG.warn("reactor {}: await on poll group {} threw", name, gs[0], e);
                 }

@@ -5,7 +5,7 @@ import io.nvmeof4j.jni.bdev.BdevRegion;
 import io.nvmeof4j.protocol.buffer.OffHeapBufferPool;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.spi.PollGroup;
-import io.nvmeof4j.target.reactor.IdleStrategy;
+import io.nvmeof4j.target.reactor.IdleMode;
 import io.nvmeof4j.target.reactor.Reactor;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -47,7 +47,7 @@ class DataPathPressureTest {
     private BdevChannels channels;
 
     private void startReactor(int ringEntries) throws Exception {
-        reactor = new Reactor("pressure-reactor", IdleStrategy.ADAPTIVE, TimeUnit.MICROSECONDS.toNanos(50));
+        reactor = new Reactor("pressure-reactor", IdleMode.ADAPTIVE, TimeUnit.MICROSECONDS.toNanos(50));
         BdevRegion region = BdevRegion.map(64L * MIB, false);
         reactor.own(region);
         pool = new OffHeapBufferPool(MIB, region.buffer());

@@ -7,7 +7,7 @@ import io.nvmeof4j.jni.bdev.UringOptions;
 import io.nvmeof4j.protocol.buffer.OffHeapBufferPool;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.spi.PollGroup;
-import io.nvmeof4j.target.reactor.IdleStrategy;
+import io.nvmeof4j.target.reactor.IdleMode;
 import io.nvmeof4j.target.reactor.Reactor;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -71,7 +71,7 @@ class UringBlockDeviceTest {
 
     @BeforeEach
     void startReactor() throws Exception {
-        reactor = new Reactor("test-reactor", IdleStrategy.ADAPTIVE, TimeUnit.MICROSECONDS.toNanos(50));
+        reactor = new Reactor("test-reactor", IdleMode.ADAPTIVE, TimeUnit.MICROSECONDS.toNanos(50));
         BdevRegion region = BdevRegion.map(16L * MIB, false);
         reactor.own(region);
         pool = new OffHeapBufferPool(MIB, region.buffer());

@@ -8,7 +8,7 @@ import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.target.model.Port;
-import io.nvmeof4j.target.reactor.IdleStrategy;
+import io.nvmeof4j.target.reactor.IdleMode;
 import io.nvmeof4j.protocol.auth.DhchapCredentials;
 import io.nvmeof4j.protocol.auth.DhchapGroup;
 import io.nvmeof4j.protocol.auth.DhchapHash;
@@ -223,7 +223,7 @@ class TargetConfigTest {
         TargetConfig config = parse(withNamespaces(ramNamespace(1)));
         DaemonSettings d = config.daemon();
         assertThat(d.reactors()).isEqualTo(DaemonSettings.defaultReactors(Runtime.getRuntime().availableProcessors()));
-        assertThat(d.idleStrategy()).isEqualTo(IdleStrategy.ADAPTIVE);
+        assertThat(d.idleStrategy()).isEqualTo(IdleMode.ADAPTIVE);
         assertThat(d.idleSpinNanos()).isEqualTo(TimeUnit.MICROSECONDS.toNanos(50));
         assertThat(d.bufferPoolBytes()).isEqualTo(64L << 20);
         assertThat(d.maxDataTransferSize()).isEqualTo(1 << 20);
@@ -254,7 +254,7 @@ class TargetConfigTest {
             + "\"max_data_transfer_kib\": 512, \"hugepages\": true, \"file_workers\": 4, "
             + "\"shutdown_timeout_ms\": 250}, ");
         DaemonSettings d = parse(json).daemon();
-        assertThat(d).isEqualTo(new DaemonSettings(3, IdleStrategy.BUSY, 10_000, 16L << 20, 512 << 10, true,
+        assertThat(d).isEqualTo(new DaemonSettings(3, IdleMode.BUSY, 10_000, 16L << 20, 512 << 10, true,
             Duration.ofMillis(250)).withHttpSecurity(d.httpSecurity()));
         assertThat(parse(json).ports().get(0).options().maxDataTransferSize()).isEqualTo(512 << 10);
     }

@@ -1,4 +1,4 @@
-package io.nvmeof4j.target.reactor;
+package io.nvmeof4j.protocol.spi.idle;
 
 import java.io.IOException;
 import java.io.RandomAccessFile;
@@ -56,6 +56,11 @@ final class SchedStat implements AutoCloseable {
         }
         runDelayNanos = value;
         return true;
+    }
+
+    /** Re-reads the file: the run delay, or -1 when it cannot be read (what {@link AdaptiveIdleStrategy} samples). */
+    long readRunDelayNanos() {
+        return read() ? runDelayNanos : -1;
     }
 
     /** Total time this thread was runnable but not running, as of the last {@link #read()}. */

@@ -1,0 +1,51 @@
+package io.nvmeof4j.target.reactor;
+
+import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
+import io.nvmeof4j.protocol.spi.idle.BusySpinIdleStrategy;
+import io.nvmeof4j.protocol.spi.idle.IdleStrategy;
+import io.nvmeof4j.protocol.spi.idle.IdleWait;
+
+import java.util.Locale;
+
+/**
+ * Which {@link IdleStrategy} the target's reactors use (configuration {@code idle_strategy}); the strategies
+ * themselves are shared with the initiator's reactors ({@code io.nvmeof4j.protocol.spi.idle}).
+ */
+public enum IdleMode {
+    /** {@link BusySpinIdleStrategy}: lowest latency, one full core per reactor even when idle. */
+    BUSY(BusySpinIdleStrategy.ALIAS),
+    /**
+     * {@link AdaptiveIdleStrategy}: spin {@code idle_spin_us} after the last work, yield, then block in the poll
+     * group with a bounded backoff; block at once while the reactor's CPU is measured as shared.
+     */
+    ADAPTIVE(AdaptiveIdleStrategy.ALIAS);
+
+    private final String configName;
+
+    IdleMode(String configName) {
+        this.configName = configName;
+    }
+
+    public String configName() {
+        return configName;
+    }
+
+    /**
+     * A strategy for the calling reactor thread: call it on that thread (the adaptive strategy measures the
+     * contention of the thread that creates it).
+     */
+    IdleStrategy newStrategy(String reactorName, IdleWait wait, long spinNanos, long maxParkNanos) {
+        return this == BUSY ? new BusySpinIdleStrategy()
+            : AdaptiveIdleStrategy.forCurrentThread(reactorName, wait, spinNanos, maxParkNanos);
+    }
+
+    public static IdleMode fromConfigName(String name) {
+        String lower = name.toLowerCase(Locale.ROOT);
+        for (IdleMode s : values()) {
+            if (s.configName.equals(lower)) {
+                return s;
+            }
+        }
+        throw new IllegalArgumentException("unknown idle strategy '" + name + "' (expected busy or adaptive)");
+    }
+}
