@@ -11,6 +11,7 @@ import io.nvmeof4j.target.config.ConfigException;
 import io.nvmeof4j.target.config.ConfigWriter;
 import io.nvmeof4j.target.config.NamespaceConfig;
 import io.nvmeof4j.target.config.PortConfig;
+import io.nvmeof4j.target.config.ReferralConfig;
 import io.nvmeof4j.target.config.SubsystemConfig;
 import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.daemon.TargetDaemon;
@@ -414,7 +415,9 @@ public final class ControlPlane {
         port.putArray("subsystems").add(nqn);
         TargetConfig parsed = parse(doc);
         int id = portId;
-        PortConfig pc = parsed.ports().stream().filter(p -> p.portId() == id).findFirst().orElseThrow();
+        // A target-wide referral (SPDK's nvmf_discovery_add_referral puts it on every port) is on the new port too.
+        PortConfig pc = parsed.ports().stream().filter(p -> p.portId() == id).findFirst().orElseThrow()
+            .withReferrals(referralsOnEveryPort());
         Port bound;
         try {
             bound = daemon.addPort(pc);
@@ -423,7 +426,7 @@ public final class ControlPlane {
                 + e.getMessage(), e);
         }
         PortConfig persisted = new PortConfig(pc.where(), pc.portId(), pc.address().withPort(bound.address().port()),
-            pc.treq(), pc.options(), pc.subsystems());
+            pc.treq(), pc.options(), pc.subsystems(), pc.referrals());
         TargetConfig next;
         try {
             next = validate(replacePort(parsed, persisted));
@@ -464,6 +467,122 @@ public final class ControlPlane {
             daemon.removePort(port.portId());
         } else {
             daemon.exportOnPort(port.portId(), new LinkedHashSet<>(subs));
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ referrals
+
+    /**
+     * Adds a referral: discovery logs read through port {@code portId} (-1: every port, as SPDK's target-wide
+     * {@code nvmf_discovery_add_referral}) list {@code referral} from now on; connected discovery controllers get the
+     * discovery log change event. A name already used on a port gets a suffix ({@code -2}, ...).
+     *
+     * @return the referral as added (to the first port)
+     */
+    public synchronized ReferralConfig addReferral(String who, int portId, ReferralConfig referral)
+        throws ControlException {
+        List<PortConfig> targets = referralPorts(portId);
+        List<PortConfig> ports = new ArrayList<>();
+        ReferralConfig first = null;
+        for (PortConfig p : current.ports()) {
+            if (!targets.contains(p)) {
+                ports.add(p);
+                continue;
+            }
+            for (ReferralConfig r : p.referrals()) {
+                if (r.sameTarget(referral)) {
+                    throw new ControlException(ControlException.Kind.EXISTS, "port " + p.portId() + " already refers "
+                        + "to " + referral.address() + " " + referral.subnqn() + " (referral " + r.name() + ")");
+                }
+            }
+            String name = referral.name();
+            for (int n = 2; hasReferralNamed(p, name); n++) {
+                name = referral.name() + "-" + n;
+            }
+            ReferralConfig added = new ReferralConfig(name, referral.portId(), referral.enabled(), referral.address(),
+                referral.treq(), referral.subnqn());
+            first = first == null ? added : first;
+            List<ReferralConfig> list = new ArrayList<>(p.referrals());
+            list.add(added);
+            ports.add(p.withReferrals(list));
+        }
+        TargetConfig next = validate(current.withModel(current.hosts(), ports, current.subsystems()));
+        TargetConfig before = current;
+        applyReferrals(next);
+        commitOrUndo(who, "add referral to " + referral.address() + " " + referral.subnqn() + " on "
+            + (portId < 0 ? "every port" : "port " + portId), next, () -> applyReferrals(before));
+        return first;
+    }
+
+    /**
+     * Removes the referrals of port {@code portId} (-1: every port) that {@code match} selects: written, then taken
+     * out of the discovery logs (discovery log change event).
+     *
+     * @return how many were removed (at least one)
+     */
+    public synchronized int removeReferral(String who, int portId, java.util.function.Predicate<ReferralConfig> match,
+                                           String what) throws ControlException {
+        List<PortConfig> targets = referralPorts(portId);
+        List<PortConfig> ports = new ArrayList<>();
+        int removed = 0;
+        for (PortConfig p : current.ports()) {
+            if (!targets.contains(p)) {
+                ports.add(p);
+                continue;
+            }
+            List<ReferralConfig> list = new ArrayList<>(p.referrals());
+            int before = list.size();
+            list.removeIf(match);
+            removed += before - list.size();
+            ports.add(p.withReferrals(list));
+        }
+        if (removed == 0) {
+            throw new ControlException(ControlException.Kind.NOT_FOUND, "no referral " + what + " on "
+                + (portId < 0 ? "any port" : "port " + portId));
+        }
+        TargetConfig next = validate(current.withModel(current.hosts(), ports, current.subsystems()));
+        commit(who, "remove referral " + what + " from " + (portId < 0 ? "every port" : "port " + portId), next);
+        applyReferrals(next);
+        return removed;
+    }
+
+    /** The referrals every port has (what SPDK's target-wide calls added): each once, as the first port has it. */
+    public synchronized List<ReferralConfig> referralsOnEveryPort() {
+        List<ReferralConfig> common = new ArrayList<>();
+        List<PortConfig> ports = current.ports();
+        if (ports.isEmpty()) {
+            return common;
+        }
+        for (ReferralConfig r : ports.get(0).referrals()) {
+            if (ports.stream().allMatch(p -> p.referrals().stream().anyMatch(r::sameTarget))) {
+                common.add(r);
+            }
+        }
+        return common;
+    }
+
+    private List<PortConfig> referralPorts(int portId) throws ControlException {
+        if (portId < 0) {
+            return current.ports();
+        }
+        for (PortConfig p : current.ports()) {
+            if (p.portId() == portId) {
+                return List.of(p);
+            }
+        }
+        throw new ControlException(ControlException.Kind.NOT_FOUND, "no port " + portId);
+    }
+
+    private static boolean hasReferralNamed(PortConfig p, String name) {
+        return p.referrals().stream().anyMatch(r -> r.name().equals(name));
+    }
+
+    /** Serves each port's referrals as {@code config} has them (ports not served, e.g. RDMA without RDMA: skipped). */
+    private void applyReferrals(TargetConfig config) {
+        for (PortConfig p : config.ports()) {
+            if (daemon.model().port(p.portId()) != null) {
+                daemon.setReferrals(p.portId(), p.referrals());
+            }
         }
     }
 
@@ -516,7 +635,7 @@ public final class ControlPlane {
     }
 
     private static PortConfig withSubsystems(PortConfig p, List<String> subsystems) {
-        return new PortConfig(p.where(), p.portId(), p.address(), p.treq(), p.options(), subsystems);
+        return new PortConfig(p.where(), p.portId(), p.address(), p.treq(), p.options(), subsystems, p.referrals());
     }
 
     private static SubsystemConfig withHosts(SubsystemConfig s, List<String> hosts) {

@@ -394,6 +394,7 @@ public final class TargetDaemon implements AutoCloseable {
         for (PortConfig pc : servedPorts) {
             Set<String> exported = new LinkedHashSet<>(pc.subsystems());
             model.addPort(new Port(pc.portId(), pc.address(), pc.options(), exported));
+            model.referrals(pc.portId(), referrals(pc.referrals()));
         }
     }
 
@@ -654,6 +655,7 @@ public final class TargetDaemon implements AutoCloseable {
         }
         Port port = new Port(pc.portId(), pc.address(), pc.options(), new LinkedHashSet<>(pc.subsystems()));
         model.addPort(port);
+        model.referrals(pc.portId(), referrals(pc.referrals()));
         try {
             listen(pc, port);
         } catch (IOException | RuntimeException e) {
@@ -708,6 +710,34 @@ public final class TargetDaemon implements AutoCloseable {
         registry.notifyDiscoveryChanged();
         LOG.info("port {} removed ({})", portId, port.address());
         return port;
+    }
+
+    /**
+     * Sets the referrals a served port's discovery log lists (control plane): connected discovery controllers get
+     * the discovery log change event.
+     */
+    public synchronized void setReferrals(int portId, List<io.nvmeof4j.target.config.ReferralConfig> list) {
+        checkRunning();
+        if (model.port(portId) == null) {
+            throw new IllegalArgumentException("no port " + portId);
+        }
+        model.referrals(portId, referrals(list));
+        registry.notifyDiscoveryChanged();
+    }
+
+    /** The enabled referrals of a port, as the discovery log lists them. */
+    private static List<io.nvmeof4j.target.model.Referral> referrals(List<io.nvmeof4j.target.config.ReferralConfig> list) {
+        List<io.nvmeof4j.target.model.Referral> served = new ArrayList<>();
+        for (io.nvmeof4j.target.config.ReferralConfig r : list) {
+            if (r.enabled()) {
+                served.add(new io.nvmeof4j.target.model.Referral(r.portId(), r.address(), switch (r.treq()) {
+                    case "required" -> io.nvmeof4j.protocol.discovery.DiscoveryLogEntry.TREQ_SECURE_CHANNEL_REQUIRED;
+                    case "not required" -> io.nvmeof4j.protocol.discovery.DiscoveryLogEntry.TREQ_SECURE_CHANNEL_NOT_REQUIRED;
+                    default -> io.nvmeof4j.protocol.discovery.DiscoveryLogEntry.TREQ_SECURE_CHANNEL_NOT_SPECIFIED;
+                }, r.subnqn()));
+            }
+        }
+        return served;
     }
 
     /** Takes {@code device} off the list of devices to close at shutdown; returns its entry, or null. */

@@ -111,6 +111,9 @@ final class SpdkRpcMethods {
         methods.put("bdev_get_bdevs", (w, p) -> getBdevs(p));
         methods.put("bdev_get_iostat", (w, p) -> getIostat(p));
         methods.put("nvmf_get_stats", (w, p) -> getStats(p));
+        methods.put("nvmf_discovery_add_referral", this::addReferral);
+        methods.put("nvmf_discovery_remove_referral", this::removeReferral);
+        methods.put("nvmf_discovery_get_referrals", (w, p) -> getReferrals(p));
         // Namespaces served already (the configuration file's, or added before this socket opened) get their bdev,
         // named as save_config names them, so they can be listed, removed and saved like the ones added here.
         for (SubsystemConfig s : control.configuration().subsystems()) {
@@ -140,7 +143,7 @@ final class SpdkRpcMethods {
     /** True for the methods that change the target (audit-logged). */
     static boolean changes(String name) {
         return name.contains("create") || name.contains("delete") || name.contains("add") || name.contains("remove")
-            || name.contains("allow");
+            || name.contains("allow") || name.contains("resize") || name.contains("rescan");
     }
 
     // ------------------------------------------------------------------------------------------------ framework
@@ -214,6 +217,16 @@ final class SpdkRpcMethods {
         nvmfSection.put("subsystem", "nvmf");
         ArrayNode nvmfCalls = nvmfSection.putArray("config");
         call(nvmfCalls, "nvmf_create_transport").put("trtype", "TCP");
+        // SPDK's referrals are target-wide: those on every port. (A referral an nvmetcli-shaped file puts on some
+        // ports only has no SPDK equivalent and is left out.)
+        for (io.nvmeof4j.target.config.ReferralConfig r : control.referralsOnEveryPort()) {
+            ObjectNode rc = call(nvmfCalls, "nvmf_discovery_add_referral");
+            rc.set("address", referralAddress(r));
+            rc.put("secure_channel", "required".equals(r.treq()));
+            if (!r.isDiscovery()) {
+                rc.put("subnqn", r.subnqn());
+            }
+        }
         Set<String> saved = new java.util.HashSet<>();
         TargetConfig config = control.configuration();
         for (SubsystemConfig s : config.subsystems()) {
@@ -525,6 +538,97 @@ final class SpdkRpcMethods {
         } catch (NumberFormatException e) {
             throw RpcError.invalidParams("trsvcid " + s + " is not a port number");
         }
+    }
+
+    // ------------------------------------------------------------------------------------------------ referrals
+
+    /**
+     * SPDK's target-wide referral: put on every port (the configuration keeps referrals per port, as nvmet does).
+     * Errors as SPDK's: -32602 for parameters it cannot decode, -32603 "Service ID is required." without trsvcid,
+     * -32603 "Internal error" for a referral that exists already.
+     */
+    private JsonNode addReferral(String who, JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("address", "tgt_name", "secure_channel", "subnqn"));
+        ObjectNode a = referralAddress(o);
+        boolean secure = o.has("secure_channel") && bool(o, "secure_channel");
+        String subnqn = o.has("subnqn") ? nqn(o, "subnqn") : Port.DISCOVERY_NQN;
+        TransportType trtype = trtype(a);
+        String traddr = text(a, "traddr");
+        if (!a.has("trsvcid")) {
+            throw new RpcError(RpcError.INTERNAL_ERROR, "Service ID is required.");
+        }
+        String trsvcid = trsvcid(a);
+        io.nvmeof4j.target.config.ReferralConfig referral = new io.nvmeof4j.target.config.ReferralConfig(
+            trtype.configName() + "-" + traddr.replace(':', '.') + "-" + trsvcid, 0, true,
+            new io.nvmeof4j.protocol.spi.TransportAddress(trtype, adrfam(a), traddr, trsvcid),
+            secure ? "required" : "not specified", subnqn);
+        try {
+            control.addReferral(who, -1, referral);
+        } catch (ControlException e) {
+            if (e.kind() == ControlException.Kind.INVALID) {
+                throw RpcError.invalidParams(e.getMessage());
+            }
+            throw new RpcError(RpcError.INTERNAL_ERROR, (e.kind() == ControlException.Kind.IO ? "Internal error: "
+                : "Internal error (") + e.getMessage() + (e.kind() == ControlException.Kind.IO ? "" : ")"));
+        }
+        return BooleanNode.TRUE;
+    }
+
+    /** Removes the referral from every port that has it; -32603 "Unable to remove a referral." when none does. */
+    private JsonNode removeReferral(String who, JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("address", "tgt_name", "subnqn"));
+        ObjectNode a = referralAddress(o);
+        TransportType trtype = trtype(a);
+        String traddr = text(a, "traddr");
+        String trsvcid = a.has("trsvcid") ? trsvcid(a) : null;
+        String subnqn = o.has("subnqn") ? text(o, "subnqn") : Port.DISCOVERY_NQN;
+        try {
+            control.removeReferral(who, -1, r -> r.address().type() == trtype && r.address().traddr().equals(traddr)
+                && (trsvcid == null || r.address().trsvcid().equals(trsvcid)) && r.subnqn().equals(subnqn),
+                trtype.configName() + " " + traddr + ":" + trsvcid + " " + subnqn);
+        } catch (ControlException e) {
+            throw new RpcError(RpcError.INTERNAL_ERROR, e.kind() == ControlException.Kind.IO
+                ? "Internal error: " + e.getMessage() : "Unable to remove a referral. (" + e.getMessage() + ")");
+        }
+        return BooleanNode.TRUE;
+    }
+
+    /** SPDK's shape: {@code [{"address": {...}, "secure_channel", "subnqn"}]}, each referral once. */
+    private JsonNode getReferrals(JsonNode p) throws RpcError {
+        params(p, Set.of("tgt_name"));
+        ArrayNode list = mapper.createArrayNode();
+        List<io.nvmeof4j.target.config.ReferralConfig> seen = new ArrayList<>();
+        for (io.nvmeof4j.target.config.PortConfig port : control.configuration().ports()) {
+            for (io.nvmeof4j.target.config.ReferralConfig r : port.referrals()) {
+                if (seen.stream().anyMatch(r::sameTarget)) {
+                    continue;
+                }
+                seen.add(r);
+                ObjectNode ro = list.addObject();
+                ro.set("address", referralAddress(r));
+                ro.put("secure_channel", "required".equals(r.treq()));
+                ro.put("subnqn", r.subnqn());
+            }
+        }
+        return list;
+    }
+
+    private ObjectNode referralAddress(io.nvmeof4j.target.config.ReferralConfig r) {
+        ObjectNode a = mapper.createObjectNode();
+        a.put("trtype", r.address().type() == TransportType.RDMA ? "RDMA" : "TCP");
+        a.put("adrfam", r.address().family() == AddressFamily.IPV6 ? "IPv6" : "IPv4");
+        a.put("traddr", r.address().traddr());
+        a.put("trsvcid", r.address().trsvcid());
+        return a;
+    }
+
+    private static ObjectNode referralAddress(ObjectNode o) throws RpcError {
+        JsonNode a = o.get("address");
+        if (a == null || !a.isObject()) {
+            throw RpcError.invalidParams("address is required");
+        }
+        params(a, Set.of("trtype", "adrfam", "traddr", "trsvcid", "priority"));
+        return (ObjectNode) a;
     }
 
     // ------------------------------------------------------------------------------------------------ namespaces
