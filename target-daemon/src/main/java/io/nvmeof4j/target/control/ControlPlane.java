@@ -374,6 +374,88 @@ public final class ControlPlane {
         return daemon.removeNamespace(nqn, nsid);
     }
 
+    /**
+     * Resizes a namespace live: a null device to {@code sizeBytes} (SPDK's {@code bdev_null_resize}), a file or block
+     * device to the size it has now ({@code sizeBytes} 0: SPDK's {@code bdev_aio_rescan}/{@code bdev_uring_rescan},
+     * nvmet's {@code revalidate_size}) or to {@code sizeBytes} no larger than the file. Growing only: shrinking is
+     * refused (SPDK refuses shrinking a null bdev, and shrinking any bdev a namespace holds open), as data a host
+     * wrote beyond the new end would vanish under it. Applied, written, then announced: connected controllers get
+     * the namespace attribute changed event and the NSID in their Changed Namespace List (log 04h), and Identify
+     * Namespace reports the new NSZE/NCAP/NUSE. A RAM namespace cannot be resized (SPDK has no
+     * {@code bdev_malloc_resize}). Returns the new size in bytes.
+     */
+    public synchronized long resizeNamespace(String who, String nqn, int nsid, long sizeBytes) throws ControlException {
+        SubsystemConfig s = requireSubsystem(nqn);
+        NamespaceConfig nc = s.namespaces().stream().filter(n -> n.nsid() == nsid && n.enabled()).findFirst()
+            .orElseThrow(() -> new ControlException(ControlException.Kind.NOT_FOUND, "subsystem " + nqn
+                + " has no namespace " + Integer.toUnsignedString(nsid)));
+        Namespace live = daemon.model().subsystem(nqn).namespace(nsid);
+        if (live == null) {
+            throw new ControlException(ControlException.Kind.NOT_FOUND, "subsystem " + nqn + " has no namespace "
+                + Integer.toUnsignedString(nsid));
+        }
+        long before = live.blockCount() * live.blockSize();
+        switch (nc.backend()) {
+            case RAM -> throw new ControlException(ControlException.Kind.INVALID, "namespace "
+                + Integer.toUnsignedString(nsid) + " of " + nqn + " is RAM, which cannot be resized");
+            case NULL -> {
+                if (sizeBytes <= 0) {
+                    throw new ControlException(ControlException.Kind.INVALID, "a null namespace needs its new size");
+                }
+            }
+            default -> {
+            }
+        }
+        if (sizeBytes > 0 && sizeBytes < before) {
+            throw new ControlException(ControlException.Kind.INVALID, "namespace " + Integer.toUnsignedString(nsid)
+                + " of " + nqn + " has " + before + " bytes; shrinking to " + sizeBytes + " is refused (only growing)");
+        }
+        if (sizeBytes > 0 && sizeBytes % live.blockSize() != 0) {
+            throw new ControlException(ControlException.Kind.INVALID, "size " + sizeBytes
+                + " is not a multiple of the block size " + live.blockSize());
+        }
+        long after;
+        try {
+            after = daemon.resizeNamespace(nqn, nsid, sizeBytes);
+        } catch (UnsupportedOperationException | IllegalArgumentException e) {
+            throw new ControlException(ControlException.Kind.INVALID, e.getMessage());
+        } catch (io.nvmeof4j.jni.NativeIoException e) {
+            throw new ControlException(e.errno() == 16 ? ControlException.Kind.BUSY : ControlException.Kind.INVALID,
+                "namespace " + Integer.toUnsignedString(nsid) + " of " + nqn + ": " + (e.errno() == 16
+                    ? "the file or device is smaller than the namespace now; shrinking is refused"
+                    : e.getMessage()), e);
+        } catch (IOException e) {
+            throw new ControlException(ControlException.Kind.IO, e.getMessage(), e);
+        }
+        // A file namespace sized by its file stays so; one with a configured size keeps the new size.
+        NamespaceConfig resized = nc.withSize(nc.backend() == io.nvmeof4j.target.config.BackendType.FILE
+            && nc.sizeBytes() == 0 ? 0 : after);
+        List<NamespaceConfig> list = new ArrayList<>();
+        for (NamespaceConfig n : s.namespaces()) {
+            list.add(n.nsid() == nsid ? resized : n);
+        }
+        Runnable undo = () -> {
+            try {
+                daemon.resizeNamespace(nqn, nsid, before);
+            } catch (IOException e) {
+                throw new IllegalStateException("cannot restore the size " + before + ": " + e.getMessage(), e);
+            }
+        };
+        TargetConfig next;
+        try {
+            next = validate(replace(nqn, old -> withNamespaces(old, list)));
+        } catch (ControlException e) {
+            undo.run();
+            throw e;
+        }
+        commitOrUndo(who, "resize namespace " + Integer.toUnsignedString(nsid) + " of " + nqn + " to " + after
+            + " bytes", next, undo);
+        if (after != before) {
+            daemon.registry().notifyNamespaceChanged(nqn, nsid);
+        }
+        return after;
+    }
+
     // ------------------------------------------------------------------------------------------------ listeners
 
     /**

@@ -554,6 +554,34 @@ public final class TargetDaemon implements AutoCloseable {
         return removed;
     }
 
+    /**
+     * Resizes a namespace's device live (control plane): {@code sizeBytes} > 0 that size, 0 the size its file or
+     * block device has now (SPDK's rescan). I/O up to the new end is served from the moment this returns; the caller
+     * announces it ({@link ControllerRegistry#notifyNamespaceChanged}) once the change is persisted. Returns the new
+     * size in bytes.
+     *
+     * @throws IllegalArgumentException      no such subsystem or namespace
+     * @throws UnsupportedOperationException the device cannot be resized (RAM)
+     * @throws IOException                   the file or device is smaller than asked, or a rescan would shrink it
+     */
+    public synchronized long resizeNamespace(String subsystemNqn, int nsid, long sizeBytes) throws IOException {
+        checkRunning();
+        Subsystem subsystem = model.subsystem(subsystemNqn);
+        Namespace ns = subsystem == null ? null : subsystem.namespace(nsid);
+        if (ns == null) {
+            throw new IllegalArgumentException("no namespace " + Integer.toUnsignedString(nsid) + " in "
+                + subsystemNqn);
+        }
+        long before = ns.blockCount() * ns.blockSize();
+        long after = ns.device().resize(sizeBytes);
+        if (after != before) {
+            LOG.info("{} namespace {} resized: {} -> {} ({} blocks of {} bytes)", subsystemNqn,
+                Integer.toUnsignedString(nsid), Sizes.format(before), Sizes.format(after), ns.blockCount(),
+                ns.blockSize());
+        }
+        return after;
+    }
+
     /** Unbinds the meters of a namespace taken off the data path and closes its device once its I/O has drained. */
     private void releaseNamespace(Subsystem subsystem, Namespace removed) {
         String subsystemNqn = subsystem.nqn();

@@ -523,6 +523,10 @@ public final class HttpApiServer implements AutoCloseable {
                     requireMethod(method, "GET", "POST");
                     return ok(api.namespaces(nqn));
                 }
+                if (n == 5 && p.get(4).equals("resize")) {
+                    requireMethod(method, "POST");
+                    return ok(api.resizeNamespace(nqn, p.get(3), body == null || body.length == 0 ? null : json(body)));
+                }
                 if (n == 4) {
                     if ("DELETE".equals(method)) {
                         return ok(api.removeNamespace(nqn, p.get(3)));

@@ -230,6 +230,39 @@ public final class ManagementApi {
     }
 
     /**
+     * Resizes a namespace: {@code {"size": "64M"}} (a null device, or a file no smaller than that) or {@code {}} (a file
+     * or block device: take the size it has now). Growing only. Returns the namespace. 400: malformed, shrinking, a
+     * RAM namespace, a file smaller than asked; 404: no such subsystem or namespace; 409: the file shrank under it.
+     */
+    public synchronized ObjectNode resizeNamespace(String nqn, String nsidText, JsonNode body)
+        throws ManagementException {
+        Subsystem s = requireSubsystem(nqn);
+        int nsid = parseNsid(nsidText);
+        if (s.namespace(nsid) == null) {
+            throw new ManagementException(NOT_FOUND, "subsystem " + nqn + " has no namespace " + nsidText);
+        }
+        long size = 0;
+        if (body != null && body.has("size")) {
+            try {
+                size = io.nvmeof4j.target.config.Sizes.parse(body.get("size").asText());
+            } catch (IllegalArgumentException e) {
+                throw new ManagementException(BAD_REQUEST, "size: " + e.getMessage());
+            }
+            if (size <= 0) {
+                throw new ManagementException(BAD_REQUEST, "size must be positive");
+            }
+        } else if (body != null && !body.isObject() && !body.isNull()) {
+            throw new ManagementException(BAD_REQUEST, "expected {\"size\": \"64M\"} or {} (rescan the file)");
+        }
+        try {
+            daemon.controlPlane().resizeNamespace("HTTP API", s.nqn(), nsid, size);
+        } catch (ControlException e) {
+            throw refused(e);
+        }
+        return namespaceJson(s.namespace(nsid));
+    }
+
+    /**
      * Sets or rotates the DH-HMAC-CHAP credentials of a host, {@code {"key", "ctrl_key", "hash", "dhgroup"}} as in
      * the configuration's {@code hosts[].dhchap}; an empty key removes them. Persisted in the configuration file
      * (control plane). Takes effect at the host's next Connect

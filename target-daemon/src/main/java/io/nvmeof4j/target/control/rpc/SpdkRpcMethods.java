@@ -108,6 +108,9 @@ final class SpdkRpcMethods {
         methods.put("bdev_uring_delete", (w, p) -> deleteBdev(p, "uring"));
         methods.put("bdev_aio_create", (w, p) -> createBdev(p, "aio"));
         methods.put("bdev_aio_delete", (w, p) -> deleteBdev(p, "aio"));
+        methods.put("bdev_null_resize", this::resizeNullBdev);
+        methods.put("bdev_aio_rescan", (w, p) -> rescanBdev(w, p, "aio"));
+        methods.put("bdev_uring_rescan", (w, p) -> rescanBdev(w, p, "uring"));
         methods.put("bdev_get_bdevs", (w, p) -> getBdevs(p));
         methods.put("bdev_get_iostat", (w, p) -> getIostat(p));
         methods.put("nvmf_get_stats", (w, p) -> getStats(p));
@@ -870,6 +873,84 @@ final class SpdkRpcMethods {
         }
         bdevs.remove(name);
         return BooleanNode.TRUE;
+    }
+
+    /**
+     * SPDK's {@code bdev_null_resize}: {@code new_size} in MiB, growing only. Errors as SPDK's: -32603 for parameters
+     * it cannot decode, -19 no such bdev, -22 not a null bdev or a smaller (or not block-aligned) size. A bdev a
+     * namespace uses is resized live (the namespace attribute notice; persisted), an unused one in the registry.
+     */
+    private JsonNode resizeNullBdev(String who, JsonNode p) throws RpcError {
+        ObjectNode o;
+        String name;
+        long mib;
+        try {
+            o = params(p, Set.of("name", "new_size"));
+            name = text(o, "name");
+            mib = integer(o, "new_size", 0, Long.MAX_VALUE);
+        } catch (RpcError e) {
+            throw new RpcError(RpcError.INTERNAL_ERROR, "spdk_json_decode_object failed: " + e.getMessage());
+        }
+        Bdev bdev = bdevs.get(name);
+        if (bdev == null) {
+            throw RpcError.errno(RpcError.ENODEV);
+        }
+        if (!kindOf(bdev).equals("null")) {
+            throw new RpcError(RpcError.EINVAL, "Invalid argument: " + name + " is not a null bdev");
+        }
+        if (mib > Long.MAX_VALUE >> 20) {
+            throw new RpcError(RpcError.EINVAL, "Invalid argument: new_size " + mib + " MiB overflows 64 bits");
+        }
+        long bytes = mib << 20;
+        if (bytes % bdev.blockSize() != 0 || bytes < bdev.numBlocks() * bdev.blockSize()) {
+            throw new RpcError(RpcError.EINVAL, "Invalid argument: the new size must not be smaller than the current "
+                + "size (" + bdev.numBlocks() * bdev.blockSize() + " bytes)");
+        }
+        String claim = claims.get(name);
+        if (claim != null) {
+            resizeClaimed(who, claim, bytes);
+        }
+        bdevs.put(name, new Bdev(bdev.name(), bdev.productName(), bdev.backend(), bdev.path(),
+            bytes / bdev.blockSize(), bdev.blockSize(), bdev.uuid()));
+        return BooleanNode.TRUE;
+    }
+
+    /**
+     * SPDK's {@code bdev_aio_rescan}/{@code bdev_uring_rescan}: the bdev takes the size its file has now. Errors as
+     * SPDK's: -32603 for parameters it cannot decode, -19 no such bdev (of that kind), -16 a file that shrank under a
+     * namespace (SPDK's bdev layer refuses shrinking an open bdev).
+     */
+    private JsonNode rescanBdev(String who, JsonNode p, String kind) throws RpcError {
+        String name;
+        try {
+            name = text(params(p, Set.of("name")), "name");
+        } catch (RpcError e) {
+            throw new RpcError(RpcError.INTERNAL_ERROR, "spdk_json_decode_object failed: " + e.getMessage());
+        }
+        Bdev bdev = bdevs.get(name);
+        if (bdev == null || !kindOf(bdev).equals(kind)) {
+            throw RpcError.errno(RpcError.ENODEV);
+        }
+        String claim = claims.get(name);
+        if (claim != null) {
+            resizeClaimed(who, claim, 0);
+        }
+        // An unused file bdev has no size of its own: bdev_get_bdevs reads the file's.
+        return BooleanNode.TRUE;
+    }
+
+    private void resizeClaimed(String who, String claim, long bytes) throws RpcError {
+        int space = claim.lastIndexOf(' ');
+        try {
+            control.resizeNamespace(who, claim.substring(0, space), Integer.parseUnsignedInt(claim.substring(space + 1)),
+                bytes);
+        } catch (ControlException e) {
+            throw switch (e.kind()) {
+                case BUSY -> new RpcError(RpcError.EBUSY, "Device or resource busy: " + e.getMessage());
+                case IO -> new RpcError(RpcError.INTERNAL_ERROR, "Internal error: " + e.getMessage());
+                default -> new RpcError(RpcError.EINVAL, "Invalid argument: " + e.getMessage());
+            };
+        }
     }
 
     private static String kindOf(Bdev b) {
