@@ -141,13 +141,16 @@ final class ConfigParser {
             HttpSecurity.HTTP_ALLOWED_HOSTS, HttpSecurity.HTTP_REQUEST_TIMEOUT_MS, HttpSecurity.HTTP_MAX_CONNECTIONS,
             HttpSecurity.HTTP_MAX_CONNECTIONS_PER_PEER, DaemonSettings.ALLOWED_PATHS, DaemonSettings.RAM_BUDGET_MIB,
             DaemonSettings.MAX_PENDING_CONNECTIONS, DaemonSettings.MAX_PENDING_CONNECTIONS_PER_HOST,
-            DaemonSettings.CONNECT_TIMEOUT_MS, DaemonSettings.RPC_SOCKET);
+            DaemonSettings.CONNECT_TIMEOUT_MS, DaemonSettings.RPC_SOCKET, DaemonSettings.RPC_BDEVS);
         for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
             String name = names.next();
             if (!known.contains(name)) {
                 throw new ConfigException(at(where, name), "unknown setting (known: " + String.join(", ",
                     new java.util.TreeSet<>(known)) + ")");
             }
+        }
+        if (node.has(DaemonSettings.RPC_BDEVS)) {
+            requireArray(node.get(DaemonSettings.RPC_BDEVS), at(where, DaemonSettings.RPC_BDEVS));
         }
         if (node.has(DaemonSettings.RPC_SOCKET)) {
             String rw = at(where, DaemonSettings.RPC_SOCKET);
@@ -545,8 +548,10 @@ final class ConfigParser {
             notice(false, aw + ".cntlid_min/cntlid_max: ignored (controller ids are allocated target-wide in 1..65519)");
         }
         int qidMax = (int) optionalInteger(attr, aw, "qid_max", 1, 0xFFFF, TargetConfig.QID_MAX_DEFAULT);
+        // Ours (SPDK's nvmf_create_subsystem max_namespaces): NSIDs above it are refused; 0 = no limit of its own.
+        int maxNamespaces = (int) optionalInteger(attr, aw, "max_namespaces", 0, Subsystem.MAX_NSID, 0);
         reportKeys(attr, aw, Set.of("allow_any_host", "serial", "model", "firmware", "version", "cntlid_min",
-            "cntlid_max", "qid_max"), IGNORED_SUBSYSTEM_ATTR);
+            "cntlid_max", "qid_max", "max_namespaces"), IGNORED_SUBSYSTEM_ATTR);
 
         List<String> allowed = new ArrayList<>();
         JsonNode hostsNode = s.get("allowed_hosts");
@@ -589,8 +594,14 @@ final class ConfigParser {
                 namespaces.add(ns);
             }
         }
+        for (NamespaceConfig ns : namespaces) {
+            if (maxNamespaces > 0 && Integer.compareUnsigned(ns.nsid(), maxNamespaces) > 0) {
+                throw new ConfigException(at(ns.where(), "nsid"), Integer.toUnsignedString(ns.nsid())
+                    + " is above attr.max_namespaces " + maxNamespaces);
+            }
+        }
         return new SubsystemConfig(nqn, allowAny, allowed, serial, model, firmware, version, cntlidMin, cntlidMax,
-            qidMax, namespaces);
+            qidMax, namespaces, maxNamespaces);
     }
 
     /** One namespace object on its own (management API): the same checks as in a configuration file. */

@@ -164,6 +164,11 @@ public final class ConfigWriter {
             attr.put("cntlid_min", Integer.toString(s.cntlidMin()));
             attr.put("cntlid_max", Integer.toString(s.cntlidMax()));
             attr.put("qid_max", Integer.toString(s.qidMax()));
+            if (s.maxNamespaces() > 0) {
+                attr.put("max_namespaces", Integer.toString(s.maxNamespaces()));
+            } else {
+                attr.remove("max_namespaces");
+            }
             ArrayNode hosts = o.putArray("allowed_hosts");
             s.allowedHosts().forEach(hosts::add);
             Map<String, ObjectNode> oldNs = byKey(o.get("namespaces"), "nsid");

@@ -150,6 +150,16 @@ public final class ControlPlane {
     public synchronized SubsystemConfig createSubsystem(String who, String nqn, String serial, String model,
                                                         boolean allowAnyHost, int cntlidMin, int cntlidMax)
         throws ControlException {
+        return createSubsystem(who, nqn, serial, model, allowAnyHost, cntlidMin, cntlidMax, 0);
+    }
+
+    /**
+     * As {@link #createSubsystem(String, String, String, String, boolean, int, int)}, with SPDK's
+     * {@code max_namespaces}: NSIDs above it are refused (0: no limit of its own, 1..1024).
+     */
+    public synchronized SubsystemConfig createSubsystem(String who, String nqn, String serial, String model,
+                                                        boolean allowAnyHost, int cntlidMin, int cntlidMax,
+                                                        int maxNamespaces) throws ControlException {
         if (current.subsystem(nqn).isPresent()) {
             throw new ControlException(ControlException.Kind.EXISTS, "subsystem " + nqn + " exists already");
         }
@@ -165,6 +175,9 @@ public final class ControlPlane {
         }
         attr.put("cntlid_min", Integer.toString(cntlidMin));
         attr.put("cntlid_max", Integer.toString(cntlidMax));
+        if (maxNamespaces > 0) {
+            attr.put("max_namespaces", Integer.toString(maxNamespaces));
+        }
         // The subsystem's own fields come from the parser (defaults, checks): append it to the document's list.
         ObjectNode doc = (ObjectNode) ConfigWriter.write(current, document);
         doc.withArray("subsystems").add(s);
@@ -216,7 +229,7 @@ public final class ControlPlane {
         SubsystemConfig s = requireSubsystem(nqn);
         TargetConfig next = validate(replace(s.nqn(), old -> new SubsystemConfig(old.nqn(), allow, old.allowedHosts(),
             old.serial(), old.model(), old.firmware(), old.version(), old.cntlidMin(), old.cntlidMax(), old.qidMax(),
-            old.namespaces())));
+            old.namespaces(), old.maxNamespaces())));
         boolean before = daemon.model().subsystem(nqn).allowAnyHost();
         daemon.model().subsystem(nqn).allowAnyHost(allow);
         discoveryChanged();
@@ -311,6 +324,11 @@ public final class ControlPlane {
      */
     public synchronized Namespace addNamespace(String who, String nqn, NamespaceConfig nc) throws ControlException {
         SubsystemConfig s = requireSubsystem(nqn);
+        if (s.maxNamespaces() > 0 && Integer.compareUnsigned(nc.nsid(), s.maxNamespaces()) > 0) {
+            // SPDK: "Cannot add namespace with nsid N > max_nsid M".
+            throw new ControlException(ControlException.Kind.INVALID, "cannot add namespace with nsid "
+                + Integer.toUnsignedString(nc.nsid()) + " > max_namespaces " + s.maxNamespaces() + " of " + nqn);
+        }
         for (NamespaceConfig n : s.namespaces()) {
             if (n.nsid() == nc.nsid()) {
                 throw new ControlException(ControlException.Kind.EXISTS, "subsystem " + nqn + " already has namespace "
@@ -552,6 +570,26 @@ public final class ControlPlane {
         }
     }
 
+    // ------------------------------------------------------------------------------------------------ bdevs
+
+    /** The JSON-RPC socket's bdev registry as last written ({@code "nvmeof4j": {"rpc_bdevs": [...]}}), or null. */
+    public synchronized JsonNode rpcBdevs() {
+        JsonNode settings = document.get("nvmeof4j");
+        JsonNode bdevs = settings == null ? null : settings.get(io.nvmeof4j.target.config.DaemonSettings.RPC_BDEVS);
+        return bdevs == null || !bdevs.isArray() ? null : bdevs.deepCopy();
+    }
+
+    /**
+     * Persists the JSON-RPC socket's bdev registry ({@code "nvmeof4j": {"rpc_bdevs": [...]}}), so bdevs no namespace
+     * uses, and the names of those one does, survive a restart; refused, with nothing written, when the file cannot
+     * be.
+     */
+    public synchronized void saveRpcBdevs(String who, String what, ArrayNode bdevs) throws ControlException {
+        ObjectNode doc = (ObjectNode) ConfigWriter.write(current, document);
+        ((ObjectNode) doc.get("nvmeof4j")).set(io.nvmeof4j.target.config.DaemonSettings.RPC_BDEVS, bdevs.deepCopy());
+        commit(who, what, current, doc);
+    }
+
     // ------------------------------------------------------------------------------------------------ referrals
 
     /**
@@ -722,12 +760,12 @@ public final class ControlPlane {
 
     private static SubsystemConfig withHosts(SubsystemConfig s, List<String> hosts) {
         return new SubsystemConfig(s.nqn(), s.allowAnyHost(), hosts, s.serial(), s.model(), s.firmware(), s.version(),
-            s.cntlidMin(), s.cntlidMax(), s.qidMax(), s.namespaces());
+            s.cntlidMin(), s.cntlidMax(), s.qidMax(), s.namespaces(), s.maxNamespaces());
     }
 
     private static SubsystemConfig withNamespaces(SubsystemConfig s, List<NamespaceConfig> namespaces) {
         return new SubsystemConfig(s.nqn(), s.allowAnyHost(), s.allowedHosts(), s.serial(), s.model(), s.firmware(),
-            s.version(), s.cntlidMin(), s.cntlidMax(), s.qidMax(), namespaces);
+            s.version(), s.cntlidMin(), s.cntlidMax(), s.qidMax(), namespaces, s.maxNamespaces());
     }
 
     /** Writes and parses {@code next} again: what would be persisted is what the daemon starts from. */

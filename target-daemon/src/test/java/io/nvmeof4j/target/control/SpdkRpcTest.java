@@ -150,15 +150,17 @@ class SpdkRpcTest {
         assertThat(daemon.model().subsystem(NQN).namespace(7).blockSize()).isEqualTo(4096);
         assertThat(daemon.model().subsystem(NQN).isHostAllowed(HOST)).isTrue();
         assertThat(accepts(port)).isTrue();
-        // After the restart the namespaces have bdevs again (bdev names live in the socket, not the file).
+        // After the restart the namespaces have their bdevs again, under the names they were created with
+        // ("nvmeof4j": {"rpc_bdevs": [...]} in the file).
         daemon.startRpc(daemon.controlPlane().rpcSocketSetting().orElseThrow());
         try (RpcClient rpc = new RpcClient(daemon.rpcSocket())) {
             assertThat(rpc.result("nvmf_get_subsystems", "{\"nqn\": \"" + NQN + "\"}").at("/0/namespaces/0/bdev_name")
-                .asText()).isEqualTo("cnode1n1");
-            assertThat(rpc.error("bdev_malloc_delete", "{\"name\": \"cnode1n1\"}")).isEqualTo(-16);
+                .asText()).isEqualTo("Malloc0");
+            assertThat(rpc.error("bdev_malloc_delete", "{\"name\": \"Malloc0\"}")).isEqualTo(-16);
             rpc.result("nvmf_subsystem_remove_ns", "{\"nqn\": \"" + NQN + "\", \"nsid\": 1}");
-            assertThat(rpc.result("bdev_malloc_delete", "{\"name\": \"cnode1n1\"}").asBoolean()).isTrue();
-            assertThat(rpc.result("bdev_get_bdevs", null).get(0).get("name").asText()).isEqualTo("cnode1n7");
+            assertThat(rpc.result("bdev_malloc_delete", "{\"name\": \"Malloc0\"}").asBoolean()).isTrue();
+            assertThat(rpc.result("bdev_get_bdevs", null).get(0).get("name").asText()).isEqualTo("Null0");
+            assertThat(rpc.result("bdev_get_bdevs", null).get(0).get("claimed").asBoolean()).isTrue();
         }
     }
 
@@ -313,6 +315,7 @@ class SpdkRpcTest {
             String withNamespace = Files.readString(config());
             assertThat(withNamespace).isNotEqualTo(before);
             rpc.result("bdev_malloc_create", "{\"name\": \"M2\", \"num_blocks\": 8, \"block_size\": 512}");
+            withNamespace = Files.readString(config()); // the new bdev is persisted too
             assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
                 + "{\"bdev_name\": \"M\"}}")).isEqualTo(-32602);
             assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "

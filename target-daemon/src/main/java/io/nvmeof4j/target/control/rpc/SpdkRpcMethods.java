@@ -100,14 +100,14 @@ final class SpdkRpcMethods {
         methods.put("nvmf_subsystem_allow_any_host", this::allowAnyHost);
         methods.put("nvmf_subsystem_get_controllers", (w, p) -> getControllers(p));
         methods.put("nvmf_subsystem_get_qpairs", (w, p) -> getQpairs(p));
-        methods.put("bdev_malloc_create", (w, p) -> createBdev(p, "malloc"));
-        methods.put("bdev_malloc_delete", (w, p) -> deleteBdev(p, "malloc"));
-        methods.put("bdev_null_create", (w, p) -> createBdev(p, "null"));
-        methods.put("bdev_null_delete", (w, p) -> deleteBdev(p, "null"));
-        methods.put("bdev_uring_create", (w, p) -> createBdev(p, "uring"));
-        methods.put("bdev_uring_delete", (w, p) -> deleteBdev(p, "uring"));
-        methods.put("bdev_aio_create", (w, p) -> createBdev(p, "aio"));
-        methods.put("bdev_aio_delete", (w, p) -> deleteBdev(p, "aio"));
+        methods.put("bdev_malloc_create", (w, p) -> createBdev(w, p, "malloc"));
+        methods.put("bdev_malloc_delete", (w, p) -> deleteBdev(w, p, "malloc"));
+        methods.put("bdev_null_create", (w, p) -> createBdev(w, p, "null"));
+        methods.put("bdev_null_delete", (w, p) -> deleteBdev(w, p, "null"));
+        methods.put("bdev_uring_create", (w, p) -> createBdev(w, p, "uring"));
+        methods.put("bdev_uring_delete", (w, p) -> deleteBdev(w, p, "uring"));
+        methods.put("bdev_aio_create", (w, p) -> createBdev(w, p, "aio"));
+        methods.put("bdev_aio_delete", (w, p) -> deleteBdev(w, p, "aio"));
         methods.put("bdev_null_resize", this::resizeNullBdev);
         methods.put("bdev_aio_rescan", (w, p) -> rescanBdev(w, p, "aio"));
         methods.put("bdev_uring_rescan", (w, p) -> rescanBdev(w, p, "uring"));
@@ -130,6 +130,87 @@ final class SpdkRpcMethods {
                     claims.put(name, s.nqn() + " " + Integer.toUnsignedString(n.nsid()));
                 }
             }
+        }
+        restoreBdevs(control.rpcBdevs());
+    }
+
+    /**
+     * The registry as persisted ({@code "nvmeof4j": {"rpc_bdevs": [...]}}): unused bdevs come back, and a namespace
+     * still served gets back the name its bdev had (instead of the derived one). Entries naming a namespace that is
+     * gone, or that cannot be read, are skipped with a warning.
+     */
+    private void restoreBdevs(JsonNode persisted) {
+        if (persisted == null) {
+            return;
+        }
+        for (JsonNode e : persisted) {
+            try {
+                String name = e.get("name").asText();
+                String kind = e.get("kind").asText();
+                String claim = e.path("namespace").asText(null);
+                Bdev bdev = new Bdev(name, switch (kind) {
+                    case "malloc" -> "Malloc disk";
+                    case "null" -> "Null disk";
+                    case "aio" -> "AIO disk";
+                    case "uring" -> "URING bdev";
+                    default -> throw new IllegalArgumentException("kind " + kind);
+                }, kind.equals("malloc") ? "ram" : kind.equals("null") ? "null" : "file",
+                    e.hasNonNull("filename") ? e.get("filename").asText() : null, e.path("num_blocks").asLong(0),
+                    e.path("block_size").asInt(0), UUID.fromString(e.get("uuid").asText()));
+                if (claim != null) {
+                    String derived = bdevOf(claim.substring(0, claim.lastIndexOf(' ')),
+                        Integer.parseUnsignedInt(claim.substring(claim.lastIndexOf(' ') + 1)));
+                    if (derived == null) {
+                        org.slf4j.LoggerFactory.getLogger(SpdkRpcMethods.class).warn("bdev {}: namespace {} is not "
+                            + "served any more; not restored", name, claim);
+                        continue;
+                    }
+                    Bdev served = bdevs.remove(derived);
+                    claims.remove(derived);
+                    // The namespace is what is served: its size (a resize since) wins over the registry's.
+                    bdev = new Bdev(name, bdev.productName(), bdev.backend(), bdev.path(),
+                        served != null && served.numBlocks() > 0 ? served.numBlocks() : bdev.numBlocks(),
+                        bdev.blockSize(), bdev.uuid());
+                    claims.put(name, claim);
+                }
+                if (!bdevs.containsKey(name)) {
+                    bdevs.put(name, bdev);
+                }
+            } catch (RuntimeException ex) {
+                org.slf4j.LoggerFactory.getLogger(SpdkRpcMethods.class).warn("rpc_bdevs entry {} skipped: {}", e,
+                    ex.toString());
+            }
+        }
+    }
+
+    /** Writes the registry to the configuration (see {@link ControlPlane#saveRpcBdevs}). */
+    private void persistBdevs(String who, String what) throws ControlException {
+        ArrayNode list = mapper.createArrayNode();
+        for (Bdev b : bdevs.values()) {
+            ObjectNode o = list.addObject();
+            o.put("name", b.name());
+            o.put("kind", kindOf(b));
+            if (b.path() != null) {
+                o.put("filename", b.path());
+            } else {
+                o.put("num_blocks", b.numBlocks());
+            }
+            o.put("block_size", b.blockSize());
+            o.put("uuid", b.uuid().toString());
+            if (claims.containsKey(b.name())) {
+                o.put("namespace", claims.get(b.name()));
+            }
+        }
+        control.saveRpcBdevs(who, what, list);
+    }
+
+    /** After a namespace change that succeeded: the bdev names are kept best effort (the namespace is persisted). */
+    private void persistClaims(String who, String what) {
+        try {
+            persistBdevs(who, what);
+        } catch (ControlException e) {
+            org.slf4j.LoggerFactory.getLogger(SpdkRpcMethods.class).warn("{}: {} done, but the bdev names could not "
+                + "be written ({}); after a restart its bdev has the derived name", who, what, e.getMessage());
         }
     }
 
@@ -240,6 +321,7 @@ final class SpdkRpcMethods {
             c.put("allow_any_host", s.allowAnyHost());
             c.put("min_cntlid", s.cntlidMin());
             c.put("max_cntlid", s.cntlidMax());
+            c.put("max_namespaces", s.maxNamespaces());
             for (Port port : daemon.model().ports()) {
                 if (port.exports(s.nqn())) {
                     ObjectNode l = call(nvmfCalls, "nvmf_subsystem_add_listener");
@@ -368,7 +450,8 @@ final class SpdkRpcMethods {
             s.allowedHosts().forEach(h -> hosts.addObject().put("nqn", h));
             so.put("serial_number", s.serial());
             so.put("model_number", s.model());
-            so.put("max_namespaces", io.nvmeof4j.target.model.Subsystem.MAX_NSID);
+            so.put("max_namespaces", s.maxNamespaces() > 0 ? s.maxNamespaces()
+                : io.nvmeof4j.target.model.Subsystem.MAX_NSID);
             so.put("min_cntlid", s.cntlidMin());
             so.put("max_cntlid", s.cntlidMax());
             ArrayNode nss = so.putArray("namespaces");
@@ -416,7 +499,8 @@ final class SpdkRpcMethods {
         String serial = o.has("serial_number") ? text(o, "serial_number") : "00000000000000000000";
         String model = o.has("model_number") ? text(o, "model_number") : "SPDK bdev Controller";
         boolean any = o.has("allow_any_host") && bool(o, "allow_any_host");
-        long maxNs = o.has("max_namespaces") ? integer(o, "max_namespaces", 0, 0xFFFFFFFFL) : 0;
+        // SPDK's default (and rpc.py's -m): 32; 0 asks for no limit (here: every NSID a subsystem supports).
+        long maxNs = o.has("max_namespaces") ? integer(o, "max_namespaces", 0, 0xFFFFFFFFL) : MAX_NAMESPACES_DEFAULT;
         if (maxNs > io.nvmeof4j.target.model.Subsystem.MAX_NSID) {
             throw RpcError.invalidParams("max_namespaces " + maxNs + " is above the "
                 + io.nvmeof4j.target.model.Subsystem.MAX_NSID + " namespaces a subsystem supports");
@@ -424,7 +508,7 @@ final class SpdkRpcMethods {
         int min = (int) (o.has("min_cntlid") ? integer(o, "min_cntlid", 1, 0xFFEF) : 1);
         int max = (int) (o.has("max_cntlid") ? integer(o, "max_cntlid", 1, 0xFFEF) : 0xFFEF);
         try {
-            control.createSubsystem(who, nqn, serial, model, any, min, max);
+            control.createSubsystem(who, nqn, serial, model, any, min, max, (int) maxNs);
         } catch (ControlException e) {
             // SPDK: "Unable to create subsystem NQN" (-32603) for a taken NQN, -32602 for a bad parameter.
             throw new RpcError(e.kind() == ControlException.Kind.EXISTS || e.kind() == ControlException.Kind.IO
@@ -449,6 +533,9 @@ final class SpdkRpcMethods {
             throw control(e, "Invalid parameters");
         }
         released.forEach(claims::remove);
+        if (!released.isEmpty()) {
+            persistClaims(who, "bdevs " + released + " released");
+        }
         return BooleanNode.TRUE;
     }
 
@@ -657,14 +744,20 @@ final class SpdkRpcMethods {
         SubsystemConfig s = control.configuration().subsystem(nqn).orElseThrow(() ->
             new RpcError(RpcError.INVALID_PARAMS, "Unable to find subsystem with NQN " + nqn));
         long nsid = ns.has("nsid") ? integer(ns, "nsid", 0, 0xFFFFFFFFL) : 0;
+        long limit = s.maxNamespaces() > 0 ? s.maxNamespaces() : io.nvmeof4j.target.model.Subsystem.MAX_NSID;
         if (nsid == 0) {
-            // SPDK: the lowest free NSID.
+            // SPDK: the lowest free NSID, within max_namespaces.
             nsid = 1;
             Set<Integer> taken = new java.util.HashSet<>();
             s.namespaces().forEach(x -> taken.add(x.nsid()));
             while (taken.contains((int) nsid)) {
                 nsid++;
             }
+            if (nsid > limit) {
+                throw RpcError.invalidParams("no free namespace slot available (max_namespaces " + limit + ")");
+            }
+        } else if (nsid > limit) {
+            throw RpcError.invalidParams("cannot add namespace with nsid " + nsid + " > max_namespaces " + limit);
         }
         ObjectNode nsJson = mapper.createObjectNode();
         nsJson.put("nsid", nsid);
@@ -695,6 +788,7 @@ final class SpdkRpcMethods {
             throw control(e, "Invalid parameters");
         }
         claims.put(bdevName, nqn + " " + nsid);
+        persistClaims(who, "bdev " + bdevName + " is namespace " + nsid + " of " + nqn);
         return mapper.getNodeFactory().numberNode(nsid);
     }
 
@@ -710,6 +804,7 @@ final class SpdkRpcMethods {
         }
         if (bdev != null) {
             claims.remove(bdev);
+            persistClaims(who, "bdev " + bdev + " released");
         }
         return BooleanNode.TRUE;
     }
@@ -804,7 +899,7 @@ final class SpdkRpcMethods {
 
     // ------------------------------------------------------------------------------------------------ bdevs
 
-    private JsonNode createBdev(JsonNode p, String kind) throws RpcError {
+    private JsonNode createBdev(String who, JsonNode p, String kind) throws RpcError {
         boolean file = kind.equals("uring") || kind.equals("aio");
         ObjectNode o = file
             ? params(p, Set.of("name", "filename", "block_size", "uuid"), Set.of("readonly", "fallocate", "nowait"))
@@ -857,10 +952,16 @@ final class SpdkRpcMethods {
                 kind.equals("malloc") ? "ram" : "null", null, numBlocks, blockSize, uuid);
         }
         bdevs.put(name, bdev);
+        try {
+            persistBdevs(who, "create bdev " + name);
+        } catch (ControlException e) {
+            bdevs.remove(name);
+            throw new RpcError(RpcError.INTERNAL_ERROR, "Internal error: " + e.getMessage());
+        }
         return mapper.getNodeFactory().textNode(name);
     }
 
-    private JsonNode deleteBdev(JsonNode p, String kind) throws RpcError {
+    private JsonNode deleteBdev(String who, JsonNode p, String kind) throws RpcError {
         ObjectNode o = params(p, Set.of("name"));
         String name = text(o, "name");
         Bdev bdev = bdevs.get(name);
@@ -872,6 +973,12 @@ final class SpdkRpcMethods {
                 + claims.get(name) + "; remove the namespace first");
         }
         bdevs.remove(name);
+        try {
+            persistBdevs(who, "delete bdev " + name);
+        } catch (ControlException e) {
+            bdevs.put(name, bdev);
+            throw new RpcError(RpcError.INTERNAL_ERROR, "Internal error: " + e.getMessage());
+        }
         return BooleanNode.TRUE;
     }
 
@@ -912,6 +1019,16 @@ final class SpdkRpcMethods {
         }
         bdevs.put(name, new Bdev(bdev.name(), bdev.productName(), bdev.backend(), bdev.path(),
             bytes / bdev.blockSize(), bdev.blockSize(), bdev.uuid()));
+        if (claim == null) {
+            try {
+                persistBdevs(who, "resize bdev " + name);
+            } catch (ControlException e) {
+                bdevs.put(name, bdev);
+                throw new RpcError(RpcError.INTERNAL_ERROR, "Internal error: " + e.getMessage());
+            }
+        } else {
+            persistClaims(who, "resize bdev " + name);
+        }
         return BooleanNode.TRUE;
     }
 
