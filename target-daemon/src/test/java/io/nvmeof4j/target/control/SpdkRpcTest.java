@@ -488,4 +488,149 @@ class SpdkRpcTest {
             assertThat(rpc.result("bdev_get_bdevs", null).size()).isZero();
         }
     }
+
+    @Test
+    void shouldCutOffAHalfSentRequestAndKeepServingOthers() throws Exception {
+        try (RpcClient rpc = start();
+             java.nio.channels.SocketChannel half = java.nio.channels.SocketChannel.open(
+                 java.net.StandardProtocolFamily.UNIX)) {
+            half.connect(java.net.UnixDomainSocketAddress.of(daemon.rpcSocket()));
+            long begin = System.nanoTime();
+            half.write(java.nio.ByteBuffer.wrap("{\"jsonrpc\": \"2.0\", \"method\": \"spdk_get_ver"
+                .getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+            // While the half request waits, others are served.
+            assertThat(rpc.result("spdk_get_version", null).has("version")).isTrue();
+            // Then the server gives up on it (10 s after its first byte) and closes the connection; bounded wait.
+            java.util.concurrent.CompletableFuture<Long> closed = java.util.concurrent.CompletableFuture.supplyAsync(
+                () -> {
+                    java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(4096);
+                    try {
+                        while (half.read(b) >= 0) {
+                            b.clear();
+                        }
+                    } catch (IOException e) {
+                        // a reset is a close too
+                    }
+                    return System.nanoTime();
+                });
+            long closedAt = closed.get(RpcServer.REQUEST_TIMEOUT_MS + 10_000,
+                java.util.concurrent.TimeUnit.MILLISECONDS);
+            assertThat(java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(closedAt - begin))
+                .as("cut off after the request timeout, not before")
+                .isGreaterThanOrEqualTo(RpcServer.REQUEST_TIMEOUT_MS - 500);
+            assertThat(rpc.result("spdk_get_version", null).has("version")).as("still served").isTrue();
+        }
+        try (RpcClient after = new RpcClient(daemon.rpcSocket())) {
+            assertThat(after.result("framework_wait_init", null).asBoolean()).as("a new connection served").isTrue();
+        }
+    }
+
+    @Test
+    void shouldHonourMaxNamespacesAndKeepIt() throws Exception {
+        try (RpcClient rpc = start()) {
+            rpc.result("nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\", \"max_namespaces\": 2}");
+            rpc.result("nvmf_create_subsystem", "{\"nqn\": \"nqn.2016-06.io.spdk:dflt\"}");
+            for (String b : new String[] {"A", "B", "C"}) {
+                rpc.result("bdev_null_create", "{\"name\": \"" + b + "\", \"num_blocks\": 64, \"block_size\": 512}");
+            }
+            assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"A\", \"nsid\": 3}}")).as("nsid above max_namespaces").isEqualTo(-32602);
+            assertThat(rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"A\"}}").asInt()).isEqualTo(1);
+            assertThat(rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"B\"}}").asInt()).isEqualTo(2);
+            String before = Files.readString(config());
+            assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"C\"}}")).as("no free slot").isEqualTo(-32602);
+            assertThat(Files.readString(config())).isEqualTo(before);
+            assertThat(daemon.model().subsystem(NQN).namespaces()).hasSize(2);
+            assertThat(rpc.result("bdev_get_bdevs", "{\"name\": \"C\"}").at("/0/claimed").asBoolean()).isFalse();
+            assertThat(rpc.result("nvmf_get_subsystems", "{\"nqn\": \"" + NQN + "\"}").at("/0/max_namespaces")
+                .asInt()).isEqualTo(2);
+            assertThat(rpc.result("nvmf_get_subsystems", "{\"nqn\": \"nqn.2016-06.io.spdk:dflt\"}")
+                .at("/0/max_namespaces").asInt()).as("SPDK's default").isEqualTo(32);
+            assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"nqn.2016-06.io.spdk:dflt\", \"namespace\": "
+                + "{\"bdev_name\": \"C\", \"nsid\": 33}}")).isEqualTo(-32602);
+        }
+        daemon.close();
+        TargetConfig saved = TargetConfig.load(config());
+        assertThat(saved.subsystem(NQN).orElseThrow().maxNamespaces()).isEqualTo(2);
+        daemon = null;
+        try (RpcClient rpc = start()) {
+            // Kept across the restart, with the unused bdev C.
+            assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"C\"}}")).isEqualTo(-32602);
+            assertThat(rpc.result("bdev_get_bdevs", null).findValuesAsText("name")).containsExactly("A", "B", "C");
+            assertThat(rpc.result("save_config", null).toString()).contains("\"max_namespaces\":2",
+                "\"bdev_null_create\"", "\"name\":\"C\"");
+        }
+    }
+
+    @Test
+    void shouldRefuseBadReferralsAndResizesWithSpdkCodesAndLeaveNothingBehind() throws Exception {
+        String referral = "{\"address\": {\"trtype\": \"tcp\", \"adrfam\": \"ipv4\", \"traddr\": \"127.0.0.2\", "
+            + "\"trsvcid\": \"8009\"}}";
+        try (RpcClient rpc = start()) {
+            String before = Files.readString(config());
+            assertThat(rpc.error("nvmf_discovery_add_referral", "{\"address\": {\"trtype\": \"tcp\", "
+                + "\"traddr\": \"127.0.0.2\"}}")).as("no service id").isEqualTo(-32603);
+            assertThat(rpc.error("nvmf_discovery_add_referral", "{\"address\": {\"trtype\": \"fc\", "
+                + "\"traddr\": \"127.0.0.2\", \"trsvcid\": \"8009\"}}")).isEqualTo(-32602);
+            assertThat(rpc.error("nvmf_discovery_add_referral", "{\"address\": {\"trtype\": \"tcp\", "
+                + "\"traddr\": \"a.host.name\", \"trsvcid\": \"8009\"}}")).isEqualTo(-32602);
+            assertThat(rpc.error("nvmf_discovery_add_referral", "{\"address\": {\"trtype\": \"tcp\", "
+                + "\"traddr\": \"127.0.0.2\", \"trsvcid\": \"8009\"}, \"what\": 1}")).isEqualTo(-32602);
+            assertThat(rpc.error("nvmf_discovery_remove_referral", referral)).isEqualTo(-32603);
+            assertThat(Files.readString(config())).isEqualTo(before);
+            assertThat(daemon.model().referrals(1)).isEmpty();
+            // With a subsystem NQN: an entry of SUBTYPE 2 elsewhere, listed with its NQN and secure channel.
+            assertThat(rpc.result("nvmf_discovery_add_referral", "{\"address\": {\"trtype\": \"tcp\", "
+                + "\"adrfam\": \"ipv4\", \"traddr\": \"127.0.0.3\", \"trsvcid\": \"4420\"}, \"secure_channel\": true, "
+                + "\"subnqn\": \"nqn.2016-06.io.spdk:far\"}").asBoolean()).isTrue();
+            JsonNode listed = rpc.result("nvmf_discovery_get_referrals", null);
+            assertThat(listed.at("/0/subnqn").asText()).isEqualTo("nqn.2016-06.io.spdk:far");
+            assertThat(listed.at("/0/secure_channel").asBoolean()).isTrue();
+            assertThat(daemon.model().referrals(1)).singleElement().satisfies(r -> {
+                assertThat(r.treq()).isEqualTo(1);
+                assertThat(r.address().trsvcid()).isEqualTo("4420");
+            });
+            assertThat(rpc.result("save_config", null).toString()).contains("\"nvmf_discovery_add_referral\"",
+                "\"subnqn\":\"nqn.2016-06.io.spdk:far\"");
+            rpc.result("nvmf_discovery_remove_referral", "{\"address\": {\"trtype\": \"tcp\", \"traddr\": "
+                + "\"127.0.0.3\", \"trsvcid\": \"4420\"}, \"subnqn\": \"nqn.2016-06.io.spdk:far\"}");
+            assertThat(daemon.model().referrals(1)).isEmpty();
+
+            rpc.result("nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\", \"allow_any_host\": true}");
+            rpc.result("bdev_null_create", "{\"name\": \"N\", \"num_blocks\": 2048, \"block_size\": 512}");
+            rpc.result("bdev_malloc_create", "{\"name\": \"M\", \"num_blocks\": 2048, \"block_size\": 512}");
+            rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": {\"bdev_name\": \"N\"}}");
+            assertThat(rpc.error("bdev_null_resize", "{\"name\": \"M\", \"new_size\": 4}")).isEqualTo(-22);
+            assertThat(rpc.error("bdev_null_resize", "{\"name\": \"N\", \"new_size\": 18014398509481984}"))
+                .as("beyond 64 bits in bytes").isEqualTo(-22);
+            assertThat(rpc.error("bdev_null_resize", "{\"name\": \"N\", \"new_size\": -1}")).isEqualTo(-32603);
+            assertThat(rpc.error("bdev_uring_rescan", "{\"name\": \"nope\"}")).isEqualTo(-19);
+            // The file cannot be written: the resize and a referral are refused and undone.
+            String withNamespace = Files.readString(config());
+            Path away = dir.resolve("conf.away");
+            Files.move(dir.resolve("conf"), away);
+            try {
+                assertThat(rpc.error("bdev_null_resize", "{\"name\": \"N\", \"new_size\": 4}")).isEqualTo(-32603);
+                assertThat(rpc.error("nvmf_discovery_add_referral", referral)).isEqualTo(-32603);
+                assertThat(rpc.error("bdev_null_create", "{\"name\": \"X\", \"num_blocks\": 8, \"block_size\": 512}"))
+                    .isEqualTo(-32603);
+            } finally {
+                Files.move(away, dir.resolve("conf"));
+            }
+            assertThat(Files.readString(config())).isEqualTo(withNamespace);
+            assertThat(daemon.model().subsystem(NQN).namespace(1).blockCount()).isEqualTo(2048);
+            assertThat(daemon.model().referrals(1)).isEmpty();
+            assertThat(rpc.error("bdev_get_bdevs", "{\"name\": \"X\"}")).isEqualTo(-19);
+            assertThat(rpc.result("bdev_get_bdevs", "{\"name\": \"N\"}").at("/0/num_blocks").asLong()).isEqualTo(2048);
+            // Then it can: 1 MiB -> 4 MiB.
+            assertThat(rpc.result("bdev_null_resize", "{\"name\": \"N\", \"new_size\": 4}").asBoolean()).isTrue();
+            assertThat(daemon.model().subsystem(NQN).namespace(1).blockCount()).isEqualTo(8192);
+        }
+        assertThat(TargetConfig.load(config()).subsystem(NQN).orElseThrow().namespaces().get(0).sizeBytes())
+            .isEqualTo(4L << 20);
+    }
 }
