@@ -266,8 +266,7 @@ public final class TargetDaemon implements AutoCloseable {
         try {
             if (pc.transportType() == TransportType.RDMA) {
                 if (rdmaTransport == null) {
-                    throw new IOException("NVMe-oF/RDMA is not served by this daemon (no RDMA port at start, or "
-                        + "RDMA unavailable)");
+                    throw new IOException(rdmaUnavailableReason());
                 }
                 listener = rdmaTransport.listen(port.address(), port.options(), rdmaGroups, handlers);
             } else {
@@ -766,6 +765,22 @@ public final class TargetDaemon implements AutoCloseable {
             }
         }
         return served;
+    }
+
+    /**
+     * True when NVMe-oF/RDMA listeners can be added live: the daemon started with an RDMA port on a machine with
+     * RDMA, so every reactor has an RDMA poll group (poll groups are added to a reactor before it starts only).
+     */
+    public boolean servesRdma() {
+        return rdmaTransport != null;
+    }
+
+    /** Why an RDMA listener cannot be added live (see {@link #servesRdma()}). */
+    public String rdmaUnavailableReason() {
+        Throwable cause = Rdma.unavailabilityCause();
+        return cause != null ? "NVMe-oF/RDMA is unavailable on this machine: " + cause.getMessage()
+            : "NVMe-oF/RDMA is not served by this daemon: RDMA listeners can be added live only when it started with "
+                + "an RDMA port (its reactors then have RDMA poll groups)";
     }
 
     /** Takes {@code device} off the list of devices to close at shutdown; returns its entry, or null. */

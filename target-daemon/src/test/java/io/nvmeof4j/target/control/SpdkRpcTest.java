@@ -633,4 +633,29 @@ class SpdkRpcTest {
         assertThat(TargetConfig.load(config()).subsystem(NQN).orElseThrow().namespaces().get(0).sizeBytes())
             .isEqualTo(4L << 20);
     }
+
+    /**
+     * RDMA listeners go through the same control-plane path as TCP ones, live once the daemon serves RDMA (started
+     * with an RDMA port). This daemon started without one (and the build machine has no RDMA device), so the path
+     * checked here is the refusal: named, and nothing changed.
+     */
+    @Test
+    void shouldRefuseAnRdmaListenerWhenRdmaIsNotServedAndChangeNothing() throws Exception {
+        try (RpcClient rpc = start()) {
+            rpc.result("nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\", \"allow_any_host\": true}");
+            String before = Files.readString(config());
+            JsonNode refused = rpc.call("nvmf_create_transport", "{\"trtype\": \"RDMA\"}");
+            assertThat(refused.at("/error/code").asInt()).isEqualTo(-32602);
+            assertThat(refused.at("/error/message").asText()).contains("RDMA");
+            assertThat(rpc.result("nvmf_get_transports", null).findValuesAsText("trtype")).containsExactly("TCP");
+            JsonNode listener = rpc.call("nvmf_subsystem_add_listener", "{\"nqn\": \"" + NQN + "\", "
+                + "\"listen_address\": {\"trtype\": \"rdma\", \"adrfam\": \"ipv4\", \"traddr\": \"127.0.0.1\", "
+                + "\"trsvcid\": \"4420\"}}");
+            assertThat(listener.at("/error/code").asInt()).isEqualTo(-32603);
+            assertThat(listener.at("/error/message").asText()).contains("RDMA");
+            assertThat(Files.readString(config())).isEqualTo(before);
+            assertThat(daemon.model().ports()).extracting(Port::portId).containsExactly(1);
+            assertThat(daemon.controlPlane().configuration().ports()).hasSize(1);
+        }
+    }
 }

@@ -264,22 +264,45 @@ final class SpdkRpcMethods {
         tcp.put("max_queue_depth", io.nvmeof4j.protocol.spi.PortOptions.MAX_QUEUE_SIZE_DEFAULT);
         tcp.put("in_capsule_data_size", io.nvmeof4j.protocol.spi.PortOptions.INLINE_DATA_SIZE_DEFAULT);
         tcp.put("max_io_size", control.configuration().daemon().maxDataTransferSize());
-        if (o.has("trtype") && !"tcp".equalsIgnoreCase(o.get("trtype").asText())) {
-            return mapper.createArrayNode();
+        if (daemon.servesRdma()) {
+            ObjectNode rdma = list.addObject();
+            rdma.put("trtype", "RDMA");
+            rdma.put("max_queue_depth", io.nvmeof4j.protocol.spi.PortOptions.MAX_QUEUE_SIZE_DEFAULT);
+            rdma.put("in_capsule_data_size", io.nvmeof4j.target.config.PortConfig.RDMA_INLINE_DATA_SIZE_DEFAULT);
+            rdma.put("max_io_size", control.configuration().daemon().maxDataTransferSize());
+        }
+        if (o.has("trtype")) {
+            ArrayNode only = mapper.createArrayNode();
+            for (JsonNode t : list) {
+                if (t.get("trtype").asText().equalsIgnoreCase(o.get("trtype").asText())) {
+                    only.add(t);
+                }
+            }
+            return only;
         }
         return list;
     }
 
-    /** NVMe/TCP is always there: creating it again succeeds (scripts create it first thing); others are refused. */
+    /**
+     * NVMe/TCP is always there: creating it again succeeds (scripts create it first thing). NVMe-oF/RDMA succeeds when
+     * the daemon serves it (started with an RDMA port, so its reactors have RDMA poll groups); otherwise -32602
+     * naming why (no RDMA on the machine, or not started with it).
+     */
     private JsonNode createTransport(JsonNode p) throws RpcError {
         ObjectNode o = p != null && p.isObject() ? (ObjectNode) p : null;
         if (o == null || !o.hasNonNull("trtype") || !o.get("trtype").isTextual()) {
             throw RpcError.invalidParams("trtype is required");
         }
         String trtype = o.get("trtype").asText();
+        if ("rdma".equalsIgnoreCase(trtype)) {
+            if (!daemon.servesRdma()) {
+                throw new RpcError(RpcError.INVALID_PARAMS, "Transport type 'RDMA' not available: "
+                    + daemon.rdmaUnavailableReason());
+            }
+            return BooleanNode.TRUE;
+        }
         if (!"tcp".equalsIgnoreCase(trtype)) {
-            throw new RpcError(RpcError.INVALID_PARAMS, "Transport type '" + trtype + "' not supported here "
-                + "(NVMe-oF/RDMA ports come from the configuration file)");
+            throw new RpcError(RpcError.INVALID_PARAMS, "Transport type '" + trtype + "' not supported (TCP, RDMA)");
         }
         return BooleanNode.TRUE;
     }
