@@ -276,6 +276,17 @@ class ManagementApiIT {
             assertError(target.http.delete(referrals + "/nope"), 404, "no referral");
             assertThat(json(target.http.delete(referrals + "/tcp-127.0.0.9-8009"), 200).size()).isZero();
             assertThat(target.daemon.model().referrals(1)).isEmpty();
+
+            // attr.max_namespaces: NSIDs above it are refused.
+            String limited = "/api/v1/subsystems/nqn.2014-08.io.nvmeof4j:limited";
+            json(target.http.post("/api/v1/subsystems", "{\"nqn\": \"nqn.2014-08.io.nvmeof4j:limited\", "
+                + "\"attr\": {\"allow_any_host\": \"1\", \"max_namespaces\": 1}}"), 201);
+            assertError(target.http.post(limited + "/namespaces", "{\"nsid\": 2, \"device\": {\"backend\": \"null\", "
+                + "\"size\": \"1M\"}}"), 400, "max_namespaces");
+            json(target.http.post(limited + "/namespaces", "{\"nsid\": 1, \"device\": {\"backend\": \"null\", "
+                + "\"size\": \"1M\"}}"), 201);
+            assertError(target.http.post("/api/v1/subsystems", "{\"nqn\": \"nqn.2014-08.io.nvmeof4j:bad\", "
+                + "\"attr\": {\"max_namespaces\": 5000}}"), 400, "max_namespaces");
         }
     }
 

@@ -175,7 +175,8 @@ public final class ControlPlane {
         }
         attr.put("cntlid_min", Integer.toString(cntlidMin));
         attr.put("cntlid_max", Integer.toString(cntlidMax));
-        if (maxNamespaces > 0) {
+        if (maxNamespaces != 0) {
+            // A negative value (a malformed request) is written too, so the parser refuses it, naming the field.
             attr.put("max_namespaces", Integer.toString(maxNamespaces));
         }
         // The subsystem's own fields come from the parser (defaults, checks): append it to the document's list.

@@ -395,9 +395,10 @@ public final class ManagementApi {
         }
         for (var names = attr.fieldNames(); names.hasNext(); ) {
             String name = names.next();
-            if (!java.util.Set.of("allow_any_host", "serial", "model", "cntlid_min", "cntlid_max").contains(name)) {
+            if (!java.util.Set.of("allow_any_host", "serial", "model", "cntlid_min", "cntlid_max", "max_namespaces")
+                .contains(name)) {
                 throw new ManagementException(BAD_REQUEST, "subsystem.attr." + name + ": unknown field (known: "
-                    + "allow_any_host, serial, model, cntlid_min, cntlid_max)");
+                    + "allow_any_host, serial, model, cntlid_min, cntlid_max, max_namespaces)");
             }
         }
         String any = attr.path("allow_any_host").asText("0");
@@ -405,7 +406,8 @@ public final class ManagementApi {
             daemon.controlPlane().createSubsystem("HTTP API", nqn, attr.has("serial") ? attr.get("serial").asText() : null,
                 attr.has("model") ? attr.get("model").asText() : null, any.equals("1") || any.equals("true"),
                 attr.has("cntlid_min") ? attr.get("cntlid_min").asInt(-1) : 1,
-                attr.has("cntlid_max") ? attr.get("cntlid_max").asInt(-1) : 0xFFEF);
+                attr.has("cntlid_max") ? attr.get("cntlid_max").asInt(-1) : 0xFFEF,
+                attr.has("max_namespaces") ? attr.get("max_namespaces").asInt(-1) : 0);
         } catch (ControlException e) {
             throw refused(e);
         }

@@ -344,7 +344,9 @@ final class SpdkRpcMethods {
             c.put("allow_any_host", s.allowAnyHost());
             c.put("min_cntlid", s.cntlidMin());
             c.put("max_cntlid", s.cntlidMax());
-            c.put("max_namespaces", s.maxNamespaces());
+            // No limit of its own is written as the limit it has (SPDK reads 0 differently across versions).
+            c.put("max_namespaces", s.maxNamespaces() > 0 ? s.maxNamespaces()
+                : io.nvmeof4j.target.model.Subsystem.MAX_NSID);
             for (Port port : daemon.model().ports()) {
                 if (port.exports(s.nqn())) {
                     ObjectNode l = call(nvmfCalls, "nvmf_subsystem_add_listener");
