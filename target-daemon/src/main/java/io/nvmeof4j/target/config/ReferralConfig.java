@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.config;
 
+import io.nvmeof4j.protocol.discovery.DiscoveryLogEntry;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.target.model.Port;
 
@@ -32,6 +33,20 @@ public record ReferralConfig(String name, int portId, boolean enabled, Transport
     public boolean sameTarget(ReferralConfig other) {
         return address.type() == other.address.type() && address.traddr().equals(other.address.traddr())
             && address.trsvcid().equals(other.address.trsvcid()) && subnqn.equals(other.subnqn);
+    }
+
+    /** TREQ bits 1:0 of its discovery log entry (secure channel: 0 not specified, 1 required, 2 not required). */
+    public int treqBits() {
+        return switch (treq) {
+            case "required" -> DiscoveryLogEntry.TREQ_SECURE_CHANNEL_REQUIRED;
+            case "not required" -> DiscoveryLogEntry.TREQ_SECURE_CHANNEL_NOT_REQUIRED;
+            default -> DiscoveryLogEntry.TREQ_SECURE_CHANNEL_NOT_SPECIFIED;
+        };
+    }
+
+    /** SPDK's {@code secure_channel}: the referred-to service requires one. */
+    public boolean secureChannel() {
+        return treqBits() == DiscoveryLogEntry.TREQ_SECURE_CHANNEL_REQUIRED;
     }
 
     public boolean isDiscovery() {

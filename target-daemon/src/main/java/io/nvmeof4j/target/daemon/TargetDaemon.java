@@ -23,6 +23,7 @@ import io.nvmeof4j.target.config.ConfigException;
 import io.nvmeof4j.target.config.DaemonSettings;
 import io.nvmeof4j.target.config.NamespaceConfig;
 import io.nvmeof4j.target.config.PortConfig;
+import io.nvmeof4j.target.config.ReferralConfig;
 import io.nvmeof4j.target.config.Sizes;
 import io.nvmeof4j.target.config.SubsystemConfig;
 import io.nvmeof4j.target.config.TargetConfig;
@@ -42,6 +43,7 @@ import io.nvmeof4j.target.metrics.TargetMeterNames;
 import io.nvmeof4j.target.metrics.TargetMetrics;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Port;
+import io.nvmeof4j.target.model.Referral;
 import io.nvmeof4j.target.model.Subsystem;
 import io.nvmeof4j.target.model.TargetModel;
 import io.nvmeof4j.target.reactor.Reactor;
@@ -743,7 +745,7 @@ public final class TargetDaemon implements AutoCloseable {
      * Sets the referrals a served port's discovery log lists (control plane): connected discovery controllers get
      * the discovery log change event.
      */
-    public synchronized void setReferrals(int portId, List<io.nvmeof4j.target.config.ReferralConfig> list) {
+    public synchronized void setReferrals(int portId, List<ReferralConfig> list) {
         checkRunning();
         if (model.port(portId) == null) {
             throw new IllegalArgumentException("no port " + portId);
@@ -753,15 +755,11 @@ public final class TargetDaemon implements AutoCloseable {
     }
 
     /** The enabled referrals of a port, as the discovery log lists them. */
-    private static List<io.nvmeof4j.target.model.Referral> referrals(List<io.nvmeof4j.target.config.ReferralConfig> list) {
-        List<io.nvmeof4j.target.model.Referral> served = new ArrayList<>();
-        for (io.nvmeof4j.target.config.ReferralConfig r : list) {
+    private static List<Referral> referrals(List<ReferralConfig> list) {
+        List<Referral> served = new ArrayList<>();
+        for (ReferralConfig r : list) {
             if (r.enabled()) {
-                served.add(new io.nvmeof4j.target.model.Referral(r.portId(), r.address(), switch (r.treq()) {
-                    case "required" -> io.nvmeof4j.protocol.discovery.DiscoveryLogEntry.TREQ_SECURE_CHANNEL_REQUIRED;
-                    case "not required" -> io.nvmeof4j.protocol.discovery.DiscoveryLogEntry.TREQ_SECURE_CHANNEL_NOT_REQUIRED;
-                    default -> io.nvmeof4j.protocol.discovery.DiscoveryLogEntry.TREQ_SECURE_CHANNEL_NOT_SPECIFIED;
-                }, r.subnqn()));
+                served.add(new Referral(r.portId(), r.address(), r.treqBits(), r.subnqn()));
             }
         }
         return served;

@@ -329,7 +329,7 @@ final class SpdkRpcMethods {
         for (io.nvmeof4j.target.config.ReferralConfig r : control.referralsOnEveryPort()) {
             ObjectNode rc = call(nvmfCalls, "nvmf_discovery_add_referral");
             rc.set("address", referralAddress(r));
-            rc.put("secure_channel", "required".equals(r.treq()));
+            rc.put("secure_channel", r.secureChannel());
             if (!r.isDiscovery()) {
                 rc.put("subnqn", r.subnqn());
             }
@@ -721,7 +721,7 @@ final class SpdkRpcMethods {
                 seen.add(r);
                 ObjectNode ro = list.addObject();
                 ro.set("address", referralAddress(r));
-                ro.put("secure_channel", "required".equals(r.treq()));
+                ro.put("secure_channel", r.secureChannel());
                 ro.put("subnqn", r.subnqn());
             }
         }
