@@ -217,14 +217,19 @@ class SpdkRpcTest {
         assertThat(Ctl.run(w, w, "-s", socket, "nvmf_subsystem_add_ns", "nqn=" + NQN, "namespace.bdev_name=Malloc0"))
             .isZero();
         assertThat(Ctl.run(w, w, "-s", socket, "bdev_malloc_delete", "name=Malloc0")).isEqualTo(1);
+        assertThat(Ctl.run(w, w, "-s", socket, "nvmf_discovery_add_referral", "address.trtype=tcp",
+            "address.adrfam=ipv4", "address.traddr=127.0.0.5", "address.trsvcid=8009")).isZero();
         out.getBuffer().setLength(0);
         assertThat(Ctl.run(w, w, "-s", socket, "ls")).isZero();
         assertThat(out.toString()).contains("o- " + NQN + " [NVMe, allow_any_host", "o- TCP 127.0.0.1:" + port,
-            "o- 1 [Malloc0", "o- Malloc0 [Malloc disk, 2048 x 512 B, claimed]");
+            "o- 1 [Malloc0", "o- Malloc0 [Malloc disk, 2048 x 512 B, claimed]", "o- referrals [1]",
+            "o- TCP 127.0.0.5:8009 [nqn.2014-08.org.nvmexpress.discovery]");
         Path saved = dir.resolve("saved.json");
         assertThat(Ctl.run(w, w, "-s", socket, "save", saved.toString())).isZero();
-        assertThat(RpcClient.MAPPER.readTree(saved.toFile()).at("/subsystems/1/config/1/params/nqn").asText())
-            .isEqualTo(NQN);
+        JsonNode nvmf = RpcClient.MAPPER.readTree(saved.toFile()).at("/subsystems/1/config");
+        assertThat(nvmf.at("/1/method").asText()).isEqualTo("nvmf_discovery_add_referral");
+        assertThat(nvmf.at("/1/params/address/traddr").asText()).isEqualTo("127.0.0.5");
+        assertThat(nvmf.at("/2/params/nqn").asText()).isEqualTo(NQN);
         Path nvmetcli = dir.resolve("nvmetcli.json");
         assertThat(Ctl.run(w, w, "-s", socket, "save", "--nvmetcli", nvmetcli.toString())).isZero();
         assertThat(TargetConfig.load(nvmetcli).subsystem(NQN).orElseThrow().namespaces()).hasSize(1);
