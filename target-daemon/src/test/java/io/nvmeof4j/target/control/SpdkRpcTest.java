@@ -176,6 +176,8 @@ class SpdkRpcTest {
             rpc.result("nvmf_subsystem_add_host", "{\"nqn\": \"" + NQN + "\", \"host\": \"" + HOST + "\"}");
             rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": {\"bdev_name\": \"M\", "
                 + "\"nsid\": 3}}");
+            rpc.result("nvmf_discovery_add_referral", "{\"address\": {\"trtype\": \"tcp\", \"adrfam\": \"ipv4\", "
+                + "\"traddr\": \"127.0.0.6\", \"trsvcid\": \"8009\"}}");
             saved = rpc.result("save_config", null);
         }
         assertThat(saved.at("/subsystems/0/subsystem").asText()).isEqualTo("bdev");
@@ -185,13 +187,16 @@ class SpdkRpcTest {
         Files.writeString(spdk, saved.toString());
         daemon = TargetDaemon.start(TargetConfig.parse(io.nvmeof4j.target.control.rpc.SpdkJsonConfig.BASE_JSON
             .replace("8009", Integer.toString(freePort())), dir));
-        assertThat(io.nvmeof4j.target.control.rpc.SpdkJsonConfig.replay(daemon, spdk)).isEqualTo(7);
+        assertThat(io.nvmeof4j.target.control.rpc.SpdkJsonConfig.replay(daemon, spdk)).isEqualTo(8);
         assertThat(daemon.model().subsystem(NQN).serialNumber()).isEqualTo("SN7");
         assertThat(daemon.model().subsystem(NQN).namespace(3).blockCount()).isEqualTo(4096);
         assertThat(daemon.model().subsystem(NQN).namespace(3).uuid()).isEqualTo(
-            java.util.UUID.fromString(saved.at("/subsystems/1/config/4/params/namespace/uuid").asText()));
+            java.util.UUID.fromString(saved.at("/subsystems/1/config/5/params/namespace/uuid").asText()));
         assertThat(daemon.model().subsystem(NQN).isHostAllowed(HOST)).isTrue();
         assertThat(accepts(port)).isTrue();
+        // The referral is on every port, the listener's added after it too.
+        assertThat(daemon.model().ports()).hasSize(2).allSatisfy(p -> assertThat(daemon.model().referrals(p.portId()))
+            .singleElement().satisfies(r -> assertThat(r.address().traddr()).isEqualTo("127.0.0.6")));
         // A file that asks for what we do not serve fails the start's replay, naming the call.
         Files.writeString(spdk, "{\"subsystems\": [{\"subsystem\": \"bdev\", \"config\": [{\"method\": "
             + "\"bdev_set_options\", \"params\": {}}, {\"method\": \"bdev_lvol_create\", \"params\": {}}]}]}");
