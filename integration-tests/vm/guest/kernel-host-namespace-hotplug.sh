@@ -18,6 +18,12 @@
 #                 then allows the marker host LIVE_READY_HOST through the API: the test then removes the listener
 #                 live, and the script checks that the controller is disconnected (and, with ctrl-loss-tmo 3 s, goes),
 #                 and that the discovery log no longer lists the subsystem.
+#   RESIZE_NSID   optional: a null namespace of SUBNQN to grow through the API (POST .../resize) to 48 MiB: the
+#                 kernel must see the new size (blockdev --getsize64) after the namespace attribute notice, on the
+#                 same controller; a shrink is refused (400) and changes nothing.
+#   PORTID        optional: the portid of TARGET_PORT; with it a discovery referral (to REFERRAL_ADDR:8010, never
+#                 contacted) is added through the API (POST /api/v1/ports/PORTID/referrals): nvme discover must list
+#                 it as a referral; removed again (DELETE), nvme discover must no longer list it.
 set -u -o pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
@@ -141,6 +147,62 @@ if [ "$(ctrls_of_subsys "$SUBNQN" | head -n1)" = "$CTRL" ] && [ "$(cat "/sys/cla
     pass still-connected
 else
     fail still-connected "controller or namespace 1 gone after the removal"
+fi
+
+# ---- resize: a null namespace grown live; the kernel picks up the new size after the notice -----------------------
+if [ -n "${RESIZE_NSID:-}" ]; then
+    RDEV="$(ns_blockdev "$SUBNQN" "$RESIZE_NSID")"
+    RESIZED=$((48 * 1024 * 1024))
+    info "resize: $RDEV ($(blockdev --getsize64 "$RDEV" 2>&1) bytes) to $RESIZED"
+    out="$(api POST "$API/$RESIZE_NSID/resize" '{"size": "48M"}')"
+    case "$out" in *HTTP200*) pass api-resize ;; *) fail api-resize "POST $API/$RESIZE_NSID/resize: $out" ;; esac
+    grown() { [ "$(blockdev --getsize64 "$RDEV")" -eq "$RESIZED" ]; }
+    if wait_for 60 grown; then
+        pass namespace-resized
+    else
+        fail namespace-resized "$RDEV has $(blockdev --getsize64 "$RDEV" 2>&1) bytes 60 s after the resize, want $RESIZED"
+    fi
+    if [ "$(ctrls_of_subsys "$SUBNQN" | head -n1)" = "$CTRL" ] && [ "$(cat "/sys/class/nvme/$CTRL/cntlid")" = "$CNTLID" ]; then
+        pass resize-no-reconnect
+    else
+        fail resize-no-reconnect "controller changed across the resize"
+    fi
+    out="$(api POST "$API/$RESIZE_NSID/resize" '{"size": "16M"}')"
+    sleep 1
+    if [[ "$out" == *HTTP400* ]] && grown; then
+        pass resize-shrink-refused
+    else
+        fail resize-shrink-refused "POST resize 16M: $out; $RDEV has $(blockdev --getsize64 "$RDEV" 2>&1) bytes"
+    fi
+fi
+
+# ---- referral: added and removed through the API, followed by nvme discover -----------------------------------------
+if [ -n "${PORTID:-}" ]; then
+    REFERRAL_ADDR="${REFERRAL_ADDR:-10.0.2.77}"
+    REFERRALS="http://$TARGET_ADDR:$HTTP_PORT/api/v1/ports/$PORTID/referrals"
+    # libnvme names SUBTYPE 1 "discovery subsystem referral" (nvme-cli's normal output: one "key: value" a line).
+    referral_listed() {
+        timeout 30 nvme discover -t tcp -a "$TARGET_ADDR" -s "$TARGET_PORT" --hostnqn="$HOSTNQN" --hostid="$HOSTID" \
+            > /tmp/referral-discover.out 2>&1
+        awk -v addr="$REFERRAL_ADDR" '/^=+Discovery Log Entry/ {sub_ = ""; svc = ""}
+            /^subtype:/ {sub_ = $0} /^trsvcid:/ {svc = $2}
+            /^traddr:/ && $2 == addr && sub_ ~ /referral/ && svc == "8010" {found = 1}
+            END {exit found ? 0 : 1}' /tmp/referral-discover.out
+    }
+    out="$(api POST "$REFERRALS" "{\"name\": \"elsewhere\", \"addr\": {\"trtype\": \"tcp\", \"adrfam\": \"ipv4\", \"traddr\": \"$REFERRAL_ADDR\", \"trsvcid\": \"8010\"}}")"
+    case "$out" in *HTTP201*) pass api-referral-add ;; *) fail api-referral-add "POST $REFERRALS: $out" ;; esac
+    if referral_listed; then
+        pass referral-discovered
+    else
+        fail referral-discovered "nvme discover: $(tr '\n' ' ' < /tmp/referral-discover.out)"
+    fi
+    out="$(api DELETE "$REFERRALS/elsewhere")"
+    case "$out" in *HTTP200*) pass api-referral-remove ;; *) fail api-referral-remove "DELETE $REFERRALS/elsewhere: $out" ;; esac
+    if ! referral_listed && grep -q "subnqn" /tmp/referral-discover.out; then
+        pass referral-gone
+    else
+        fail referral-gone "nvme discover: $(tr '\n' ' ' < /tmp/referral-discover.out)"
+    fi
 fi
 
 if out="$(timeout 60 nvme disconnect -n "$SUBNQN" 2>&1)" && wait_for 30 test -z "$(ctrls_of_subsys "$SUBNQN")"; then

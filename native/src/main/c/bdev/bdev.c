@@ -318,6 +318,42 @@ fail:
     return err;
 }
 
+/* Sets the size I/O is checked against (a namespace resized live): size_bytes > 0 that size, 0 the file's or block
+ * device's size now rounded down to blocks (a rescan), which may not shrink the device (-EBUSY, as SPDK's bdev layer
+ * refuses shrinking an open bdev); never beyond what the file or device holds (-ENOSPC). Returns the size set, or
+ * -errno. A plain aligned 64-bit store: a reactor checking an I/O sees the old or the new size. */
+static jlong bdev_resize(JNIEnv *env, jclass cls, jlong handle, jlong size_bytes)
+{
+    struct bdev *dev = nvmeof4j_ptr(handle);
+    if (dev->type != BDEV_TYPE_URING || size_bytes < 0) {
+        return -EINVAL;
+    }
+    struct stat st;
+    uint64_t device_bytes;
+    if (fstat(dev->fd, &st) != 0) {
+        return NVMEOF4J_ERR();
+    }
+    if (S_ISBLK(st.st_mode)) {
+        if (ioctl(dev->fd, BLKGETSIZE64, &device_bytes) != 0) {
+            return NVMEOF4J_ERR();
+        }
+    } else {
+        device_bytes = (uint64_t)st.st_size;
+    }
+    uint64_t size = size_bytes > 0 ? (uint64_t)size_bytes : bdev_round_down(device_bytes, dev->block_size);
+    if (size == 0 || size % dev->block_size != 0) {
+        return -EINVAL;
+    }
+    if (size > device_bytes) {
+        return -ENOSPC;
+    }
+    if (size_bytes == 0 && size < dev->size_bytes) {
+        return -EBUSY;
+    }
+    __atomic_store_n(&dev->size_bytes, size, __ATOMIC_RELEASE);
+    return (jlong)size;
+}
+
 /* out: type, block size, block count, capabilities, direct, block device, dio alignment, created */
 static jint bdev_info(JNIEnv *env, jclass cls, jlong handle, jlongArray out)
 {
@@ -897,6 +933,7 @@ static jint bdev_layout(JNIEnv *env, jclass cls, jintArray out)
 static const JNINativeMethod bdev_methods[] = {
     {"uringOpen0", "(Ljava/lang/String;IIJ)J", (void *)bdev_uring_open},
     {"info0", "(J[J)I", (void *)bdev_info},
+    {"resize0", "(JJ)J", (void *)bdev_resize},
     {"closeDevice0", "(J)I", (void *)bdev_close_device},
     {"openDesc0", "(JZ)J", (void *)bdev_open_desc},
     {"closeDesc0", "(J)I", (void *)bdev_close_desc},

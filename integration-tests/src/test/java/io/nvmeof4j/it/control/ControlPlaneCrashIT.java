@@ -39,7 +39,10 @@ class ControlPlaneCrashIT {
     @TempDir
     Path dir;
 
-    /** The state the test expects: subsystem NQN to its NSIDs. */
+    /**
+     * The state the test expects: subsystem NQN to its NSIDs, and each discovery referral as a key
+     * {@code referral:TRADDR:TRSVCID} (with no NSIDs).
+     */
     private Map<String, TreeSet<Integer>> acked = new TreeMap<>();
 
     @Test
@@ -148,6 +151,10 @@ class ControlPlaneCrashIT {
     private static Map<String, TreeSet<Integer>> served(RpcConnection rpc) throws Exception {
         JsonNode r = rpc.call("nvmf_get_subsystems", null);
         Map<String, TreeSet<Integer>> served = new TreeMap<>();
+        for (JsonNode ref : rpc.call("nvmf_discovery_get_referrals", null).get("result")) {
+            served.put(REFERRAL + ref.at("/address/traddr").asText() + ":" + ref.at("/address/trsvcid").asText(),
+                new TreeSet<>());
+        }
         for (JsonNode s : r.get("result")) {
             if (s.get("subtype").asText().equals("NVMe")) {
                 TreeSet<Integer> nsids = new TreeSet<>();
@@ -170,13 +177,34 @@ class ControlPlaneCrashIT {
         }
     }
 
+    private static final String REFERRAL = "referral:";
+
     private Change nextChange(Random random, int n) {
         List<String> nqns = new ArrayList<>(acked.keySet());
-        int pick = random.nextInt(10);
+        List<String> referrals = new ArrayList<>(nqns);
+        nqns.removeIf(k -> k.startsWith(REFERRAL));
+        referrals.removeIf(k -> !k.startsWith(REFERRAL));
+        int pick = random.nextInt(11);
+        if (pick == 10) {
+            // A discovery referral: removed (one of those there) or added (a new address).
+            if (!referrals.isEmpty() && random.nextBoolean()) {
+                String key = referrals.get(random.nextInt(referrals.size()));
+                String[] a = key.substring(REFERRAL.length()).split(":");
+                return new Change("remove " + key, List.<String[]>of(new String[] {"nvmf_discovery_remove_referral",
+                    "{\"address\": {\"trtype\": \"tcp\", \"adrfam\": \"ipv4\", \"traddr\": \"" + a[0]
+                        + "\", \"trsvcid\": \"" + a[1] + "\"}}"}), st -> st.remove(key));
+            }
+            String traddr = "127.0." + (n / 250) + "." + (1 + n % 250);
+            String key = REFERRAL + traddr + ":8009";
+            return new Change("add " + key, List.<String[]>of(new String[] {"nvmf_discovery_add_referral",
+                "{\"address\": {\"trtype\": \"tcp\", \"adrfam\": \"ipv4\", \"traddr\": \"" + traddr
+                    + "\", \"trsvcid\": \"8009\"}}"}), st -> st.put(key, new TreeSet<>()));
+        }
         if (nqns.isEmpty() || pick < 2 && nqns.size() < 12) {
             String nqn = "nqn.2016-06.io.spdk:crash" + n;
             return new Change("create " + nqn, List.<String[]>of(new String[] {"nvmf_create_subsystem",
-                "{\"nqn\": \"" + nqn + "\", \"allow_any_host\": true}"}), s -> s.put(nqn, new TreeSet<>()));
+                "{\"nqn\": \"" + nqn + "\", \"allow_any_host\": true, \"max_namespaces\": 64}"}),
+                s -> s.put(nqn, new TreeSet<>()));
         }
         String nqn = nqns.get(random.nextInt(nqns.size()));
         TreeSet<Integer> nsids = acked.get(nqn);

@@ -229,7 +229,8 @@ class DeployManifestsTest {
             .containsExactly("2");
         assertThat(unit.get("Service.KillSignal")).containsExactly("SIGTERM");
         assertThat(unit.get("Service.ExecStart")).singleElement().asString()
-            .contains("--config /etc/nvmeof4j/target.json")
+            .as("the live configuration in the state directory: live changes are written there")
+            .contains("--config /var/lib/nvmeof4j/target.json")
             .as("the API token in the state directory, the one place the service may write")
             .contains("--api-token-file /var/lib/nvmeof4j/api-token");
         assertThat(unit.get("Service.User")).singleElement().isNotEqualTo("root");
@@ -245,6 +246,46 @@ class DeployManifestsTest {
         assertThat(unit.get("Service.StateDirectory")).containsExactly("nvmeof4j");
         assertThat(unit).doesNotContainKey("Service.MemoryDenyWriteExecute");
         assertThat(unit.get("Install.WantedBy")).containsExactly("multi-user.target");
+    }
+
+    /**
+     * ProtectSystem=strict keeps /etc/nvmeof4j read-only to the service, so the configuration the daemon rewrites
+     * after every live change lives in the state directory, seeded once from /etc/nvmeof4j/target.json: the unit's
+     * ExecStartPre is run here (paths moved to a temporary directory) and must copy the seed when there is no live
+     * configuration, never overwrite one, and fail the start when there is neither.
+     */
+    @Test
+    void shouldSeedTheLiveConfigurationInTheStateDirectoryOnce(@org.junit.jupiter.api.io.TempDir Path tmp)
+        throws Exception {
+        Map<String, List<String>> unit = systemdUnit(DEPLOY.resolve("systemd/nvmeof4j-target.service"));
+        assertThat(unit.get("Service.StateDirectory")).containsExactly("nvmeof4j");
+        assertThat(unit.get("Service.ProtectSystem")).containsExactly("strict");
+        assertThat(unit.getOrDefault("Service.ReadWritePaths", List.of())).noneMatch(p -> p.contains("/etc"));
+        String pre = unit.get("Service.ExecStartPre").get(0);
+        assertThat(pre).startsWith("/bin/sh -c '").endsWith("'");
+        Path etc = Files.createDirectories(tmp.resolve("etc"));
+        Path state = Files.createDirectories(tmp.resolve("state"));
+        String script = pre.substring("/bin/sh -c '".length(), pre.length() - 1)
+            .replace("/etc/nvmeof4j", etc.toString()).replace("/var/lib/nvmeof4j", state.toString());
+        assertThat(runShell(script)).as("no seed, no live configuration: the start fails").isNotZero();
+        Files.copy(DEPLOY.resolve("config/target.json"), etc.resolve("target.json"));
+        assertThat(runShell(script)).isZero();
+        Path live = state.resolve("target.json");
+        assertThat(Files.readString(live)).isEqualTo(Files.readString(etc.resolve("target.json")));
+        assertThat(java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(live)))
+            .isEqualTo("rw-r-----");
+        TargetConfig.parse(Files.readString(live));
+        // A live configuration the daemon changed is never overwritten by the seed.
+        Files.writeString(live, "{\"changed\": \"live\"}");
+        assertThat(runShell(script)).isZero();
+        assertThat(Files.readString(live)).isEqualTo("{\"changed\": \"live\"}");
+    }
+
+    private static int runShell(String script) throws Exception {
+        Process p = new ProcessBuilder("/bin/sh", "-c", script).redirectErrorStream(true).start();
+        p.getInputStream().readAllBytes();
+        assertThat(p.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)).as("sh -c finished").isTrue();
+        return p.exitValue();
     }
 
     @Test

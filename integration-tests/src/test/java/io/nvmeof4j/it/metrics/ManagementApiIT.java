@@ -216,6 +216,81 @@ class ManagementApiIT {
     }
 
     @Test
+    void shouldResizeNamespacesAndManageReferralsLive() throws Exception {
+        Path image = dir.resolve("grow.img");
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(image.toFile(), "rw")) {
+            f.setLength(4L << 20);
+        }
+        try (MetricsTarget target = MetricsTarget.start(dir);
+             NvmeofHost host = NvmeofHost.create(HostIdentity.generate(), 1)) {
+            json(target.http.post(NS, "{\"nsid\": 5, \"device\": {\"backend\": \"null\", \"size\": \"4M\"}}"), 201);
+            json(target.http.post(NS, "{\"nsid\": 6, \"device\": {\"path\": " + JSON.writeValueAsString(image.toString())
+                + "}}"), 201);
+            try (NvmeofController c = host.connect(target.ioAddress(), MetricsTarget.OPEN,
+                    ConnectOptions.defaults().withIoQueues(1))) {
+                LinkedBlockingQueue<List<Integer>> heard = new LinkedBlockingQueue<>();
+                c.addNamespaceListener((ctrl, changed, namespaces) -> heard.add(changed));
+                JsonNode grown = json(target.http.post(NS + "/5/resize", "{\"size\": \"8M\"}"), 200);
+                assertThat(grown.get("size_bytes").asLong()).isEqualTo(8L << 20);
+                assertThat(heard.poll(10, TimeUnit.SECONDS)).containsExactly(5);
+                assertThat(c.namespace(5).sizeBytes()).isEqualTo(8L << 20);
+                // Refused, nothing changed: shrinking, RAM, no such namespace, a bad size.
+                assertError(target.http.post(NS + "/5/resize", "{\"size\": \"2M\"}"), 400, "shrinking");
+                assertError(target.http.post(NS + "/1/resize", "{\"size\": \"32M\"}"), 400, "cannot be resized");
+                assertError(target.http.post(NS + "/9/resize", "{\"size\": \"32M\"}"), 404, "no namespace");
+                assertError(target.http.post(NS + "/5/resize", "{\"size\": \"lots\"}"), 400, "size");
+                assertThat(target.daemon.model().subsystem(MetricsTarget.OPEN).namespace(5).blockCount() * 512)
+                    .isEqualTo(8L << 20);
+                // A file grown outside, then rescanned ({}: its size now); then shrunk under it: 409.
+                try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(image.toFile(), "rw")) {
+                    f.setLength(12L << 20);
+                }
+                assertThat(json(target.http.post(NS + "/6/resize", "{}"), 200).get("size_bytes").asLong())
+                    .isEqualTo(12L << 20);
+                assertThat(heard.poll(10, TimeUnit.SECONDS)).containsExactly(6);
+                assertThat(c.namespace(6).sizeBytes()).isEqualTo(12L << 20);
+                try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(image.toFile(), "rw")) {
+                    f.setLength(2L << 20);
+                }
+                assertError(target.http.post(NS + "/6/resize", "{}"), 409, "shrinking is refused");
+                assertThat(heard.poll(300, TimeUnit.MILLISECONDS)).as("no event for refused resizes").isNull();
+                try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(image.toFile(), "rw")) {
+                    f.setLength(12L << 20);
+                }
+            }
+
+            String referrals = "/api/v1/ports/1/referrals";
+            assertThat(json(target.http.get(referrals), 200).size()).isZero();
+            String body = "{\"addr\": {\"trtype\": \"tcp\", \"adrfam\": \"ipv4\", \"traddr\": \"127.0.0.9\", "
+                + "\"trsvcid\": \"8009\"}}";
+            JsonNode added = json(target.http.post(referrals, body), 201);
+            assertThat(added.get("name").asText()).isEqualTo("tcp-127.0.0.9-8009");
+            assertThat(added.at("/addr/traddr").asText()).isEqualTo("127.0.0.9");
+            assertError(target.http.post(referrals, body), 409, "already refers");
+            assertError(target.http.post("/api/v1/ports/9/referrals", body), 404, "no port 9");
+            assertError(target.http.post(referrals, "{\"addr\": {\"traddr\": \"127.0.0.9\"}}"), 400, "expected");
+            assertError(target.http.post(referrals, "{\"addr\": {\"trtype\": \"tcp\", \"traddr\": \"a.name\", "
+                + "\"trsvcid\": \"8009\"}}"), 400, "not an IP address");
+            assertThat(target.daemon.model().referrals(1)).singleElement()
+                .satisfies(r -> assertThat(r.address().traddr()).isEqualTo("127.0.0.9"));
+            assertError(target.http.delete(referrals + "/nope"), 404, "no referral");
+            assertThat(json(target.http.delete(referrals + "/tcp-127.0.0.9-8009"), 200).size()).isZero();
+            assertThat(target.daemon.model().referrals(1)).isEmpty();
+
+            // attr.max_namespaces: NSIDs above it are refused.
+            String limited = "/api/v1/subsystems/nqn.2014-08.io.nvmeof4j:limited";
+            json(target.http.post("/api/v1/subsystems", "{\"nqn\": \"nqn.2014-08.io.nvmeof4j:limited\", "
+                + "\"attr\": {\"allow_any_host\": \"1\", \"max_namespaces\": 1}}"), 201);
+            assertError(target.http.post(limited + "/namespaces", "{\"nsid\": 2, \"device\": {\"backend\": \"null\", "
+                + "\"size\": \"1M\"}}"), 400, "max_namespaces");
+            json(target.http.post(limited + "/namespaces", "{\"nsid\": 1, \"device\": {\"backend\": \"null\", "
+                + "\"size\": \"1M\"}}"), 201);
+            assertError(target.http.post("/api/v1/subsystems", "{\"nqn\": \"nqn.2014-08.io.nvmeof4j:bad\", "
+                + "\"attr\": {\"max_namespaces\": 5000}}"), 400, "max_namespaces");
+        }
+    }
+
+    @Test
     void shouldLetOnlyAllowedHostsConnect() throws Exception {
         try (MetricsTarget target = MetricsTarget.start(dir);
              NvmeofHost newcomer = NvmeofHost.create(HostIdentity.generate(), 1);

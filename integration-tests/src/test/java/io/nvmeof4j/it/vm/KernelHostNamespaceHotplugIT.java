@@ -28,6 +28,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Host header are refused (401, 421) across the guest's NAT. Then a subsystem, a listener and a namespace created
  * live through the control plane: the guest discovers and connects to them and does I/O; the listener is removed
  * live, the kernel's controller is disconnected and goes, and {@code nvme discover} no longer lists the subsystem.
+ * A null namespace grown through the API reaches the kernel's block device ({@code blockdev --getsize64}) after the
+ * namespace attribute notice, on the same controller; a shrink is refused. A discovery referral added through the API
+ * is listed by {@code nvme discover} as a referral, and gone once removed.
  * About a minute of guest time.
  * Set {@code NVMEOF4J_SKIP_VM_TESTS=1} to skip.
  */
@@ -53,7 +56,8 @@ class KernelHostNamespaceHotplugIT {
               "ports": [ {"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "0"},
                           "subsystems": ["%s"]} ],
               "subsystems": [ {"nqn": "%s", "attr": {"allow_any_host": "1"},
-                               "namespaces": [ {"nsid": 1, "device": {"backend": "ram", "size": "16M"}} ]} ]
+                               "namespaces": [ {"nsid": 1, "device": {"backend": "ram", "size": "16M"}},
+                                               {"nsid": 2, "device": {"backend": "null", "size": "16M"}} ]} ]
             }
             """.formatted(SUBNQN, SUBNQN);
         try (TargetDaemon daemon = TargetDaemon.start(TargetConfig.parse(json, work))) {
@@ -94,6 +98,7 @@ class KernelHostNamespaceHotplugIT {
                 "--env", "SUBNQN=" + SUBNQN,
                 "--env", "TARGET_PORT=" + ioPort, "--env", "HTTP_PORT=" + httpPort, "--env", "API_TOKEN=" + token,
                 "--env", "HOSTID=" + hostId, "--env", "HOSTNQN=" + hostNqn,
+                "--env", "RESIZE_NSID=2", "--env", "PORTID=1",
                 "--env", "LIVE_NQN=" + LIVE_NQN, "--env", "LIVE_PORT=" + livePort, "--env", "LIVE_READY_HOST=" + LIVE_READY_HOST,
                 repo.resolve("integration-tests/vm/guest/kernel-host-namespace-hotplug.sh").toString()));
             VmHarness.Result guest = VmHarness.run(cmd, java.util.Map.of(), GUEST_TIMEOUT.plusSeconds(90), "[guest] ",
@@ -105,7 +110,9 @@ class KernelHostNamespaceHotplugIT {
                 "PASS connect", "PASS no-namespace-before", "PASS api-auth-refused", "PASS api-refused",
                 "PASS refused-invisible", "PASS api-add", "PASS namespace-appeared",
                 "PASS no-reconnect", "PASS new-namespace-io", "PASS api-remove", "PASS namespace-disappeared",
-                "PASS still-connected", "PASS disconnect", "PASS live-discovered", "PASS live-connect",
+                "PASS still-connected", "PASS api-resize", "PASS namespace-resized", "PASS resize-no-reconnect",
+                "PASS resize-shrink-refused", "PASS api-referral-add", "PASS referral-discovered",
+                "PASS api-referral-remove", "PASS referral-gone", "PASS disconnect", "PASS live-discovered", "PASS live-connect",
                 "PASS live-io", "PASS live-signal", "PASS live-listener-removed-disconnects", "PASS live-controller-gone",
                 "PASS live-discovery-follows");
             remover.join(10_000);
@@ -114,7 +121,10 @@ class KernelHostNamespaceHotplugIT {
             assertThat(daemon.registry().controllers(LIVE_NQN)).isEmpty();
             assertThat(guest.exitCode()).as("guest script exit code; tail:\n%s", guest.tail(40)).isZero();
             // The target side: namespace 7 is gone again, namespace 1 stayed.
-            assertThat(daemon.model().subsystem(SUBNQN).namespaces()).extracting(ns -> ns.nsid()).containsExactly(1);
+            assertThat(daemon.model().subsystem(SUBNQN).namespaces()).extracting(ns -> ns.nsid()).containsExactly(1, 2);
+            assertThat(daemon.model().subsystem(SUBNQN).namespace(2).blockCount()
+                * daemon.model().subsystem(SUBNQN).namespace(2).blockSize()).isEqualTo(48L << 20);
+            assertThat(daemon.model().referrals(1)).isEmpty();
         }
     }
 }

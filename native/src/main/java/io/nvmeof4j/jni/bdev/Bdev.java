@@ -30,7 +30,7 @@ public final class Bdev extends NativeHandle {
 
     private final String name;
     private final int blockSize;
-    private final long blockCount;
+    private volatile long blockCount;
     private final int capabilities;
     private final boolean direct;
     private final boolean blockDevice;
@@ -101,6 +101,18 @@ public final class Bdev extends NativeHandle {
 
     public long sizeBytes() {
         return blockCount * blockSize;
+    }
+
+    /**
+     * Sets the size I/O is checked against (a file or block device namespace resized live): {@code sizeBytes} > 0
+     * that size, 0 the file's or device's size now (rounded down to blocks; {@code EBUSY} if that is smaller than the
+     * size now). Never beyond what the file or device holds ({@code ENOSPC}). Returns the size set.
+     */
+    public long resize(long sizeBytes) throws NativeIoException {
+        long r = BdevNative.resize0(handle(), sizeBytes);
+        NativeIoException.check("resize " + name, r);
+        blockCount = r / blockSize;
+        return r;
     }
 
     /** {@link #CAP_FLUSH} | {@link #CAP_UNMAP} | ... */

@@ -70,6 +70,8 @@ final class BdevNative {
 
     static native int info0(long device, long[] out);
 
+    static native long resize0(long device, long sizeBytes);
+
     static native int closeDevice0(long device);
 
     static native long openDesc0(long device, boolean writable);

@@ -101,6 +101,31 @@ class BdevTest {
         return b;
     }
 
+    /** A namespace resized live: a rescan takes a grown file's size, never a shrunk one's; never beyond the file. */
+    @Test
+    void shouldResizeToTheFilesSizeAndRefuseShrinkingOrGrowingPastIt() throws Exception {
+        Path path = file("r.img", FILE_BYTES);
+        Bdev dev = closeLater(Bdev.openUring(path, UringOptions.defaults()));
+        try (RandomAccessFile f = new RandomAccessFile(path.toFile(), "rw")) {
+            f.setLength(FILE_BYTES * 2 + 100); // the partial block at the end is not used
+        }
+        assertThat(dev.resize(0)).isEqualTo(FILE_BYTES * 2);
+        assertThat(dev.blockCount()).isEqualTo(FILE_BYTES * 2 / 4096);
+        assertThat(org.assertj.core.api.Assertions.catchThrowableOfType(() -> dev.resize(FILE_BYTES * 4),
+            io.nvmeof4j.jni.NativeIoException.class).errno()).as("beyond the file").isEqualTo(28); // ENOSPC
+        assertThat(org.assertj.core.api.Assertions.catchThrowableOfType(() -> dev.resize(100),
+            io.nvmeof4j.jni.NativeIoException.class).errno()).as("not whole blocks").isEqualTo(22); // EINVAL
+        try (RandomAccessFile f = new RandomAccessFile(path.toFile(), "rw")) {
+            f.setLength(FILE_BYTES);
+        }
+        assertThat(org.assertj.core.api.Assertions.catchThrowableOfType(() -> dev.resize(0),
+            io.nvmeof4j.jni.NativeIoException.class).errno()).as("a rescan never shrinks").isEqualTo(16); // EBUSY
+        assertThat(dev.blockCount()).isEqualTo(FILE_BYTES * 2 / 4096);
+        // An explicit size (the control plane undoing a resize) may be smaller.
+        assertThat(dev.resize(FILE_BYTES / 2)).isEqualTo(FILE_BYTES / 2);
+        assertThat(dev.blockCount()).isEqualTo(FILE_BYTES / 2 / 4096);
+    }
+
     @Test
     void shouldReportGeometryAndCapabilitiesOfAFile() throws Exception {
         Bdev dev = closeLater(Bdev.openUring(file("g.img", FILE_BYTES), UringOptions.defaults()));

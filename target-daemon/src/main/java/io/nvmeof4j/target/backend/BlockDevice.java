@@ -27,6 +27,18 @@ public interface BlockDevice extends AutoCloseable {
         return true;
     }
 
+    /**
+     * Changes the capacity of a device in use (a namespace resized live): {@code sizeBytes} > 0 that size, 0 the size
+     * the underlying file or block device has now. I/O beyond the old end is served from the moment this returns.
+     * Returns the new capacity in bytes.
+     *
+     * @throws UnsupportedOperationException this kind of device cannot be resized (RAM)
+     * @throws java.io.IOException           the file or device is smaller than asked, or cannot be looked at
+     */
+    default long resize(long sizeBytes) throws java.io.IOException {
+        throw new UnsupportedOperationException(description() + " cannot be resized");
+    }
+
     /** Starts one block I/O. Completion: {@code io.complete(status)}, exactly once, from any thread. */
     void submit(BlockIo io);
 

@@ -8,7 +8,8 @@ import io.nvmeof4j.protocol.command.NvmeStatus;
  */
 public final class NullBlockDevice implements BlockDevice {
     private final String name;
-    private final long capacityBytes;
+    /** Changed by {@link #resize}; read once per I/O. */
+    private volatile long capacityBytes;
     private final int blockSize;
     private volatile boolean closed;
 
@@ -32,6 +33,14 @@ public final class NullBlockDevice implements BlockDevice {
     @Override
     public long blockCount() {
         return capacityBytes / blockSize;
+    }
+
+    /** SPDK's {@code bdev_null_resize}: any size, a multiple of the block size (the caller refuses shrinking). */
+    @Override
+    public long resize(long sizeBytes) {
+        DeviceSupport.checkGeometry(sizeBytes, blockSize);
+        capacityBytes = sizeBytes;
+        return sizeBytes;
     }
 
     @Override

@@ -74,7 +74,8 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
     private final Path path;
     private final Bdev bdev;
     private final BdevDescriptor descriptor;
-    private final long capacityBytes;
+    /** Changed by {@link #resize}; read once per I/O. */
+    private volatile long capacityBytes;
     private final int blockSize;
     /** One line a second for this device's errors; the ones between are counted, not formatted. */
     private final RateLimitedLog errorLog = new RateLimitedLog(LOG);
@@ -203,6 +204,16 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
     @Override
     public long blockCount() {
         return capacityBytes / blockSize;
+    }
+
+    /**
+     * SPDK's {@code bdev_aio_rescan}/{@code bdev_uring_rescan} (0: the file's or device's size now) or a given size
+     * no larger than the file: the native device checks I/O against the new size from now on.
+     */
+    @Override
+    public long resize(long sizeBytes) throws NativeIoException {
+        capacityBytes = bdev.resize(sizeBytes);
+        return capacityBytes;
     }
 
     @Override

@@ -64,7 +64,6 @@ final class ConfigParser {
 
     /** Keys nvmetcli writes that nvmeof4j accepts without using them, with the reason given in the notice. */
     private static final Map<String, String> IGNORED_PORT = Map.of(
-        "referrals", "discovery referrals are not supported",
         "ana_groups", "asymmetric namespace access (ANA) is not supported");
     private static final Map<String, String> IGNORED_ADDR = Map.of();
     private static final Map<String, String> IGNORED_PARAM = Map.of(
@@ -142,13 +141,16 @@ final class ConfigParser {
             HttpSecurity.HTTP_ALLOWED_HOSTS, HttpSecurity.HTTP_REQUEST_TIMEOUT_MS, HttpSecurity.HTTP_MAX_CONNECTIONS,
             HttpSecurity.HTTP_MAX_CONNECTIONS_PER_PEER, DaemonSettings.ALLOWED_PATHS, DaemonSettings.RAM_BUDGET_MIB,
             DaemonSettings.MAX_PENDING_CONNECTIONS, DaemonSettings.MAX_PENDING_CONNECTIONS_PER_HOST,
-            DaemonSettings.CONNECT_TIMEOUT_MS, DaemonSettings.RPC_SOCKET);
+            DaemonSettings.CONNECT_TIMEOUT_MS, DaemonSettings.RPC_SOCKET, DaemonSettings.RPC_BDEVS);
         for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
             String name = names.next();
             if (!known.contains(name)) {
                 throw new ConfigException(at(where, name), "unknown setting (known: " + String.join(", ",
                     new java.util.TreeSet<>(known)) + ")");
             }
+        }
+        if (node.has(DaemonSettings.RPC_BDEVS)) {
+            requireArray(node.get(DaemonSettings.RPC_BDEVS), at(where, DaemonSettings.RPC_BDEVS));
         }
         if (node.has(DaemonSettings.RPC_SOCKET)) {
             String rw = at(where, DaemonSettings.RPC_SOCKET);
@@ -546,8 +548,10 @@ final class ConfigParser {
             notice(false, aw + ".cntlid_min/cntlid_max: ignored (controller ids are allocated target-wide in 1..65519)");
         }
         int qidMax = (int) optionalInteger(attr, aw, "qid_max", 1, 0xFFFF, TargetConfig.QID_MAX_DEFAULT);
+        // Ours (SPDK's nvmf_create_subsystem max_namespaces): NSIDs above it are refused; 0 = no limit of its own.
+        int maxNamespaces = (int) optionalInteger(attr, aw, "max_namespaces", 0, Subsystem.MAX_NSID, 0);
         reportKeys(attr, aw, Set.of("allow_any_host", "serial", "model", "firmware", "version", "cntlid_min",
-            "cntlid_max", "qid_max"), IGNORED_SUBSYSTEM_ATTR);
+            "cntlid_max", "qid_max", "max_namespaces"), IGNORED_SUBSYSTEM_ATTR);
 
         List<String> allowed = new ArrayList<>();
         JsonNode hostsNode = s.get("allowed_hosts");
@@ -590,8 +594,14 @@ final class ConfigParser {
                 namespaces.add(ns);
             }
         }
+        for (NamespaceConfig ns : namespaces) {
+            if (maxNamespaces > 0 && Integer.compareUnsigned(ns.nsid(), maxNamespaces) > 0) {
+                throw new ConfigException(at(ns.where(), "nsid"), Integer.toUnsignedString(ns.nsid())
+                    + " is above attr.max_namespaces " + maxNamespaces);
+            }
+        }
         return new SubsystemConfig(nqn, allowAny, allowed, serial, model, firmware, version, cntlidMin, cntlidMax,
-            qidMax, namespaces);
+            qidMax, namespaces, maxNamespaces);
     }
 
     /** One namespace object on its own (management API): the same checks as in a configuration file. */
@@ -788,7 +798,7 @@ final class ConfigParser {
                 }
             }
             ports.add(port);
-            reportKeys(p, pw, Set.of("portid", "addr", "param", "subsystems"), IGNORED_PORT);
+            reportKeys(p, pw, Set.of("portid", "addr", "param", "subsystems", "referrals"), IGNORED_PORT);
         }
         return ports;
     }
@@ -918,7 +928,78 @@ final class ConfigParser {
         if (tls) {
             options = options.withTls(treq.equals("required"));
         }
-        return new PortConfig(pw, portId, address, treq, options, exported);
+        return new PortConfig(pw, portId, address, treq, options, exported, referrals(p.get("referrals"),
+            at(pw, "referrals")));
+    }
+
+    /**
+     * A port's {@code referrals} as nvmetcli saves them: {@code {"name", "portid", "enable", "addr": {"trtype",
+     * "adrfam", "traddr", "trsvcid", "treq"}}}, plus {@code subnqn} (ours, SPDK's parameter; default the discovery
+     * NQN). Names and targets are unique within a port.
+     */
+    private List<ReferralConfig> referrals(JsonNode node, String where) throws ConfigException {
+        List<ReferralConfig> list = new ArrayList<>();
+        if (node == null || node.isNull()) {
+            return list;
+        }
+        requireArray(node, where);
+        for (int i = 0; i < node.size(); i++) {
+            String rw = where + "[" + i + "]";
+            JsonNode r = node.get(i);
+            requireObject(r, rw);
+            String name = text(required(r, rw, "name"), at(rw, "name"));
+            if (name.isEmpty() || name.length() > 255 || name.indexOf('/') >= 0
+                || name.chars().anyMatch(c -> c < 0x20 || c == 0x7F)) {
+                throw new ConfigException(at(rw, "name"), quote(name) + " is not a referral name (1..255 printable "
+                    + "characters, no '/')");
+            }
+            int portId = r.has("portid") ? (int) integer(r.get("portid"), at(rw, "portid"), 0, 0xFFFF) : 0;
+            boolean enabled = !r.has("enable") || bool(r.get("enable"), at(rw, "enable"));
+            String aw = at(rw, "addr");
+            JsonNode addr = required(r, rw, "addr");
+            requireObject(addr, aw);
+            String trtypeText = text(required(addr, aw, "trtype"), at(aw, "trtype"));
+            TransportType trtype;
+            try {
+                trtype = TransportType.fromConfigName(trtypeText);
+            } catch (IllegalArgumentException e) {
+                trtype = null;
+            }
+            if (trtype != TransportType.TCP && trtype != TransportType.RDMA) {
+                throw new ConfigException(at(aw, "trtype"), quote(trtypeText)
+                    + " is not a supported transport type (expected \"tcp\" or \"rdma\")");
+            }
+            String traddr = text(required(addr, aw, "traddr"), at(aw, "traddr"));
+            AddressFamily family = addressFamily(addr, aw, traddr);
+            // A referral names a service elsewhere: its service id is required (SPDK: "Service ID is required").
+            int trsvcid = (int) integer(required(addr, aw, "trsvcid"), at(aw, "trsvcid"), 1, 65535);
+            String treq = "not specified";
+            if (addr.has("treq")) {
+                treq = text(addr.get("treq"), at(aw, "treq")).toLowerCase(Locale.ROOT);
+                if (!TREQ_VALUES.contains(treq)) {
+                    throw new ConfigException(at(aw, "treq"), quote(treq)
+                        + " is not a treq value (\"not specified\", \"required\", \"not required\")");
+                }
+            }
+            reportKeys(addr, aw, Set.of("trtype", "adrfam", "traddr", "trsvcid", "treq", "tsas", "portid"),
+                IGNORED_ADDR);
+            String subnqn = r.has("subnqn") ? nqn(r.get("subnqn"), at(rw, "subnqn")) : Port.DISCOVERY_NQN;
+            reportKeys(r, rw, Set.of("name", "portid", "enable", "addr", "subnqn"), Map.of());
+            ReferralConfig referral = new ReferralConfig(name, portId, enabled,
+                new TransportAddress(trtype, family, traddr, Integer.toString(trsvcid)), treq, subnqn);
+            for (ReferralConfig other : list) {
+                if (other.name().equals(name)) {
+                    throw new ConfigException(at(rw, "name"), quote(name) + " is already the name of another "
+                        + "referral of this port");
+                }
+                if (other.sameTarget(referral)) {
+                    throw new ConfigException(aw, "refers to " + referral.address() + " " + subnqn
+                        + ", as referral " + quote(other.name()) + " does already");
+                }
+            }
+            list.add(referral);
+        }
+        return list;
     }
 
     private static AddressFamily addressFamily(JsonNode addr, String aw, String traddr) throws ConfigException {

@@ -109,6 +109,32 @@ public final class ConfigWriter {
             param.put("max_queue_size", Integer.toString(p.options().maxQueueSize()));
             ArrayNode subs = o.putArray("subsystems");
             p.subsystems().forEach(subs::add);
+            o.set("referrals", referrals(p, o.get("referrals")));
+            list.add(o);
+        }
+        return list;
+    }
+
+    /** A port's referrals in nvmetcli's shape, merged by name into what the document held. */
+    private static ArrayNode referrals(PortConfig p, JsonNode before) {
+        Map<String, ObjectNode> old = byKey(before, "name");
+        ArrayNode list = NODES.arrayNode();
+        for (ReferralConfig r : p.referrals()) {
+            ObjectNode o = old.getOrDefault(r.name(), NODES.objectNode());
+            o.put("name", r.name());
+            o.put("portid", r.portId());
+            o.put("enable", r.enabled() ? 1 : 0);
+            ObjectNode addr = object(o, "addr");
+            addr.put("trtype", r.address().type().configName());
+            addr.put("adrfam", r.address().family().configName());
+            addr.put("traddr", r.address().traddr());
+            addr.put("trsvcid", r.address().trsvcid());
+            addr.put("treq", r.treq());
+            if (r.isDiscovery()) {
+                o.remove("subnqn");
+            } else {
+                o.put("subnqn", r.subnqn());
+            }
             list.add(o);
         }
         return list;
@@ -138,6 +164,11 @@ public final class ConfigWriter {
             attr.put("cntlid_min", Integer.toString(s.cntlidMin()));
             attr.put("cntlid_max", Integer.toString(s.cntlidMax()));
             attr.put("qid_max", Integer.toString(s.qidMax()));
+            if (s.maxNamespaces() > 0) {
+                attr.put("max_namespaces", Integer.toString(s.maxNamespaces()));
+            } else {
+                attr.remove("max_namespaces");
+            }
             ArrayNode hosts = o.putArray("allowed_hosts");
             s.allowedHosts().forEach(hosts::add);
             Map<String, ObjectNode> oldNs = byKey(o.get("namespaces"), "nsid");

@@ -70,6 +70,12 @@ public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinN
      * from the configuration document, so no field here.
      */
     public static final String RPC_SOCKET = "rpc_socket";
+    /**
+     * {@code rpc_bdevs}: the JSON-RPC socket's bdev registry ({@code [{"name", "kind", "num_blocks", "block_size",
+     * "uuid", "filename", "namespace"}]}), written by the daemon so that bdevs (used or not) and their names survive a
+     * restart, as SPDK's save_config keeps them. Read by the RPC methods from the document, so no field here.
+     */
+    public static final String RPC_BDEVS = "rpc_bdevs";
     /** {@link #ramBudgetBytes()} when {@code ram_budget_mib} is not set: derived from the JVM and the machine. */
     public static final long RAM_BUDGET_DERIVED = -1;
     /** The largest {@code ram_budget_mib}: 2^33 MiB (8 PiB), far above any machine, far below a long's overflow. */

@@ -41,6 +41,11 @@ public record NamespaceConfig(String where, int nsid, boolean enabled, BackendTy
             nguid);
     }
 
+    /** This namespace with {@code size} bytes (a namespace resized live; 0 for a file: the file's size). */
+    public NamespaceConfig withSize(long size) {
+        return new NamespaceConfig(where, nsid, enabled, backend, path, size, blockSize, bufferedIo, uuid, nguid);
+    }
+
     /** A copy of the 16-byte NGUID. */
     @Override
     public byte[] nguid() {

@@ -18,15 +18,28 @@ import java.util.Objects;
  *                   {@code addr.tsas} "tls1.3"; "tls1.3" alone means "required")
  * @param options    {@code param.inline_data_size}, {@code param.max_queue_size}, and the daemon's MDTS
  * @param subsystems NQNs exported through the port; the discovery NQN may appear (every port answers discovery)
+ * @param referrals  {@code referrals}: other discovery services the port's discovery log points hosts at
  */
 public record PortConfig(String where, int portId, TransportAddress address, String treq, PortOptions options,
-                         List<String> subsystems) {
+                         List<String> subsystems, List<ReferralConfig> referrals) {
     public PortConfig {
         Objects.requireNonNull(where, "where");
         Objects.requireNonNull(address, "address");
         Objects.requireNonNull(treq, "treq");
         Objects.requireNonNull(options, "options");
         subsystems = List.copyOf(subsystems);
+        referrals = List.copyOf(referrals);
+    }
+
+    /** A port without referrals. */
+    public PortConfig(String where, int portId, TransportAddress address, String treq, PortOptions options,
+                      List<String> subsystems) {
+        this(where, portId, address, treq, options, subsystems, List.of());
+    }
+
+    /** This port with {@code list} as its referrals. */
+    public PortConfig withReferrals(List<ReferralConfig> list) {
+        return new PortConfig(where, portId, address, treq, options, subsystems, list);
     }
 
     public TransportType transportType() {

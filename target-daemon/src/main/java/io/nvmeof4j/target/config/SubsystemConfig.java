@@ -17,10 +17,20 @@ import java.util.Objects;
  * @param cntlidMax    {@code attr.cntlid_max}; accepted, not applied
  * @param qidMax       {@code attr.qid_max}: most I/O queues per controller
  * @param namespaces   in configuration order
+ * @param maxNamespaces {@code attr.max_namespaces} (an nvmeof4j extension, SPDK's {@code nvmf_create_subsystem
+ *                     max_namespaces}): NSIDs above it are refused; 0: every NSID a subsystem supports (1..1024)
  */
 public record SubsystemConfig(String nqn, boolean allowAnyHost, List<String> allowedHosts, String serial,
                               String model, String firmware, String version, int cntlidMin, int cntlidMax,
-                              int qidMax, List<NamespaceConfig> namespaces) {
+                              int qidMax, List<NamespaceConfig> namespaces, int maxNamespaces) {
+    /** A subsystem without a namespace limit of its own. */
+    public SubsystemConfig(String nqn, boolean allowAnyHost, List<String> allowedHosts, String serial, String model,
+                           String firmware, String version, int cntlidMin, int cntlidMax, int qidMax,
+                           List<NamespaceConfig> namespaces) {
+        this(nqn, allowAnyHost, allowedHosts, serial, model, firmware, version, cntlidMin, cntlidMax, qidMax,
+            namespaces, 0);
+    }
+
     public SubsystemConfig {
         Objects.requireNonNull(nqn, "nqn");
         Objects.requireNonNull(serial, "serial");

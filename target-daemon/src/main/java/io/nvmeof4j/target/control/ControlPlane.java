@@ -11,6 +11,7 @@ import io.nvmeof4j.target.config.ConfigException;
 import io.nvmeof4j.target.config.ConfigWriter;
 import io.nvmeof4j.target.config.NamespaceConfig;
 import io.nvmeof4j.target.config.PortConfig;
+import io.nvmeof4j.target.config.ReferralConfig;
 import io.nvmeof4j.target.config.SubsystemConfig;
 import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.daemon.TargetDaemon;
@@ -149,6 +150,16 @@ public final class ControlPlane {
     public synchronized SubsystemConfig createSubsystem(String who, String nqn, String serial, String model,
                                                         boolean allowAnyHost, int cntlidMin, int cntlidMax)
         throws ControlException {
+        return createSubsystem(who, nqn, serial, model, allowAnyHost, cntlidMin, cntlidMax, 0);
+    }
+
+    /**
+     * As {@link #createSubsystem(String, String, String, String, boolean, int, int)}, with SPDK's
+     * {@code max_namespaces}: NSIDs above it are refused (0: no limit of its own, 1..1024).
+     */
+    public synchronized SubsystemConfig createSubsystem(String who, String nqn, String serial, String model,
+                                                        boolean allowAnyHost, int cntlidMin, int cntlidMax,
+                                                        int maxNamespaces) throws ControlException {
         if (current.subsystem(nqn).isPresent()) {
             throw new ControlException(ControlException.Kind.EXISTS, "subsystem " + nqn + " exists already");
         }
@@ -164,6 +175,10 @@ public final class ControlPlane {
         }
         attr.put("cntlid_min", Integer.toString(cntlidMin));
         attr.put("cntlid_max", Integer.toString(cntlidMax));
+        if (maxNamespaces != 0) {
+            // A negative value (a malformed request) is written too, so the parser refuses it, naming the field.
+            attr.put("max_namespaces", Integer.toString(maxNamespaces));
+        }
         // The subsystem's own fields come from the parser (defaults, checks): append it to the document's list.
         ObjectNode doc = (ObjectNode) ConfigWriter.write(current, document);
         doc.withArray("subsystems").add(s);
@@ -215,7 +230,7 @@ public final class ControlPlane {
         SubsystemConfig s = requireSubsystem(nqn);
         TargetConfig next = validate(replace(s.nqn(), old -> new SubsystemConfig(old.nqn(), allow, old.allowedHosts(),
             old.serial(), old.model(), old.firmware(), old.version(), old.cntlidMin(), old.cntlidMax(), old.qidMax(),
-            old.namespaces())));
+            old.namespaces(), old.maxNamespaces())));
         boolean before = daemon.model().subsystem(nqn).allowAnyHost();
         daemon.model().subsystem(nqn).allowAnyHost(allow);
         discoveryChanged();
@@ -310,6 +325,11 @@ public final class ControlPlane {
      */
     public synchronized Namespace addNamespace(String who, String nqn, NamespaceConfig nc) throws ControlException {
         SubsystemConfig s = requireSubsystem(nqn);
+        if (s.maxNamespaces() > 0 && Integer.compareUnsigned(nc.nsid(), s.maxNamespaces()) > 0) {
+            // SPDK: "Cannot add namespace with nsid N > max_nsid M".
+            throw new ControlException(ControlException.Kind.INVALID, "cannot add namespace with nsid "
+                + Integer.toUnsignedString(nc.nsid()) + " > max_namespaces " + s.maxNamespaces() + " of " + nqn);
+        }
         for (NamespaceConfig n : s.namespaces()) {
             if (n.nsid() == nc.nsid()) {
                 throw new ControlException(ControlException.Kind.EXISTS, "subsystem " + nqn + " already has namespace "
@@ -373,6 +393,88 @@ public final class ControlPlane {
         return daemon.removeNamespace(nqn, nsid);
     }
 
+    /**
+     * Resizes a namespace live: a null device to {@code sizeBytes} (SPDK's {@code bdev_null_resize}), a file or block
+     * device to the size it has now ({@code sizeBytes} 0: SPDK's {@code bdev_aio_rescan}/{@code bdev_uring_rescan},
+     * nvmet's {@code revalidate_size}) or to {@code sizeBytes} no larger than the file. Growing only: shrinking is
+     * refused (SPDK refuses shrinking a null bdev, and shrinking any bdev a namespace holds open), as data a host
+     * wrote beyond the new end would vanish under it. Applied, written, then announced: connected controllers get
+     * the namespace attribute changed event and the NSID in their Changed Namespace List (log 04h), and Identify
+     * Namespace reports the new NSZE/NCAP/NUSE. A RAM namespace cannot be resized (SPDK has no
+     * {@code bdev_malloc_resize}). Returns the new size in bytes.
+     */
+    public synchronized long resizeNamespace(String who, String nqn, int nsid, long sizeBytes) throws ControlException {
+        SubsystemConfig s = requireSubsystem(nqn);
+        NamespaceConfig nc = s.namespaces().stream().filter(n -> n.nsid() == nsid && n.enabled()).findFirst()
+            .orElseThrow(() -> new ControlException(ControlException.Kind.NOT_FOUND, "subsystem " + nqn
+                + " has no namespace " + Integer.toUnsignedString(nsid)));
+        Namespace live = daemon.model().subsystem(nqn).namespace(nsid);
+        if (live == null) {
+            throw new ControlException(ControlException.Kind.NOT_FOUND, "subsystem " + nqn + " has no namespace "
+                + Integer.toUnsignedString(nsid));
+        }
+        long before = live.blockCount() * live.blockSize();
+        switch (nc.backend()) {
+            case RAM -> throw new ControlException(ControlException.Kind.INVALID, "namespace "
+                + Integer.toUnsignedString(nsid) + " of " + nqn + " is RAM, which cannot be resized");
+            case NULL -> {
+                if (sizeBytes <= 0) {
+                    throw new ControlException(ControlException.Kind.INVALID, "a null namespace needs its new size");
+                }
+            }
+            default -> {
+            }
+        }
+        if (sizeBytes > 0 && sizeBytes < before) {
+            throw new ControlException(ControlException.Kind.INVALID, "namespace " + Integer.toUnsignedString(nsid)
+                + " of " + nqn + " has " + before + " bytes; shrinking to " + sizeBytes + " is refused (only growing)");
+        }
+        if (sizeBytes > 0 && sizeBytes % live.blockSize() != 0) {
+            throw new ControlException(ControlException.Kind.INVALID, "size " + sizeBytes
+                + " is not a multiple of the block size " + live.blockSize());
+        }
+        long after;
+        try {
+            after = daemon.resizeNamespace(nqn, nsid, sizeBytes);
+        } catch (UnsupportedOperationException | IllegalArgumentException e) {
+            throw new ControlException(ControlException.Kind.INVALID, e.getMessage());
+        } catch (io.nvmeof4j.jni.NativeIoException e) {
+            throw new ControlException(e.errno() == 16 ? ControlException.Kind.BUSY : ControlException.Kind.INVALID,
+                "namespace " + Integer.toUnsignedString(nsid) + " of " + nqn + ": " + (e.errno() == 16
+                    ? "the file or device is smaller than the namespace now; shrinking is refused"
+                    : e.getMessage()), e);
+        } catch (IOException e) {
+            throw new ControlException(ControlException.Kind.IO, e.getMessage(), e);
+        }
+        // A file namespace sized by its file stays so; one with a configured size keeps the new size.
+        NamespaceConfig resized = nc.withSize(nc.backend() == io.nvmeof4j.target.config.BackendType.FILE
+            && nc.sizeBytes() == 0 ? 0 : after);
+        List<NamespaceConfig> list = new ArrayList<>();
+        for (NamespaceConfig n : s.namespaces()) {
+            list.add(n.nsid() == nsid ? resized : n);
+        }
+        Runnable undo = () -> {
+            try {
+                daemon.resizeNamespace(nqn, nsid, before);
+            } catch (IOException e) {
+                throw new IllegalStateException("cannot restore the size " + before + ": " + e.getMessage(), e);
+            }
+        };
+        TargetConfig next;
+        try {
+            next = validate(replace(nqn, old -> withNamespaces(old, list)));
+        } catch (ControlException e) {
+            undo.run();
+            throw e;
+        }
+        commitOrUndo(who, "resize namespace " + Integer.toUnsignedString(nsid) + " of " + nqn + " to " + after
+            + " bytes", next, undo);
+        if (after != before) {
+            daemon.registry().notifyNamespaceChanged(nqn, nsid);
+        }
+        return after;
+    }
+
     // ------------------------------------------------------------------------------------------------ listeners
 
     /**
@@ -414,7 +516,9 @@ public final class ControlPlane {
         port.putArray("subsystems").add(nqn);
         TargetConfig parsed = parse(doc);
         int id = portId;
-        PortConfig pc = parsed.ports().stream().filter(p -> p.portId() == id).findFirst().orElseThrow();
+        // A target-wide referral (SPDK's nvmf_discovery_add_referral puts it on every port) is on the new port too.
+        PortConfig pc = parsed.ports().stream().filter(p -> p.portId() == id).findFirst().orElseThrow()
+            .withReferrals(referralsOnEveryPort());
         Port bound;
         try {
             bound = daemon.addPort(pc);
@@ -423,7 +527,7 @@ public final class ControlPlane {
                 + e.getMessage(), e);
         }
         PortConfig persisted = new PortConfig(pc.where(), pc.portId(), pc.address().withPort(bound.address().port()),
-            pc.treq(), pc.options(), pc.subsystems());
+            pc.treq(), pc.options(), pc.subsystems(), pc.referrals());
         TargetConfig next;
         try {
             next = validate(replacePort(parsed, persisted));
@@ -464,6 +568,142 @@ public final class ControlPlane {
             daemon.removePort(port.portId());
         } else {
             daemon.exportOnPort(port.portId(), new LinkedHashSet<>(subs));
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ bdevs
+
+    /** The JSON-RPC socket's bdev registry as last written ({@code "nvmeof4j": {"rpc_bdevs": [...]}}), or null. */
+    public synchronized JsonNode rpcBdevs() {
+        JsonNode settings = document.get("nvmeof4j");
+        JsonNode bdevs = settings == null ? null : settings.get(io.nvmeof4j.target.config.DaemonSettings.RPC_BDEVS);
+        return bdevs == null || !bdevs.isArray() ? null : bdevs.deepCopy();
+    }
+
+    /**
+     * Persists the JSON-RPC socket's bdev registry ({@code "nvmeof4j": {"rpc_bdevs": [...]}}), so bdevs no namespace
+     * uses, and the names of those one does, survive a restart; refused, with nothing written, when the file cannot
+     * be.
+     */
+    public synchronized void saveRpcBdevs(String who, String what, ArrayNode bdevs) throws ControlException {
+        ObjectNode doc = (ObjectNode) ConfigWriter.write(current, document);
+        ((ObjectNode) doc.get("nvmeof4j")).set(io.nvmeof4j.target.config.DaemonSettings.RPC_BDEVS, bdevs.deepCopy());
+        commit(who, what, current, doc);
+    }
+
+    // ------------------------------------------------------------------------------------------------ referrals
+
+    /**
+     * Adds a referral: discovery logs read through port {@code portId} (-1: every port, as SPDK's target-wide
+     * {@code nvmf_discovery_add_referral}) list {@code referral} from now on; connected discovery controllers get the
+     * discovery log change event. A name already used on a port gets a suffix ({@code -2}, ...).
+     *
+     * @return the referral as added (to the first port)
+     */
+    public synchronized ReferralConfig addReferral(String who, int portId, ReferralConfig referral)
+        throws ControlException {
+        List<PortConfig> targets = referralPorts(portId);
+        List<PortConfig> ports = new ArrayList<>();
+        ReferralConfig first = null;
+        for (PortConfig p : current.ports()) {
+            if (!targets.contains(p)) {
+                ports.add(p);
+                continue;
+            }
+            for (ReferralConfig r : p.referrals()) {
+                if (r.sameTarget(referral)) {
+                    throw new ControlException(ControlException.Kind.EXISTS, "port " + p.portId() + " already refers "
+                        + "to " + referral.address() + " " + referral.subnqn() + " (referral " + r.name() + ")");
+                }
+            }
+            String name = referral.name();
+            for (int n = 2; hasReferralNamed(p, name); n++) {
+                name = referral.name() + "-" + n;
+            }
+            ReferralConfig added = new ReferralConfig(name, referral.portId(), referral.enabled(), referral.address(),
+                referral.treq(), referral.subnqn());
+            first = first == null ? added : first;
+            List<ReferralConfig> list = new ArrayList<>(p.referrals());
+            list.add(added);
+            ports.add(p.withReferrals(list));
+        }
+        TargetConfig next = validate(current.withModel(current.hosts(), ports, current.subsystems()));
+        TargetConfig before = current;
+        applyReferrals(next);
+        commitOrUndo(who, "add referral to " + referral.address() + " " + referral.subnqn() + " on "
+            + (portId < 0 ? "every port" : "port " + portId), next, () -> applyReferrals(before));
+        return first;
+    }
+
+    /**
+     * Removes the referrals of port {@code portId} (-1: every port) that {@code match} selects: written, then taken
+     * out of the discovery logs (discovery log change event).
+     *
+     * @return how many were removed (at least one)
+     */
+    public synchronized int removeReferral(String who, int portId, java.util.function.Predicate<ReferralConfig> match,
+                                           String what) throws ControlException {
+        List<PortConfig> targets = referralPorts(portId);
+        List<PortConfig> ports = new ArrayList<>();
+        int removed = 0;
+        for (PortConfig p : current.ports()) {
+            if (!targets.contains(p)) {
+                ports.add(p);
+                continue;
+            }
+            List<ReferralConfig> list = new ArrayList<>(p.referrals());
+            int before = list.size();
+            list.removeIf(match);
+            removed += before - list.size();
+            ports.add(p.withReferrals(list));
+        }
+        if (removed == 0) {
+            throw new ControlException(ControlException.Kind.NOT_FOUND, "no referral " + what + " on "
+                + (portId < 0 ? "any port" : "port " + portId));
+        }
+        TargetConfig next = validate(current.withModel(current.hosts(), ports, current.subsystems()));
+        commit(who, "remove referral " + what + " from " + (portId < 0 ? "every port" : "port " + portId), next);
+        applyReferrals(next);
+        return removed;
+    }
+
+    /** The referrals every port has (what SPDK's target-wide calls added): each once, as the first port has it. */
+    public synchronized List<ReferralConfig> referralsOnEveryPort() {
+        List<ReferralConfig> common = new ArrayList<>();
+        List<PortConfig> ports = current.ports();
+        if (ports.isEmpty()) {
+            return common;
+        }
+        for (ReferralConfig r : ports.get(0).referrals()) {
+            if (ports.stream().allMatch(p -> p.referrals().stream().anyMatch(r::sameTarget))) {
+                common.add(r);
+            }
+        }
+        return common;
+    }
+
+    private List<PortConfig> referralPorts(int portId) throws ControlException {
+        if (portId < 0) {
+            return current.ports();
+        }
+        for (PortConfig p : current.ports()) {
+            if (p.portId() == portId) {
+                return List.of(p);
+            }
+        }
+        throw new ControlException(ControlException.Kind.NOT_FOUND, "no port " + portId);
+    }
+
+    private static boolean hasReferralNamed(PortConfig p, String name) {
+        return p.referrals().stream().anyMatch(r -> r.name().equals(name));
+    }
+
+    /** Serves each port's referrals as {@code config} has them (ports not served, e.g. RDMA without RDMA: skipped). */
+    private void applyReferrals(TargetConfig config) {
+        for (PortConfig p : config.ports()) {
+            if (daemon.model().port(p.portId()) != null) {
+                daemon.setReferrals(p.portId(), p.referrals());
+            }
         }
     }
 
@@ -516,17 +756,17 @@ public final class ControlPlane {
     }
 
     private static PortConfig withSubsystems(PortConfig p, List<String> subsystems) {
-        return new PortConfig(p.where(), p.portId(), p.address(), p.treq(), p.options(), subsystems);
+        return new PortConfig(p.where(), p.portId(), p.address(), p.treq(), p.options(), subsystems, p.referrals());
     }
 
     private static SubsystemConfig withHosts(SubsystemConfig s, List<String> hosts) {
         return new SubsystemConfig(s.nqn(), s.allowAnyHost(), hosts, s.serial(), s.model(), s.firmware(), s.version(),
-            s.cntlidMin(), s.cntlidMax(), s.qidMax(), s.namespaces());
+            s.cntlidMin(), s.cntlidMax(), s.qidMax(), s.namespaces(), s.maxNamespaces());
     }
 
     private static SubsystemConfig withNamespaces(SubsystemConfig s, List<NamespaceConfig> namespaces) {
         return new SubsystemConfig(s.nqn(), s.allowAnyHost(), s.allowedHosts(), s.serial(), s.model(), s.firmware(),
-            s.version(), s.cntlidMin(), s.cntlidMax(), s.qidMax(), namespaces);
+            s.version(), s.cntlidMin(), s.cntlidMax(), s.qidMax(), namespaces, s.maxNamespaces());
     }
 
     /** Writes and parses {@code next} again: what would be persisted is what the daemon starts from. */

@@ -87,10 +87,11 @@ public final class Ctl implements Callable<Integer> {
             case "ls" -> {
                 JsonNode subsystems = result("nvmf_get_subsystems", null);
                 JsonNode bdevs = result("bdev_get_bdevs", null);
-                if (subsystems == null || bdevs == null) {
+                JsonNode referrals = result("nvmf_discovery_get_referrals", null);
+                if (subsystems == null || bdevs == null || referrals == null) {
                     return 1;
                 }
-                printTree(subsystems, bdevs);
+                printTree(subsystems, bdevs, referrals);
                 return 0;
             }
             case "save" -> {
@@ -215,8 +216,11 @@ public final class Ctl implements Callable<Integer> {
         }
     }
 
-    /** The tree as nvmetcli's {@code ls} shows it: bdevs, then subsystems with listeners, hosts and namespaces. */
-    private void printTree(JsonNode subsystems, JsonNode bdevs) {
+    /**
+     * The tree as nvmetcli's {@code ls} shows it: bdevs, then subsystems with listeners, hosts and namespaces, then
+     * the discovery referrals.
+     */
+    private void printTree(JsonNode subsystems, JsonNode bdevs, JsonNode referrals) {
         out.println("o- / ");
         out.println("  o- bdevs [" + bdevs.size() + "]");
         for (JsonNode b : bdevs) {
@@ -243,6 +247,13 @@ public final class Ctl implements Callable<Integer> {
                 out.println("    |   o- " + n.get("nsid").asLong() + " [" + n.path("bdev_name").asText("-") + ", uuid "
                     + n.get("uuid").asText() + "]");
             }
+        }
+        out.println("  o- referrals [" + referrals.size() + "]");
+        for (JsonNode r : referrals) {
+            JsonNode a = r.path("address");
+            out.println("    o- " + a.path("trtype").asText() + " " + a.path("traddr").asText() + ":"
+                + a.path("trsvcid").asText() + " [" + r.path("subnqn").asText()
+                + (r.path("secure_channel").asBoolean() ? ", secure channel" : "") + "]");
         }
         out.flush();
     }

@@ -23,6 +23,7 @@ import io.nvmeof4j.target.config.ConfigException;
 import io.nvmeof4j.target.config.DaemonSettings;
 import io.nvmeof4j.target.config.NamespaceConfig;
 import io.nvmeof4j.target.config.PortConfig;
+import io.nvmeof4j.target.config.ReferralConfig;
 import io.nvmeof4j.target.config.Sizes;
 import io.nvmeof4j.target.config.SubsystemConfig;
 import io.nvmeof4j.target.config.TargetConfig;
@@ -42,6 +43,7 @@ import io.nvmeof4j.target.metrics.TargetMeterNames;
 import io.nvmeof4j.target.metrics.TargetMetrics;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Port;
+import io.nvmeof4j.target.model.Referral;
 import io.nvmeof4j.target.model.Subsystem;
 import io.nvmeof4j.target.model.TargetModel;
 import io.nvmeof4j.target.reactor.Reactor;
@@ -266,8 +268,7 @@ public final class TargetDaemon implements AutoCloseable {
         try {
             if (pc.transportType() == TransportType.RDMA) {
                 if (rdmaTransport == null) {
-                    throw new IOException("NVMe-oF/RDMA is not served by this daemon (no RDMA port at start, or "
-                        + "RDMA unavailable)");
+                    throw new IOException(rdmaUnavailableReason());
                 }
                 listener = rdmaTransport.listen(port.address(), port.options(), rdmaGroups, handlers);
             } else {
@@ -394,6 +395,7 @@ public final class TargetDaemon implements AutoCloseable {
         for (PortConfig pc : servedPorts) {
             Set<String> exported = new LinkedHashSet<>(pc.subsystems());
             model.addPort(new Port(pc.portId(), pc.address(), pc.options(), exported));
+            model.referrals(pc.portId(), referrals(pc.referrals()));
         }
     }
 
@@ -553,6 +555,34 @@ public final class TargetDaemon implements AutoCloseable {
         return removed;
     }
 
+    /**
+     * Resizes a namespace's device live (control plane): {@code sizeBytes} > 0 that size, 0 the size its file or
+     * block device has now (SPDK's rescan). I/O up to the new end is served from the moment this returns; the caller
+     * announces it ({@link ControllerRegistry#notifyNamespaceChanged}) once the change is persisted. Returns the new
+     * size in bytes.
+     *
+     * @throws IllegalArgumentException      no such subsystem or namespace
+     * @throws UnsupportedOperationException the device cannot be resized (RAM)
+     * @throws IOException                   the file or device is smaller than asked, or a rescan would shrink it
+     */
+    public synchronized long resizeNamespace(String subsystemNqn, int nsid, long sizeBytes) throws IOException {
+        checkRunning();
+        Subsystem subsystem = model.subsystem(subsystemNqn);
+        Namespace ns = subsystem == null ? null : subsystem.namespace(nsid);
+        if (ns == null) {
+            throw new IllegalArgumentException("no namespace " + Integer.toUnsignedString(nsid) + " in "
+                + subsystemNqn);
+        }
+        long before = ns.blockCount() * ns.blockSize();
+        long after = ns.device().resize(sizeBytes);
+        if (after != before) {
+            LOG.info("{} namespace {} resized: {} -> {} ({} blocks of {} bytes)", subsystemNqn,
+                Integer.toUnsignedString(nsid), Sizes.format(before), Sizes.format(after), ns.blockCount(),
+                ns.blockSize());
+        }
+        return after;
+    }
+
     /** Unbinds the meters of a namespace taken off the data path and closes its device once its I/O has drained. */
     private void releaseNamespace(Subsystem subsystem, Namespace removed) {
         String subsystemNqn = subsystem.nqn();
@@ -654,6 +684,7 @@ public final class TargetDaemon implements AutoCloseable {
         }
         Port port = new Port(pc.portId(), pc.address(), pc.options(), new LinkedHashSet<>(pc.subsystems()));
         model.addPort(port);
+        model.referrals(pc.portId(), referrals(pc.referrals()));
         try {
             listen(pc, port);
         } catch (IOException | RuntimeException e) {
@@ -708,6 +739,46 @@ public final class TargetDaemon implements AutoCloseable {
         registry.notifyDiscoveryChanged();
         LOG.info("port {} removed ({})", portId, port.address());
         return port;
+    }
+
+    /**
+     * Sets the referrals a served port's discovery log lists (control plane): connected discovery controllers get
+     * the discovery log change event.
+     */
+    public synchronized void setReferrals(int portId, List<ReferralConfig> list) {
+        checkRunning();
+        if (model.port(portId) == null) {
+            throw new IllegalArgumentException("no port " + portId);
+        }
+        model.referrals(portId, referrals(list));
+        registry.notifyDiscoveryChanged();
+    }
+
+    /** The enabled referrals of a port, as the discovery log lists them. */
+    private static List<Referral> referrals(List<ReferralConfig> list) {
+        List<Referral> served = new ArrayList<>();
+        for (ReferralConfig r : list) {
+            if (r.enabled()) {
+                served.add(new Referral(r.portId(), r.address(), r.treqBits(), r.subnqn()));
+            }
+        }
+        return served;
+    }
+
+    /**
+     * True when NVMe-oF/RDMA listeners can be added live: the daemon started with an RDMA port on a machine with
+     * RDMA, so every reactor has an RDMA poll group (poll groups are added to a reactor before it starts only).
+     */
+    public boolean servesRdma() {
+        return rdmaTransport != null;
+    }
+
+    /** Why an RDMA listener cannot be added live (see {@link #servesRdma()}). */
+    public String rdmaUnavailableReason() {
+        Throwable cause = Rdma.unavailabilityCause();
+        return cause != null ? "NVMe-oF/RDMA is unavailable on this machine: " + cause.getMessage()
+            : "NVMe-oF/RDMA is not served by this daemon: RDMA listeners can be added live only when it started with "
+                + "an RDMA port (its reactors then have RDMA poll groups)";
     }
 
     /** Takes {@code device} off the list of devices to close at shutdown; returns its entry, or null. */

@@ -6,6 +6,7 @@ import io.nvmeof4j.protocol.discovery.DiscoveryLogPage;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.target.model.Port;
+import io.nvmeof4j.target.model.Referral;
 import io.nvmeof4j.target.model.Subsystem;
 import io.nvmeof4j.target.model.TargetModel;
 
@@ -26,6 +27,10 @@ import java.util.List;
  *       Listing every port (the Linux target lists only the asking one) lets a port that exports nothing but
  *       discovery (the usual TCP 8009 listener) point hosts at the I/O ports, and lets connect-all find every
  *       path of a multipath subsystem.</li>
+ *   <li>one entry per enabled referral of the asking port ({@link TargetModel#referrals(int)}), for every host, as
+ *       nvmet formats them: SUBTYPE 1 (referral to another discovery service) with SUBNQN the discovery NQN, or
+ *       SUBTYPE 2 when the referral names an NVM subsystem (SPDK's {@code subnqn}); PORTID, TRTYPE, ADRFAM,
+ *       TRADDR, TRSVCID and TREQ bits 1:0 from the referral.</li>
  * </ol>
  * Entry fields follow the Linux target: CNTLID 0xFFFF (dynamic model), ASQSZ 32, TREQ "not specified" + SQ flow
  * control disable supported (bit 2, so libnvme asks for CATTR bit 2), TRSVCID/TRADDR NUL padded, TSAS SECTYPE 0 on
@@ -39,6 +44,8 @@ public final class DiscoveryLogBuilder {
     public static final int ADMIN_QUEUE_SIZE = 32;
     public static final int TREQ = DiscoveryLogEntry.TREQ_SECURE_CHANNEL_NOT_SPECIFIED
         | DiscoveryLogEntry.TREQ_DISABLE_SQ_FLOW_CONTROL;
+    /** What we know of a referred-to service: nothing about its flow control, so only bits 1:0 (the referral's). */
+    static final int TREQ_REFERRAL = DiscoveryLogEntry.TREQ_SECURE_CHANNEL_NOT_SPECIFIED;
     // Bits 1:0 come from the port (addr.treq); TSAS SECTYPE from addr.tsas: libnvme connects with TLS when it reads 2.
 
     private final TargetModel model;
@@ -79,7 +86,8 @@ public final class DiscoveryLogBuilder {
             }
         }
         long generation = model.discoveryGeneration();
-        int records = 1 + entryNqns.size();
+        List<Referral> referrals = model.referrals(askingPort.portId());
+        int records = 1 + entryNqns.size() + referrals.size();
         int length = (int) DiscoveryLogPage.length(records);
         ByteBuffer out = reuse != null && reuse.capacity() >= length && reuse.order() == ByteOrder.LITTLE_ENDIAN
             ? reuse : ByteBuffer.allocate(Math.max(length, 4096)).order(ByteOrder.LITTLE_ENDIAN);
@@ -89,6 +97,9 @@ public final class DiscoveryLogBuilder {
         writeEntry(out, 0, askingPort, Port.DISCOVERY_NQN, DiscoveryLogEntry.SUBTYPE_CURRENT_DISCOVERY, localTraddr);
         for (int i = 0; i < entryNqns.size(); i++) {
             writeEntry(out, i + 1, entryPorts.get(i), entryNqns.get(i), DiscoveryLogEntry.SUBTYPE_NVM, localTraddr);
+        }
+        for (int i = 0; i < referrals.size(); i++) {
+            writeReferral(out, 1 + entryNqns.size() + i, referrals.get(i));
         }
         out.limit(length);
         return out;
@@ -113,6 +124,29 @@ public final class DiscoveryLogBuilder {
                 DiscoveryLogEntry.RDMA_CMS_RDMA_CM);
         } else if (address.type() == TransportType.TCP) {
             e.tcpSecurityType(port.options().tcpSecurityType());
+        }
+    }
+
+    private void writeReferral(ByteBuffer out, int index, Referral r) {
+        TransportAddress address = r.address();
+        DiscoveryLogEntry e = entry.wrap(out, DiscoveryLogPage.entryOffset(index));
+        e.transportType(address.type().code())
+            .addressFamily(address.family().code())
+            .subsystemType(Port.DISCOVERY_NQN.equals(r.subnqn()) ? DiscoveryLogEntry.SUBTYPE_DISCOVERY_REFERRAL
+                : DiscoveryLogEntry.SUBTYPE_NVM)
+            .transportRequirements(TREQ_REFERRAL | r.treq())
+            .portId(r.portId())
+            .controllerId(DiscoveryLogEntry.CNTLID_DYNAMIC)
+            .adminMaxSqSize(ADMIN_QUEUE_SIZE)
+            .entryFlags(0)
+            .transportServiceId(address.trsvcid())
+            .subsystemNqn(r.subnqn())
+            .transportAddress(address.traddr());
+        if (address.type() == TransportType.RDMA) {
+            e.rdmaAttributes(DiscoveryLogEntry.RDMA_QPTYPE_CONNECTED, DiscoveryLogEntry.RDMA_PRTYPE_NOT_SPECIFIED,
+                DiscoveryLogEntry.RDMA_CMS_RDMA_CM);
+        } else if (address.type() == TransportType.TCP) {
+            e.tcpSecurityType(0);
         }
     }
 

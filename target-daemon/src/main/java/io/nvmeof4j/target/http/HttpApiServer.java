@@ -523,6 +523,10 @@ public final class HttpApiServer implements AutoCloseable {
                     requireMethod(method, "GET", "POST");
                     return ok(api.namespaces(nqn));
                 }
+                if (n == 5 && p.get(4).equals("resize")) {
+                    requireMethod(method, "POST");
+                    return ok(api.resizeNamespace(nqn, p.get(3), body == null || body.length == 0 ? null : json(body)));
+                }
                 if (n == 4) {
                     if ("DELETE".equals(method)) {
                         return ok(api.removeNamespace(nqn, p.get(3)));
@@ -547,6 +551,15 @@ public final class HttpApiServer implements AutoCloseable {
         } else if (n == 1 && p.get(0).equals("ports")) {
             requireMethod(method, "GET");
             return ok(api.ports());
+        } else if (n == 3 && p.get(0).equals("ports") && p.get(2).equals("referrals")) {
+            if ("POST".equals(method)) {
+                return new Response(ManagementApi.CREATED, api.addReferral(p.get(1), json(body)));
+            }
+            requireMethod(method, "GET", "POST");
+            return ok(api.referrals(p.get(1)));
+        } else if (n == 4 && p.get(0).equals("ports") && p.get(2).equals("referrals")) {
+            requireMethod(method, "DELETE");
+            return ok(api.removeReferral(p.get(1), p.get(3)));
         } else if (n == 1 && p.get(0).equals("hosts")) {
             requireMethod(method, "GET");
             return ok(api.allHosts());

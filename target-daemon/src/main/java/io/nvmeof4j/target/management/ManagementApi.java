@@ -230,6 +230,39 @@ public final class ManagementApi {
     }
 
     /**
+     * Resizes a namespace: {@code {"size": "64M"}} (a null device, or a file no smaller than that) or {@code {}} (a file
+     * or block device: take the size it has now). Growing only. Returns the namespace. 400: malformed, shrinking, a
+     * RAM namespace, a file smaller than asked; 404: no such subsystem or namespace; 409: the file shrank under it.
+     */
+    public synchronized ObjectNode resizeNamespace(String nqn, String nsidText, JsonNode body)
+        throws ManagementException {
+        Subsystem s = requireSubsystem(nqn);
+        int nsid = parseNsid(nsidText);
+        if (s.namespace(nsid) == null) {
+            throw new ManagementException(NOT_FOUND, "subsystem " + nqn + " has no namespace " + nsidText);
+        }
+        long size = 0;
+        if (body != null && body.has("size")) {
+            try {
+                size = io.nvmeof4j.target.config.Sizes.parse(body.get("size").asText());
+            } catch (IllegalArgumentException e) {
+                throw new ManagementException(BAD_REQUEST, "size: " + e.getMessage());
+            }
+            if (size <= 0) {
+                throw new ManagementException(BAD_REQUEST, "size must be positive");
+            }
+        } else if (body != null && !body.isObject() && !body.isNull()) {
+            throw new ManagementException(BAD_REQUEST, "expected {\"size\": \"64M\"} or {} (rescan the file)");
+        }
+        try {
+            daemon.controlPlane().resizeNamespace("HTTP API", s.nqn(), nsid, size);
+        } catch (ControlException e) {
+            throw refused(e);
+        }
+        return namespaceJson(s.namespace(nsid));
+    }
+
+    /**
      * Sets or rotates the DH-HMAC-CHAP credentials of a host, {@code {"key", "ctrl_key", "hash", "dhgroup"}} as in
      * the configuration's {@code hosts[].dhchap}; an empty key removes them. Persisted in the configuration file
      * (control plane). Takes effect at the host's next Connect
@@ -362,9 +395,10 @@ public final class ManagementApi {
         }
         for (var names = attr.fieldNames(); names.hasNext(); ) {
             String name = names.next();
-            if (!java.util.Set.of("allow_any_host", "serial", "model", "cntlid_min", "cntlid_max").contains(name)) {
+            if (!java.util.Set.of("allow_any_host", "serial", "model", "cntlid_min", "cntlid_max", "max_namespaces")
+                .contains(name)) {
                 throw new ManagementException(BAD_REQUEST, "subsystem.attr." + name + ": unknown field (known: "
-                    + "allow_any_host, serial, model, cntlid_min, cntlid_max)");
+                    + "allow_any_host, serial, model, cntlid_min, cntlid_max, max_namespaces)");
             }
         }
         String any = attr.path("allow_any_host").asText("0");
@@ -372,7 +406,8 @@ public final class ManagementApi {
             daemon.controlPlane().createSubsystem("HTTP API", nqn, attr.has("serial") ? attr.get("serial").asText() : null,
                 attr.has("model") ? attr.get("model").asText() : null, any.equals("1") || any.equals("true"),
                 attr.has("cntlid_min") ? attr.get("cntlid_min").asInt(-1) : 1,
-                attr.has("cntlid_max") ? attr.get("cntlid_max").asInt(-1) : 0xFFEF);
+                attr.has("cntlid_max") ? attr.get("cntlid_max").asInt(-1) : 0xFFEF,
+                attr.has("max_namespaces") ? attr.get("max_namespaces").asInt(-1) : 0);
         } catch (ControlException e) {
             throw refused(e);
         }
@@ -448,6 +483,87 @@ public final class ManagementApi {
             throw refused(e);
         }
         return subsystem(nqn);
+    }
+
+    /** The referrals of port {@code portid}, in the configuration's shape. 404: no such port. */
+    public ArrayNode referrals(String portIdText) throws ManagementException {
+        io.nvmeof4j.target.config.PortConfig pc = requirePortConfig(portIdText);
+        JsonNode doc = daemon.controlPlane().document();
+        for (JsonNode port : doc.path("ports")) {
+            if (port.path("portid").asInt(-1) == pc.portId() && port.get("referrals") instanceof ArrayNode a) {
+                return a;
+            }
+        }
+        return mapper.createArrayNode();
+    }
+
+    /**
+     * Adds a referral to port {@code portid} ({@code ports[].referrals[]}'s shape: {@code {"name", "addr": {"trtype",
+     * "adrfam", "traddr", "trsvcid", "treq"}, "portid", "subnqn"}}); hosts reading the port's discovery log see it.
+     * 400: malformed; 404: no such port; 409: the port refers to that service already.
+     */
+    public synchronized ObjectNode addReferral(String portIdText, JsonNode body) throws ManagementException {
+        io.nvmeof4j.target.config.PortConfig pc = requirePortConfig(portIdText);
+        JsonNode addr = body == null ? null : body.get("addr");
+        if (body == null || !body.isObject() || addr == null || !addr.isObject() || !addr.path("traddr").isTextual()
+            || !addr.has("trsvcid")) {
+            throw new ManagementException(BAD_REQUEST, "expected {\"name\": \"...\", \"addr\": {\"trtype\": \"tcp\", "
+                + "\"adrfam\": \"ipv4\", \"traddr\": \"...\", \"trsvcid\": \"8009\"}}");
+        }
+        io.nvmeof4j.target.config.ReferralConfig r;
+        try {
+            io.nvmeof4j.protocol.spi.TransportType trtype =
+                io.nvmeof4j.protocol.spi.TransportType.fromConfigName(addr.path("trtype").asText("tcp"));
+            io.nvmeof4j.protocol.spi.AddressFamily adrfam =
+                io.nvmeof4j.protocol.spi.AddressFamily.fromConfigName(addr.path("adrfam").asText("ipv4"));
+            int trsvcid = Integer.parseInt(addr.get("trsvcid").asText());
+            if (trsvcid < 1 || trsvcid > 65535) {
+                throw new IllegalArgumentException("trsvcid " + trsvcid + " is not a port number");
+            }
+            String traddr = addr.get("traddr").asText();
+            String name = body.path("name").asText(trtype.configName() + "-" + traddr.replace(':', '.') + "-" + trsvcid);
+            String subnqn = body.has("subnqn") ? TargetConfig.checkNqn(body.get("subnqn").asText())
+                : Port.DISCOVERY_NQN;
+            r = new io.nvmeof4j.target.config.ReferralConfig(name, body.path("portid").asInt(0),
+                body.path("enable").asInt(1) != 0,
+                new io.nvmeof4j.protocol.spi.TransportAddress(trtype, adrfam, traddr, Integer.toString(trsvcid)),
+                addr.path("treq").asText("not specified"), subnqn);
+        } catch (IllegalArgumentException e) {
+            throw new ManagementException(BAD_REQUEST, "referral: " + e.getMessage());
+        }
+        try {
+            io.nvmeof4j.target.config.ReferralConfig added = daemon.controlPlane().addReferral("HTTP API", pc.portId(), r);
+            for (JsonNode j : referrals(portIdText)) {
+                if (j.path("name").asText().equals(added.name())) {
+                    return (ObjectNode) j;
+                }
+            }
+            throw new ManagementException(500, "referral " + added.name() + " added but not found");
+        } catch (ControlException e) {
+            throw refused(e);
+        }
+    }
+
+    /** Removes referral {@code name} from port {@code portid}. 404: no such port or referral. */
+    public synchronized ArrayNode removeReferral(String portIdText, String name) throws ManagementException {
+        io.nvmeof4j.target.config.PortConfig pc = requirePortConfig(portIdText);
+        try {
+            daemon.controlPlane().removeReferral("HTTP API", pc.portId(), r -> r.name().equals(name), name);
+        } catch (ControlException e) {
+            throw refused(e);
+        }
+        return referrals(portIdText);
+    }
+
+    private io.nvmeof4j.target.config.PortConfig requirePortConfig(String portIdText) throws ManagementException {
+        int portId;
+        try {
+            portId = Integer.parseInt(portIdText);
+        } catch (NumberFormatException e) {
+            throw new ManagementException(BAD_REQUEST, "portid '" + portIdText + "' is not a number");
+        }
+        return daemon.controlPlane().configuration().ports().stream().filter(c -> c.portId() == portId).findFirst()
+            .orElseThrow(() -> new ManagementException(NOT_FOUND, "no port " + portIdText));
     }
 
     /** A change the control plane refused, as an HTTP status. */

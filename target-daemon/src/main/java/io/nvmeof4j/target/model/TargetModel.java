@@ -17,6 +17,8 @@ public final class TargetModel {
     private final Map<String, Subsystem> subsystems = new ConcurrentHashMap<>();
     private final List<Port> ports = new CopyOnWriteArrayList<>();
     private final AtomicLong discoveryGeneration = new AtomicLong(1);
+    /** Each port's referrals (nvmet keeps them per port), by PORTID; absent: none. */
+    private final Map<Integer, List<Referral>> referrals = new ConcurrentHashMap<>();
 
     public Subsystem subsystem(String nqn) {
         return subsystems.get(nqn);
@@ -49,6 +51,7 @@ public final class TargetModel {
     public Port removePort(int portId) {
         for (Port p : ports) {
             if (p.portId() == portId && ports.remove(p)) {
+                referrals.remove(portId);
                 discoveryChanged();
                 return p;
             }
@@ -82,6 +85,21 @@ public final class TargetModel {
             throw new IllegalArgumentException("no port " + old.portId());
         }
         ports.set(i, bound);
+        discoveryChanged();
+    }
+
+    /** The referrals a discovery log read through port {@code portId} lists (empty: none). */
+    public List<Referral> referrals(int portId) {
+        return referrals.getOrDefault(portId, List.of());
+    }
+
+    /** Sets the referrals of a port (configuration, control plane); the discovery log changes. */
+    public void referrals(int portId, List<Referral> list) {
+        if (list.isEmpty()) {
+            referrals.remove(portId);
+        } else {
+            referrals.put(portId, List.copyOf(list));
+        }
         discoveryChanged();
     }
 

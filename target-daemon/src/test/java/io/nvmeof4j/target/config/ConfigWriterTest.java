@@ -55,6 +55,50 @@ class ConfigWriterTest {
         assertThat(ConfigWriter.text(ConfigWriter.write(second, written))).isEqualTo(ConfigWriter.text(written));
     }
 
+    /** nvmetcli's referrals and our attr.max_namespaces round-trip; bad referrals name the field. */
+    @Test
+    void shouldReadAndWriteReferralsAndMaxNamespaces() throws Exception {
+        String json = """
+            {"nvmeof4j": {"reactors": 1, "buffer_pool_mib": 4, "http": "off"},
+             "ports": [{"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1",
+                        "trsvcid": "4420"}, "subsystems": ["nqn.2014-08.org.example:a"],
+                        "referrals": [{"name": "east", "portid": 5, "enable": 1,
+                                       "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "10.0.0.9",
+                                                "trsvcid": "8009", "treq": "required"}},
+                                      {"name": "off", "enable": 0,
+                                       "addr": {"trtype": "rdma", "adrfam": "ipv6", "traddr": "fe80::9",
+                                                "trsvcid": "4420"}, "subnqn": "nqn.2014-08.org.example:far"}]}],
+             "subsystems": [{"nqn": "nqn.2014-08.org.example:a", "attr": {"allow_any_host": "1",
+                             "max_namespaces": "4"}}]}
+            """;
+        TargetConfig first = TargetConfig.parse(json, dir);
+        assertThat(first.ports().get(0).referrals()).extracting(ReferralConfig::name, ReferralConfig::portId,
+                ReferralConfig::enabled, ReferralConfig::treq, ReferralConfig::subnqn)
+            .containsExactly(org.assertj.core.groups.Tuple.tuple("east", 5, true, "required",
+                    "nqn.2014-08.org.nvmexpress.discovery"),
+                org.assertj.core.groups.Tuple.tuple("off", 0, false, "not specified", "nqn.2014-08.org.example:far"));
+        assertThat(first.subsystems().get(0).maxNamespaces()).isEqualTo(4);
+        assertThat(first.notices()).noneMatch(n -> n.text().contains("referral"));
+        JsonNode written = ConfigWriter.write(first, null);
+        assertThat(written.at("/ports/0/referrals/0/addr/traddr").asText()).isEqualTo("10.0.0.9");
+        assertThat(written.at("/ports/0/referrals/1/enable").asInt()).isZero();
+        assertThat(written.at("/subsystems/0/attr/max_namespaces").asText()).isEqualTo("4");
+        TargetConfig second = TargetConfig.parse(ConfigWriter.text(written), dir);
+        assertThat(second.ports()).isEqualTo(first.ports());
+        assertThat(second.subsystems()).isEqualTo(first.subsystems());
+
+        for (String[] bad : new String[][] {
+            {"\"trsvcid\": \"8009\"", "\"trsvcid\": \"0\"", "referrals[0].addr.trsvcid"},
+            {"\"traddr\": \"10.0.0.9\"", "\"traddr\": \"east.example\"", "referrals[0].addr.traddr"},
+            {"\"name\": \"off\"", "\"name\": \"east\"", "referrals[1].name"},
+            {"\"treq\": \"required\"", "\"treq\": \"always\"", "referrals[0].addr.treq"},
+            {"\"max_namespaces\": \"4\"", "\"max_namespaces\": \"2000\"", "max_namespaces"}}) {
+            assertThat(json).contains(bad[0]);
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> TargetConfig.parse(json.replace(bad[0], bad[1]),
+                dir)).as(bad[1]).isInstanceOf(ConfigException.class).hasMessageContaining(bad[2]);
+        }
+    }
+
     private static final String KEY = "NVMeTLSkey-1:01:VRLbtnN9AQb2WXW3c9+wEf/DRLz0QuLdbYvEhwtdWwNf9LrZ:";
 
     /** TLS ports, host PSKs and every daemon setting, for the round trips below. */

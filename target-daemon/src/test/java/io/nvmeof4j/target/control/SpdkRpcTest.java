@@ -150,15 +150,17 @@ class SpdkRpcTest {
         assertThat(daemon.model().subsystem(NQN).namespace(7).blockSize()).isEqualTo(4096);
         assertThat(daemon.model().subsystem(NQN).isHostAllowed(HOST)).isTrue();
         assertThat(accepts(port)).isTrue();
-        // After the restart the namespaces have bdevs again (bdev names live in the socket, not the file).
+        // After the restart the namespaces have their bdevs again, under the names they were created with
+        // ("nvmeof4j": {"rpc_bdevs": [...]} in the file).
         daemon.startRpc(daemon.controlPlane().rpcSocketSetting().orElseThrow());
         try (RpcClient rpc = new RpcClient(daemon.rpcSocket())) {
             assertThat(rpc.result("nvmf_get_subsystems", "{\"nqn\": \"" + NQN + "\"}").at("/0/namespaces/0/bdev_name")
-                .asText()).isEqualTo("cnode1n1");
-            assertThat(rpc.error("bdev_malloc_delete", "{\"name\": \"cnode1n1\"}")).isEqualTo(-16);
+                .asText()).isEqualTo("Malloc0");
+            assertThat(rpc.error("bdev_malloc_delete", "{\"name\": \"Malloc0\"}")).isEqualTo(-16);
             rpc.result("nvmf_subsystem_remove_ns", "{\"nqn\": \"" + NQN + "\", \"nsid\": 1}");
-            assertThat(rpc.result("bdev_malloc_delete", "{\"name\": \"cnode1n1\"}").asBoolean()).isTrue();
-            assertThat(rpc.result("bdev_get_bdevs", null).get(0).get("name").asText()).isEqualTo("cnode1n7");
+            assertThat(rpc.result("bdev_malloc_delete", "{\"name\": \"Malloc0\"}").asBoolean()).isTrue();
+            assertThat(rpc.result("bdev_get_bdevs", null).get(0).get("name").asText()).isEqualTo("Null0");
+            assertThat(rpc.result("bdev_get_bdevs", null).get(0).get("claimed").asBoolean()).isTrue();
         }
     }
 
@@ -174,6 +176,8 @@ class SpdkRpcTest {
             rpc.result("nvmf_subsystem_add_host", "{\"nqn\": \"" + NQN + "\", \"host\": \"" + HOST + "\"}");
             rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": {\"bdev_name\": \"M\", "
                 + "\"nsid\": 3}}");
+            rpc.result("nvmf_discovery_add_referral", "{\"address\": {\"trtype\": \"tcp\", \"adrfam\": \"ipv4\", "
+                + "\"traddr\": \"127.0.0.6\", \"trsvcid\": \"8009\"}}");
             saved = rpc.result("save_config", null);
         }
         assertThat(saved.at("/subsystems/0/subsystem").asText()).isEqualTo("bdev");
@@ -183,13 +187,16 @@ class SpdkRpcTest {
         Files.writeString(spdk, saved.toString());
         daemon = TargetDaemon.start(TargetConfig.parse(io.nvmeof4j.target.control.rpc.SpdkJsonConfig.BASE_JSON
             .replace("8009", Integer.toString(freePort())), dir));
-        assertThat(io.nvmeof4j.target.control.rpc.SpdkJsonConfig.replay(daemon, spdk)).isEqualTo(7);
+        assertThat(io.nvmeof4j.target.control.rpc.SpdkJsonConfig.replay(daemon, spdk)).isEqualTo(8);
         assertThat(daemon.model().subsystem(NQN).serialNumber()).isEqualTo("SN7");
         assertThat(daemon.model().subsystem(NQN).namespace(3).blockCount()).isEqualTo(4096);
         assertThat(daemon.model().subsystem(NQN).namespace(3).uuid()).isEqualTo(
-            java.util.UUID.fromString(saved.at("/subsystems/1/config/4/params/namespace/uuid").asText()));
+            java.util.UUID.fromString(saved.at("/subsystems/1/config/5/params/namespace/uuid").asText()));
         assertThat(daemon.model().subsystem(NQN).isHostAllowed(HOST)).isTrue();
         assertThat(accepts(port)).isTrue();
+        // The referral is on every port, the listener's added after it too.
+        assertThat(daemon.model().ports()).hasSize(2).allSatisfy(p -> assertThat(daemon.model().referrals(p.portId()))
+            .singleElement().satisfies(r -> assertThat(r.address().traddr()).isEqualTo("127.0.0.6")));
         // A file that asks for what we do not serve fails the start's replay, naming the call.
         Files.writeString(spdk, "{\"subsystems\": [{\"subsystem\": \"bdev\", \"config\": [{\"method\": "
             + "\"bdev_set_options\", \"params\": {}}, {\"method\": \"bdev_lvol_create\", \"params\": {}}]}]}");
@@ -215,14 +222,19 @@ class SpdkRpcTest {
         assertThat(Ctl.run(w, w, "-s", socket, "nvmf_subsystem_add_ns", "nqn=" + NQN, "namespace.bdev_name=Malloc0"))
             .isZero();
         assertThat(Ctl.run(w, w, "-s", socket, "bdev_malloc_delete", "name=Malloc0")).isEqualTo(1);
+        assertThat(Ctl.run(w, w, "-s", socket, "nvmf_discovery_add_referral", "address.trtype=tcp",
+            "address.adrfam=ipv4", "address.traddr=127.0.0.5", "address.trsvcid=8009")).isZero();
         out.getBuffer().setLength(0);
         assertThat(Ctl.run(w, w, "-s", socket, "ls")).isZero();
         assertThat(out.toString()).contains("o- " + NQN + " [NVMe, allow_any_host", "o- TCP 127.0.0.1:" + port,
-            "o- 1 [Malloc0", "o- Malloc0 [Malloc disk, 2048 x 512 B, claimed]");
+            "o- 1 [Malloc0", "o- Malloc0 [Malloc disk, 2048 x 512 B, claimed]", "o- referrals [1]",
+            "o- TCP 127.0.0.5:8009 [nqn.2014-08.org.nvmexpress.discovery]");
         Path saved = dir.resolve("saved.json");
         assertThat(Ctl.run(w, w, "-s", socket, "save", saved.toString())).isZero();
-        assertThat(RpcClient.MAPPER.readTree(saved.toFile()).at("/subsystems/1/config/1/params/nqn").asText())
-            .isEqualTo(NQN);
+        JsonNode nvmf = RpcClient.MAPPER.readTree(saved.toFile()).at("/subsystems/1/config");
+        assertThat(nvmf.at("/1/method").asText()).isEqualTo("nvmf_discovery_add_referral");
+        assertThat(nvmf.at("/1/params/address/traddr").asText()).isEqualTo("127.0.0.5");
+        assertThat(nvmf.at("/2/params/nqn").asText()).isEqualTo(NQN);
         Path nvmetcli = dir.resolve("nvmetcli.json");
         assertThat(Ctl.run(w, w, "-s", socket, "save", "--nvmetcli", nvmetcli.toString())).isZero();
         assertThat(TargetConfig.load(nvmetcli).subsystem(NQN).orElseThrow().namespaces()).hasSize(1);
@@ -313,6 +325,7 @@ class SpdkRpcTest {
             String withNamespace = Files.readString(config());
             assertThat(withNamespace).isNotEqualTo(before);
             rpc.result("bdev_malloc_create", "{\"name\": \"M2\", \"num_blocks\": 8, \"block_size\": 512}");
+            withNamespace = Files.readString(config()); // the new bdev is persisted too
             assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
                 + "{\"bdev_name\": \"M\"}}")).isEqualTo(-32602);
             assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
@@ -483,6 +496,176 @@ class SpdkRpcTest {
         }
         try (RpcClient rpc = new RpcClient(daemon.rpcSocket())) {
             assertThat(rpc.result("bdev_get_bdevs", null).size()).isZero();
+        }
+    }
+
+    @Test
+    void shouldCutOffAHalfSentRequestAndKeepServingOthers() throws Exception {
+        try (RpcClient rpc = start();
+             java.nio.channels.SocketChannel half = java.nio.channels.SocketChannel.open(
+                 java.net.StandardProtocolFamily.UNIX)) {
+            half.connect(java.net.UnixDomainSocketAddress.of(daemon.rpcSocket()));
+            long begin = System.nanoTime();
+            half.write(java.nio.ByteBuffer.wrap("{\"jsonrpc\": \"2.0\", \"method\": \"spdk_get_ver"
+                .getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+            // While the half request waits, others are served.
+            assertThat(rpc.result("spdk_get_version", null).has("version")).isTrue();
+            // Then the server gives up on it (10 s after its first byte) and closes the connection; bounded wait.
+            java.util.concurrent.CompletableFuture<Long> closed = java.util.concurrent.CompletableFuture.supplyAsync(
+                () -> {
+                    java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(4096);
+                    try {
+                        while (half.read(b) >= 0) {
+                            b.clear();
+                        }
+                    } catch (IOException e) {
+                        // a reset is a close too
+                    }
+                    return System.nanoTime();
+                });
+            long closedAt = closed.get(RpcServer.REQUEST_TIMEOUT_MS + 10_000,
+                java.util.concurrent.TimeUnit.MILLISECONDS);
+            assertThat(java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(closedAt - begin))
+                .as("cut off after the request timeout, not before")
+                .isGreaterThanOrEqualTo(RpcServer.REQUEST_TIMEOUT_MS - 500);
+            assertThat(rpc.result("spdk_get_version", null).has("version")).as("still served").isTrue();
+        }
+        try (RpcClient after = new RpcClient(daemon.rpcSocket())) {
+            assertThat(after.result("framework_wait_init", null).asBoolean()).as("a new connection served").isTrue();
+        }
+    }
+
+    @Test
+    void shouldHonourMaxNamespacesAndKeepIt() throws Exception {
+        try (RpcClient rpc = start()) {
+            rpc.result("nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\", \"max_namespaces\": 2}");
+            rpc.result("nvmf_create_subsystem", "{\"nqn\": \"nqn.2016-06.io.spdk:dflt\"}");
+            for (String b : new String[] {"A", "B", "C"}) {
+                rpc.result("bdev_null_create", "{\"name\": \"" + b + "\", \"num_blocks\": 64, \"block_size\": 512}");
+            }
+            assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"A\", \"nsid\": 3}}")).as("nsid above max_namespaces").isEqualTo(-32602);
+            assertThat(rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"A\"}}").asInt()).isEqualTo(1);
+            assertThat(rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"B\"}}").asInt()).isEqualTo(2);
+            String before = Files.readString(config());
+            assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"C\"}}")).as("no free slot").isEqualTo(-32602);
+            assertThat(Files.readString(config())).isEqualTo(before);
+            assertThat(daemon.model().subsystem(NQN).namespaces()).hasSize(2);
+            assertThat(rpc.result("bdev_get_bdevs", "{\"name\": \"C\"}").at("/0/claimed").asBoolean()).isFalse();
+            assertThat(rpc.result("nvmf_get_subsystems", "{\"nqn\": \"" + NQN + "\"}").at("/0/max_namespaces")
+                .asInt()).isEqualTo(2);
+            assertThat(rpc.result("nvmf_get_subsystems", "{\"nqn\": \"nqn.2016-06.io.spdk:dflt\"}")
+                .at("/0/max_namespaces").asInt()).as("SPDK's default").isEqualTo(32);
+            assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"nqn.2016-06.io.spdk:dflt\", \"namespace\": "
+                + "{\"bdev_name\": \"C\", \"nsid\": 33}}")).isEqualTo(-32602);
+        }
+        daemon.close();
+        TargetConfig saved = TargetConfig.load(config());
+        assertThat(saved.subsystem(NQN).orElseThrow().maxNamespaces()).isEqualTo(2);
+        daemon = null;
+        try (RpcClient rpc = start()) {
+            // Kept across the restart, with the unused bdev C.
+            assertThat(rpc.error("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"C\"}}")).isEqualTo(-32602);
+            assertThat(rpc.result("bdev_get_bdevs", null).findValuesAsText("name")).containsExactly("A", "B", "C");
+            assertThat(rpc.result("save_config", null).toString()).contains("\"max_namespaces\":2",
+                "\"bdev_null_create\"", "\"name\":\"C\"");
+        }
+    }
+
+    @Test
+    void shouldRefuseBadReferralsAndResizesWithSpdkCodesAndLeaveNothingBehind() throws Exception {
+        String referral = "{\"address\": {\"trtype\": \"tcp\", \"adrfam\": \"ipv4\", \"traddr\": \"127.0.0.2\", "
+            + "\"trsvcid\": \"8009\"}}";
+        try (RpcClient rpc = start()) {
+            String before = Files.readString(config());
+            assertThat(rpc.error("nvmf_discovery_add_referral", "{\"address\": {\"trtype\": \"tcp\", "
+                + "\"traddr\": \"127.0.0.2\"}}")).as("no service id").isEqualTo(-32603);
+            assertThat(rpc.error("nvmf_discovery_add_referral", "{\"address\": {\"trtype\": \"fc\", "
+                + "\"traddr\": \"127.0.0.2\", \"trsvcid\": \"8009\"}}")).isEqualTo(-32602);
+            assertThat(rpc.error("nvmf_discovery_add_referral", "{\"address\": {\"trtype\": \"tcp\", "
+                + "\"traddr\": \"a.host.name\", \"trsvcid\": \"8009\"}}")).isEqualTo(-32602);
+            assertThat(rpc.error("nvmf_discovery_add_referral", "{\"address\": {\"trtype\": \"tcp\", "
+                + "\"traddr\": \"127.0.0.2\", \"trsvcid\": \"8009\"}, \"what\": 1}")).isEqualTo(-32602);
+            assertThat(rpc.error("nvmf_discovery_remove_referral", referral)).isEqualTo(-32603);
+            assertThat(Files.readString(config())).isEqualTo(before);
+            assertThat(daemon.model().referrals(1)).isEmpty();
+            // With a subsystem NQN: an entry of SUBTYPE 2 elsewhere, listed with its NQN and secure channel.
+            assertThat(rpc.result("nvmf_discovery_add_referral", "{\"address\": {\"trtype\": \"tcp\", "
+                + "\"adrfam\": \"ipv4\", \"traddr\": \"127.0.0.3\", \"trsvcid\": \"4420\"}, \"secure_channel\": true, "
+                + "\"subnqn\": \"nqn.2016-06.io.spdk:far\"}").asBoolean()).isTrue();
+            JsonNode listed = rpc.result("nvmf_discovery_get_referrals", null);
+            assertThat(listed.at("/0/subnqn").asText()).isEqualTo("nqn.2016-06.io.spdk:far");
+            assertThat(listed.at("/0/secure_channel").asBoolean()).isTrue();
+            assertThat(daemon.model().referrals(1)).singleElement().satisfies(r -> {
+                assertThat(r.treq()).isEqualTo(1);
+                assertThat(r.address().trsvcid()).isEqualTo("4420");
+            });
+            assertThat(rpc.result("save_config", null).toString()).contains("\"nvmf_discovery_add_referral\"",
+                "\"subnqn\":\"nqn.2016-06.io.spdk:far\"");
+            rpc.result("nvmf_discovery_remove_referral", "{\"address\": {\"trtype\": \"tcp\", \"traddr\": "
+                + "\"127.0.0.3\", \"trsvcid\": \"4420\"}, \"subnqn\": \"nqn.2016-06.io.spdk:far\"}");
+            assertThat(daemon.model().referrals(1)).isEmpty();
+
+            rpc.result("nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\", \"allow_any_host\": true}");
+            rpc.result("bdev_null_create", "{\"name\": \"N\", \"num_blocks\": 2048, \"block_size\": 512}");
+            rpc.result("bdev_malloc_create", "{\"name\": \"M\", \"num_blocks\": 2048, \"block_size\": 512}");
+            rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": {\"bdev_name\": \"N\"}}");
+            assertThat(rpc.error("bdev_null_resize", "{\"name\": \"M\", \"new_size\": 4}")).isEqualTo(-22);
+            assertThat(rpc.error("bdev_null_resize", "{\"name\": \"N\", \"new_size\": 18014398509481984}"))
+                .as("beyond 64 bits in bytes").isEqualTo(-22);
+            assertThat(rpc.error("bdev_null_resize", "{\"name\": \"N\", \"new_size\": -1}")).isEqualTo(-32603);
+            assertThat(rpc.error("bdev_uring_rescan", "{\"name\": \"nope\"}")).isEqualTo(-19);
+            // The file cannot be written: the resize and a referral are refused and undone.
+            String withNamespace = Files.readString(config());
+            Path away = dir.resolve("conf.away");
+            Files.move(dir.resolve("conf"), away);
+            try {
+                assertThat(rpc.error("bdev_null_resize", "{\"name\": \"N\", \"new_size\": 4}")).isEqualTo(-32603);
+                assertThat(rpc.error("nvmf_discovery_add_referral", referral)).isEqualTo(-32603);
+                assertThat(rpc.error("bdev_null_create", "{\"name\": \"X\", \"num_blocks\": 8, \"block_size\": 512}"))
+                    .isEqualTo(-32603);
+            } finally {
+                Files.move(away, dir.resolve("conf"));
+            }
+            assertThat(Files.readString(config())).isEqualTo(withNamespace);
+            assertThat(daemon.model().subsystem(NQN).namespace(1).blockCount()).isEqualTo(2048);
+            assertThat(daemon.model().referrals(1)).isEmpty();
+            assertThat(rpc.error("bdev_get_bdevs", "{\"name\": \"X\"}")).isEqualTo(-19);
+            assertThat(rpc.result("bdev_get_bdevs", "{\"name\": \"N\"}").at("/0/num_blocks").asLong()).isEqualTo(2048);
+            // Then it can: 1 MiB -> 4 MiB.
+            assertThat(rpc.result("bdev_null_resize", "{\"name\": \"N\", \"new_size\": 4}").asBoolean()).isTrue();
+            assertThat(daemon.model().subsystem(NQN).namespace(1).blockCount()).isEqualTo(8192);
+        }
+        assertThat(TargetConfig.load(config()).subsystem(NQN).orElseThrow().namespaces().get(0).sizeBytes())
+            .isEqualTo(4L << 20);
+    }
+
+    /**
+     * RDMA listeners go through the same control-plane path as TCP ones, live once the daemon serves RDMA (started
+     * with an RDMA port). This daemon started without one (and the build machine has no RDMA device), so the path
+     * checked here is the refusal: named, and nothing changed.
+     */
+    @Test
+    void shouldRefuseAnRdmaListenerWhenRdmaIsNotServedAndChangeNothing() throws Exception {
+        try (RpcClient rpc = start()) {
+            rpc.result("nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\", \"allow_any_host\": true}");
+            String before = Files.readString(config());
+            JsonNode refused = rpc.call("nvmf_create_transport", "{\"trtype\": \"RDMA\"}");
+            assertThat(refused.at("/error/code").asInt()).isEqualTo(-32602);
+            assertThat(refused.at("/error/message").asText()).contains("RDMA");
+            assertThat(rpc.result("nvmf_get_transports", null).findValuesAsText("trtype")).containsExactly("TCP");
+            JsonNode listener = rpc.call("nvmf_subsystem_add_listener", "{\"nqn\": \"" + NQN + "\", "
+                + "\"listen_address\": {\"trtype\": \"rdma\", \"adrfam\": \"ipv4\", \"traddr\": \"127.0.0.1\", "
+                + "\"trsvcid\": \"4420\"}}");
+            assertThat(listener.at("/error/code").asInt()).isEqualTo(-32603);
+            assertThat(listener.at("/error/message").asText()).contains("RDMA");
+            assertThat(Files.readString(config())).isEqualTo(before);
+            assertThat(daemon.model().ports()).extracting(Port::portId).containsExactly(1);
+            assertThat(daemon.controlPlane().configuration().ports()).hasSize(1);
         }
     }
 }

@@ -64,4 +64,47 @@ class DiscoveryLogBuilderTest {
         assertThat(new DiscoveryLogPage().wrap(log, 0).numberOfRecords()).as("only the current discovery entry").isEqualTo(1);
         assertThat(log.limit()).isEqualTo(2048);
     }
+
+    @Test
+    void shouldListTheAskingPortsReferralsAfterTheSubsystemsAsNvmetDoes() {
+        TargetModel model = new TargetModel();
+        model.addSubsystem(new Subsystem("nqn.2024-01.io.x:a", "s", "m", "f", true));
+        Port asked = new Port(1, TransportAddress.tcp("10.1.1.1", 4420), PortOptions.defaults(), Set.of("nqn.2024-01.io.x:a"));
+        Port other = new Port(2, TransportAddress.tcp("10.1.1.1", 4421), PortOptions.defaults(), Set.of());
+        model.addPort(asked);
+        model.addPort(other);
+        long generation = model.discoveryGeneration();
+        model.referrals(1, java.util.List.of(
+            new io.nvmeof4j.target.model.Referral(9, TransportAddress.tcp("10.2.2.2", 8009),
+                DiscoveryLogEntry.TREQ_SECURE_CHANNEL_REQUIRED, Port.DISCOVERY_NQN),
+            new io.nvmeof4j.target.model.Referral(0, new TransportAddress(TransportType.RDMA, AddressFamily.IPV4,
+                "10.3.3.3", "4420"), 0, "nqn.2024-01.io.x:far")));
+        model.referrals(2, java.util.List.of(new io.nvmeof4j.target.model.Referral(0,
+            TransportAddress.tcp("10.9.9.9", 8009), 0, Port.DISCOVERY_NQN)));
+        assertThat(model.discoveryGeneration()).as("GENCTR moves with referrals").isGreaterThan(generation);
+
+        ByteBuffer log = new DiscoveryLogBuilder(model).build(asked, HOST, null, null);
+        assertThat(new DiscoveryLogPage().wrap(log, 0).numberOfRecords()).as("current, subsystem a, two referrals")
+            .isEqualTo(4);
+        DiscoveryLogEntry r = new DiscoveryLogEntry().wrap(log, DiscoveryLogPage.entryOffset(2));
+        assertThat(r.subsystemType()).isEqualTo(DiscoveryLogEntry.SUBTYPE_DISCOVERY_REFERRAL);
+        assertThat(r.transportType()).isEqualTo(TransportType.TCP.code());
+        assertThat(r.portId()).isEqualTo(9);
+        assertThat(r.transportRequirements()).isEqualTo(DiscoveryLogEntry.TREQ_SECURE_CHANNEL_REQUIRED);
+        assertThat(r.controllerId()).isEqualTo(0xFFFF);
+        assertThat(r.adminMaxSqSize()).isEqualTo(32);
+        assertThat(r.transportServiceId()).isEqualTo("8009");
+        assertThat(r.transportAddress()).isEqualTo("10.2.2.2");
+        assertThat(r.subsystemNqn()).isEqualTo(Port.DISCOVERY_NQN);
+        DiscoveryLogEntry far = new DiscoveryLogEntry().wrap(log, DiscoveryLogPage.entryOffset(3));
+        assertThat(far.subsystemType()).as("a referral naming an NVM subsystem").isEqualTo(DiscoveryLogEntry.SUBTYPE_NVM);
+        assertThat(far.subsystemNqn()).isEqualTo("nqn.2024-01.io.x:far");
+        assertThat(far.tsasByte(2)).as("CMS RDMA-CM").isEqualTo(1);
+        // Another port's referrals are listed through that port only; a removed port takes its referrals along.
+        ByteBuffer viaOther = new DiscoveryLogBuilder(model).build(other, HOST, null, null);
+        assertThat(new DiscoveryLogEntry().wrap(viaOther, DiscoveryLogPage.entryOffset(2)).transportAddress())
+            .isEqualTo("10.9.9.9");
+        model.removePort(2);
+        assertThat(model.referrals(2)).isEmpty();
+    }
 }

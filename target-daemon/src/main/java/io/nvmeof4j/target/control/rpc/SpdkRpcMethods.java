@@ -100,17 +100,23 @@ final class SpdkRpcMethods {
         methods.put("nvmf_subsystem_allow_any_host", this::allowAnyHost);
         methods.put("nvmf_subsystem_get_controllers", (w, p) -> getControllers(p));
         methods.put("nvmf_subsystem_get_qpairs", (w, p) -> getQpairs(p));
-        methods.put("bdev_malloc_create", (w, p) -> createBdev(p, "malloc"));
-        methods.put("bdev_malloc_delete", (w, p) -> deleteBdev(p, "malloc"));
-        methods.put("bdev_null_create", (w, p) -> createBdev(p, "null"));
-        methods.put("bdev_null_delete", (w, p) -> deleteBdev(p, "null"));
-        methods.put("bdev_uring_create", (w, p) -> createBdev(p, "uring"));
-        methods.put("bdev_uring_delete", (w, p) -> deleteBdev(p, "uring"));
-        methods.put("bdev_aio_create", (w, p) -> createBdev(p, "aio"));
-        methods.put("bdev_aio_delete", (w, p) -> deleteBdev(p, "aio"));
+        methods.put("bdev_malloc_create", (w, p) -> createBdev(w, p, "malloc"));
+        methods.put("bdev_malloc_delete", (w, p) -> deleteBdev(w, p, "malloc"));
+        methods.put("bdev_null_create", (w, p) -> createBdev(w, p, "null"));
+        methods.put("bdev_null_delete", (w, p) -> deleteBdev(w, p, "null"));
+        methods.put("bdev_uring_create", (w, p) -> createBdev(w, p, "uring"));
+        methods.put("bdev_uring_delete", (w, p) -> deleteBdev(w, p, "uring"));
+        methods.put("bdev_aio_create", (w, p) -> createBdev(w, p, "aio"));
+        methods.put("bdev_aio_delete", (w, p) -> deleteBdev(w, p, "aio"));
+        methods.put("bdev_null_resize", this::resizeNullBdev);
+        methods.put("bdev_aio_rescan", (w, p) -> rescanBdev(w, p, "aio"));
+        methods.put("bdev_uring_rescan", (w, p) -> rescanBdev(w, p, "uring"));
         methods.put("bdev_get_bdevs", (w, p) -> getBdevs(p));
         methods.put("bdev_get_iostat", (w, p) -> getIostat(p));
         methods.put("nvmf_get_stats", (w, p) -> getStats(p));
+        methods.put("nvmf_discovery_add_referral", this::addReferral);
+        methods.put("nvmf_discovery_remove_referral", this::removeReferral);
+        methods.put("nvmf_discovery_get_referrals", (w, p) -> getReferrals(p));
         // Namespaces served already (the configuration file's, or added before this socket opened) get their bdev,
         // named as save_config names them, so they can be listed, removed and saved like the ones added here.
         for (SubsystemConfig s : control.configuration().subsystems()) {
@@ -124,6 +130,87 @@ final class SpdkRpcMethods {
                     claims.put(name, s.nqn() + " " + Integer.toUnsignedString(n.nsid()));
                 }
             }
+        }
+        restoreBdevs(control.rpcBdevs());
+    }
+
+    /**
+     * The registry as persisted ({@code "nvmeof4j": {"rpc_bdevs": [...]}}): unused bdevs come back, and a namespace
+     * still served gets back the name its bdev had (instead of the derived one). Entries naming a namespace that is
+     * gone, or that cannot be read, are skipped with a warning.
+     */
+    private void restoreBdevs(JsonNode persisted) {
+        if (persisted == null) {
+            return;
+        }
+        for (JsonNode e : persisted) {
+            try {
+                String name = e.get("name").asText();
+                String kind = e.get("kind").asText();
+                String claim = e.path("namespace").asText(null);
+                Bdev bdev = new Bdev(name, switch (kind) {
+                    case "malloc" -> "Malloc disk";
+                    case "null" -> "Null disk";
+                    case "aio" -> "AIO disk";
+                    case "uring" -> "URING bdev";
+                    default -> throw new IllegalArgumentException("kind " + kind);
+                }, kind.equals("malloc") ? "ram" : kind.equals("null") ? "null" : "file",
+                    e.hasNonNull("filename") ? e.get("filename").asText() : null, e.path("num_blocks").asLong(0),
+                    e.path("block_size").asInt(0), UUID.fromString(e.get("uuid").asText()));
+                if (claim != null) {
+                    String derived = bdevOf(claim.substring(0, claim.lastIndexOf(' ')),
+                        Integer.parseUnsignedInt(claim.substring(claim.lastIndexOf(' ') + 1)));
+                    if (derived == null) {
+                        org.slf4j.LoggerFactory.getLogger(SpdkRpcMethods.class).warn("bdev {}: namespace {} is not "
+                            + "served any more; not restored", name, claim);
+                        continue;
+                    }
+                    Bdev served = bdevs.remove(derived);
+                    claims.remove(derived);
+                    // The namespace is what is served: its size (a resize since) wins over the registry's.
+                    bdev = new Bdev(name, bdev.productName(), bdev.backend(), bdev.path(),
+                        served != null && served.numBlocks() > 0 ? served.numBlocks() : bdev.numBlocks(),
+                        bdev.blockSize(), bdev.uuid());
+                    claims.put(name, claim);
+                }
+                if (!bdevs.containsKey(name)) {
+                    bdevs.put(name, bdev);
+                }
+            } catch (RuntimeException ex) {
+                org.slf4j.LoggerFactory.getLogger(SpdkRpcMethods.class).warn("rpc_bdevs entry {} skipped: {}", e,
+                    ex.toString());
+            }
+        }
+    }
+
+    /** Writes the registry to the configuration (see {@link ControlPlane#saveRpcBdevs}). */
+    private void persistBdevs(String who, String what) throws ControlException {
+        ArrayNode list = mapper.createArrayNode();
+        for (Bdev b : bdevs.values()) {
+            ObjectNode o = list.addObject();
+            o.put("name", b.name());
+            o.put("kind", kindOf(b));
+            if (b.path() != null) {
+                o.put("filename", b.path());
+            } else {
+                o.put("num_blocks", b.numBlocks());
+            }
+            o.put("block_size", b.blockSize());
+            o.put("uuid", b.uuid().toString());
+            if (claims.containsKey(b.name())) {
+                o.put("namespace", claims.get(b.name()));
+            }
+        }
+        control.saveRpcBdevs(who, what, list);
+    }
+
+    /** After a namespace change that succeeded: the bdev names are kept best effort (the namespace is persisted). */
+    private void persistClaims(String who, String what) {
+        try {
+            persistBdevs(who, what);
+        } catch (ControlException e) {
+            org.slf4j.LoggerFactory.getLogger(SpdkRpcMethods.class).warn("{}: {} done, but the bdev names could not "
+                + "be written ({}); after a restart its bdev has the derived name", who, what, e.getMessage());
         }
     }
 
@@ -140,7 +227,7 @@ final class SpdkRpcMethods {
     /** True for the methods that change the target (audit-logged). */
     static boolean changes(String name) {
         return name.contains("create") || name.contains("delete") || name.contains("add") || name.contains("remove")
-            || name.contains("allow");
+            || name.contains("allow") || name.contains("resize") || name.contains("rescan");
     }
 
     // ------------------------------------------------------------------------------------------------ framework
@@ -177,22 +264,45 @@ final class SpdkRpcMethods {
         tcp.put("max_queue_depth", io.nvmeof4j.protocol.spi.PortOptions.MAX_QUEUE_SIZE_DEFAULT);
         tcp.put("in_capsule_data_size", io.nvmeof4j.protocol.spi.PortOptions.INLINE_DATA_SIZE_DEFAULT);
         tcp.put("max_io_size", control.configuration().daemon().maxDataTransferSize());
-        if (o.has("trtype") && !"tcp".equalsIgnoreCase(o.get("trtype").asText())) {
-            return mapper.createArrayNode();
+        if (daemon.servesRdma()) {
+            ObjectNode rdma = list.addObject();
+            rdma.put("trtype", "RDMA");
+            rdma.put("max_queue_depth", io.nvmeof4j.protocol.spi.PortOptions.MAX_QUEUE_SIZE_DEFAULT);
+            rdma.put("in_capsule_data_size", io.nvmeof4j.target.config.PortConfig.RDMA_INLINE_DATA_SIZE_DEFAULT);
+            rdma.put("max_io_size", control.configuration().daemon().maxDataTransferSize());
+        }
+        if (o.has("trtype")) {
+            ArrayNode only = mapper.createArrayNode();
+            for (JsonNode t : list) {
+                if (t.get("trtype").asText().equalsIgnoreCase(o.get("trtype").asText())) {
+                    only.add(t);
+                }
+            }
+            return only;
         }
         return list;
     }
 
-    /** NVMe/TCP is always there: creating it again succeeds (scripts create it first thing); others are refused. */
+    /**
+     * NVMe/TCP is always there: creating it again succeeds (scripts create it first thing). NVMe-oF/RDMA succeeds when
+     * the daemon serves it (started with an RDMA port, so its reactors have RDMA poll groups); otherwise -32602
+     * naming why (no RDMA on the machine, or not started with it).
+     */
     private JsonNode createTransport(JsonNode p) throws RpcError {
         ObjectNode o = p != null && p.isObject() ? (ObjectNode) p : null;
         if (o == null || !o.hasNonNull("trtype") || !o.get("trtype").isTextual()) {
             throw RpcError.invalidParams("trtype is required");
         }
         String trtype = o.get("trtype").asText();
+        if ("rdma".equalsIgnoreCase(trtype)) {
+            if (!daemon.servesRdma()) {
+                throw new RpcError(RpcError.INVALID_PARAMS, "Transport type 'RDMA' not available: "
+                    + daemon.rdmaUnavailableReason());
+            }
+            return BooleanNode.TRUE;
+        }
         if (!"tcp".equalsIgnoreCase(trtype)) {
-            throw new RpcError(RpcError.INVALID_PARAMS, "Transport type '" + trtype + "' not supported here "
-                + "(NVMe-oF/RDMA ports come from the configuration file)");
+            throw new RpcError(RpcError.INVALID_PARAMS, "Transport type '" + trtype + "' not supported (TCP, RDMA)");
         }
         return BooleanNode.TRUE;
     }
@@ -214,6 +324,16 @@ final class SpdkRpcMethods {
         nvmfSection.put("subsystem", "nvmf");
         ArrayNode nvmfCalls = nvmfSection.putArray("config");
         call(nvmfCalls, "nvmf_create_transport").put("trtype", "TCP");
+        // SPDK's referrals are target-wide: those on every port. (A referral an nvmetcli-shaped file puts on some
+        // ports only has no SPDK equivalent and is left out.)
+        for (io.nvmeof4j.target.config.ReferralConfig r : control.referralsOnEveryPort()) {
+            ObjectNode rc = call(nvmfCalls, "nvmf_discovery_add_referral");
+            rc.set("address", referralAddress(r));
+            rc.put("secure_channel", r.secureChannel());
+            if (!r.isDiscovery()) {
+                rc.put("subnqn", r.subnqn());
+            }
+        }
         Set<String> saved = new java.util.HashSet<>();
         TargetConfig config = control.configuration();
         for (SubsystemConfig s : config.subsystems()) {
@@ -224,6 +344,9 @@ final class SpdkRpcMethods {
             c.put("allow_any_host", s.allowAnyHost());
             c.put("min_cntlid", s.cntlidMin());
             c.put("max_cntlid", s.cntlidMax());
+            // No limit of its own is written as the limit it has (SPDK reads 0 differently across versions).
+            c.put("max_namespaces", s.maxNamespaces() > 0 ? s.maxNamespaces()
+                : io.nvmeof4j.target.model.Subsystem.MAX_NSID);
             for (Port port : daemon.model().ports()) {
                 if (port.exports(s.nqn())) {
                     ObjectNode l = call(nvmfCalls, "nvmf_subsystem_add_listener");
@@ -352,7 +475,8 @@ final class SpdkRpcMethods {
             s.allowedHosts().forEach(h -> hosts.addObject().put("nqn", h));
             so.put("serial_number", s.serial());
             so.put("model_number", s.model());
-            so.put("max_namespaces", io.nvmeof4j.target.model.Subsystem.MAX_NSID);
+            so.put("max_namespaces", s.maxNamespaces() > 0 ? s.maxNamespaces()
+                : io.nvmeof4j.target.model.Subsystem.MAX_NSID);
             so.put("min_cntlid", s.cntlidMin());
             so.put("max_cntlid", s.cntlidMax());
             ArrayNode nss = so.putArray("namespaces");
@@ -400,7 +524,8 @@ final class SpdkRpcMethods {
         String serial = o.has("serial_number") ? text(o, "serial_number") : "00000000000000000000";
         String model = o.has("model_number") ? text(o, "model_number") : "SPDK bdev Controller";
         boolean any = o.has("allow_any_host") && bool(o, "allow_any_host");
-        long maxNs = o.has("max_namespaces") ? integer(o, "max_namespaces", 0, 0xFFFFFFFFL) : 0;
+        // SPDK's default (and rpc.py's -m): 32; 0 asks for no limit (here: every NSID a subsystem supports).
+        long maxNs = o.has("max_namespaces") ? integer(o, "max_namespaces", 0, 0xFFFFFFFFL) : MAX_NAMESPACES_DEFAULT;
         if (maxNs > io.nvmeof4j.target.model.Subsystem.MAX_NSID) {
             throw RpcError.invalidParams("max_namespaces " + maxNs + " is above the "
                 + io.nvmeof4j.target.model.Subsystem.MAX_NSID + " namespaces a subsystem supports");
@@ -408,7 +533,7 @@ final class SpdkRpcMethods {
         int min = (int) (o.has("min_cntlid") ? integer(o, "min_cntlid", 1, 0xFFEF) : 1);
         int max = (int) (o.has("max_cntlid") ? integer(o, "max_cntlid", 1, 0xFFEF) : 0xFFEF);
         try {
-            control.createSubsystem(who, nqn, serial, model, any, min, max);
+            control.createSubsystem(who, nqn, serial, model, any, min, max, (int) maxNs);
         } catch (ControlException e) {
             // SPDK: "Unable to create subsystem NQN" (-32603) for a taken NQN, -32602 for a bad parameter.
             throw new RpcError(e.kind() == ControlException.Kind.EXISTS || e.kind() == ControlException.Kind.IO
@@ -433,6 +558,9 @@ final class SpdkRpcMethods {
             throw control(e, "Invalid parameters");
         }
         released.forEach(claims::remove);
+        if (!released.isEmpty()) {
+            persistClaims(who, "bdevs " + released + " released");
+        }
         return BooleanNode.TRUE;
     }
 
@@ -527,6 +655,97 @@ final class SpdkRpcMethods {
         }
     }
 
+    // ------------------------------------------------------------------------------------------------ referrals
+
+    /**
+     * SPDK's target-wide referral: put on every port (the configuration keeps referrals per port, as nvmet does).
+     * Errors as SPDK's: -32602 for parameters it cannot decode, -32603 "Service ID is required." without trsvcid,
+     * -32603 "Internal error" for a referral that exists already.
+     */
+    private JsonNode addReferral(String who, JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("address", "tgt_name", "secure_channel", "subnqn"));
+        ObjectNode a = referralAddress(o);
+        boolean secure = o.has("secure_channel") && bool(o, "secure_channel");
+        String subnqn = o.has("subnqn") ? nqn(o, "subnqn") : Port.DISCOVERY_NQN;
+        TransportType trtype = trtype(a);
+        String traddr = text(a, "traddr");
+        if (!a.has("trsvcid")) {
+            throw new RpcError(RpcError.INTERNAL_ERROR, "Service ID is required.");
+        }
+        String trsvcid = trsvcid(a);
+        io.nvmeof4j.target.config.ReferralConfig referral = new io.nvmeof4j.target.config.ReferralConfig(
+            trtype.configName() + "-" + traddr.replace(':', '.') + "-" + trsvcid, 0, true,
+            new io.nvmeof4j.protocol.spi.TransportAddress(trtype, adrfam(a), traddr, trsvcid),
+            secure ? "required" : "not specified", subnqn);
+        try {
+            control.addReferral(who, -1, referral);
+        } catch (ControlException e) {
+            if (e.kind() == ControlException.Kind.INVALID) {
+                throw RpcError.invalidParams(e.getMessage());
+            }
+            throw new RpcError(RpcError.INTERNAL_ERROR, (e.kind() == ControlException.Kind.IO ? "Internal error: "
+                : "Internal error (") + e.getMessage() + (e.kind() == ControlException.Kind.IO ? "" : ")"));
+        }
+        return BooleanNode.TRUE;
+    }
+
+    /** Removes the referral from every port that has it; -32603 "Unable to remove a referral." when none does. */
+    private JsonNode removeReferral(String who, JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("address", "tgt_name", "subnqn"));
+        ObjectNode a = referralAddress(o);
+        TransportType trtype = trtype(a);
+        String traddr = text(a, "traddr");
+        String trsvcid = a.has("trsvcid") ? trsvcid(a) : null;
+        String subnqn = o.has("subnqn") ? text(o, "subnqn") : Port.DISCOVERY_NQN;
+        try {
+            control.removeReferral(who, -1, r -> r.address().type() == trtype && r.address().traddr().equals(traddr)
+                && (trsvcid == null || r.address().trsvcid().equals(trsvcid)) && r.subnqn().equals(subnqn),
+                trtype.configName() + " " + traddr + ":" + trsvcid + " " + subnqn);
+        } catch (ControlException e) {
+            throw new RpcError(RpcError.INTERNAL_ERROR, e.kind() == ControlException.Kind.IO
+                ? "Internal error: " + e.getMessage() : "Unable to remove a referral. (" + e.getMessage() + ")");
+        }
+        return BooleanNode.TRUE;
+    }
+
+    /** SPDK's shape: {@code [{"address": {...}, "secure_channel", "subnqn"}]}, each referral once. */
+    private JsonNode getReferrals(JsonNode p) throws RpcError {
+        params(p, Set.of("tgt_name"));
+        ArrayNode list = mapper.createArrayNode();
+        List<io.nvmeof4j.target.config.ReferralConfig> seen = new ArrayList<>();
+        for (io.nvmeof4j.target.config.PortConfig port : control.configuration().ports()) {
+            for (io.nvmeof4j.target.config.ReferralConfig r : port.referrals()) {
+                if (seen.stream().anyMatch(r::sameTarget)) {
+                    continue;
+                }
+                seen.add(r);
+                ObjectNode ro = list.addObject();
+                ro.set("address", referralAddress(r));
+                ro.put("secure_channel", r.secureChannel());
+                ro.put("subnqn", r.subnqn());
+            }
+        }
+        return list;
+    }
+
+    private ObjectNode referralAddress(io.nvmeof4j.target.config.ReferralConfig r) {
+        ObjectNode a = mapper.createObjectNode();
+        a.put("trtype", r.address().type() == TransportType.RDMA ? "RDMA" : "TCP");
+        a.put("adrfam", r.address().family() == AddressFamily.IPV6 ? "IPv6" : "IPv4");
+        a.put("traddr", r.address().traddr());
+        a.put("trsvcid", r.address().trsvcid());
+        return a;
+    }
+
+    private static ObjectNode referralAddress(ObjectNode o) throws RpcError {
+        JsonNode a = o.get("address");
+        if (a == null || !a.isObject()) {
+            throw RpcError.invalidParams("address is required");
+        }
+        params(a, Set.of("trtype", "adrfam", "traddr", "trsvcid", "priority"));
+        return (ObjectNode) a;
+    }
+
     // ------------------------------------------------------------------------------------------------ namespaces
 
     private JsonNode addNamespace(String who, JsonNode p) throws RpcError {
@@ -550,14 +769,20 @@ final class SpdkRpcMethods {
         SubsystemConfig s = control.configuration().subsystem(nqn).orElseThrow(() ->
             new RpcError(RpcError.INVALID_PARAMS, "Unable to find subsystem with NQN " + nqn));
         long nsid = ns.has("nsid") ? integer(ns, "nsid", 0, 0xFFFFFFFFL) : 0;
+        long limit = s.maxNamespaces() > 0 ? s.maxNamespaces() : io.nvmeof4j.target.model.Subsystem.MAX_NSID;
         if (nsid == 0) {
-            // SPDK: the lowest free NSID.
+            // SPDK: the lowest free NSID, within max_namespaces.
             nsid = 1;
             Set<Integer> taken = new java.util.HashSet<>();
             s.namespaces().forEach(x -> taken.add(x.nsid()));
             while (taken.contains((int) nsid)) {
                 nsid++;
             }
+            if (nsid > limit) {
+                throw RpcError.invalidParams("no free namespace slot available (max_namespaces " + limit + ")");
+            }
+        } else if (nsid > limit) {
+            throw RpcError.invalidParams("cannot add namespace with nsid " + nsid + " > max_namespaces " + limit);
         }
         ObjectNode nsJson = mapper.createObjectNode();
         nsJson.put("nsid", nsid);
@@ -588,6 +813,7 @@ final class SpdkRpcMethods {
             throw control(e, "Invalid parameters");
         }
         claims.put(bdevName, nqn + " " + nsid);
+        persistClaims(who, "bdev " + bdevName + " is namespace " + nsid + " of " + nqn);
         return mapper.getNodeFactory().numberNode(nsid);
     }
 
@@ -603,6 +829,7 @@ final class SpdkRpcMethods {
         }
         if (bdev != null) {
             claims.remove(bdev);
+            persistClaims(who, "bdev " + bdev + " released");
         }
         return BooleanNode.TRUE;
     }
@@ -697,7 +924,7 @@ final class SpdkRpcMethods {
 
     // ------------------------------------------------------------------------------------------------ bdevs
 
-    private JsonNode createBdev(JsonNode p, String kind) throws RpcError {
+    private JsonNode createBdev(String who, JsonNode p, String kind) throws RpcError {
         boolean file = kind.equals("uring") || kind.equals("aio");
         ObjectNode o = file
             ? params(p, Set.of("name", "filename", "block_size", "uuid"), Set.of("readonly", "fallocate", "nowait"))
@@ -750,10 +977,16 @@ final class SpdkRpcMethods {
                 kind.equals("malloc") ? "ram" : "null", null, numBlocks, blockSize, uuid);
         }
         bdevs.put(name, bdev);
+        try {
+            persistBdevs(who, "create bdev " + name);
+        } catch (ControlException e) {
+            bdevs.remove(name);
+            throw new RpcError(RpcError.INTERNAL_ERROR, "Internal error: " + e.getMessage());
+        }
         return mapper.getNodeFactory().textNode(name);
     }
 
-    private JsonNode deleteBdev(JsonNode p, String kind) throws RpcError {
+    private JsonNode deleteBdev(String who, JsonNode p, String kind) throws RpcError {
         ObjectNode o = params(p, Set.of("name"));
         String name = text(o, "name");
         Bdev bdev = bdevs.get(name);
@@ -765,7 +998,101 @@ final class SpdkRpcMethods {
                 + claims.get(name) + "; remove the namespace first");
         }
         bdevs.remove(name);
+        try {
+            persistBdevs(who, "delete bdev " + name);
+        } catch (ControlException e) {
+            bdevs.put(name, bdev);
+            throw new RpcError(RpcError.INTERNAL_ERROR, "Internal error: " + e.getMessage());
+        }
         return BooleanNode.TRUE;
+    }
+
+    /**
+     * SPDK's {@code bdev_null_resize}: {@code new_size} in MiB, growing only. Errors as SPDK's: -32603 for parameters
+     * it cannot decode, -19 no such bdev, -22 not a null bdev or a smaller (or not block-aligned) size. A bdev a
+     * namespace uses is resized live (the namespace attribute notice; persisted), an unused one in the registry.
+     */
+    private JsonNode resizeNullBdev(String who, JsonNode p) throws RpcError {
+        ObjectNode o;
+        String name;
+        long mib;
+        try {
+            o = params(p, Set.of("name", "new_size"));
+            name = text(o, "name");
+            mib = integer(o, "new_size", 0, Long.MAX_VALUE);
+        } catch (RpcError e) {
+            throw new RpcError(RpcError.INTERNAL_ERROR, "spdk_json_decode_object failed: " + e.getMessage());
+        }
+        Bdev bdev = bdevs.get(name);
+        if (bdev == null) {
+            throw RpcError.errno(RpcError.ENODEV);
+        }
+        if (!kindOf(bdev).equals("null")) {
+            throw new RpcError(RpcError.EINVAL, "Invalid argument: " + name + " is not a null bdev");
+        }
+        if (mib > Long.MAX_VALUE >> 20) {
+            throw new RpcError(RpcError.EINVAL, "Invalid argument: new_size " + mib + " MiB overflows 64 bits");
+        }
+        long bytes = mib << 20;
+        if (bytes % bdev.blockSize() != 0 || bytes < bdev.numBlocks() * bdev.blockSize()) {
+            throw new RpcError(RpcError.EINVAL, "Invalid argument: the new size must not be smaller than the current "
+                + "size (" + bdev.numBlocks() * bdev.blockSize() + " bytes)");
+        }
+        String claim = claims.get(name);
+        if (claim != null) {
+            resizeClaimed(who, claim, bytes);
+        }
+        bdevs.put(name, new Bdev(bdev.name(), bdev.productName(), bdev.backend(), bdev.path(),
+            bytes / bdev.blockSize(), bdev.blockSize(), bdev.uuid()));
+        if (claim == null) {
+            try {
+                persistBdevs(who, "resize bdev " + name);
+            } catch (ControlException e) {
+                bdevs.put(name, bdev);
+                throw new RpcError(RpcError.INTERNAL_ERROR, "Internal error: " + e.getMessage());
+            }
+        } else {
+            persistClaims(who, "resize bdev " + name);
+        }
+        return BooleanNode.TRUE;
+    }
+
+    /**
+     * SPDK's {@code bdev_aio_rescan}/{@code bdev_uring_rescan}: the bdev takes the size its file has now. Errors as
+     * SPDK's: -32603 for parameters it cannot decode, -19 no such bdev (of that kind), -16 a file that shrank under a
+     * namespace (SPDK's bdev layer refuses shrinking an open bdev).
+     */
+    private JsonNode rescanBdev(String who, JsonNode p, String kind) throws RpcError {
+        String name;
+        try {
+            name = text(params(p, Set.of("name")), "name");
+        } catch (RpcError e) {
+            throw new RpcError(RpcError.INTERNAL_ERROR, "spdk_json_decode_object failed: " + e.getMessage());
+        }
+        Bdev bdev = bdevs.get(name);
+        if (bdev == null || !kindOf(bdev).equals(kind)) {
+            throw RpcError.errno(RpcError.ENODEV);
+        }
+        String claim = claims.get(name);
+        if (claim != null) {
+            resizeClaimed(who, claim, 0);
+        }
+        // An unused file bdev has no size of its own: bdev_get_bdevs reads the file's.
+        return BooleanNode.TRUE;
+    }
+
+    private void resizeClaimed(String who, String claim, long bytes) throws RpcError {
+        int space = claim.lastIndexOf(' ');
+        try {
+            control.resizeNamespace(who, claim.substring(0, space), Integer.parseUnsignedInt(claim.substring(space + 1)),
+                bytes);
+        } catch (ControlException e) {
+            throw switch (e.kind()) {
+                case BUSY -> new RpcError(RpcError.EBUSY, "Device or resource busy: " + e.getMessage());
+                case IO -> new RpcError(RpcError.INTERNAL_ERROR, "Internal error: " + e.getMessage());
+                default -> new RpcError(RpcError.EINVAL, "Invalid argument: " + e.getMessage());
+            };
+        }
     }
 
     private static String kindOf(Bdev b) {
