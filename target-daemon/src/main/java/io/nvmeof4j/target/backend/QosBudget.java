@@ -24,9 +24,9 @@ import java.util.function.LongSupplier;
  * <h2>Refill</h2>
  * There is no QoS poller thread: the first reactor that takes from a budget after a timeslice ended refills it
  * (a CAS on the timeslice start decides which one). As in SPDK, an overrun (a negative budget) carries over and what
- * a timeslice left unused does not; every timeslice that passed adds its budget, at most
- * {@value #CATCH_UP_SLICES} of them, so a reactor that woke late catches up while an idle namespace does not save up
- * a burst.
+ * a timeslice left unused does not; every timeslice that passed adds its budget (so a reactor that woke late catches
+ * up, and a large I/O's overrun is paid off by the time that passed), but the budget never exceeds
+ * {@value #CATCH_UP_SLICES} timeslices' worth, so an idle namespace does not save up a burst.
  * <p>Changing the limits ({@link #limits(QosLimits)}) applies at once to the I/O in flight and waiting; removing
  * every limit lets the waiting I/O go at the next poll of its reactor. Any thread; the data-path methods allocate
  * nothing.
@@ -173,17 +173,20 @@ public final class QosBudget {
         if (!sliceStart.compareAndSet(start, start + slices * TIMESLICE_NANOS)) {
             return;
         }
-        long credited = Math.min(slices, CATCH_UP_SLICES);
         for (int kind = 0; kind < KINDS; kind++) {
             long slice = perSlice.get(kind);
             if (slice == 0) {
                 continue;
             }
-            long add = credited * slice; // QosLimits bounds slice to 2^63 / 1000
+            long cap = CATCH_UP_SLICES * slice; // QosLimits bounds a slice to 2^63 / 1000
             long left;
+            long next;
             do {
                 left = remaining.get(kind);
-            } while (!remaining.compareAndSet(kind, left, Math.min(left, 0) + add));
+                long debt = Math.min(left, 0); // an overrun carries over; an unused budget does not
+                long room = cap - debt;
+                next = debt + (slices > room / slice ? room : slices * slice);
+            } while (!remaining.compareAndSet(kind, left, next));
         }
     }
 
