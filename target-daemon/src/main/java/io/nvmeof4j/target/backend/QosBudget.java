@@ -98,6 +98,7 @@ public final class QosBudget {
         setPerSlice(RW_BYTES, bytes(next.rwMbytesPerSec()), MIN_BYTES_PER_SLICE);
         setPerSlice(R_BYTES, bytes(next.rMbytesPerSec()), MIN_BYTES_PER_SLICE);
         setPerSlice(W_BYTES, bytes(next.wMbytesPerSec()), MIN_BYTES_PER_SLICE);
+        sliceStart.set(clock.getAsLong()); // a full timeslice starts now, not the time since the last one
         limits = next;
         enabled = !next.none();
     }
