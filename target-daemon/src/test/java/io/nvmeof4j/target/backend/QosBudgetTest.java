@@ -116,6 +116,52 @@ class QosBudgetTest {
     }
 
     @Test
+    void shouldNotAllocateWhileIosWaitAndGo() {
+        java.lang.management.ThreadMXBean bean = java.lang.management.ManagementFactory.getThreadMXBean();
+        org.junit.jupiter.api.Assumptions.assumeTrue(bean instanceof com.sun.management.ThreadMXBean);
+        com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) bean;
+        org.junit.jupiter.api.Assumptions.assumeTrue(threads.isThreadAllocatedMemorySupported());
+        threads.setThreadAllocatedMemoryEnabled(true);
+        budget.limits(new QosLimits(4000, 0, 0, 0)); // 4 a timeslice
+        QosWaits waits = new QosWaits("allocation");
+        int[] completed = new int[1];
+        BlockIo[] ios = new BlockIo[64];
+        for (int i = 0; i < ios.length; i++) {
+            ByteBuffer buffer = ByteBuffer.allocateDirect(512);
+            ios[i] = new BlockIo() {
+                @Override
+                public void complete(int nvmeStatus) {
+                    completed[0] += nvmeStatus == 0 ? 1 : 1_000_000;
+                }
+            }.prepare(READ, i * 512L, 512, buffer, false);
+        }
+        try (RamBlockDevice device = new RamBlockDevice("allocation", 1 << 20, 512)) {
+            Runnable round = () -> {
+                for (BlockIo io : ios) {
+                    waits.submit(budget, io, device);
+                }
+                while (waits.waiting() > 0) {
+                    now.addAndGet(SLICE);
+                    waits.poll();
+                }
+            };
+            for (int i = 0; i < 200; i++) {
+                round.run();
+            }
+            long before = threads.getThreadAllocatedBytes(Thread.currentThread().getId());
+            for (int i = 0; i < 1000; i++) {
+                round.run();
+            }
+            long allocated = threads.getThreadAllocatedBytes(Thread.currentThread().getId()) - before;
+            assertThat(completed[0]).isEqualTo(1200 * ios.length);
+            // At most a timeslice's 4 go at once each round (fewer when the last round left the slice spent).
+            assertThat(waits.waits()).isBetween(1200L * (ios.length - 4), 1200L * ios.length);
+            // 60,000 waits; allocating per wait would be megabytes.
+            assertThat(allocated).as("bytes allocated for 64,000 I/Os, 60,000 of them waiting").isLessThan(4096);
+        }
+    }
+
+    @Test
     void shouldRoundAndBoundLimitsAsSpdkDoes() {
         assertThat(QosLimits.of(1500, 0, 0, 0).rwIosPerSec()).isEqualTo(2000);
         assertThat(QosLimits.of(1, 0, 0, 0).rwIosPerSec()).isEqualTo(1000);
