@@ -344,7 +344,8 @@ class SpdkRpcTest {
             assertThat(TargetConfig.load(config()).subsystem(NQN).orElseThrow().namespaces().get(0).qos())
                 .isEqualTo(set);
             // Limits not given stay as they are; 0 removes one.
-            rpc.result("bdev_set_qos_limit", "{\"name\": \"M\", \"w_mbytes_per_sec\": 5, \"rw_ios_per_sec\": 0}");
+            rpc.result("bdev_set_qos_limit", "{\"name\": \"M\", \"w_mbytes_per_sec\": 5, \"rw_ios_per_sec\": 0, "
+                + "\"rw_mbytes_per_sec\": null}");
             set = new QosLimits(0, 0, 10, 5);
             assertThat(daemon.model().subsystem(NQN).namespace(1).qos().limits()).isEqualTo(set);
 

@@ -829,8 +829,8 @@ final class SpdkRpcMethods {
         Map<String, Long> given = new java.util.HashMap<>();
         for (String key : limitNames) {
             JsonNode v = o.get(key);
-            if (v == null) {
-                continue;
+            if (v == null || v.isNull()) {
+                continue; // null: not given (a client may send the options it was not given as null)
             }
             // uint64, as SPDK decodes it; beyond 63 bits is beyond every cap QosLimits.of applies anyway.
             if (!v.isIntegralNumber() || v.bigIntegerValue().signum() < 0 || v.bigIntegerValue().bitLength() > 64) {
