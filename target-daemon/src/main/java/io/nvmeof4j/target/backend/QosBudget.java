@@ -26,7 +26,9 @@ import java.util.function.LongSupplier;
  * (a CAS on the timeslice start decides which one). As in SPDK, an overrun (a negative budget) carries over and what
  * a timeslice left unused does not; every timeslice that passed adds its budget (so a reactor that woke late catches
  * up, and a large I/O's overrun is paid off by the time that passed), but the budget never exceeds
- * {@value #CATCH_UP_SLICES} timeslices' worth, so an idle namespace does not save up a burst.
+ * {@value #CATCH_UP_SLICES} timeslices' worth while nothing waits, so an idle namespace does not save up a burst.
+ * While I/O waits, up to {@value #CATCH_UP_SLICES_WAITING} timeslices are credited: a reactor descheduled on a busy
+ * machine then serves the waiting I/O it owes at once, and the rate over time stays the limit.
  * <p>Changing the limits ({@link #limits(QosLimits)}) applies at once to the I/O in flight and waiting; removing
  * every limit lets the waiting I/O go at the next poll of its reactor. Any thread; the data-path methods allocate
  * nothing.
@@ -35,8 +37,13 @@ public final class QosBudget {
     /** SPDK_BDEV_QOS_TIMESLICE_IN_USEC. */
     public static final long TIMESLICE_MICROS = 1000;
     public static final long TIMESLICE_NANOS = TimeUnit.MICROSECONDS.toNanos(TIMESLICE_MICROS);
-    /** The most timeslices one refill credits (a reactor that slept through several). */
+    /** The most timeslices' budget a refill builds up while no I/O waits: an idle namespace saves no burst. */
     static final int CATCH_UP_SLICES = 10;
+    /**
+     * The most timeslices one refill credits while I/O waits: every timeslice a late reactor slept through (a busy
+     * machine deschedules it for tens of milliseconds), as SPDK's poller credits each one that passed, up to 1 s.
+     */
+    static final int CATCH_UP_SLICES_WAITING = 1000;
     /** SPDK_BDEV_QOS_MIN_IO_PER_TIMESLICE, SPDK_BDEV_QOS_MIN_BYTE_PER_TIMESLICE. */
     static final long MIN_IOS_PER_SLICE = 1;
     static final long MIN_BYTES_PER_SLICE = 512;
@@ -57,6 +64,8 @@ public final class QosBudget {
     private final AtomicLong sliceStart;
     /** I/Os that waited for this budget, since start. */
     private final AtomicLong waits = new AtomicLong();
+    /** I/Os waiting for this budget now, on any reactor. */
+    private final AtomicLong waiting = new AtomicLong();
     private volatile QosLimits limits = QosLimits.NONE;
     private volatile boolean enabled;
 
@@ -174,12 +183,14 @@ public final class QosBudget {
         if (!sliceStart.compareAndSet(start, start + slices * TIMESLICE_NANOS)) {
             return;
         }
+        long capSlices = waiting.get() > 0 ? CATCH_UP_SLICES_WAITING : CATCH_UP_SLICES;
         for (int kind = 0; kind < KINDS; kind++) {
             long slice = perSlice.get(kind);
             if (slice == 0) {
                 continue;
             }
-            long cap = CATCH_UP_SLICES * slice; // QosLimits bounds a slice to 2^63 / 1000
+            // Saturated well below 2^63 so that cap - debt cannot overflow (QosLimits bounds a slice to 2^63 / 1000).
+            long cap = slice > (Long.MAX_VALUE / 4) / capSlices ? Long.MAX_VALUE / 4 : capSlices * slice;
             long left;
             long next;
             do {
@@ -197,8 +208,15 @@ public final class QosBudget {
         return Math.max(0, left);
     }
 
+    /** An I/O starts waiting for this budget on a reactor. */
     void countWait() {
         waits.incrementAndGet();
+        waiting.incrementAndGet();
+    }
+
+    /** A waiting I/O left its reactor's queue (submitted, or answered by a stopping reactor). */
+    void waitEnded() {
+        waiting.decrementAndGet();
     }
 
     /**

@@ -97,6 +97,7 @@ public final class QosWaits implements PollGroup, InFlightAware {
             while ((io = queue.peek()) != null && budget.tryTake(io)) {
                 queue.poll();
                 waiting--;
+                budget.waitEnded();
                 n++;
                 BlockDevice device = io.qosDevice;
                 io.qosDevice = null;
@@ -137,11 +138,13 @@ public final class QosWaits implements PollGroup, InFlightAware {
             return;
         }
         closed = true;
-        for (BlockIoFifo queue : queues) {
+        for (int id = 0; id < queues.length; id++) {
+            BlockIoFifo queue = queues[id];
             if (queue != null) {
                 BlockIo chain = queue.removeAll(null);
                 for (BlockIo io = chain; io != null; io = io.waitingNext) {
                     waiting--;
+                    budgets[id].waitEnded();
                 }
                 BlockIoFifo.completeAll(chain, DeviceSupport.STATUS_CLOSED);
             }

@@ -84,6 +84,22 @@ class QosBudgetTest {
     }
 
     @Test
+    void shouldCreditEveryTimesliceALateReactorMissedWhileIoWaits() {
+        budget.limits(new QosLimits(1000, 0, 0, 0)); // 1 per slice
+        Io read = new Io(READ, 512);
+        assertThat(admitted(read, 10)).isEqualTo(1);
+        budget.countWait(); // an I/O waits; its reactor is descheduled for 50 ms
+        now.addAndGet(50 * SLICE);
+        assertThat(admitted(read, 100)).isEqualTo(50);
+        budget.waitEnded();
+        // A stall of more than a second is credited one second at most.
+        budget.countWait();
+        now.addAndGet(5_000 * SLICE);
+        assertThat(admitted(read, 5_000)).isEqualTo(QosBudget.CATCH_UP_SLICES_WAITING);
+        budget.waitEnded();
+    }
+
+    @Test
     void shouldGiveBackWhatItTookWhenALaterLimitRefuses() {
         budget.limits(new QosLimits(100_000, 0, 0, 1)); // 100 I/Os and 1048 written bytes a slice
         Io write = new Io(WRITE, 4096);
