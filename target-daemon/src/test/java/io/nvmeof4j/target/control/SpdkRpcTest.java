@@ -348,6 +348,11 @@ class SpdkRpcTest {
                 + "\"rw_mbytes_per_sec\": null}");
             set = new QosLimits(0, 0, 10, 5);
             assertThat(daemon.model().subsystem(NQN).namespace(1).qos().limits()).isEqualTo(set);
+            java.io.StringWriter out = new java.io.StringWriter();
+            java.io.PrintWriter w = new java.io.PrintWriter(out, true);
+            assertThat(Ctl.run(w, w, "-s", daemon.rpcSocket().toString(), "ls")).isZero();
+            assertThat(out.toString()).contains("o- M [Malloc disk, 2048 x 512 B, claimed, qos r_mbytes_per_sec=10 "
+                + "w_mbytes_per_sec=5]");
 
             String before = Files.readString(config());
             assertThat(rpc.error("bdev_set_qos_limit", "{\"name\": \"nope\", \"rw_ios_per_sec\": 1000}"))
