@@ -23,8 +23,8 @@ import java.util.concurrent.TimeUnit;
  * <h2>A full ring waits, it never fails</h2>
  * The ring holds {@link #entries()} I/Os; the commands in flight on a reactor are bounded only by the hosts'
  * queue depths (several controllers at QD128 exceed 4,096). An I/O that finds every slot taken, or finds others
- * already waiting, joins this reactor's FIFO (linked through the {@link BlockIo} itself: preallocated per queue
- * slot, so waiting allocates nothing) and is submitted, in order, as completions free slots in {@link #poll()}.
+ * already waiting, joins this reactor's {@link BlockIoFifo} (linked through the {@link BlockIo} itself: preallocated
+ * per queue slot, so waiting allocates nothing) and is submitted, in order, as completions free slots in {@link #poll()}.
  * Each I/O that had to wait is counted ({@link #waits()}, the metric
  * {@code nvmeof.target.resource.waits{resource="io_uring"}}).
  * <p>Reactor thread only (the devices find it with {@link Reactor#current()}).
@@ -40,8 +40,7 @@ public final class BdevChannels implements PollGroup, InFlightAware {
     private final OffHeapBufferPool pool;
     private BdevIoChannel[] channels = new BdevIoChannel[4];
     private boolean closed;
-    private BlockIo waitingHead;
-    private BlockIo waitingTail;
+    private final BlockIoFifo waiting = new BlockIoFifo();
     /** Written by the reactor only; read by the metrics scrape. */
     private volatile long waits;
 
@@ -76,37 +75,21 @@ public final class BdevChannels implements PollGroup, InFlightAware {
 
     /** True while I/Os wait for a ring slot: a new one must queue behind them (first come, first served). */
     boolean hasWaiting() {
-        return waitingHead != null;
+        return !waiting.isEmpty();
     }
 
     /** {@code io} waits for a ring slot; {@link #poll()} submits it for {@code device} when one frees. */
     void park(BlockIo io, UringBlockDevice device) {
         io.waitingDevice = device;
-        io.waitingNext = null;
-        if (waitingTail == null) {
-            waitingHead = io;
-        } else {
-            waitingTail.waitingNext = io;
-        }
-        waitingTail = io;
+        waiting.add(io);
         waits = waits + 1; // the reactor is the only writer
-    }
-
-    private BlockIo popWaiting() {
-        BlockIo io = waitingHead;
-        waitingHead = io.waitingNext;
-        if (waitingHead == null) {
-            waitingTail = null;
-        }
-        io.waitingNext = null;
-        return io;
     }
 
     /** Submits waiting I/Os, oldest first, while the ring has free slots. Returns how many left the queue. */
     private int resumeWaiting() {
         int n = 0;
-        while (waitingHead != null && group.available() > 0) {
-            BlockIo io = popWaiting();
+        while (!waiting.isEmpty() && group.available() > 0) {
+            BlockIo io = waiting.poll();
             UringBlockDevice device = io.waitingDevice;
             io.waitingDevice = null;
             n++;
@@ -119,38 +102,7 @@ public final class BdevChannels implements PollGroup, InFlightAware {
 
     /** Completes the waiting I/Os of {@code device} (or of every device, when null) with {@code status}. */
     private void failWaiting(UringBlockDevice device, int status) {
-        // Split first, complete after: a completion may submit (and park) again, which must find a consistent list.
-        BlockIo keepHead = null;
-        BlockIo keepTail = null;
-        BlockIo failHead = null;
-        BlockIo failTail = null;
-        while (waitingHead != null) {
-            BlockIo io = popWaiting();
-            if (device == null || io.waitingDevice == device) {
-                if (failTail == null) {
-                    failHead = io;
-                } else {
-                    failTail.waitingNext = io;
-                }
-                failTail = io;
-            } else {
-                if (keepTail == null) {
-                    keepHead = io;
-                } else {
-                    keepTail.waitingNext = io;
-                }
-                keepTail = io;
-            }
-        }
-        waitingHead = keepHead;
-        waitingTail = keepTail;
-        while (failHead != null) {
-            BlockIo io = failHead;
-            failHead = io.waitingNext;
-            io.waitingNext = null;
-            io.waitingDevice = null;
-            io.complete(status);
-        }
+        BlockIoFifo.completeAll(waiting.removeAll(device == null ? null : io -> io.waitingDevice == device), status);
     }
 
     /** The group of the calling reactor, or null off a reactor thread (or on a reactor without one). */
@@ -215,7 +167,7 @@ public final class BdevChannels implements PollGroup, InFlightAware {
     @Override
     public int poll() {
         int n = group.poll();
-        if (waitingHead != null) {
+        if (!waiting.isEmpty()) {
             n += resumeWaiting();
         }
         return n;
@@ -223,7 +175,7 @@ public final class BdevChannels implements PollGroup, InFlightAware {
 
     @Override
     public boolean hasInFlight() {
-        return group.inFlight() > 0 || waitingHead != null;
+        return group.inFlight() > 0 || !waiting.isEmpty();
     }
 
     @Override

@@ -17,10 +17,12 @@ public abstract class BlockIo {
     private ByteBuffer buffer;
     private boolean forceUnitAccess;
 
-    // Owned by the device while the I/O waits on a reactor (ring full, or a synchronous operation handed to a
-    // worker): intrusive links, so waiting allocates nothing and needs no bound beyond the commands in flight.
+    // Owned by the device while the I/O waits on a reactor (ring full, a namespace's QoS budget spent, or a
+    // synchronous operation handed to a worker): intrusive links ({@link BlockIoFifo}), so waiting allocates nothing
+    // and needs no bound beyond the commands in flight.
     BlockIo waitingNext;
     UringBlockDevice waitingDevice;
+    BlockDevice qosDevice;
     Reactor completingReactor;
     int deferredStatus;
     Runnable deferredCompletion;

@@ -15,6 +15,7 @@ import io.nvmeof4j.protocol.spi.ConnectionLimits;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.target.backend.QosLimits;
 import io.nvmeof4j.target.model.Port;
 import io.nvmeof4j.target.model.Subsystem;
 import io.nvmeof4j.target.reactor.IdleMode;
@@ -613,7 +614,8 @@ final class ConfigParser {
         requireObject(n, where);
         long nsid = integer(required(n, where, "nsid"), at(where, "nsid"), 1, Subsystem.MAX_NSID);
         boolean enabled = !n.has("enable") || bool(n.get("enable"), at(where, "enable"));
-        reportKeys(n, where, Set.of("nsid", "enable", "device"), IGNORED_NAMESPACE);
+        reportKeys(n, where, Set.of("nsid", "enable", "device", "qos"), IGNORED_NAMESPACE);
+        QosLimits qos = n.has("qos") ? qos(n.get("qos"), at(where, "qos")) : QosLimits.NONE;
 
         String dw = at(where, "device");
         JsonNode device = required(n, where, "device");
@@ -742,7 +744,27 @@ final class ConfigParser {
             notice(false, where + ": enable is 0; namespace " + nsid + " is not exported");
         }
         return new NamespaceConfig(where, (int) nsid, enabled, backend, path, size, blockSize, bufferedIo, uuid,
-            nguid);
+            nguid, qos);
+    }
+
+    /**
+     * A namespace's {@code qos} object: SPDK's {@code bdev_set_qos_limit} parameters, each 0 (no limit, the default)
+     * or more. An IOPS limit that is not a multiple of 1000 is rounded up, as SPDK rounds it (with a notice).
+     */
+    private QosLimits qos(JsonNode q, String where) throws ConfigException {
+        requireObject(q, where);
+        reportKeys(q, where, Set.of(QosLimits.RW_IOS_PER_SEC, QosLimits.RW_MBYTES_PER_SEC, QosLimits.R_MBYTES_PER_SEC,
+            QosLimits.W_MBYTES_PER_SEC), Map.of());
+        long iops = optionalInteger(q, where, QosLimits.RW_IOS_PER_SEC, 0, QosLimits.MAX_IOS_PER_SEC, 0);
+        QosLimits limits = QosLimits.of(iops,
+            optionalInteger(q, where, QosLimits.RW_MBYTES_PER_SEC, 0, QosLimits.MAX_MBYTES_PER_SEC, 0),
+            optionalInteger(q, where, QosLimits.R_MBYTES_PER_SEC, 0, QosLimits.MAX_MBYTES_PER_SEC, 0),
+            optionalInteger(q, where, QosLimits.W_MBYTES_PER_SEC, 0, QosLimits.MAX_MBYTES_PER_SEC, 0));
+        if (limits.rwIosPerSec() != iops) {
+            notice(false, at(where, QosLimits.RW_IOS_PER_SEC) + ": " + iops + " is not a multiple of "
+                + QosLimits.MIN_IOS_PER_SEC + "; rounded up to " + limits.rwIosPerSec() + " (as SPDK does)");
+        }
+        return limits;
     }
 
     /** nvmet's NGUID syntax: 16 hex byte pairs, each optionally followed by '-' or ':'. */

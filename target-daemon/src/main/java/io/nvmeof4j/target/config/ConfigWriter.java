@@ -11,6 +11,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import io.nvmeof4j.protocol.discovery.DiscoveryLogEntry;
 import io.nvmeof4j.protocol.spi.ConnectionLimits;
+import io.nvmeof4j.target.backend.QosLimits;
 import io.nvmeof4j.tcp.tls.ConfiguredPsk;
 import io.nvmeof4j.tcp.tls.HostPskStore;
 import io.nvmeof4j.tcp.tls.NvmeTlsKeys;
@@ -251,7 +252,22 @@ public final class ConfigWriter {
         }
         device.put("uuid", n.uuid().toString());
         device.put("nguid", n.nguidText());
+        if (n.qos().none()) {
+            o.remove("qos");
+        } else {
+            ObjectNode qos = o.putObject("qos"); // only the limits set, as SPDK's save_config writes them
+            putPositive(qos, QosLimits.RW_IOS_PER_SEC, n.qos().rwIosPerSec());
+            putPositive(qos, QosLimits.RW_MBYTES_PER_SEC, n.qos().rwMbytesPerSec());
+            putPositive(qos, QosLimits.R_MBYTES_PER_SEC, n.qos().rMbytesPerSec());
+            putPositive(qos, QosLimits.W_MBYTES_PER_SEC, n.qos().wMbytesPerSec());
+        }
         return o;
+    }
+
+    private static void putPositive(ObjectNode o, String name, long value) {
+        if (value > 0) {
+            o.put(name, value);
+        }
     }
 
     private static ObjectNode object(ObjectNode parent, String name) {

@@ -1,5 +1,7 @@
 package io.nvmeof4j.target.config;
 
+import io.nvmeof4j.target.backend.QosLimits;
+
 import java.nio.file.Path;
 import java.util.Objects;
 import java.util.UUID;
@@ -19,11 +21,20 @@ import java.util.UUID;
  *                  through the page cache instead of O_DIRECT
  * @param uuid      as configured, or derived from the subsystem NQN and NSID
  * @param nguid     16 bytes, as configured or derived
+ * @param qos       {@code qos}: the namespace's rate limits (an nvmeof4j extension, SPDK's {@code bdev_set_qos_limit}
+ *                  parameters); {@link QosLimits#NONE} when absent
  */
 public record NamespaceConfig(String where, int nsid, boolean enabled, BackendType backend, Path path, long sizeBytes,
-                              int blockSize, boolean bufferedIo, UUID uuid, byte[] nguid) {
+                              int blockSize, boolean bufferedIo, UUID uuid, byte[] nguid, QosLimits qos) {
+    /** A namespace without QoS limits. */
+    public NamespaceConfig(String where, int nsid, boolean enabled, BackendType backend, Path path, long sizeBytes,
+                           int blockSize, boolean bufferedIo, UUID uuid, byte[] nguid) {
+        this(where, nsid, enabled, backend, path, sizeBytes, blockSize, bufferedIo, uuid, nguid, QosLimits.NONE);
+    }
+
     public NamespaceConfig {
         Objects.requireNonNull(where, "where");
+        Objects.requireNonNull(qos, "qos");
         Objects.requireNonNull(backend, "backend");
         Objects.requireNonNull(uuid, "uuid");
         if (nguid == null || nguid.length != 16) {
@@ -38,7 +49,13 @@ public record NamespaceConfig(String where, int nsid, boolean enabled, BackendTy
     /** This namespace with its device at {@code realPath} (the path a confinement check resolved). */
     public NamespaceConfig withPath(Path realPath) {
         return new NamespaceConfig(where, nsid, enabled, backend, realPath, sizeBytes, blockSize, bufferedIo, uuid,
-            nguid);
+            nguid, qos);
+    }
+
+    /** This namespace with other QoS limits. */
+    public NamespaceConfig withQos(QosLimits limits) {
+        return new NamespaceConfig(where, nsid, enabled, backend, path, sizeBytes, blockSize, bufferedIo, uuid, nguid,
+            limits);
     }
 
     /** This namespace with {@code size} bytes (a namespace resized live; 0 for a file: the file's size). */
@@ -68,7 +85,8 @@ public record NamespaceConfig(String where, int nsid, boolean enabled, BackendTy
     public boolean equals(Object o) {
         return o instanceof NamespaceConfig n && n.where.equals(where) && n.nsid == nsid && n.enabled == enabled
             && n.backend == backend && Objects.equals(n.path, path) && n.sizeBytes == sizeBytes
-            && n.blockSize == blockSize && n.bufferedIo == bufferedIo && n.uuid.equals(uuid) && java.util.Arrays.equals(n.nguid, nguid);
+            && n.blockSize == blockSize && n.bufferedIo == bufferedIo && n.uuid.equals(uuid) && java.util.Arrays.equals(n.nguid, nguid)
+            && n.qos.equals(qos);
     }
 
     @Override
@@ -81,6 +99,6 @@ public record NamespaceConfig(String where, int nsid, boolean enabled, BackendTy
         return "namespace " + Integer.toUnsignedString(nsid) + " (" + backend.configName()
             + (path != null ? " " + path : "") + (sizeBytes > 0 ? ", " + Sizes.format(sizeBytes) : "")
             + (blockSize == 0 ? ", the device's block size" : ", " + blockSize + " B blocks")
-            + (bufferedIo ? ", buffered" : "") + (enabled ? "" : ", disabled") + ")";
+            + (bufferedIo ? ", buffered" : "") + (qos.none() ? "" : ", " + qos) + (enabled ? "" : ", disabled") + ")";
     }
 }

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.nvmeof4j.protocol.auth.DhchapCredentials;
 import io.nvmeof4j.protocol.spi.AddressFamily;
 import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.target.backend.QosLimits;
 import io.nvmeof4j.target.config.ConfigException;
 import io.nvmeof4j.target.config.ConfigWriter;
 import io.nvmeof4j.target.config.NamespaceConfig;
@@ -473,6 +474,35 @@ public final class ControlPlane {
             daemon.registry().notifyNamespaceChanged(nqn, nsid);
         }
         return after;
+    }
+
+    /**
+     * Sets a namespace's QoS rate limits (all four; {@link QosLimits#NONE} removes them): written, then applied to the
+     * running namespace, whose I/O follows at once. Returns the namespace's configuration as persisted.
+     */
+    public synchronized NamespaceConfig setQos(String who, String nqn, int nsid, QosLimits limits)
+        throws ControlException {
+        SubsystemConfig s = requireSubsystem(nqn);
+        List<NamespaceConfig> namespaces = new ArrayList<>();
+        NamespaceConfig changed = null;
+        for (NamespaceConfig n : s.namespaces()) {
+            if (n.nsid() == nsid) {
+                changed = n.withQos(limits);
+                namespaces.add(changed);
+            } else {
+                namespaces.add(n);
+            }
+        }
+        if (changed == null) {
+            throw new ControlException(ControlException.Kind.NOT_FOUND, "subsystem " + nqn + " has no namespace "
+                + Integer.toUnsignedString(nsid));
+        }
+        TargetConfig next = validate(replace(nqn, old -> withNamespaces(old, namespaces)));
+        commit(who, "set QoS of namespace " + Integer.toUnsignedString(nsid) + " of " + nqn + ": " + limits, next);
+        if (changed.enabled()) {
+            daemon.setQos(nqn, nsid, limits); // cannot fail: the namespace is live and changes are serialised
+        }
+        return changed;
     }
 
     // ------------------------------------------------------------------------------------------------ listeners

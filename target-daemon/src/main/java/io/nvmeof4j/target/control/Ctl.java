@@ -216,6 +216,17 @@ public final class Ctl implements Callable<Integer> {
         }
     }
 
+    /** ", qos rw_ios_per_sec=20000 ..." for the limits a bdev has (bdev_set_qos_limit), or nothing. */
+    private static String qos(JsonNode limits) {
+        StringBuilder sb = new StringBuilder();
+        limits.fields().forEachRemaining(e -> {
+            if (e.getValue().asLong() > 0) {
+                sb.append(sb.length() == 0 ? ", qos " : " ").append(e.getKey()).append('=').append(e.getValue().asLong());
+            }
+        });
+        return sb.toString();
+    }
+
     /**
      * The tree as nvmetcli's {@code ls} shows it: bdevs, then subsystems with listeners, hosts and namespaces, then
      * the discovery referrals.
@@ -226,7 +237,7 @@ public final class Ctl implements Callable<Integer> {
         for (JsonNode b : bdevs) {
             out.println("  | o- " + b.get("name").asText() + " [" + b.get("product_name").asText() + ", "
                 + b.get("num_blocks").asLong() + " x " + b.get("block_size").asInt() + " B"
-                + (b.get("claimed").asBoolean() ? ", claimed" : "") + "]");
+                + (b.get("claimed").asBoolean() ? ", claimed" : "") + qos(b.path("assigned_rate_limits")) + "]");
         }
         out.println("  o- subsystems [" + subsystems.size() + "]");
         for (JsonNode s : subsystems) {

@@ -11,6 +11,8 @@ import io.nvmeof4j.jni.bdev.Bdev;
 import io.nvmeof4j.jni.bdev.BdevRegion;
 import io.nvmeof4j.jni.bdev.UringOptions;
 import io.nvmeof4j.target.backend.BdevChannels;
+import io.nvmeof4j.target.backend.QosLimits;
+import io.nvmeof4j.target.backend.QosWaits;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.rdma.RdmaControllerTransport;
 import io.nvmeof4j.target.backend.BlockDevice;
@@ -222,6 +224,12 @@ public final class TargetDaemon implements AutoCloseable {
                 metrics.bindResourceWaits(i, TargetMeterNames.RESOURCE_BUFFER_POOL, bufferWaits,
                     ws -> ws.stream().mapToLong(java.util.function.LongSupplier::getAsLong).sum());
             }
+            // Every reactor: a RAM namespace's I/O waits for its QoS budget as a file namespace's does.
+            QosWaits qosWaits = new QosWaits(reactor.name() + " QoS");
+            reactor.add(qosWaits);
+            if (metrics != null) {
+                metrics.bindResourceWaits(i, TargetMeterNames.RESOURCE_QOS, qosWaits, QosWaits::waits);
+            }
             if (Bdev.isAvailable()) {
                 try {
                     BdevChannels channels = new BdevChannels(reactor.name() + " block I/O", pool,
@@ -385,7 +393,9 @@ public final class TargetDaemon implements AutoCloseable {
                     continue;
                 }
                 BlockDevice device = open(sc.nqn(), nc, UringOptions.Confinement.NONE);
-                subsystem.addNamespace(new Namespace(nc.nsid(), device, nc.uuid(), nc.nguid()));
+                Namespace namespace = new Namespace(nc.nsid(), device, nc.uuid(), nc.nguid());
+                namespace.qos().limits(nc.qos());
+                subsystem.addNamespace(namespace);
                 LOG.info("{} namespace {}: {}, {} blocks of {} bytes, uuid {}", sc.nqn(),
                     Integer.toUnsignedString(nc.nsid()), device.description(), device.blockCount(), device.blockSize(),
                     nc.uuid());
@@ -492,6 +502,7 @@ public final class TargetDaemon implements AutoCloseable {
         boolean added = false;
         try {
             namespace = new Namespace(nc.nsid(), device, nc.uuid(), nc.nguid());
+            namespace.qos().limits(nc.qos());
             if (metrics != null) {
                 // This NSID has no meters (checked above, and changes are serialised): unbinding below on failure
                 // removes only what this call bound.
@@ -583,10 +594,30 @@ public final class TargetDaemon implements AutoCloseable {
         return after;
     }
 
+    /**
+     * Sets a live namespace's QoS rate limits ({@link QosLimits#NONE} removes them); running I/O follows at once.
+     *
+     * @throws IllegalArgumentException no such subsystem or namespace
+     */
+    public synchronized void setQos(String subsystemNqn, int nsid, QosLimits limits) {
+        checkRunning();
+        Subsystem subsystem = model.subsystem(subsystemNqn);
+        Namespace namespace = subsystem == null ? null : subsystem.namespace(nsid);
+        if (namespace == null) {
+            throw new IllegalArgumentException("no namespace " + Integer.toUnsignedString(nsid) + " in "
+                + subsystemNqn);
+        }
+        namespace.qos().limits(limits);
+        LOG.info("{} namespace {}: {}", subsystemNqn, Integer.toUnsignedString(nsid), limits);
+    }
+
     /** Unbinds the meters of a namespace taken off the data path and closes its device once its I/O has drained. */
     private void releaseNamespace(Subsystem subsystem, Namespace removed) {
         String subsystemNqn = subsystem.nqn();
         int nsid = removed.nsid();
+        // I/O waiting for the QoS budget goes to the device at its reactor's next poll (which answers it Namespace
+        // Not Ready once the device stops), so nothing stays queued for a namespace that is gone.
+        removed.qos().limits(QosLimits.NONE);
         if (metrics != null) {
             metrics.unbindNamespace(removed);
         }

@@ -59,6 +59,9 @@ import java.util.concurrent.TimeUnit;
  * POST   /api/v1/subsystems/{nqn}/namespaces              body: a configuration namespace object → 201
  * GET    /api/v1/subsystems/{nqn}/namespaces/{nsid}
  * DELETE /api/v1/subsystems/{nqn}/namespaces/{nsid}       → 200 with the removed namespace
+ * POST   /api/v1/subsystems/{nqn}/namespaces/{nsid}/qos   body: {"rw_ios_per_sec", "rw_mbytes_per_sec",
+ *                                                         "r_mbytes_per_sec", "w_mbytes_per_sec"} (any of them; 0
+ *                                                         removes one) → 200 with the namespace and its qos
  * GET    /api/v1/subsystems/{nqn}/hosts                   allow_any_host and the allowed host NQNs
  * POST   /api/v1/subsystems/{nqn}/hosts                   body: {"nqn": "..."} → 201
  * DELETE /api/v1/subsystems/{nqn}/hosts/{hostnqn}         → 200
@@ -533,6 +536,10 @@ public final class HttpApiServer implements AutoCloseable {
                     }
                     requireMethod(method, "GET", "DELETE");
                     return ok(api.namespace(nqn, p.get(3)));
+                }
+                if (n == 5 && p.get(4).equals("qos")) {
+                    requireMethod(method, "POST");
+                    return ok(api.setQos(nqn, p.get(3), json(body)));
                 }
             }
             if (p.get(2).equals("hosts")) {

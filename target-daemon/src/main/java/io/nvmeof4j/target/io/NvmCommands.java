@@ -6,6 +6,7 @@ import io.nvmeof4j.protocol.spi.Request;
 import io.nvmeof4j.protocol.spi.TransportQueue;
 import io.nvmeof4j.target.backend.BlockDevice;
 import io.nvmeof4j.target.backend.BlockIo;
+import io.nvmeof4j.target.backend.QosBudget;
 import io.nvmeof4j.target.model.Namespace;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -62,7 +63,8 @@ import java.nio.ByteOrder;
  * request. Every command that writes (Write, Write Zeroes, deallocate, Copy) is counted in the namespace's
  * {@link LbaRangeLock} (two uncontended atomic adds while no fused pair is active). The request's data buffer goes to the device as is: network and backend share one buffer. Compare
  * reads the device into a per-slot 64 KiB scratch buffer, chunk by chunk. Nothing is allocated per command once
- * a slot has been used; there are no locks. Multi-step commands (DSM ranges, compare chunks) advance in a loop
+ * a slot has been used; there are no locks. A namespace with QoS limits ({@link QosBudget}) may hold a Read or
+ * Write (or a Compare, Verify or Copy step) on its reactor until the next timeslice; it is submitted then, never failed. Multi-step commands (DSM ranges, compare chunks) advance in a loop
  * when the device completes inline, so a 256-range DSM on a RAM device does not recurse 256 deep.
  * <p>Thread-safe: one instance serves every queue of every reactor; all state lives in the slots.
  */
@@ -498,7 +500,17 @@ public final class NvmCommands implements NvmCommandExecutor {
             this.device = device;
             this.kind = KIND_SINGLE;
             prepare(op, offset, length, buffer, fua);
-            device.submit(this);
+            submitToDevice();
+        }
+
+        /** Hands the prepared I/O to the device, through the namespace's QoS budget while it has limits. */
+        private void submitToDevice() {
+            QosBudget qos = namespace == null ? null : namespace.qos();
+            if (qos != null && qos.enabled()) {
+                qos.submit(this, device); // may wait on this reactor for the next timeslice; never fails
+            } else {
+                device.submit(this);
+            }
         }
 
         void startDeallocate(Request request, BlockDevice device, ByteBuffer ranges, int base, int count, int shift) {
@@ -608,7 +620,7 @@ public final class NvmCommands implements NvmCommandExecutor {
                 }
                 prepareStep();
                 state = SUBMITTING;
-                device.submit(this);
+                submitToDevice();
                 if (STATE.compareAndSet(this, SUBMITTING, IDLE)) {
                     return; // asynchronous: complete() resumes on the device's thread
                 }

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.nvmeof4j.protocol.auth.DhchapCredentials;
+import io.nvmeof4j.target.backend.QosLimits;
 import io.nvmeof4j.target.config.ConfigException;
 import io.nvmeof4j.target.config.NamespaceConfig;
 import io.nvmeof4j.target.config.TargetConfig;
@@ -213,6 +214,55 @@ public final class ManagementApi {
         } catch (ControlException e) {
             throw refused(e);
         }
+    }
+
+    /**
+     * Sets a namespace's QoS rate limits, SPDK's {@code bdev_set_qos_limit} parameters: each one given is set (0
+     * removes it), the others stay; an IOPS limit is rounded up to a multiple of 1000 as SPDK does. Persisted, and
+     * applied to running I/O at once. 400: not an object, an unknown field, a value not an integer in 0..2^63-1, or
+     * no limit given; 404: no such subsystem or namespace.
+     */
+    public synchronized ObjectNode setQos(String nqn, String nsidText, JsonNode body) throws ManagementException {
+        Subsystem s = requireSubsystem(nqn);
+        int nsid = parseNsid(nsidText);
+        if (s.namespace(nsid) == null) {
+            throw new ManagementException(NOT_FOUND, "subsystem " + nqn + " has no namespace " + nsidText);
+        }
+        List<String> names = List.of(QosLimits.RW_IOS_PER_SEC, QosLimits.RW_MBYTES_PER_SEC, QosLimits.R_MBYTES_PER_SEC,
+            QosLimits.W_MBYTES_PER_SEC);
+        if (body == null || !body.isObject() || body.isEmpty()) {
+            throw new ManagementException(BAD_REQUEST, "expected at least one of " + names + ", such as "
+                + "{\"rw_ios_per_sec\": 20000} (0 removes a limit)");
+        }
+        long[] values = new long[names.size()];
+        QosLimits before = s.namespace(nsid).qos().limits();
+        long[] current = {before.rwIosPerSec(), before.rwMbytesPerSec(), before.rMbytesPerSec(),
+            before.wMbytesPerSec()};
+        for (java.util.Iterator<String> it = body.fieldNames(); it.hasNext(); ) {
+            String field = it.next();
+            if (!names.contains(field)) {
+                throw new ManagementException(BAD_REQUEST, "qos." + field + ": unknown field (known: "
+                    + String.join(", ", names) + ")");
+            }
+        }
+        for (int i = 0; i < names.size(); i++) {
+            JsonNode v = body.get(names.get(i));
+            if (v == null) {
+                values[i] = current[i];
+            } else if (!v.isIntegralNumber() || !v.canConvertToLong() || v.asLong() < 0) {
+                throw new ManagementException(BAD_REQUEST, "qos." + names.get(i) + ": " + v + " is not an integer in 0.."
+                    + Long.MAX_VALUE);
+            } else {
+                values[i] = v.asLong();
+            }
+        }
+        try {
+            daemon.controlPlane().setQos("HTTP API", s.nqn(), nsid, QosLimits.of(values[0], values[1], values[2],
+                values[3]));
+        } catch (ControlException e) {
+            throw refused(e);
+        }
+        return namespaceJson(s.namespace(nsid));
     }
 
     /** Removes a namespace. 400: NSID not a number; 404: no such subsystem or namespace. */
@@ -638,6 +688,12 @@ public final class ManagementApi {
             nguid.append(Character.forDigit((b >> 4) & 0xF, 16)).append(Character.forDigit(b & 0xF, 16));
         }
         o.put("nguid", nguid.toString());
+        QosLimits qos = ns.qos().limits();
+        ObjectNode q = o.putObject("qos");
+        q.put(QosLimits.RW_IOS_PER_SEC, qos.rwIosPerSec());
+        q.put(QosLimits.RW_MBYTES_PER_SEC, qos.rwMbytesPerSec());
+        q.put(QosLimits.R_MBYTES_PER_SEC, qos.rMbytesPerSec());
+        q.put(QosLimits.W_MBYTES_PER_SEC, qos.wMbytesPerSec());
         return o;
     }
 

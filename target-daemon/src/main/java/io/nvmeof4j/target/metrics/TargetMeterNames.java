@@ -29,7 +29,8 @@ import java.time.Duration;
  *   <tr><td>{@value #RESOURCE_WAITS}</td><td>counter</td><td>reactor, resource</td>
  *       <td>commands that found a fixed-size data-path resource full and waited for it (never failed):
  *       {@value #RESOURCE_IO_URING} (the reactor's ring), {@value #RESOURCE_BUFFER_POOL} (the reactor's data
- *       buffers)</td></tr>
+ *       buffers), {@value #RESOURCE_QOS} (a namespace's QoS rate limit: Reads and Writes held for a later
+ *       timeslice)</td></tr>
  *   <tr><td>{@value #RAM_ALLOCATION_FAILURES}</td><td>counter</td><td>subsystem, nsid</td>
  *       <td>writes to a RAM namespace refused (Capacity Exceeded) because memory for a new 1 MiB chunk could not be
  *       had</td></tr>
@@ -79,6 +80,8 @@ public final class TargetMeterNames {
     /** {@value #RESOURCE_WAITS} resource tag values. */
     public static final String RESOURCE_IO_URING = "io_uring";
     public static final String RESOURCE_BUFFER_POOL = "buffer_pool";
+    /** A namespace's QoS budget (bdev_set_qos_limit) was spent: the I/O waited for the next timeslice. */
+    public static final String RESOURCE_QOS = "qos";
 
     /** nsid tag of admin commands (they belong to the controller, not to a namespace). */
     public static final String ADMIN_NSID = "0";

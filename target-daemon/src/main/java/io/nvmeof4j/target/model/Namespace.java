@@ -1,6 +1,7 @@
 package io.nvmeof4j.target.model;
 
 import io.nvmeof4j.target.backend.BlockDevice;
+import io.nvmeof4j.target.backend.QosBudget;
 import io.nvmeof4j.target.io.LbaRangeLock;
 import io.nvmeof4j.target.metrics.NamespaceMeters;
 
@@ -18,6 +19,8 @@ public final class Namespace {
     private final byte[] nguid;
     /** Keeps fused Compare and Write atomic against writes from every queue of every controller. */
     private final LbaRangeLock rangeLock = new LbaRangeLock();
+    /** QoS rate limits (none until set): asked per I/O only while it has a limit. */
+    private final QosBudget qos = new QosBudget();
     /** Resolved once when the namespace is bound to the metrics; read per I/O by the metered path. */
     private volatile NamespaceMeters meters;
 
@@ -71,6 +74,11 @@ public final class Namespace {
 
     public LbaRangeLock rangeLock() {
         return rangeLock;
+    }
+
+    /** The namespace's QoS rate limits ({@code bdev_set_qos_limit}); change them with {@link QosBudget#limits}. */
+    public QosBudget qos() {
+        return qos;
     }
 
     /** The namespace's meters, or null when metrics are off. */

@@ -29,7 +29,8 @@ import java.util.concurrent.locks.LockSupport;
  * {@code spinNanos} after the last work, yields, then blocks in {@link PollGroup#await(long)} of the <em>first</em>
  * poll group, each empty block doubling the next one's bound up to {@value #AWAIT_MILLIS_ONE_GROUP} ms. A thread
  * can block on one primitive only (a selector, an RDMA completion channel) and pure Java cannot wait on several,
- * so with more than one group the wait is bounded by {@value #AWAIT_MILLIS_SEVERAL_GROUPS} ms: work arriving on
+ * so with more than one such group (groups that are {@link InFlightAware} do not count: with nothing in flight
+ * nothing can arrive on them) the wait is bounded by {@value #AWAIT_MILLIS_SEVERAL_GROUPS} ms: work arriving on
  * another group is then noticed within a millisecond instead of never. With one group the bound only matters if
  * a wakeup were lost.
  * <p>A group that is {@link InFlightAware} and has I/O in flight (block-device I/O in an io_uring, whose completion
@@ -82,6 +83,12 @@ public final class Reactor implements Executor, AutoCloseable {
 
     /** Written before start or by the reactor thread only. */
     private PollGroup[] groups = new PollGroup[0];
+    /**
+     * The groups an idle reactor blocks on: those that are not {@link InFlightAware} (an in-flight-aware group with
+     * nothing in flight has nothing that could arrive, so a reactor with one selector and an io_uring or QoS group
+     * still blocks the full bound on that selector). Same writers as {@link #groups}.
+     */
+    private PollGroup[] waitGroups = new PollGroup[0];
     private int[] consecutiveFailures = new int[0];
 
     private volatile Lifecycle lifecycle = Lifecycle.NEW;
@@ -119,6 +126,7 @@ public final class Reactor implements Executor, AutoCloseable {
         requireNew();
         groups = Arrays.copyOf(groups, groups.length + 1);
         groups[groups.length - 1] = Objects.requireNonNull(group, "group");
+        waitGroups = waitGroups(groups);
         consecutiveFailures = new int[groups.length];
         owned.add(group);
         return this;
@@ -229,9 +237,10 @@ public final class Reactor implements Executor, AutoCloseable {
     }
 
     private void wakeup() {
-        PollGroup[] gs = groups;
+        // The thread may be parked (no selector, or an in-flight-aware group's await that parks): unpark it too.
+        LockSupport.unpark(thread);
+        PollGroup[] gs = waitGroups;
         if (gs.length == 0) {
-            LockSupport.unpark(thread);
             return;
         }
         try {
@@ -300,8 +309,13 @@ public final class Reactor implements Executor, AutoCloseable {
             owned.remove(group);
         }
         groups = next;
+        waitGroups = waitGroups(next);
         consecutiveFailures = new int[next.length];
         closeQuietly(group);
+    }
+
+    private static PollGroup[] waitGroups(PollGroup[] all) {
+        return Arrays.stream(all).filter(g -> !(g instanceof InFlightAware)).toArray(PollGroup[]::new);
     }
 
     private void run() {
@@ -344,6 +358,7 @@ public final class Reactor implements Executor, AutoCloseable {
                     return;
                 }
             }
+            gs = waitGroups;
             if (gs.length == 0) {
                 LockSupport.parkNanos(this, timeoutNanos);
             } else {

@@ -167,4 +167,28 @@ class ConfigWriterTest {
         assertThat(TargetConfig.parse(ConfigWriter.text(ConfigWriter.write(second, written)), dir).ports())
             .isEqualTo(changed.ports());
     }
+
+    @Test
+    void shouldWriteANamespacesQosLimitsOnlyWhenItHasSome() throws Exception {
+        String json = """
+            {"ports": [{"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1",
+                        "trsvcid": "0"}, "subsystems": ["nqn.2014-08.io.nvmeof4j:qos"]}],
+             "subsystems": [{"nqn": "nqn.2014-08.io.nvmeof4j:qos", "namespaces": [
+              {"nsid": 1, "device": {"backend": "ram", "size": "1M"}, "qos": {"rw_ios_per_sec": 3000,
+                                                                               "w_mbytes_per_sec": 7}},
+              {"nsid": 2, "device": {"backend": "ram", "size": "1M"}}]}]}
+            """;
+        TargetConfig first = TargetConfig.parse(json, dir);
+        JsonNode written = ConfigWriter.write(first, new ObjectMapper().readTree(json));
+        assertThat(written.at("/subsystems/0/namespaces/0/qos").toString())
+            .isEqualTo("{\"rw_ios_per_sec\":3000,\"w_mbytes_per_sec\":7}");
+        assertThat(written.at("/subsystems/0/namespaces/1").has("qos")).isFalse();
+        TargetConfig again = TargetConfig.parse(ConfigWriter.text(written), dir);
+        assertThat(again.subsystems().get(0).namespaces()).isEqualTo(first.subsystems().get(0).namespaces());
+        // Removing the limits removes the object, even from a document that had it.
+        NamespaceConfig unlimited = first.subsystems().get(0).namespaces().get(0)
+            .withQos(io.nvmeof4j.target.backend.QosLimits.NONE);
+        assertThat(ConfigWriter.namespace(unlimited, (com.fasterxml.jackson.databind.node.ObjectNode)
+            written.at("/subsystems/0/namespaces/0")).has("qos")).isFalse();
+    }
 }

@@ -24,6 +24,7 @@ import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.time.Duration;
 import java.util.HexFormat;
 import java.util.UUID;
@@ -754,7 +755,7 @@ class TargetConfigTest {
         String ns = "{\"nsid\": 2, \"colour\": \"red\", \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}";
         assertThatThrownBy(() -> TargetConfig.parseNamespace(m.readTree(ns), "namespace", NQN_A, dir))
             .isInstanceOf(ConfigException.class)
-            .hasMessageStartingWith("namespace.colour: unknown field (known: device, enable, nsid)");
+            .hasMessageStartingWith("namespace.colour: unknown field (known: device, enable, nsid, qos)");
         String dev = "{\"nsid\": 2, \"device\": {\"backend\": \"ram\", \"size\": \"1M\", \"sise\": \"2M\"}}";
         assertThatThrownBy(() -> TargetConfig.parseNamespace(m.readTree(dev), "namespace", NQN_A, dir))
             .hasMessageStartingWith("namespace.device.sise: unknown field");
@@ -904,5 +905,28 @@ class TargetConfigTest {
         assertThat(e.path()).isEqualTo("ports[3].addr");
         assertThat(e.getMessage()).isEqualTo("ports[3].addr: broken");
         assertThat(new ConfigException("", "whole file").getMessage()).isEqualTo("whole file");
+    }
+
+    @Test
+    void shouldReadANamespacesQosLimitsAndRefuseBadOnes() throws Exception {
+        String limited = "{\"nsid\": 2, \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}, \"qos\": "
+            + "{\"rw_ios_per_sec\": 20000, \"rw_mbytes_per_sec\": 100, \"r_mbytes_per_sec\": \"50\", "
+            + "\"w_mbytes_per_sec\": 0}}";
+        TargetConfig config = parse(withNamespaces(ramNamespace(1), limited));
+        List<NamespaceConfig> nss = config.subsystems().get(0).namespaces();
+        assertThat(nss.get(0).qos()).isEqualTo(io.nvmeof4j.target.backend.QosLimits.NONE);
+        assertThat(nss.get(1).qos()).isEqualTo(new io.nvmeof4j.target.backend.QosLimits(20000, 100, 50, 0));
+        // Rounded up to a multiple of 1000 as SPDK rounds it, with a notice.
+        TargetConfig rounded = parse(withNamespaces("{\"nsid\": 1, \"device\": {\"backend\": \"ram\", "
+            + "\"size\": \"1M\"}, \"qos\": {\"rw_ios_per_sec\": 1500}}"));
+        assertThat(rounded.subsystems().get(0).namespaces().get(0).qos().rwIosPerSec()).isEqualTo(2000);
+        assertThat(rounded.notices()).extracting(TargetConfig.Notice::text)
+            .anySatisfy(t -> assertThat(t).contains("qos.rw_ios_per_sec").contains("rounded up to 2000"));
+        String ns = "{\"nsid\": 1, \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}, \"qos\": ";
+        assertRejected(withNamespaces(ns + "{\"rw_ios_per_sec\": -1}}"),
+            "subsystems[0].namespaces[0].qos.rw_ios_per_sec", "outside 0..");
+        assertRejected(withNamespaces(ns + "{\"r_mbytes_per_sec\": 1.5}}"),
+            "subsystems[0].namespaces[0].qos.r_mbytes_per_sec", "not an integer");
+        assertRejected(withNamespaces(ns + "[1000]}"), "subsystems[0].namespaces[0].qos");
     }
 }

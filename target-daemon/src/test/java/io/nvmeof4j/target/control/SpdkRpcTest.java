@@ -3,6 +3,7 @@ package io.nvmeof4j.target.control;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.nvmeof4j.target.control.rpc.RpcServer;
 import io.nvmeof4j.protocol.spi.TransportAddress;
+import io.nvmeof4j.target.backend.QosLimits;
 import io.nvmeof4j.target.config.SubsystemConfig;
 import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.daemon.TargetDaemon;
@@ -318,8 +319,6 @@ class SpdkRpcTest {
                 + "{\"trtype\": \"tcp\", \"traddr\": \"127.0.0.1\", \"trsvcid\": \"70000\"}}")).isEqualTo(-32602);
             assertThat(rpc.error("nvmf_subsystem_remove_host", "{\"nqn\": \"" + NQN + "\", \"host\": \"" + HOST
                 + "\"}")).isEqualTo(-32602);
-            assertThat(rpc.error("bdev_set_qos_limit", "{\"name\": \"M\", \"rw_ios_per_sec\": 1000}"))
-                .isEqualTo(-32601);
 
             rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": {\"bdev_name\": \"M\"}}");
             String withNamespace = Files.readString(config());
@@ -334,6 +333,103 @@ class SpdkRpcTest {
             assertThat(daemon.model().subsystem(NQN).namespaces()).hasSize(1);
             assertThat(daemon.ramBudget().reservedBytes()).isEqualTo(2048L * 512);
         }
+    }
+
+    @Test
+    void shouldSetQosLimitsLivePersistThemAndRefuseBadOnesAsSpdkDoes() throws Exception {
+        JsonNode saved;
+        try (RpcClient rpc = start()) {
+            rpc.result("nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\"}");
+            rpc.result("bdev_malloc_create", "{\"name\": \"M\", \"num_blocks\": 2048, \"block_size\": 512}");
+            rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": {\"bdev_name\": \"M\"}}");
+            assertThat(rpc.result("bdev_get_bdevs", "{\"name\": \"M\"}").at("/0/assigned_rate_limits").toString())
+                .isEqualTo("{\"rw_ios_per_sec\":0,\"rw_mbytes_per_sec\":0,\"r_mbytes_per_sec\":0,"
+                    + "\"w_mbytes_per_sec\":0}");
+
+            // An IOPS limit not a multiple of 1000 is rounded up, as SPDK does.
+            assertThat(rpc.result("bdev_set_qos_limit", "{\"name\": \"M\", \"rw_ios_per_sec\": 1500, "
+                + "\"r_mbytes_per_sec\": 10}").asBoolean()).isTrue();
+            QosLimits set = new QosLimits(2000, 0, 10, 0);
+            assertThat(rpc.result("bdev_get_bdevs", "{\"name\": \"M\"}").at("/0/assigned_rate_limits").toString())
+                .isEqualTo("{\"rw_ios_per_sec\":2000,\"rw_mbytes_per_sec\":0,\"r_mbytes_per_sec\":10,"
+                    + "\"w_mbytes_per_sec\":0}");
+            assertThat(daemon.model().subsystem(NQN).namespace(1).qos().limits()).isEqualTo(set);
+            assertThat(TargetConfig.load(config()).subsystem(NQN).orElseThrow().namespaces().get(0).qos())
+                .isEqualTo(set);
+            // Limits not given stay as they are; 0 removes one.
+            rpc.result("bdev_set_qos_limit", "{\"name\": \"M\", \"w_mbytes_per_sec\": 5, \"rw_ios_per_sec\": 0, "
+                + "\"rw_mbytes_per_sec\": null}");
+            set = new QosLimits(0, 0, 10, 5);
+            assertThat(daemon.model().subsystem(NQN).namespace(1).qos().limits()).isEqualTo(set);
+            java.io.StringWriter out = new java.io.StringWriter();
+            java.io.PrintWriter w = new java.io.PrintWriter(out, true);
+            assertThat(Ctl.run(w, w, "-s", daemon.rpcSocket().toString(), "ls")).isZero();
+            assertThat(out.toString()).contains("o- M [Malloc disk, 2048 x 512 B, claimed, qos r_mbytes_per_sec=10 "
+                + "w_mbytes_per_sec=5]");
+
+            String before = Files.readString(config());
+            assertThat(rpc.error("bdev_set_qos_limit", "{\"name\": \"nope\", \"rw_ios_per_sec\": 1000}"))
+                .isEqualTo(-19);
+            assertThat(rpc.error("bdev_set_qos_limit", "{\"name\": \"M\"}")).isEqualTo(-22);
+            assertThat(rpc.error("bdev_set_qos_limit", "{\"name\": \"M\", \"rw_ios_per_sec\": -1000}"))
+                .isEqualTo(-32603);
+            assertThat(rpc.error("bdev_set_qos_limit", "{\"name\": \"M\", \"rw_ios_per_sec\": \"1000\"}"))
+                .isEqualTo(-32603);
+            assertThat(rpc.error("bdev_set_qos_limit", "{\"name\": \"M\", \"rw_ios_per_sec\": 1000.5}"))
+                .isEqualTo(-32603);
+            assertThat(rpc.error("bdev_set_qos_limit", "{\"name\": \"M\", \"rw_ios_per_sec\": "
+                + "18446744073709551617}")).isEqualTo(-32603);
+            assertThat(rpc.error("bdev_set_qos_limit", "{\"name\": \"M\", \"rw_ios_per_sec\": 1000, "
+                + "\"burst\": 1}")).isEqualTo(-32603);
+            assertThat(rpc.error("bdev_set_qos_limit", "{\"rw_ios_per_sec\": 1000}")).isEqualTo(-32603);
+            assertThat(rpc.error("bdev_set_qos_limit", "[\"M\"]")).isEqualTo(-32603);
+            assertThat(Files.readString(config())).isEqualTo(before);
+            assertThat(daemon.model().subsystem(NQN).namespace(1).qos().limits()).isEqualTo(set);
+
+            // A bdev no namespace uses keeps its limits until a namespace is made from it (SPDK: on the bdev).
+            rpc.result("bdev_malloc_create", "{\"name\": \"U\", \"num_blocks\": 64, \"block_size\": 512}");
+            rpc.result("bdev_set_qos_limit", "{\"name\": \"U\", \"rw_ios_per_sec\": 3000}");
+            assertThat(rpc.result("bdev_get_bdevs", "{\"name\": \"U\"}").at("/0/assigned_rate_limits/rw_ios_per_sec")
+                .asLong()).isEqualTo(3000);
+            rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": {\"bdev_name\": \"U\", "
+                + "\"nsid\": 2}}");
+            assertThat(daemon.model().subsystem(NQN).namespace(2).qos().limits())
+                .isEqualTo(new QosLimits(3000, 0, 0, 0));
+
+            saved = rpc.result("save_config", null);
+            JsonNode bdevCalls = saved.at("/subsystems/0/config");
+            JsonNode qosCall = null;
+            for (int i = 0; i < bdevCalls.size(); i++) {
+                if (bdevCalls.get(i).get("method").asText().equals("bdev_set_qos_limit")
+                    && bdevCalls.at("/" + i + "/params/name").asText().equals("M")) {
+                    qosCall = bdevCalls.get(i);
+                    // Right after the call creating its bdev, only the limits set, as SPDK writes it.
+                    assertThat(bdevCalls.at("/" + (i - 1) + "/params/name").asText()).isEqualTo("M");
+                }
+            }
+            assertThat(qosCall).isNotNull();
+            assertThat(qosCall.get("params").toString())
+                .isEqualTo("{\"name\":\"M\",\"r_mbytes_per_sec\":10,\"w_mbytes_per_sec\":5}");
+
+            // Removing every limit leaves no qos object in the file.
+            rpc.result("bdev_set_qos_limit", "{\"name\": \"M\", \"r_mbytes_per_sec\": 0, \"w_mbytes_per_sec\": 0}");
+            assertThat(daemon.model().subsystem(NQN).namespace(1).qos().enabled()).isFalse();
+            assertThat(RpcClient.MAPPER.readTree(config().toFile()).at("/subsystems/0/namespaces/0").has("qos"))
+                .isFalse();
+        }
+        daemon.close();
+        // The file's limits are served after a restart, and --json replays save_config's calls to the same limits.
+        daemon = TargetDaemon.start(TargetConfig.load(config()));
+        assertThat(daemon.model().subsystem(NQN).namespace(2).qos().limits()).isEqualTo(new QosLimits(3000, 0, 0, 0));
+        assertThat(daemon.model().subsystem(NQN).namespace(1).qos().enabled()).isFalse();
+        daemon.close();
+        Path spdk = dir.resolve("spdk.json");
+        Files.writeString(spdk, saved.toString());
+        daemon = TargetDaemon.start(TargetConfig.parse(io.nvmeof4j.target.control.rpc.SpdkJsonConfig.BASE_JSON
+            .replace("8009", Integer.toString(freePort())), dir));
+        io.nvmeof4j.target.control.rpc.SpdkJsonConfig.replay(daemon, spdk);
+        assertThat(daemon.model().subsystem(NQN).namespace(1).qos().limits()).isEqualTo(new QosLimits(0, 0, 10, 5));
+        assertThat(daemon.model().subsystem(NQN).namespace(2).qos().limits()).isEqualTo(new QosLimits(3000, 0, 0, 0));
     }
 
     @Test

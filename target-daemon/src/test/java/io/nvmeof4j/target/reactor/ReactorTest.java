@@ -120,6 +120,53 @@ class ReactorTest {
     }
 
     @Test
+    void shouldBlockTheLongerWaitOnTheSelectorWhenTheOtherGroupsAreInFlightAwareAndIdle() throws Exception {
+        FakeGroup selector = new FakeGroup("selector");
+        IdleRing ring = new IdleRing();
+        Reactor reactor = reactor("reactor-ring", IdleMode.ADAPTIVE).add(ring).add(selector);
+        reactor.start();
+        // An io_uring or QoS group with nothing in flight cannot receive anything: the reactor backs off to the
+        // one-group bound on the selector instead of waking every millisecond.
+        await("backed off to 100 ms on the selector",
+            () -> selector.lastAwaitTimeoutNanos.get() == TimeUnit.MILLISECONDS.toNanos(100));
+        assertThat(ring.awaits.get()).as("never blocked in the idle in-flight-aware group").isZero();
+
+        selector.waitForever();
+        await("blocked for good", () -> selector.inAwait.get() && selector.waitingForever.get());
+        CountDownLatch ran = new CountDownLatch(1);
+        reactor.execute(ran::countDown);
+        assertThat(ran.await(5, TimeUnit.SECONDS)).as("a task wakes the selector it blocks on").isTrue();
+    }
+
+    /** An {@link InFlightAware} group with nothing in flight (an idle io_uring). */
+    private static final class IdleRing implements PollGroup, InFlightAware {
+        final AtomicInteger awaits = new AtomicInteger();
+
+        @Override
+        public boolean hasInFlight() {
+            return false;
+        }
+
+        @Override
+        public int poll() {
+            return 0;
+        }
+
+        @Override
+        public void await(long timeoutNanos) {
+            awaits.incrementAndGet();
+        }
+
+        @Override
+        public void wakeup() {
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    @Test
     void shouldRunSubmittedTasksOnTheReactorThreadInOrderPerProducer() throws Exception {
         FakeGroup group = new FakeGroup("g");
         Reactor reactor = reactor("reactor-tasks", IdleMode.ADAPTIVE).add(group);

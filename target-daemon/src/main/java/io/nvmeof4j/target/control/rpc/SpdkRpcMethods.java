@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.BooleanNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.nvmeof4j.protocol.spi.AddressFamily;
 import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.target.backend.QosLimits;
 import io.nvmeof4j.target.config.BuildVersion;
 import io.nvmeof4j.target.config.ConfigException;
 import io.nvmeof4j.target.config.NamespaceConfig;
@@ -62,6 +63,11 @@ final class SpdkRpcMethods {
     private final Map<String, Bdev> bdevs = new TreeMap<>();
     /** bdev name → "nqn nsid" of the namespace using it. */
     private final Map<String, String> claims = new TreeMap<>();
+    /**
+     * QoS limits of bdevs no namespace uses (a namespace's are in its configuration): applied when a namespace is
+     * made from the bdev, and kept when the namespace is removed, as SPDK keeps them on the bdev.
+     */
+    private final Map<String, QosLimits> unclaimedQos = new TreeMap<>();
     private int nextMalloc;
 
     /** One instance (one bdev registry) per control plane: the socket and --json's replay share it. */
@@ -113,6 +119,7 @@ final class SpdkRpcMethods {
         methods.put("bdev_uring_rescan", (w, p) -> rescanBdev(w, p, "uring"));
         methods.put("bdev_get_bdevs", (w, p) -> getBdevs(p));
         methods.put("bdev_get_iostat", (w, p) -> getIostat(p));
+        methods.put("bdev_set_qos_limit", this::setQosLimit);
         methods.put("nvmf_get_stats", (w, p) -> getStats(p));
         methods.put("nvmf_discovery_add_referral", this::addReferral);
         methods.put("nvmf_discovery_remove_referral", this::removeReferral);
@@ -227,7 +234,8 @@ final class SpdkRpcMethods {
     /** True for the methods that change the target (audit-logged). */
     static boolean changes(String name) {
         return name.contains("create") || name.contains("delete") || name.contains("add") || name.contains("remove")
-            || name.contains("allow") || name.contains("resize") || name.contains("rescan");
+            || name.contains("allow") || name.contains("resize") || name.contains("rescan")
+            || name.startsWith("bdev_set_");
     }
 
     // ------------------------------------------------------------------------------------------------ framework
@@ -369,6 +377,7 @@ final class SpdkRpcMethods {
                 }
                 saved.add(name);
                 bdevCall(bdevCalls, name, n, bdevs.containsKey(name) ? kindOf(bdevs.get(name)) : null);
+                qosCall(bdevCalls, name, n.qos());
                 ObjectNode nc = call(nvmfCalls, "nvmf_subsystem_add_ns");
                 nc.put("nqn", s.nqn());
                 ObjectNode ns = nc.putObject("namespace");
@@ -391,9 +400,24 @@ final class SpdkRpcMethods {
                 if (b.blockSize() > 0) {
                     c.put("block_size", b.blockSize());
                 }
+                qosCall(bdevCalls, b.name(), unclaimedQos.getOrDefault(b.name(), QosLimits.NONE));
             }
         }
         return root;
+    }
+
+    /** SPDK's save_config writes a bdev's limits right after the bdev, only those set ({@code bdev_qos_config_json}). */
+    private void qosCall(ArrayNode calls, String bdev, QosLimits limits) {
+        if (limits.none()) {
+            return;
+        }
+        ObjectNode c = call(calls, "bdev_set_qos_limit");
+        c.put("name", bdev);
+        assignedRateLimits(limits).fields().forEachRemaining(e -> {
+            if (e.getValue().asLong() > 0) {
+                c.set(e.getKey(), e.getValue());
+            }
+        });
     }
 
     private JsonNode frameworkSubsystems(JsonNode p) throws RpcError {
@@ -801,6 +825,10 @@ final class SpdkRpcMethods {
         if (ns.has("nguid")) {
             device.put("nguid", text(ns, "nguid"));
         }
+        QosLimits qos = unclaimedQos.getOrDefault(bdevName, QosLimits.NONE);
+        if (!qos.none()) {
+            nsJson.set("qos", assignedRateLimits(qos));
+        }
         NamespaceConfig nc;
         try {
             nc = TargetConfig.parseNamespace(nsJson, "namespace", nqn, control.baseDirectory());
@@ -814,6 +842,7 @@ final class SpdkRpcMethods {
         }
         claims.put(bdevName, nqn + " " + nsid);
         persistClaims(who, "bdev " + bdevName + " is namespace " + nsid + " of " + nqn);
+        unclaimedQos.remove(bdevName);
         return mapper.getNodeFactory().numberNode(nsid);
     }
 
@@ -822,6 +851,7 @@ final class SpdkRpcMethods {
         String nqn = text(o, "nqn");
         int nsid = (int) integer(o, "nsid", 1, 0xFFFFFFFEL);
         String bdev = bdevOf(nqn, nsid);
+        QosLimits qos = namespaceQos(nqn, nsid);
         try {
             control.removeNamespace(who, nqn, nsid);
         } catch (ControlException e) {
@@ -830,6 +860,9 @@ final class SpdkRpcMethods {
         if (bdev != null) {
             claims.remove(bdev);
             persistClaims(who, "bdev " + bdev + " released");
+            if (!qos.none()) {
+                unclaimedQos.put(bdev, qos);
+            }
         }
         return BooleanNode.TRUE;
     }
@@ -1004,6 +1037,7 @@ final class SpdkRpcMethods {
             bdevs.put(name, bdev);
             throw new RpcError(RpcError.INTERNAL_ERROR, "Internal error: " + e.getMessage());
         }
+        unclaimedQos.remove(name);
         return BooleanNode.TRUE;
     }
 
@@ -1093,6 +1127,92 @@ final class SpdkRpcMethods {
                 default -> new RpcError(RpcError.EINVAL, "Invalid argument: " + e.getMessage());
             };
         }
+    }
+
+    /**
+     * SPDK's {@code bdev_set_qos_limit}: each limit given is set (0 removes it), the others stay as they are. Errors
+     * as SPDK's: params that do not decode -32603 "spdk_json_decode_object failed" (SPDK's bdev RPCs answer so), an
+     * unknown bdev -19, no limit given -22 "No rate limits specified"; nothing is changed by a refused call. An IOPS
+     * limit not a multiple of 1000 is rounded up and a bandwidth beyond 64 bits of bytes lowered, as SPDK does.
+     * On a bdev a namespace uses, the change is persisted and applies to running I/O at once.
+     */
+    private JsonNode setQosLimit(String who, JsonNode p) throws RpcError {
+        RpcError undecodable = new RpcError(RpcError.INTERNAL_ERROR, "spdk_json_decode_object failed");
+        if (p == null || !p.isObject()) {
+            throw undecodable;
+        }
+        ObjectNode o = (ObjectNode) p;
+        Set<String> limitNames = Set.of(QosLimits.RW_IOS_PER_SEC, QosLimits.RW_MBYTES_PER_SEC,
+            QosLimits.R_MBYTES_PER_SEC, QosLimits.W_MBYTES_PER_SEC);
+        for (Iterator<String> it = o.fieldNames(); it.hasNext(); ) {
+            String key = it.next();
+            if (!key.equals("name") && !limitNames.contains(key)) {
+                throw undecodable;
+            }
+        }
+        JsonNode nameNode = o.get("name");
+        if (nameNode == null || !nameNode.isTextual()) {
+            throw undecodable;
+        }
+        Map<String, Long> given = new java.util.HashMap<>();
+        for (String key : limitNames) {
+            JsonNode v = o.get(key);
+            if (v == null || v.isNull()) {
+                continue; // null: not given (a client may send the options it was not given as null)
+            }
+            // uint64, as SPDK decodes it; beyond 63 bits is beyond every cap QosLimits.of applies anyway.
+            if (!v.isIntegralNumber() || v.bigIntegerValue().signum() < 0 || v.bigIntegerValue().bitLength() > 64) {
+                throw undecodable;
+            }
+            given.put(key, v.canConvertToLong() ? v.asLong() : Long.MAX_VALUE);
+        }
+        String name = nameNode.asText();
+        if (!bdevs.containsKey(name)) {
+            throw RpcError.errno(RpcError.ENODEV);
+        }
+        if (given.isEmpty()) {
+            throw new RpcError(RpcError.EINVAL, "No rate limits specified");
+        }
+        String claim = claims.get(name);
+        int space = claim == null ? -1 : claim.lastIndexOf(' ');
+        String nqn = claim == null ? null : claim.substring(0, space);
+        int nsid = claim == null ? 0 : Integer.parseUnsignedInt(claim.substring(space + 1));
+        QosLimits before = claim == null ? unclaimedQos.getOrDefault(name, QosLimits.NONE) : namespaceQos(nqn, nsid);
+        QosLimits next = QosLimits.of(
+            given.getOrDefault(QosLimits.RW_IOS_PER_SEC, before.rwIosPerSec()),
+            given.getOrDefault(QosLimits.RW_MBYTES_PER_SEC, before.rwMbytesPerSec()),
+            given.getOrDefault(QosLimits.R_MBYTES_PER_SEC, before.rMbytesPerSec()),
+            given.getOrDefault(QosLimits.W_MBYTES_PER_SEC, before.wMbytesPerSec()));
+        if (claim == null) {
+            if (next.none()) {
+                unclaimedQos.remove(name);
+            } else {
+                unclaimedQos.put(name, next);
+            }
+            return BooleanNode.TRUE;
+        }
+        try {
+            control.setQos(who, nqn, nsid, next);
+        } catch (ControlException e) {
+            throw control(e, "Failed to configure rate limit");
+        }
+        return BooleanNode.TRUE;
+    }
+
+    /** The QoS limits a namespace's configuration holds (none when it has no such namespace). */
+    private QosLimits namespaceQos(String nqn, int nsid) {
+        return control.configuration().subsystem(nqn).flatMap(s -> s.namespaces().stream()
+            .filter(n -> n.nsid() == nsid).findFirst()).map(NamespaceConfig::qos).orElse(QosLimits.NONE);
+    }
+
+    /** SPDK's {@code assigned_rate_limits}: all four, in its order, 0 for a limit not set. */
+    private ObjectNode assignedRateLimits(QosLimits limits) {
+        ObjectNode o = mapper.createObjectNode();
+        o.put(QosLimits.RW_IOS_PER_SEC, limits.rwIosPerSec());
+        o.put(QosLimits.RW_MBYTES_PER_SEC, limits.rwMbytesPerSec());
+        o.put(QosLimits.R_MBYTES_PER_SEC, limits.rMbytesPerSec());
+        o.put(QosLimits.W_MBYTES_PER_SEC, limits.wMbytesPerSec());
+        return o;
     }
 
     private static String kindOf(Bdev b) {
@@ -1214,6 +1334,11 @@ final class SpdkRpcMethods {
         }
         o.put("num_blocks", blocks);
         o.put("uuid", b.uuid().toString());
+        String claim = claims.get(b.name());
+        o.set("assigned_rate_limits", assignedRateLimits(claim == null
+            ? unclaimedQos.getOrDefault(b.name(), QosLimits.NONE)
+            : namespaceQos(claim.substring(0, claim.lastIndexOf(' ')),
+                Integer.parseUnsignedInt(claim.substring(claim.lastIndexOf(' ') + 1)))));
         o.put("claimed", claims.containsKey(b.name()));
         if (claims.containsKey(b.name())) {
             o.put("claim_type", "exclusive_write");
