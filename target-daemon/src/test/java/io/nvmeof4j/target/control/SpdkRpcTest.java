@@ -336,6 +336,25 @@ class SpdkRpcTest {
     }
 
     @Test
+    void shouldKeepTheQosLimitsOfAnUnusedBdevAcrossARestartAndHandThemToItsNamespace() throws Exception {
+        try (RpcClient rpc = start()) {
+            rpc.result("nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\"}");
+            rpc.result("bdev_null_create", "{\"name\": \"Q\", \"num_blocks\": 2048, \"block_size\": 512}");
+            assertThat(rpc.result("bdev_set_qos_limit", "{\"name\": \"Q\", \"rw_ios_per_sec\": 3000}").asBoolean())
+                .isTrue();
+        }
+        daemon.close();
+        daemon = null;
+        try (RpcClient rpc = start()) {
+            assertThat(rpc.result("bdev_get_bdevs", "{\"name\": \"Q\"}").at("/0/assigned_rate_limits/rw_ios_per_sec")
+                .asLong()).as("kept across the restart").isEqualTo(3000);
+            rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": {\"bdev_name\": \"Q\"}}");
+            assertThat(daemon.model().subsystem(NQN).namespace(1).qos().limits().rwIosPerSec())
+                .as("the namespace made from it is limited").isEqualTo(3000);
+        }
+    }
+
+    @Test
     void shouldSetQosLimitsLivePersistThemAndRefuseBadOnesAsSpdkDoes() throws Exception {
         JsonNode saved;
         try (RpcClient rpc = start()) {

@@ -182,6 +182,12 @@ final class SpdkRpcMethods {
                 }
                 if (!bdevs.containsKey(name)) {
                     bdevs.put(name, bdev);
+                    JsonNode q = e.get("qos");
+                    if (claim == null && q != null) {
+                        unclaimedQos.put(name, QosLimits.of(q.path(QosLimits.RW_IOS_PER_SEC).asLong(0),
+                            q.path(QosLimits.RW_MBYTES_PER_SEC).asLong(0), q.path(QosLimits.R_MBYTES_PER_SEC).asLong(0),
+                            q.path(QosLimits.W_MBYTES_PER_SEC).asLong(0)));
+                    }
                 }
             } catch (RuntimeException ex) {
                 org.slf4j.LoggerFactory.getLogger(SpdkRpcMethods.class).warn("rpc_bdevs entry {} skipped: {}", e,
@@ -206,6 +212,8 @@ final class SpdkRpcMethods {
             o.put("uuid", b.uuid().toString());
             if (claims.containsKey(b.name())) {
                 o.put("namespace", claims.get(b.name()));
+            } else if (unclaimedQos.containsKey(b.name())) {
+                o.set("qos", assignedRateLimits(unclaimedQos.get(b.name()))); // a namespace's own are in its config
             }
         }
         control.saveRpcBdevs(who, what, list);
@@ -859,10 +867,10 @@ final class SpdkRpcMethods {
         }
         if (bdev != null) {
             claims.remove(bdev);
-            persistClaims(who, "bdev " + bdev + " released");
             if (!qos.none()) {
                 unclaimedQos.put(bdev, qos);
             }
+            persistClaims(who, "bdev " + bdev + " released");
         }
         return BooleanNode.TRUE;
     }
@@ -1188,6 +1196,16 @@ final class SpdkRpcMethods {
                 unclaimedQos.remove(name);
             } else {
                 unclaimedQos.put(name, next);
+            }
+            try {
+                persistBdevs(who, "set QoS of bdev " + name + ": " + next);
+            } catch (ControlException e) {
+                if (before.none()) {
+                    unclaimedQos.remove(name);
+                } else {
+                    unclaimedQos.put(name, before);
+                }
+                throw new RpcError(RpcError.INTERNAL_ERROR, "Internal error: " + e.getMessage());
             }
             return BooleanNode.TRUE;
         }
