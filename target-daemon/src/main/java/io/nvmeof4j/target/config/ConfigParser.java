@@ -397,9 +397,23 @@ final class ConfigParser {
         requireObject(n, where);
         long nsid = integer(required(n, where, "nsid"), at(where, "nsid"), 1, MAX_NSID);
         boolean enabled = !n.has("enable") || bool(n.get("enable"), at(where, "enable"));
-        reportKeys(n, where, Set.of("nsid", "enable", "device", "ana_grpid"), IGNORED_NAMESPACE);
-        // nvmetcli's namespace attribute; group 1 is the one every port has (nvmet's NVMET_DEFAULT_ANA_GRPID).
-        int anaGroupId = (int) optionalInteger(n, where, "ana_grpid", 1, PortConfig.ANA_GROUP_MAX, 1);
+        reportKeys(n, where, Set.of("nsid", "enable", "device", "ana_grpid", "ana"), IGNORED_NAMESPACE);
+        // nvmetcli writes the group as "ana_grpid" and (newer versions) again as "ana": {"grpid": N}; group 1 is the
+        // one every port has (nvmet's NVMET_DEFAULT_ANA_GRPID).
+        int anaGroupId = 1;
+        JsonNode ana = n.get("ana");
+        if (ana != null && !ana.isNull()) {
+            requireObject(ana, at(where, "ana"));
+            anaGroupId = (int) optionalInteger(ana, at(where, "ana"), "grpid", 1, PortConfig.ANA_GROUP_MAX, 1);
+            reportKeys(ana, at(where, "ana"), Set.of("grpid"), Map.of());
+        }
+        if (n.has("ana_grpid")) {
+            int grpid = (int) optionalInteger(n, where, "ana_grpid", 1, PortConfig.ANA_GROUP_MAX, 1);
+            if (ana != null && !ana.isNull() && ana.has("grpid") && grpid != anaGroupId) {
+                throw new ConfigException(at(where, "ana_grpid"), grpid + " differs from ana.grpid " + anaGroupId);
+            }
+            anaGroupId = grpid;
+        }
 
         String dw = at(where, "device");
         JsonNode device = required(n, where, "device");
