@@ -160,6 +160,10 @@ class HighAvailabilityIT {
                 .isEqualTo(400);
             assertThat(put(daemon, token, "/api/v1/ports/9/ana_groups/1", "{\"state\": \"optimized\"}").statusCode())
                 .isEqualTo(404);
+            HttpResponse<String> notJson = send(daemon, token, HttpRequest.newBuilder(uri(daemon,
+                "/api/v1/ports/1/ana_groups/1")).header("Content-Type", "text/plain")
+                .PUT(HttpRequest.BodyPublishers.ofString("{\"state\": \"inaccessible\"}")));
+            assertThat(notJson.statusCode()).as("a PUT body is read only as JSON: %s", notJson.body()).isEqualTo(400);
             assertThat(put(daemon, "wrong-token", "/api/v1/ports/1/ana_groups/1", "{\"state\": \"optimized\"}")
                 .statusCode()).isEqualTo(401);
             assertThat(put(daemon, token, "/api/v1/ports/1/ana_groups/1", "{\"state\": \"optimized\"}").statusCode())
