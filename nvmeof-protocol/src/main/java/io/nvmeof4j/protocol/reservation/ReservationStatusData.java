@@ -28,8 +28,8 @@ import java.nio.ByteOrder;
  * </pre>
  * RCSTS bit 0: this registrant holds the reservation. GEN counts Register (all), preempts and clears.
  * A host whose host identifier is 128 bits wide must ask for the extended format: the regular one then answers
- * Host Identifier Inconsistent Format (see {@code NvmeStatus.HOST_IDENTIFIER_INCONSISTENT_FORMAT}).
- * The regular format's 64-bit HOSTID is carried as the UUID's first 8 bytes, as SPDK and nvmet do.
+ * Host Identifier Inconsistent Format (see {@code NvmeStatus.HOST_IDENTIFIER_INCONSISTENT_FORMAT}), so a fabrics
+ * target answers only the extended one; the regular accessors exist for reading other devices' reports.
  */
 public final class ReservationStatusData {
     public static final int GEN_OFFSET = 0;
