@@ -138,6 +138,39 @@ class HighAvailabilityIT {
     }
 
     @Test
+    void shouldApplyEveryReservationTypeToHolderRegistrantAndStrangerOverTcp() throws Exception {
+        Path image = image(dir.resolve("types.img"));
+        Path config = config(dir.resolve("t"), image, false, 1, 0xFFEF, "optimized");
+        HostIdentity stranger = HostIdentity.ofUuid(UUID.fromString("cccccccc-3333-4333-8333-000000000003"));
+        try (TargetDaemon daemon = TargetDaemon.start(TargetConfig.load(config));
+             Pair holder = new Pair(daemon, HOST_1);
+             Pair registrant = new Pair(daemon, HOST_2);
+             Pair other = new Pair(daemon, stranger)) {
+            byte[] block = new byte[holder.bs];
+            for (int type = 1; type <= 6; type++) {
+                String t = ReservationType.name(type);
+                assertThat(holder.register(ReservationCommand.REGISTER, 0, 0, KEY_1)).isEqualTo(NvmeStatus.SUCCESS);
+                assertThat(registrant.register(ReservationCommand.REGISTER, 0, 0, KEY_2)).isEqualTo(NvmeStatus.SUCCESS);
+                assertThat(holder.acquire(ReservationCommand.ACQUIRE, type, KEY_1, 0)).as(t).isEqualTo(NvmeStatus.SUCCESS);
+                boolean registrants = ReservationType.isRegistrantsType(type);
+                boolean exclusiveAccess = ReservationType.isExclusiveAccess(type);
+                assertThat(holder.io.write(1, 8, 1, block, false).status()).as(t + " holder write")
+                    .isEqualTo(NvmeStatus.SUCCESS);
+                assertThat(registrant.io.write(1, 8, 1, block, false).status()).as(t + " registrant write")
+                    .isEqualTo(registrants ? NvmeStatus.SUCCESS : CONFLICT);
+                assertThat(registrant.io.read(1, 8, 1, registrant.bs).status()).as(t + " registrant read")
+                    .isEqualTo(registrants || !exclusiveAccess ? NvmeStatus.SUCCESS : CONFLICT);
+                assertThat(other.io.write(1, 8, 1, block, false).status()).as(t + " stranger write").isEqualTo(CONFLICT);
+                assertThat(other.io.read(1, 8, 1, other.bs).status()).as(t + " stranger read")
+                    .isEqualTo(exclusiveAccess ? CONFLICT : NvmeStatus.SUCCESS);
+                assertThat(other.io.flush(1).status()).as(t + " stranger flush").isEqualTo(CONFLICT);
+                assertThat(holder.release(ReservationCommand.CLEAR, 0, KEY_1)).isEqualTo(NvmeStatus.SUCCESS);
+                assertThat(other.io.write(1, 8, 1, block, false).status()).as(t + " cleared").isEqualTo(NvmeStatus.SUCCESS);
+            }
+        }
+    }
+
+    @Test
     void shouldChangeAnaStateLiveThroughTheManagementApi() throws Exception {
         Path image = image(dir.resolve("ana.img"));
         Path config = config(dir.resolve("m"), image, false, 1, 0xFFEF, "optimized");
