@@ -77,7 +77,7 @@ phase_ha_ana() { # two ports of one daemon: both paths with their ANA states; a 
     else
         fail "ha-sysfs-ana-states" "$c1: $(path_ana_state "$c1"), $c2: $(path_ana_state "$c2")"
     fi
-    ha_fio ha-ana-fio "$dev" 2 &
+    ha_fio ha-ana-fio "$dev" 3 &
     fio_pid=$!
     sleep 3
     rc="$(api_put_ana 1 "${HA_GRPID:-1}" inaccessible)"
