@@ -336,7 +336,7 @@ class LinuxKernelHostIT {
                  "ana_groups": [{"grpid": %3$d, "ana": {"state": "non-optimized"}}],
                  "subsystems": ["%2$s"]},
             """.formatted(ha.portA2(), HA_NQN, HA_GROUP);
-        return """
+        return ("""
             {
               "nvmeof4j": {"http": "127.0.0.1:%d", "http_allowed_hosts": ["10.0.2.2"]},
               "hosts": [ {"nqn": "%s"} ],
@@ -364,7 +364,7 @@ class LinuxKernelHostIT {
                  ]}
               ]
             }
-            """.formatted(ha.httpPort(), hostNqn, ioPort, HA_GROUP, SUBNQN, HA_NQN, RESV_NQN, discoveryPort, SUBNQN,
+            """).formatted(ha.httpPort(), hostNqn, ioPort, HA_GROUP, SUBNQN, HA_NQN, RESV_NQN, discoveryPort, SUBNQN,
             SERIAL, MODEL, nsFile,
             UUID.nameUUIDFromBytes(nsFile.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8)), loops.get(0),
             loops.get(1));
