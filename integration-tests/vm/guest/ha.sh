@@ -17,8 +17,10 @@ HA_KILL_MARKER="${HA_KILL_MARKER:-${RESULTS_DIR:-/tmp}/ha-kill-b}"
 ha_connect() { # ha_connect NQN PORT HOSTNQN HOSTID: prints the new controller name
     local nqn="$1" port="$2" hnqn="$3" hid="$4" before after c
     before="$(ctrls_of_subsys "$nqn" | sort)"
+    # --duplicate-connect: nvme-cli's "already connected" test ignores the host NQN, and the reservation checks
+    # connect two hosts to the same address and subsystem.
     timeout 90 nvme connect -t tcp -a "$TARGET_ADDR" -s "$port" -n "$nqn" --hostnqn="$hnqn" --hostid="$hid" \
-        --nr-io-queues=1 --reconnect-delay=1 --ctrl-loss-tmo=120 >/dev/null 2>&1 || return 1
+        --nr-io-queues=1 --reconnect-delay=1 --ctrl-loss-tmo=120 --duplicate-connect >&2 || return 1
     for _ in $(seq 1 100); do
         after="$(ctrls_of_subsys "$nqn" | sort)"
         c="$(comm -13 <(echo "$before") <(echo "$after") | head -n 1)"
@@ -103,7 +105,7 @@ phase_ha_ana() { # two ports of one daemon: both paths with their ANA states; a 
 }
 
 phase_ha_failover() { # daemons A and B on one shared file; B is SIGKILLed by the host under fio, then rejoins
-    local ca cb dev fio_pid subsys
+    local ca cb dev fio_pid s
     timeout 60 nvme disconnect -n "$HA_NQN" >/dev/null 2>&1
     ca="$(ha_connect "$HA_NQN" "$HA_PORT_A1" "$HOSTNQN" "$HOSTID")" || { fail "ha-two-daemons-connect" "daemon A"; return 1; }
     cb="$(ha_connect "$HA_NQN" "$HA_PORT_B" "$HOSTNQN" "$HOSTID")" || { fail "ha-two-daemons-connect" "daemon B"; return 1; }
@@ -116,11 +118,10 @@ phase_ha_failover() { # daemons A and B on one shared file; B is SIGKILLed by th
     fi
     dev="$(ns_blockdev "$HA_NQN" 1)"
     # Spread I/O over both paths so daemon B has I/O in flight when it dies.
-    subsys="$(basename "$(readlink -f "/sys/class/nvme/$ca/subsystem" 2>/dev/null || true)")"
     for s in /sys/class/nvme-subsystem/nvme-subsys*; do
         [ "$(cat "$s/subsysnqn" 2>/dev/null)" = "$HA_NQN" ] && echo round-robin > "$s/iopolicy" 2>/dev/null
     done
-    info "failover: $dev over $ca (port $(ctrl_port "$ca")) and $cb (port $(ctrl_port "$cb")) $subsys"
+    info "failover: $dev over $ca (port $(ctrl_port "$ca")) and $cb (port $(ctrl_port "$cb"))"
     ha_fio ha-failover-fio "$dev" 4 &
     fio_pid=$!
     sleep 2
