@@ -28,7 +28,7 @@ import java.util.concurrent.locks.LockSupport;
  * naming the operation, namespace, controller and status.
  * <p>Both styles may be used from any thread at once; see the package documentation for the threading model.
  */
-public final class NvmeofNamespace {
+public final class NvmeofNamespace implements BlockNamespace {
     private static final IoCallback FUTURE_CALLBACK = (status, context) -> ((FutureIo) context).complete(status);
 
     private final NvmeofController controller;
