@@ -84,6 +84,14 @@ public final class ConnectionOptions {
             + "10000.")
     Long connectTimeoutMs;
 
+    @Option(names = "--reconnect-delay", paramLabel = "SECONDS",
+        description = "First wait before reconnecting a lost controller (doubling up to 60). Default: 10.")
+    Integer reconnectDelaySeconds;
+
+    @Option(names = "--ctrl-loss-tmo", paramLabel = "SECONDS",
+        description = "How long to keep reconnecting before the controller counts as lost. Default: 600.")
+    Integer ctrlLossSeconds;
+
     @Option(names = {"-v", "--verbose"}, description = "Debug logging, and stack traces with errors.")
     boolean verbose;
 
@@ -199,6 +207,12 @@ public final class ConnectionOptions {
                 .withMaxOutstandingRequests(Math.max(o.maxOutstandingRequests(), minOutstanding));
             if (keepAliveSeconds != null) {
                 o = o.withKeepAliveTimeout(Duration.ofSeconds(keepAliveSeconds));
+            }
+            if (reconnectDelaySeconds != null || ctrlLossSeconds != null) {
+                Duration delay = reconnectDelaySeconds != null ? Duration.ofSeconds(reconnectDelaySeconds)
+                    : o.reconnectDelay();
+                o = o.withReconnect(delay, delay.compareTo(o.maxReconnectDelay()) > 0 ? delay : o.maxReconnectDelay(),
+                    ctrlLossSeconds != null ? Duration.ofSeconds(ctrlLossSeconds) : o.controllerLossTimeout());
             }
             if (connectTimeoutMs != null) {
                 o = o.withConnectTimeout(Duration.ofMillis(connectTimeoutMs));
