@@ -13,6 +13,7 @@ import io.nvmeof4j.initiator.IoPolicy;
 import io.nvmeof4j.initiator.MultipathController;
 import io.nvmeof4j.initiator.MultipathNamespace;
 import io.nvmeof4j.initiator.PathStats;
+import io.nvmeof4j.protocol.ana.AnaState;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramLogWriter;
@@ -192,10 +193,13 @@ final class PerfCommand extends CliCommand {
                         result.verified, result.mismatches);
                 }
                 if (t.multipath != null) {
-                    for (PathStats p : t.multipath.pathStats()) {
-                        out().printf(Locale.ROOT, "Path        : %s %s: %,d I/Os done, %,d failed, %,d failed over, "
-                            + "%d re-added%n", p.address(), p.state(), p.completed(), p.failed(), p.failedOver(),
-                            p.rejoins());
+                    List<PathStats> stats = t.multipath.pathStats();
+                    for (int i = 0; i < stats.size(); i++) {
+                        PathStats p = stats.get(i);
+                        out().printf(Locale.ROOT, "Path        : %s %s, ANA %s: %,d I/Os done, %,d failed, %,d failed "
+                            + "over, %d re-added%n", p.address(), p.state(),
+                            AnaState.name(((MultipathNamespace) ns).anaState(i)), p.completed(), p.failed(),
+                            p.failedOver(), p.rejoins());
                     }
                 }
             }
@@ -561,10 +565,13 @@ final class PerfCommand extends CliCommand {
         if (t.multipath != null) {
             o.put("iopolicy", t.multipath.ioPolicy().configName());
             ArrayNode paths = o.putArray("paths");
-            for (PathStats p : t.multipath.pathStats()) {
+            List<PathStats> stats = t.multipath.pathStats();
+            for (int i = 0; i < stats.size(); i++) {
+                PathStats p = stats.get(i);
                 ObjectNode n = paths.addObject();
                 n.put("address", p.address().toString());
                 n.put("state", String.valueOf(p.state()));
+                n.put("ana_state", AnaState.name(((MultipathNamespace) ns).anaState(i)));
                 n.put("completed", p.completed());
                 n.put("failed", p.failed());
                 n.put("failed_over", p.failedOver());
