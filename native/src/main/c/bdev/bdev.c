@@ -61,6 +61,7 @@
 #define BDEV_OPEN_BUFFERED 0x1
 #define BDEV_OPEN_CREATE 0x2
 #define BDEV_OPEN_READ_ONLY 0x4
+#define BDEV_OPEN_SHARED 0x8
 
 /* Task states beyond the plain operation. */
 #define BDEV_STEP_MAIN 0
@@ -183,8 +184,12 @@ static jlong bdev_uring_open(JNIEnv *env, jclass cls, jstring jpath, jint flags,
     dev->direct = direct;
     dev->read_only = read_only;
     /* An open-file-description lock: it conflicts with another open of the file in this process and with POSIX
-     * (fcntl) locks of other processes, which is what Java's FileChannel.lock and nvmet-style tools take. */
-    struct flock lk = {.l_type = read_only ? F_RDLCK : F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+     * (fcntl) locks of other processes, which is what Java's FileChannel.lock and nvmet-style tools take.
+     * Shared opens (two daemons serving one subsystem from one file) take the read lock: shared openers coexist,
+     * while an exclusive opener and a shared one still refuse each other. */
+    int shared = (flags & BDEV_OPEN_SHARED) != 0;
+    struct flock lk = {.l_type = (read_only || shared) ? F_RDLCK : F_WRLCK, .l_whence = SEEK_SET, .l_start = 0,
+                       .l_len = 0};
     if (fcntl(fd, F_OFD_SETLK, &lk) != 0) {
         err = (errno == EAGAIN || errno == EACCES) ? -EBUSY : NVMEOF4J_ERR();
         goto fail;

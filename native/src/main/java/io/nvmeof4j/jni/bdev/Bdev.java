@@ -67,7 +67,7 @@ public final class Bdev extends NativeHandle {
     public static Bdev openUring(Path path, UringOptions options) throws NativeIoException {
         BdevNative.requireAvailable();
         int flags = (options.buffered() ? BdevNative.OPEN_BUFFERED : 0) | (options.create() ? BdevNative.OPEN_CREATE : 0)
-            | (options.readOnly() ? BdevNative.OPEN_READ_ONLY : 0);
+            | (options.readOnly() ? BdevNative.OPEN_READ_ONLY : 0) | (options.shared() ? BdevNative.OPEN_SHARED : 0);
         long h = BdevNative.uringOpen0(path.toString(), flags, options.blockSize(), options.sizeBytes());
         NativeIoException.check("open " + path, h);
         return new Bdev(h, path.toString());

@@ -18,6 +18,7 @@ final class BdevNative {
     static final int OPEN_BUFFERED = 0x1;
     static final int OPEN_CREATE = 0x2;
     static final int OPEN_READ_ONLY = 0x4;
+    static final int OPEN_SHARED = 0x8;
 
     static final int IO_FUA = 0x1;
     static final int IO_FIXED = 0x2;

@@ -10,25 +10,37 @@ package io.nvmeof4j.jni.bdev;
  * @param sizeBytes 0 for the whole file or device; otherwise the size used (a shorter file is extended, sparse)
  * @param create    create a missing file
  * @param readOnly  open read-only (a shared lock)
+ * @param shared    open read-write under the shared lock: other shared openers (a second daemon serving the same
+ *                  subsystem) may write too, an exclusive opener is still refused
  */
-public record UringOptions(boolean buffered, int blockSize, long sizeBytes, boolean create, boolean readOnly) {
+public record UringOptions(boolean buffered, int blockSize, long sizeBytes, boolean create, boolean readOnly,
+                           boolean shared) {
+    /** Without {@code shared}: an exclusive open (or a read-only one). */
+    public UringOptions(boolean buffered, int blockSize, long sizeBytes, boolean create, boolean readOnly) {
+        this(buffered, blockSize, sizeBytes, create, readOnly, false);
+    }
+
     public static UringOptions defaults() {
-        return new UringOptions(false, 0, 0, false, false);
+        return new UringOptions(false, 0, 0, false, false, false);
     }
 
     public UringOptions withBuffered(boolean value) {
-        return new UringOptions(value, blockSize, sizeBytes, create, readOnly);
+        return new UringOptions(value, blockSize, sizeBytes, create, readOnly, shared);
     }
 
     public UringOptions withBlockSize(int value) {
-        return new UringOptions(buffered, value, sizeBytes, create, readOnly);
+        return new UringOptions(buffered, value, sizeBytes, create, readOnly, shared);
     }
 
     public UringOptions withSize(long value) {
-        return new UringOptions(buffered, blockSize, value, create, readOnly);
+        return new UringOptions(buffered, blockSize, value, create, readOnly, shared);
     }
 
     public UringOptions withCreate(boolean value) {
-        return new UringOptions(buffered, blockSize, sizeBytes, value, readOnly);
+        return new UringOptions(buffered, blockSize, sizeBytes, value, readOnly, shared);
+    }
+
+    public UringOptions withShared(boolean value) {
+        return new UringOptions(buffered, blockSize, sizeBytes, create, readOnly, value);
     }
 }

@@ -84,13 +84,26 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
      */
     public static UringBlockDevice open(Path path, long sizeBytes, int blockSize, boolean buffered)
         throws NativeIoException {
-        UringOptions options = new UringOptions(buffered, blockSize, sizeBytes, sizeBytes > 0, false);
+        return open(path, sizeBytes, blockSize, buffered, false);
+    }
+
+    /**
+     * As {@link #open(Path, long, int, boolean)}; with {@code shared} the file is locked shared instead of exclusive,
+     * so a second daemon serving the same subsystem from the same file may open it too (and a daemon opening it
+     * exclusively may not). Nothing else is coordinated between the two: see docs/high-availability.md.
+     */
+    public static UringBlockDevice open(Path path, long sizeBytes, int blockSize, boolean buffered, boolean shared)
+        throws NativeIoException {
+        UringOptions options = new UringOptions(buffered, blockSize, sizeBytes, sizeBytes > 0, false, shared);
         Bdev bdev;
         try {
             bdev = Bdev.openUring(path, options);
         } catch (NativeIoException e) {
             String why = switch (e.errno()) {
-                case Errno.EBUSY -> "locked by another process (or already open in this one)";
+                case Errno.EBUSY -> shared ? "locked exclusively by another process (a namespace without "
+                    + "\"shared\": true), or already open in this one"
+                    : "locked by another process (or already open in this one; two daemons serving one file both need "
+                    + "\"shared\": true in the namespace's device)";
                 case Errno.EINVAL -> "block size " + blockSize + " is below the device's logical block size "
                     + "(O_DIRECT needs whole device blocks)";
                 case Errno.ENOSPC -> "smaller than the configured size " + sizeBytes;

@@ -62,7 +62,9 @@ import java.util.concurrent.TimeUnit;
  * GET    /api/v1/subsystems/{nqn}/hosts                   allow_any_host and the allowed host NQNs
  * POST   /api/v1/subsystems/{nqn}/hosts                   body: {"nqn": "..."} → 201
  * DELETE /api/v1/subsystems/{nqn}/hosts/{hostnqn}         → 200
- * GET    /api/v1/ports
+ * GET    /api/v1/ports                                    ports with the ANA state of each group
+ * GET    /api/v1/ports/{portid}/ana_groups
+ * PUT    /api/v1/ports/{portid}/ana_groups/{grpid}        body: {"state": "inaccessible"} → 200 (ANA change event)
  * GET    /api/v1/hosts                                    every known host: where it is allowed, its controllers
  * GET    /api/v1/controllers                              live controllers with their queues
  * GET    /api/v1/controllers/{cntlid}
@@ -286,7 +288,7 @@ public final class HttpApiServer implements AutoCloseable {
         }
 
         boolean isChange() {
-            return "POST".equals(method) || "DELETE".equals(method);
+            return "POST".equals(method) || "PUT".equals(method) || "DELETE".equals(method);
         }
 
         void json(int status, JsonNode body) {
@@ -358,7 +360,7 @@ public final class HttpApiServer implements AutoCloseable {
             return;
         }
         x.who = token.id();
-        if (!"POST".equals(x.method)) {
+        if (!"POST".equals(x.method) && !"PUT".equals(x.method)) {
             guard.serving(connection);
             execute(x, null);
             return;
@@ -528,6 +530,13 @@ public final class HttpApiServer implements AutoCloseable {
         } else if (n == 1 && p.get(0).equals("ports")) {
             requireMethod(method, "GET");
             return ok(api.ports());
+        } else if (n >= 3 && n <= 4 && p.get(0).equals("ports") && p.get(2).equals("ana_groups")) {
+            if (n == 3) {
+                requireMethod(method, "GET");
+                return ok(api.anaGroups(p.get(1)));
+            }
+            requireMethod(method, "PUT");
+            return ok(api.setAnaState(p.get(1), p.get(3), json(body)));
         } else if (n == 1 && p.get(0).equals("hosts")) {
             requireMethod(method, "GET");
             return ok(api.allHosts());
