@@ -60,18 +60,23 @@ done
 
 perf() { # addresses ports extra... -> IOPS
     pin 1 "$root/bin/nvmeof" perf -a "$1" -s "$2" -n "$nqn" --workload "$workload" --io-size 4K --queue-depth 32 \
-        --queues 1 --time "$seconds" --json "${@:3}" 2>/dev/null \
+        --queues 1 --time "$seconds" --json "${@:3}" 2>>"$work/perf.err" \
         | sed -n 's/.*"iops":\([0-9.]*\).*/\1/p'
 }
 # Fill once so reads return data, not holes.
 "$root/bin/nvmeof" perf -a 127.0.0.1 -s "$port0" -n "$nqn" --workload write --io-size 128K --queue-depth 8 \
     --time 3 >/dev/null 2>&1 || true
 
+fail() {
+    echo "run-multipath-benchmark: perf failed; its stderr:" >&2
+    tail -n 20 "$work/perf.err" >&2
+    exit 1
+}
 ratios=()
 printf '%-6s %14s %14s %8s\n' round single-path multipath ratio
 for r in $(seq 1 "$rounds"); do
-    single=$(perf 127.0.0.1 "$port0")
-    multi=$(perf 127.0.0.1,127.0.0.1 "$port0,$port1" --iopolicy round-robin)
+    single=$(perf 127.0.0.1 "$port0") || fail
+    multi=$(perf 127.0.0.1,127.0.0.1 "$port0,$port1" --iopolicy round-robin) || fail
     ratio=$(awk -v m="$multi" -v s="$single" 'BEGIN { printf "%.3f", m / s }')
     ratios+=("$ratio")
     printf '%-6s %14.0f %14.0f %8s\n' "$r" "$single" "$multi" "$ratio"
