@@ -20,6 +20,8 @@ daemon=
 cleanup() {
     if [ -n "$daemon" ]; then
         kill "$daemon" 2>/dev/null || true
+        for _ in $(seq 1 50); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.2; done
+        kill -9 "$daemon" 2>/dev/null || true
         wait "$daemon" 2>/dev/null || true
     fi
     rm -rf "$work"

@@ -80,12 +80,21 @@ class MultipathFailoverIT {
             List<CompletableFuture<Void>> all = new ArrayList<>();
             int total = 4000;
             int blocks = (int) Math.min(ns.blockCount(), 4096);
+            CompletableFuture<Void> killed = null;
+            UringNamespaceProcessIT.DaemonProcess victim = a;
             for (int i = 0; i < total; i++) {
                 if (!window.tryAcquire(60, TimeUnit.SECONDS)) {
                     throw new AssertionError("no write completed within 60 s; " + mp.pathStats());
                 }
                 if (i == 1000) {
-                    a.kill();
+                    // From another thread, so that writes keep going out while the process dies.
+                    killed = CompletableFuture.runAsync(() -> {
+                        try {
+                            victim.kill();
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                    });
                 }
                 long lba = i % blocks;
                 all.add(ns.write(lba, pattern(lba, 2, ns.blockSize()), false).whenComplete((v, e) -> {
@@ -99,14 +108,16 @@ class MultipathFailoverIT {
             }
             CompletableFuture.allOf(all.toArray(new CompletableFuture[0])).handle((v, e) -> null)
                 .get(120, TimeUnit.SECONDS);
+            killed.get(30, TimeUnit.SECONDS);
             assertThat(failure.get()).as("no write failed; paths %s", mp.pathStats()).isNull();
             assertThat(written.get()).isEqualTo(total);
             List<PathStats> afterKill = mp.pathStats();
+            System.out.printf("[multipath] after SIGKILL of daemon A: %s%n", afterKill);
             assertThat(afterKill.get(0).failedOver()).as("writes in flight on A moved to B: %s", afterKill)
                 .isPositive();
             assertThat(afterKill.get(1).completed()).as("B carried the rest").isGreaterThan(0);
             assertThat(afterKill.get(0).state()).isEqualTo(ControllerState.RECONNECTING);
-            verify(ns, 0, blocks, 2);
+            verify(ns, 0, Math.min(total, blocks), 2);
 
             // A comes back on the same port: re-added, optimized again, and preferred again.
             a = daemon(configA, "a2", portA);
