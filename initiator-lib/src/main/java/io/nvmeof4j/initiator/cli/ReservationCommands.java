@@ -6,7 +6,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.nvmeof4j.initiator.ConnectOptions;
 import io.nvmeof4j.initiator.NvmeofController;
 import io.nvmeof4j.initiator.NvmeofHost;
+import io.nvmeof4j.initiator.NvmeofIoException;
 import io.nvmeof4j.initiator.NvmeofNamespace;
+import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.reservation.ReservationStatusData;
 import io.nvmeof4j.protocol.reservation.ReservationType;
 import picocli.CommandLine.Command;
@@ -169,7 +171,18 @@ final class ReservationCommands {
                 default -> throw new CliUsageException("--output-format '" + outputFormat + "' is not normal or json");
             };
             range(numd, 5, 1 << 20, "--numd");
-            ByteBuffer data = await(ns.reservationReport(eds, (numd + 1) * 4), options);
+            ByteBuffer data;
+            try {
+                data = await(ns.reservationReport(eds, (numd + 1) * 4), options);
+            } catch (java.util.concurrent.ExecutionException e) {
+                if (e.getCause() instanceof NvmeofIoException io && !eds
+                    && NvmeStatus.code(io.status()) == NvmeStatus.HOST_IDENTIFIER_INCONSISTENT_FORMAT) {
+                    // NVMe-oF hosts always have a 128-bit host identifier: the regular format cannot name them.
+                    throw new NvmeofIoException(io.getMessage() + " (an NVMe over Fabrics host has a 128-bit host "
+                        + "identifier: ask for the extended data structure with --eds)", io.status());
+                }
+                throw e;
+            }
             ReservationStatusData status = new ReservationStatusData().wrap(data, 0, eds);
             int registrants = status.registeredControllers();
             int shown = Math.min(registrants, Math.max(0, (data.capacity() - ReservationStatusData.length(0, eds))
