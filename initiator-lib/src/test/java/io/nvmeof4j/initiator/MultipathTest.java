@@ -201,6 +201,13 @@ class MultipathTest {
     }
 
     @Test
+    void shouldDiscoverEveryPathOfTheSubsystem() throws Exception {
+        assertThat(host.discoverPaths(target.discoveryAddress(), InJvmTarget.NQN_A))
+            .containsExactly(target.ioAddress());
+        assertThat(host.discoverPaths(target.discoveryAddress(), "nqn.2014-08.io.nvmeof4j:nothing-here")).isEmpty();
+    }
+
+    @Test
     void shouldTreatSct3StatusesAsPathErrorsAndMapAnaStatuses() {
         assertThat(MultipathNamespace.isPathError(HostStatus.HOST_PATH_ERROR)).isTrue();
         assertThat(MultipathNamespace.isPathError(NvmeStatus.ANA_INACCESSIBLE)).isTrue();
