@@ -139,6 +139,57 @@ class MultipathFailoverIT {
         }
     }
 
+    /**
+     * {@code bin/nvmeof perf --verify} (a process) over both daemons, round-robin (both optimized), with daemon A
+     * SIGKILLed a few seconds into the run: exit 0, no I/O error, no mismatch, A's in-flight I/O failed over.
+     */
+    @Test
+    void shouldKeepPerfVerifyingWhileADaemonIsKilled() throws Exception {
+        Path image = dir.resolve("perf.img");
+        try (RandomAccessFile f = new RandomAccessFile(image.toFile(), "rw")) {
+            f.setLength(32L << 20);
+        }
+        int portA = freePort();
+        int portB = freePort();
+        Path configA = config("pa", image, portA, 1, 99, "optimized");
+        Path configB = config("pb", image, portB, 100, 199, "optimized");
+        Path out = dir.resolve("perf.out");
+        Path err = dir.resolve("perf.err");
+        try (UringNamespaceProcessIT.DaemonProcess a = daemon(configA, "pa", portA);
+             UringNamespaceProcessIT.DaemonProcess b = daemon(configB, "pb", portB)) {
+            Process perf = new ProcessBuilder(launcher().resolveSibling("nvmeof").toString(), "perf", "-t", "tcp",
+                "-a", "127.0.0.1,127.0.0.1", "-s", portA + "," + portB, "-n", NQN, "-q", HOST.hostNqn().value(),
+                "--iopolicy", "round-robin", "--reconnect-delay", "1", "--workload", "randwrite", "--verify",
+                "--io-size", "4K", "--queue-depth", "16", "--time", "8", "--json")
+                .redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+            try {
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+                while (!Files.readString(err).contains("nvmeof perf:") && perf.isAlive()
+                    && System.nanoTime() < deadline) {
+                    Thread.sleep(100);
+                }
+                Thread.sleep(2500);
+                a.kill();
+                assertThat(perf.waitFor(120, TimeUnit.SECONDS)).as("perf ended").isTrue();
+                String stdout = Files.readString(out);
+                assertThat(perf.exitValue()).as("perf exit; stderr:%n%s", Files.readString(err)).isZero();
+                com.fasterxml.jackson.databind.JsonNode s = new ObjectMapper().readTree(
+                    stdout.lines().filter(l -> l.startsWith("{")).reduce((x, y) -> y).orElseThrow());
+                System.out.printf("[multipath] perf --verify with daemon A killed: %s%n", s);
+                assertThat(s.get("errors").asLong()).isZero();
+                assertThat(s.get("mismatches").asLong()).isZero();
+                assertThat(s.get("verified").asLong()).isPositive();
+                com.fasterxml.jackson.databind.JsonNode paths = s.get("paths");
+                assertThat(paths.get(0).get("failed_over").asLong()).as("%s", paths).isPositive();
+                assertThat(paths.get(0).get("state").asText()).isEqualTo("RECONNECTING");
+                assertThat(paths.get(1).get("completed").asLong()).isGreaterThan(paths.get(0).get("completed")
+                    .asLong());
+            } finally {
+                perf.destroyForcibly();
+            }
+        }
+    }
+
     private UringNamespaceProcessIT.DaemonProcess daemon(Path config, String name, int port) throws Exception {
         return UringNamespaceProcessIT.DaemonProcess.start(List.of(launcher().toString(), "--config",
             config.toString()), dir.resolve("daemon-" + name + ".log"), port);
