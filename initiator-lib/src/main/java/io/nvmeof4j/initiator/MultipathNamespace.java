@@ -275,16 +275,26 @@ public final class MultipathNamespace implements BlockNamespace, IoCallback {
 
     /** No usable path now: wait in the multipath layer (never full: it is as large as the pool). */
     private void park(MpIo io) {
+        if (mp.isClosed()) {
+            // In-flight I/O coming back after close() drained the waiting ring: nothing will retry it.
+            finish(io, (io.lastStatus != 0 ? io.lastStatus : HostStatus.HOST_PATH_ERROR) | NvmeStatus.DNR);
+            return;
+        }
         waiting.offer(io);
         scheduleRetry();
     }
 
     private void scheduleRetry() {
         if (retryScheduled.compareAndSet(false, true)) {
-            mp.host().timer().schedule(() -> mp.host().control().execute(() -> {
+            try {
+                mp.host().timer().schedule(() -> mp.host().control().execute(() -> {
+                    retryScheduled.set(false);
+                    kick();
+                }), WAIT_RETRY_MILLIS, TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.RejectedExecutionException e) {
                 retryScheduled.set(false);
-                kick();
-            }), WAIT_RETRY_MILLIS, TimeUnit.MILLISECONDS);
+                failWaiting(); // the host is closing
+            }
         }
     }
 

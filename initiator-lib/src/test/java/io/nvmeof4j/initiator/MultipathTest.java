@@ -201,6 +201,28 @@ class MultipathTest {
     }
 
     @Test
+    void shouldHoldIoWhileNoPathIsUsableAndSendItWhenOneComesBack() throws Exception {
+        try (MultipathController mp = connect(IoPolicy.NUMA)) {
+            MultipathNamespace ns = mp.namespace(2);
+            int port1 = proxy1.address().port();
+            proxy0.close();
+            proxy1.close();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while ((mp.controller(0).state() == ControllerState.LIVE || mp.controller(1).state() == ControllerState.LIVE)
+                && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            CompletableFuture<Void> held = ns.write(9, pattern(9, 4), true);
+            Thread.sleep(500);
+            assertThat(held).as("no usable path: the write waits").isNotDone();
+            proxy1 = new FreezableProxy(target.ioAddress(), port1);
+            held.get(15, TimeUnit.SECONDS);
+            verify(ns, 9, 1, 4);
+            assertThat(mp.controller(1).state()).isEqualTo(ControllerState.LIVE);
+        }
+    }
+
+    @Test
     void shouldDiscoverEveryPathOfTheSubsystem() throws Exception {
         assertThat(host.discoverPaths(target.discoveryAddress(), InJvmTarget.NQN_A))
             .containsExactly(target.ioAddress());
