@@ -46,7 +46,12 @@ cat >"$work/target.json" <<JSON
 JSON
 
 "$root/bin/nvmeof" --version >/dev/null   # builds the CLI first when needed
-pin 0 "$root/bin/nvmeof-target" --config "$work/target.json" >"$work/daemon.log" 2>&1 &
+# Not through pin(): a backgrounded shell function is a subshell, and $! would name it, not the daemon.
+if command -v taskset >/dev/null; then
+    taskset -c 0 "$root/bin/nvmeof-target" --config "$work/target.json" >"$work/daemon.log" 2>&1 &
+else
+    "$root/bin/nvmeof-target" --config "$work/target.json" >"$work/daemon.log" 2>&1 &
+fi
 daemon=$!
 for _ in $(seq 1 600); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$port1") 2>/dev/null; then
