@@ -5,6 +5,9 @@
 # with --iopolicy round-robin (the same single perf queue, so the same depth in flight), for ROUNDS rounds.
 # Prints each round's IOPS, the ratio multipath/single-path per round and the median ratio (the aim: >= 0.95).
 # Pinning as in docs/performance.md when taskset exists: the daemon on CPU 0, perf on CPU 1.
+# First, the same comparison in one JVM with short alternating windows (MultipathOverheadBenchmark: both modes see
+# the same moments of a noisy machine, which separate CLI runs do not), for numa (the multipath layer's own cost:
+# every I/O on the first path) and round-robin (the queue depth spread over two connections).
 # Usage: benchmarks/run-multipath-benchmark.sh [seconds per run, default 10] [rounds, default 3]
 # Environment: MP_BENCH_PORT (first of the two ports, default 14420), MP_BENCH_WORKLOAD (default randread).
 set -euo pipefail
@@ -45,6 +48,14 @@ cat >"$work/target.json" <<JSON
 }
 JSON
 
+(cd "$root" && mvn -q -B -ntp -o -DskipTests -pl benchmarks -am package)
+for policy in numa round-robin; do
+    echo "== in one JVM, alternating 250-ms windows, iopolicy $policy"
+    java -XX:+UseSerialGC -Xmx512m -XX:MaxDirectMemorySize=1g \
+        -cp "$root/benchmarks/target/classes:$root/benchmarks/target/lib/*" \
+        io.nvmeof4j.bench.MultipathOverheadBenchmark 20 250 "$policy" 2>/dev/null
+done
+echo "== bin/nvmeof perf runs, daemon and perf in their own processes"
 "$root/bin/nvmeof" --version >/dev/null   # builds the CLI first when needed
 # Not through pin(): a backgrounded shell function is a subshell, and $! would name it, not the daemon.
 if command -v taskset >/dev/null; then
