@@ -3,10 +3,11 @@
 # runs them as the phases ha-ana, ha-failover, resv-setup and resv-check (one guest boot for all of them).
 #
 # Environment (besides kernel-host-vs-target.sh's):
-#   HA_NQN             subsystem served by daemon A on two ports (HA_PORT_A1 optimized, HA_PORT_A2 non-optimized)
-#                      and by daemon B (HA_PORT_B) from the same shared file
-#   HA_PORT_A1, HA_PORT_A2, HA_PORT_B
-#   API_URL, API_TOKEN daemon A's management API (http://10.0.2.2:PORT) and its bearer token
+#   HA_NQN             subsystem served by daemon A on two ports (HA_A1_PORT optimized, HA_A2_PORT non-optimized)
+#                      and by daemon B (HA_B_PORT) from the same shared file
+#   HA_A1_PORT, HA_A2_PORT, HA_B_PORT (named *_PORT: run-guest.sh forwards those to $NVMEOF4J_HOST_ADDR)
+#   HA_HTTP_PORT       daemon A's management API port; API_URL defaults to http://$TARGET_ADDR:HA_HTTP_PORT
+#   API_TOKEN          its bearer token
 #   HA_KILL_MARKER     ha-failover: file this script creates to ask the host to SIGKILL daemon B (and restart it)
 #   RESV_NQN           subsystem with one file namespace for the reservation checks (on TARGET_PORT)
 #   HOSTNQN2, HOSTID2  the second host identity for the reservation checks
@@ -43,8 +44,9 @@ path_ana_state() { # ana_state of the path of controller CTRL to namespace 1 (mu
 }
 
 api_put_ana() { # api_put_ana PORTID GRPID STATE
+    local url="${API_URL:-http://$TARGET_ADDR:$HA_HTTP_PORT}"
     curl -s -o /dev/null -w '%{http_code}' --max-time 20 -X PUT -H "Authorization: Bearer $API_TOKEN" \
-        -H 'Content-Type: application/json' -d "{\"state\": \"$3\"}" "$API_URL/api/v1/ports/$1/ana_groups/$2"
+        -H 'Content-Type: application/json' -d "{\"state\": \"$3\"}" "$url/api/v1/ports/$1/ana_groups/$2"
 }
 
 ha_fio() { # ha_fio NAME DEV LOOPS: write + crc32c verify; prints fio's exit code when done (run in background)
@@ -61,8 +63,8 @@ ha_fio_errors() { # the error lines of a fio output file, if any
 phase_ha_ana() { # two ports of one daemon: both paths with their ANA states; a path goes inaccessible and back under fio
     local c1 c2 dev fio_pid rc out
     timeout 60 nvme disconnect -n "$HA_NQN" >/dev/null 2>&1
-    c1="$(ha_connect "$HA_NQN" "$HA_PORT_A1" "$HOSTNQN" "$HOSTID")" || { fail "ha-connect-two-ports" "connect to $HA_PORT_A1 failed"; return 1; }
-    c2="$(ha_connect "$HA_NQN" "$HA_PORT_A2" "$HOSTNQN" "$HOSTID")" || { fail "ha-connect-two-ports" "connect to $HA_PORT_A2 failed"; return 1; }
+    c1="$(ha_connect "$HA_NQN" "$HA_A1_PORT" "$HOSTNQN" "$HOSTID")" || { fail "ha-connect-two-ports" "connect to $HA_A1_PORT failed"; return 1; }
+    c2="$(ha_connect "$HA_NQN" "$HA_A2_PORT" "$HOSTNQN" "$HOSTID")" || { fail "ha-connect-two-ports" "connect to $HA_A2_PORT failed"; return 1; }
     pass "ha-connect-two-ports"
     if ! wait_for 20 ns_blockdev "$HA_NQN" 1; then fail "ha-one-namespace-two-paths" "no block device"; return 1; fi
     dev="$(ns_blockdev "$HA_NQN" 1)"
@@ -107,8 +109,8 @@ phase_ha_ana() { # two ports of one daemon: both paths with their ANA states; a 
 phase_ha_failover() { # daemons A and B on one shared file; B is SIGKILLed by the host under fio, then rejoins
     local ca cb dev fio_pid s
     timeout 60 nvme disconnect -n "$HA_NQN" >/dev/null 2>&1
-    ca="$(ha_connect "$HA_NQN" "$HA_PORT_A1" "$HOSTNQN" "$HOSTID")" || { fail "ha-two-daemons-connect" "daemon A"; return 1; }
-    cb="$(ha_connect "$HA_NQN" "$HA_PORT_B" "$HOSTNQN" "$HOSTID")" || { fail "ha-two-daemons-connect" "daemon B"; return 1; }
+    ca="$(ha_connect "$HA_NQN" "$HA_A1_PORT" "$HOSTNQN" "$HOSTID")" || { fail "ha-two-daemons-connect" "daemon A"; return 1; }
+    cb="$(ha_connect "$HA_NQN" "$HA_B_PORT" "$HOSTNQN" "$HOSTID")" || { fail "ha-two-daemons-connect" "daemon B"; return 1; }
     if [ "$(cat "/sys/class/nvme/$ca/cntlid")" != "$(cat "/sys/class/nvme/$cb/cntlid")" ] \
         && wait_for 20 ns_blockdev "$HA_NQN" 1; then
         pass "ha-two-daemons-one-subsystem"

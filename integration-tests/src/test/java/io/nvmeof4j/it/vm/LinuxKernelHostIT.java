@@ -27,7 +27,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Subsystem {@link #RESV_NQN}: nvme-cli reservation commands from two host NQNs; the reservation is checked again
  * after the daemon's restart.
  *
- * <p>The guest reaches the daemon's 127.0.0.1 ports at 10.0.2.2 (QEMU user-mode networking). Checks run in
+ * <p>The guest (restrict=on) reaches the daemon's 127.0.0.1 ports forwarded at 10.0.2.100 (run-guest.sh forwards
+ * every {@code *_PORT} variable; TARGET_ADDR 10.0.2.2 is handed to the guest as 10.0.2.100). Checks run in
  * {@code integration-tests/vm/guest/kernel-host-vs-target.sh}; this class asserts on its PASS/FAIL lines.
  * Set {@code NVMEOF4J_SKIP_VM_TESTS=1} to skip (it needs qemu and about 5 minutes of software emulation);
  * {@code -Dnvmeof4j.it.daemon=PATH} runs another launcher than {@code bin/nvmeof-target} (same command line).
@@ -124,10 +125,10 @@ class LinuxKernelHostIT {
         env.put("PATTERN_SEED", UUID.randomUUID().toString());
         env.put("HA_NQN", HA_NQN);
         env.put("HA_GRPID", Integer.toString(HA_GROUP));
-        env.put("HA_PORT_A1", Integer.toString(ioPort));
-        env.put("HA_PORT_A2", Integer.toString(ha.portA2()));
-        env.put("HA_PORT_B", Integer.toString(ha.portB()));
-        env.put("API_URL", "http://10.0.2.2:" + ha.httpPort());
+        env.put("HA_A1_PORT", Integer.toString(ioPort));
+        env.put("HA_A2_PORT", Integer.toString(ha.portA2()));
+        env.put("HA_B_PORT", Integer.toString(ha.portB()));
+        env.put("HA_HTTP_PORT", Integer.toString(ha.httpPort()));
         env.put("RESV_NQN", RESV_NQN);
         String hostId2 = UUID.randomUUID().toString();
         env.put("HOSTID2", hostId2);
@@ -328,7 +329,8 @@ class LinuxKernelHostIT {
      */
     private static String config(int ioPort, int discoveryPort, String hostNqn, Path nsFile, List<String> loops,
                                  Ha ha) {
-        // Daemon A's share of the HA set-up: its API for the guest (reached as 10.0.2.2), the HA subsystem on ports 1
+        // Daemon A's share of the HA set-up: its API for the guest (reached through a forwarded
+        // port at 10.0.2.100, run-guest.sh), the HA subsystem on ports 1
         // and 3 with the shared file, the reservation subsystem on port 1.
         String haPart = """
                 {"nqn": "%1$s", "attr": {"allow_any_host": "1", "cntlid_min": 1, "cntlid_max": 999},
@@ -344,7 +346,7 @@ class LinuxKernelHostIT {
             """.formatted(ha.portA2(), HA_NQN, HA_GROUP);
         return ("""
             {
-              "nvmeof4j": {"http": "127.0.0.1:%d", "http_allowed_hosts": ["10.0.2.2"]},
+              "nvmeof4j": {"http": "127.0.0.1:%d", "http_allowed_hosts": ["10.0.2.100"]},
               "hosts": [ {"nqn": "%s"} ],
               "ports": [
                 {"portid": 1,
