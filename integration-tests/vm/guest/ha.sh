@@ -9,7 +9,9 @@
 #   HA_HTTP_PORT       daemon A's management API port; API_URL defaults to http://$TARGET_ADDR:HA_HTTP_PORT
 #   API_TOKEN          its bearer token
 #   HA_KILL_MARKER     ha-failover: file this script creates to ask the host to SIGKILL daemon B (and restart it)
-#   RESV_NQN           subsystem with one file namespace for the reservation checks (on TARGET_PORT)
+#   RESV_NQN           subsystem with one file namespace for the reservation checks: host 1 connects through
+#                      TARGET_PORT, host 2 through RESV_PORT2 (nvme-cli 2.3 refuses a second connect to the same
+#                      address and subsystem whatever the host NQN, even with --duplicate-connect)
 #   HOSTNQN2, HOSTID2  the second host identity for the reservation checks
 
 HA_FIO_SIZE="${HA_FIO_SIZE:-32M}"
@@ -18,10 +20,8 @@ HA_KILL_MARKER="${HA_KILL_MARKER:-${RESULTS_DIR:-/tmp}/ha-kill-b}"
 ha_connect() { # ha_connect NQN PORT HOSTNQN HOSTID: prints the new controller name
     local nqn="$1" port="$2" hnqn="$3" hid="$4" before after c
     before="$(ctrls_of_subsys "$nqn" | sort)"
-    # --duplicate-connect: nvme-cli's "already connected" test ignores the host NQN, and the reservation checks
-    # connect two hosts to the same address and subsystem.
     timeout 90 nvme connect -t tcp -a "$TARGET_ADDR" -s "$port" -n "$nqn" --hostnqn="$hnqn" --hostid="$hid" \
-        --nr-io-queues=1 --reconnect-delay=1 --ctrl-loss-tmo=120 --duplicate-connect >&2 || return 1
+        --nr-io-queues=1 --reconnect-delay=1 --ctrl-loss-tmo=120 >&2 || return 1
     for _ in $(seq 1 100); do
         after="$(ctrls_of_subsys "$nqn" | sort)"
         c="$(comm -13 <(echo "$before") <(echo "$after") | head -n 1)"
@@ -151,7 +151,7 @@ RESV_C2=""
 resv_connect_both() {
     timeout 60 nvme disconnect -n "$RESV_NQN" >/dev/null 2>&1
     RESV_C1="$(ha_connect "$RESV_NQN" "$TARGET_PORT" "$HOSTNQN" "$HOSTID")" || return 1
-    RESV_C2="$(ha_connect "$RESV_NQN" "$TARGET_PORT" "$HOSTNQN2" "$HOSTID2")" || return 1
+    RESV_C2="$(ha_connect "$RESV_NQN" "${RESV_PORT2:-$TARGET_PORT}" "$HOSTNQN2" "$HOSTID2")" || return 1
     # I/O commands go to one controller's namespace through its character device (one namespace per controller).
     wait_for 20 test -c "/dev/$RESV_C1" && wait_for 20 test -c "/dev/$RESV_C2"
 }

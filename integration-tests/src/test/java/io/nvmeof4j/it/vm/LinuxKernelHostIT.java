@@ -130,6 +130,7 @@ class LinuxKernelHostIT {
         env.put("HA_B_PORT", Integer.toString(ha.portB()));
         env.put("HA_HTTP_PORT", Integer.toString(ha.httpPort()));
         env.put("RESV_NQN", RESV_NQN);
+        env.put("RESV_PORT2", Integer.toString(ha.portA2()));
         String hostId2 = UUID.randomUUID().toString();
         env.put("HOSTID2", hostId2);
         env.put("HOSTNQN2", "nqn.2014-08.org.nvmexpress:uuid:" + hostId2);
@@ -342,8 +343,8 @@ class LinuxKernelHostIT {
                 {"portid": 3,
                  "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "%1$d"},
                  "ana_groups": [{"grpid": %3$d, "ana": {"state": "non-optimized"}}],
-                 "subsystems": ["%2$s"]},
-            """.formatted(ha.portA2(), HA_NQN, HA_GROUP);
+                 "subsystems": ["%2$s", "%4$s"]},
+            """.formatted(ha.portA2(), HA_NQN, HA_GROUP, RESV_NQN);
         return ("""
             {
               "nvmeof4j": {"http": "127.0.0.1:%d", "http_allowed_hosts": ["10.0.2.100"]},
