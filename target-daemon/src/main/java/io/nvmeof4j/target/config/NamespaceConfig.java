@@ -19,9 +19,13 @@ import java.util.UUID;
  *                  through the page cache instead of O_DIRECT
  * @param uuid      as configured, or derived from the subsystem NQN and NSID
  * @param nguid     16 bytes, as configured or derived
+ * @param anaGroupId {@code ana_grpid} (nvmetcli's namespace attribute): the ANA group, 1 by default
+ * @param shared    {@code device.shared} (an nvmeof4j extension): open the file under a shared lock so a second
+ *                  daemon serving the same subsystem may open it too (docs/high-availability.md)
  */
 public record NamespaceConfig(String where, int nsid, boolean enabled, BackendType backend, Path path, long sizeBytes,
-                              int blockSize, boolean bufferedIo, UUID uuid, byte[] nguid) {
+                              int blockSize, boolean bufferedIo, UUID uuid, byte[] nguid, int anaGroupId,
+                              boolean shared) {
     public NamespaceConfig {
         Objects.requireNonNull(where, "where");
         Objects.requireNonNull(backend, "backend");
@@ -38,7 +42,7 @@ public record NamespaceConfig(String where, int nsid, boolean enabled, BackendTy
     /** This namespace with its device at {@code realPath} (the path a confinement check resolved). */
     public NamespaceConfig withPath(Path realPath) {
         return new NamespaceConfig(where, nsid, enabled, backend, realPath, sizeBytes, blockSize, bufferedIo, uuid,
-            nguid);
+            nguid, anaGroupId, shared);
     }
 
     /** A copy of the 16-byte NGUID. */
@@ -63,7 +67,8 @@ public record NamespaceConfig(String where, int nsid, boolean enabled, BackendTy
     public boolean equals(Object o) {
         return o instanceof NamespaceConfig n && n.where.equals(where) && n.nsid == nsid && n.enabled == enabled
             && n.backend == backend && Objects.equals(n.path, path) && n.sizeBytes == sizeBytes
-            && n.blockSize == blockSize && n.bufferedIo == bufferedIo && n.uuid.equals(uuid) && java.util.Arrays.equals(n.nguid, nguid);
+            && n.blockSize == blockSize && n.bufferedIo == bufferedIo && n.uuid.equals(uuid) && java.util.Arrays.equals(n.nguid, nguid)
+            && n.anaGroupId == anaGroupId && n.shared == shared;
     }
 
     @Override
@@ -76,6 +81,7 @@ public record NamespaceConfig(String where, int nsid, boolean enabled, BackendTy
         return "namespace " + Integer.toUnsignedString(nsid) + " (" + backend.configName()
             + (path != null ? " " + path : "") + (sizeBytes > 0 ? ", " + Sizes.format(sizeBytes) : "")
             + (blockSize == 0 ? ", the device's block size" : ", " + blockSize + " B blocks")
-            + (bufferedIo ? ", buffered" : "") + (enabled ? "" : ", disabled") + ")";
+            + (bufferedIo ? ", buffered" : "") + (shared ? ", shared" : "")
+            + (anaGroupId != 1 ? ", ANA group " + anaGroupId : "") + (enabled ? "" : ", disabled") + ")";
     }
 }

@@ -423,7 +423,7 @@ public final class ControlPlane {
                 + e.getMessage(), e);
         }
         PortConfig persisted = new PortConfig(pc.where(), pc.portId(), pc.address().withPort(bound.address().port()),
-            pc.treq(), pc.options(), pc.subsystems());
+            pc.treq(), pc.options(), pc.subsystems(), pc.anaGroups());
         TargetConfig next;
         try {
             next = validate(replacePort(parsed, persisted));
@@ -516,7 +516,7 @@ public final class ControlPlane {
     }
 
     private static PortConfig withSubsystems(PortConfig p, List<String> subsystems) {
-        return new PortConfig(p.where(), p.portId(), p.address(), p.treq(), p.options(), subsystems);
+        return new PortConfig(p.where(), p.portId(), p.address(), p.treq(), p.options(), subsystems, p.anaGroups());
     }
 
     private static SubsystemConfig withHosts(SubsystemConfig s, List<String> hosts) {
