@@ -697,7 +697,7 @@ public final class TargetDaemon implements AutoCloseable {
             if (p.exports(nqn)) {
                 Set<String> rest = new LinkedHashSet<>(p.subsystems());
                 rest.remove(nqn);
-                model.replacePort(p, new Port(p.portId(), p.address(), p.options(), rest));
+                model.replacePort(p, new Port(p.portId(), p.address(), p.options(), rest, p.ana()));
             }
         }
         model.removeSubsystem(nqn);
@@ -723,7 +723,8 @@ public final class TargetDaemon implements AutoCloseable {
         if (model.port(pc.portId()) != null) {
             throw new IllegalStateException("portid " + pc.portId() + " is in use");
         }
-        Port port = new Port(pc.portId(), pc.address(), pc.options(), new LinkedHashSet<>(pc.subsystems()));
+        Port port = new Port(pc.portId(), pc.address(), pc.options(), new LinkedHashSet<>(pc.subsystems()),
+            new AnaStates(pc.anaGroups()));
         model.addPort(port);
         try {
             listen(pc, port);
@@ -746,7 +747,8 @@ public final class TargetDaemon implements AutoCloseable {
         if (port == null) {
             throw new IllegalArgumentException("no port " + portId);
         }
-        model.replacePort(port, new Port(portId, port.address(), port.options(), subsystems));
+        // The same ANA states: controllers of this port keep reading them, and a change must not reset them.
+        model.replacePort(port, new Port(portId, port.address(), port.options(), subsystems, port.ana()));
         registry.notifyDiscoveryChanged();
         for (Controller c : registry.controllers()) {
             if (!c.isDiscovery() && c.port().portId() == portId && !subsystems.contains(c.subsystemNqn())) {

@@ -172,7 +172,8 @@ public final class ManagementApi {
 
     /**
      * Changes one ANA group's state on one port ({@code {"state": "inaccessible"}}, nvmetcli's state names); every
-     * controller connected through the port gets the ANA change event. 400: bad body or group id; 404: no port.
+     * controller connected through the port gets the ANA change event; persisted (the control plane). 400: bad body
+     * or group id; 404: no port; 500: the configuration file cannot be written (nothing changed).
      */
     public synchronized ObjectNode setAnaState(String portIdText, String groupText, JsonNode body)
         throws ManagementException {
@@ -201,7 +202,13 @@ public final class ManagementApi {
             throw new ManagementException(BAD_REQUEST, "ana.state: '" + body.get("state").asText()
                 + "' is not an ANA state (optimized, non-optimized, inaccessible, persistent-loss, change)");
         }
-        int old = daemon.setAnaState(port.portId(), group, state);
+        int old;
+        try {
+            old = daemon.controlPlane().setAnaStates("HTTP API", port.portId(), java.util.Map.of(group, state))
+                .get(group);
+        } catch (ControlException e) {
+            throw refused(e);
+        }
         ObjectNode o = mapper.createObjectNode();
         o.put("portid", port.portId());
         o.put("grpid", group);
