@@ -670,6 +670,8 @@ public final class TargetDaemon implements AutoCloseable {
             throw new IllegalStateException("subsystem " + sc.nqn() + " exists already");
         }
         Subsystem subsystem = new Subsystem(sc.nqn(), sc.serial(), sc.model(), sc.firmware(), sc.allowAnyHost());
+        // Live as at start: a second daemon serving the subsystem relies on the range from the first Connect on.
+        subsystem.cntlidRange(sc.cntlidMin(), sc.cntlidMax());
         for (String host : sc.allowedHosts()) {
             subsystem.addAllowedHost(host);
         }

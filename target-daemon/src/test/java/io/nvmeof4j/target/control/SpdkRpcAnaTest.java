@@ -101,7 +101,10 @@ class SpdkRpcAnaTest {
             rpc.result("bdev_malloc_create", "{\"name\": \"M0\", \"num_blocks\": 256, \"block_size\": 4096}");
             rpc.result("bdev_malloc_create", "{\"name\": \"M1\", \"num_blocks\": 256, \"block_size\": 4096}");
             assertThat(rpc.result("nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\", \"allow_any_host\": true, "
-                + "\"ana_reporting\": true, \"min_cntlid\": 1, \"max_cntlid\": 99}").asBoolean()).isTrue();
+                + "\"ana_reporting\": true, \"min_cntlid\": 40, \"max_cntlid\": 99}").asBoolean()).isTrue();
+            // The range applies live, not only after a restart (controller IDs come from the model's subsystem).
+            assertThat(daemon.model().subsystem(NQN).cntlidMin()).isEqualTo(40);
+            assertThat(daemon.model().subsystem(NQN).cntlidMax()).isEqualTo(99);
             rpc.result("nvmf_subsystem_add_listener", "{\"nqn\": \"" + NQN + "\", \"listen_address\": " + address(a)
                 + "}");
             assertThat(rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
