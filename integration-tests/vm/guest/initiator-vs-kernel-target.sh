@@ -4,14 +4,18 @@
 #   1. io.nvmeof4j.it.vm.KernelTargetProbe (a Java main in the integration-tests test classpath, run with the host's
 #      JDK seen through 9p): discover, connect with 1 and 4 I/O queues, write-then-verify at 4 KiB / 128 KiB / 1 MiB,
 #      FUA, deallocate reads zeros, flush, disconnect, a short callback-API load;
-#   2. bin/nvmeof perf for $PERF_SECONDS s, 4 KiB randread at QD 16, --json (saved as $RESULTS_DIR/perf-cli.json).
+#   2. bin/nvmeof perf for $PERF_SECONDS s, 4 KiB randread at QD 16, --json (saved as $RESULTS_DIR/perf-cli.json);
+#   3. multipath: a second nvmet port (TARGET_PORT + 1) on the same subsystem; bin/nvmeof perf over both paths
+#      (--iopolicy round-robin, randwrite, --verify: every write read back and compared) for $MP_SECONDS s while
+#      port 1's ANA group 1 goes inaccessible (ports/1/ana_groups/1/ana_state) and then port 1 is removed: no I/O
+#      error, no mismatch, path 0 ends inaccessible and not live, path 1 carried the I/O ($RESULTS_DIR/perf-mp.json).
 # Prints PASS/FAIL lines and a SUMMARY; exits non-zero on any failure. InitiatorVsKernelTargetIT runs it with:
 #   integration-tests/vm/run-guest.sh --results DIR --env PROBE_CP=CLASSPATH integration-tests/vm/guest/initiator-vs-kernel-target.sh
 #
 # Environment (defaults in brackets): PROBE_CP (required: test classpath holding KernelTargetProbe and
 # initiator-lib), JAVA_BIN [$JAVA_HOME/bin/java or java], SUBNQN [nqn.2014-08.io.nvmeof4j:kernel-initiator-it],
 # TARGET_PORT [4420], SIZE_MB [64], PROBE_SEED [random], PROBE_PERF_SECONDS [3], PERF_SECONDS [5],
-# PERF_QD [16], NVMEOF_CLI [<repo>/bin/nvmeof], PERF_CLI=0 skips step 2, PROBE_TIMEOUT [240], PERF_TIMEOUT [180],
+# PERF_QD [16], NVMEOF_CLI [<repo>/bin/nvmeof], PERF_CLI=0 skips steps 2 and 3, MP_SECONDS [12], PROBE_TIMEOUT [240], PERF_TIMEOUT [180],
 # GUEST_JAVA_OPTS [-XX:TieredStopAtLevel=1: see below].
 set -u -o pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -126,6 +130,63 @@ PY
         if [ "$crc" = 0 ]; then pass perf-cli; else fail perf-cli "exit code $crc: $(tail -n 3 "$RES/perf-cli.err" | tr '\n' ' ')"; fi
     else
         fail perf-cli "exit code $crc, bad summary; stderr: $(tail -n 5 "$RES/perf-cli.err" | tr '\n' ' ')"
+    fi
+fi
+
+# ---- 3. multipath over two ports: ANA inaccessible, then the port removed ------------------------------------------
+MP_SECONDS="${MP_SECONDS:-12}"
+MP_PORT=$((TARGET_PORT + 1))
+if [ "${PERF_CLI:-1}" = 0 ] || [ ! -x "$NVMEOF_CLI" ]; then
+    info "perf-multipath skipped"
+elif ! { nvmet_port 2 tcp 127.0.0.1 "$MP_PORT" && nvmet_link 2 "$SUBNQN" && wait_tcp_port 127.0.0.1 "$MP_PORT" 20; }; then
+    fail perf-multipath "second nvmet port 127.0.0.1:$MP_PORT not set up"
+else
+    t0=$(date +%s)
+    timeout --kill-after=10 "${PERF_TIMEOUT:-180}" "$NVMEOF_CLI" perf -t tcp -a 127.0.0.1,127.0.0.1 \
+        -s "$TARGET_PORT,$MP_PORT" -n "$SUBNQN" --iopolicy round-robin --reconnect-delay 1 --queue-depth 8 \
+        --io-size 4096 --workload randwrite --verify --time "$MP_SECONDS" --json \
+        > "$RES/perf-mp.out" 2> "$RES/perf-mp.err" &
+    mp_pid=$!
+    # The JVM starts slowly under emulation: change states only once both paths are connected (two controllers).
+    for _ in $(seq 1 240); do
+        grep -q "nvmeof perf:" "$RES/perf-mp.err" 2>/dev/null && break
+        kill -0 "$mp_pid" 2>/dev/null || break
+        sleep 0.5
+    done
+    sleep 3
+    echo inaccessible > "$NVMET_CFS/ports/1/ana_groups/1/ana_state" && info "port 1 ANA group 1: $(cat "$NVMET_CFS/ports/1/ana_groups/1/ana_state")"
+    sleep 3
+    rm -f "$NVMET_CFS/ports/1/subsystems/$SUBNQN" && rmdir "$NVMET_CFS/ports/1" && info "port 1 removed"
+    wait "$mp_pid"
+    mrc=$?
+    info "bin/nvmeof perf (multipath) exit code $mrc after $(( $(date +%s) - t0 ))s"
+    if python3 - "$RES/perf-mp.out" "$RES/perf-mp.json" <<'PY'
+import json, sys
+summary = None
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if line.startswith("{"):
+        try:
+            summary = json.loads(line)
+        except ValueError:
+            pass
+if summary is None:
+    sys.exit("no JSON summary")
+json.dump(summary, open(sys.argv[2], "w"), indent=2)
+p = summary.get("paths", [])
+print("INFO perf-multipath: iops=%s verified=%s mismatches=%s errors=%s paths=%s" % (summary.get("iops"),
+      summary.get("verified"), summary.get("mismatches"), summary.get("errors"), json.dumps(p)))
+if summary.get("errors") != 0 or summary.get("mismatches") != 0 or not summary.get("verified"):
+    sys.exit("I/O errors or mismatches, or nothing verified")
+if len(p) != 2 or p[0]["state"] == "LIVE" or p[0]["ana_state"] != "inaccessible":
+    sys.exit("path 0 should end not live and ANA inaccessible: %s" % json.dumps(p))
+if p[0]["completed"] <= 0 or p[1]["completed"] <= p[0]["completed"] or p[1]["failed"] != 0:
+    sys.exit("path 0 should have carried I/O before, path 1 most of it: %s" % json.dumps(p))
+PY
+    then
+        if [ "$mrc" = 0 ]; then pass perf-multipath; else fail perf-multipath "exit code $mrc: $(tail -n 3 "$RES/perf-mp.err" | tr '\n' ' ')"; fi
+    else
+        fail perf-multipath "exit code $mrc; stderr: $(tail -n 5 "$RES/perf-mp.err" | tr '\n' ' ')"
     fi
 fi
 

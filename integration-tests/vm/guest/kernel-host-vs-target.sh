@@ -10,7 +10,8 @@
 #   DISCOVERY_PORT     discovery port (default: TARGET_PORT)
 #   TRTYPE             tcp (default) or rdma
 #   HOSTNQN, HOSTID    passed explicitly to nvme-cli (default: generated from a fresh UUID)
-#   PHASE              space-separated list of: interop (default), fio-namespaces, write-pattern, check-pattern
+#   PHASE              space-separated list of: interop (default), fio-namespaces, write-pattern, check-pattern,
+#                      ha-ana, ha-failover, resv-setup, resv-check (the high-availability checks of ha.sh)
 #   FIO_NSIDS          fio-namespaces: the namespaces (other than NSID) that get a fio verify run and a discard
 #                      check on one connection, e.g. block-device-backed ones (default "")
 #   FIO_NS_JOBS        fio-namespaces: their fio jobs (default "4k:32:16M 128k:8:16M")
@@ -34,6 +35,8 @@ set -u -o pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
+# shellcheck source=ha.sh
+. "$HERE/ha.sh"
 
 : "${SUBNQN:?SUBNQN is required}"
 TARGET_ADDR="${TARGET_ADDR:-${NVMEOF4J_HOST_ADDR:-10.0.2.2}}"
@@ -428,6 +431,10 @@ for p in $PHASE; do
         fio-namespaces) phase_fio_namespaces ;;
         write-pattern) phase_write_pattern ;;
         check-pattern) phase_check_pattern ;;
+        ha-ana) phase_ha_ana ;;
+        ha-failover) phase_ha_failover ;;
+        resv-setup) phase_resv_setup ;;
+        resv-check) phase_resv_check ;;
         *) fail "phase-$p" "unknown phase" ;;
     esac
 done

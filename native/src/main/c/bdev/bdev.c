@@ -72,6 +72,8 @@
 /* With BDEV_OPEN_CONFINED: the checked path was a block device, and must still be one. */
 #define BDEV_OPEN_BLOCK_DEVICE 0x10
 #define BDEV_OPEN_NO_DISCARD_CMD 0x20 /* behave as a kernel without the block discard command (tests, old kernels) */
+/* Read-write under the shared lock: a second daemon serving the same subsystem from the same file. */
+#define BDEV_OPEN_SHARED 0x40
 
 /* A completion result meaning "not done: run it with the blocking call on a worker thread" (errno results are < 0). */
 #define BDEV_RESULT_BLOCKING 1
@@ -236,8 +238,12 @@ static jlong bdev_uring_open(JNIEnv *env, jclass cls, jstring jpath, jint flags,
     dev->direct = direct;
     dev->read_only = read_only;
     /* An open-file-description lock: it conflicts with another open of the file in this process and with POSIX
-     * (fcntl) locks of other processes, which is what Java's FileChannel.lock and nvmet-style tools take. */
-    struct flock lk = {.l_type = read_only ? F_RDLCK : F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+     * (fcntl) locks of other processes, which is what Java's FileChannel.lock and nvmet-style tools take.
+     * Shared opens (two daemons serving one subsystem from one file) take the read lock: shared openers coexist,
+     * while an exclusive opener and a shared one still refuse each other. */
+    int shared = (flags & BDEV_OPEN_SHARED) != 0;
+    struct flock lk = {.l_type = (read_only || shared) ? F_RDLCK : F_WRLCK, .l_whence = SEEK_SET, .l_start = 0,
+                       .l_len = 0};
     if (fcntl(fd, F_OFD_SETLK, &lk) != 0) {
         err = (errno == EAGAIN || errno == EACCES) ? -EBUSY : NVMEOF4J_ERR();
         goto fail;

@@ -264,7 +264,7 @@ final class AdminConnection {
             id.maxOutstandingCommands(), id.numberOfNamespaces(), id.optionalNvmCommands(),
             (id.volatileWriteCache() & IdentifyController.VWC_PRESENT) != 0, id.keepAliveSupport(), id.sglSupport(),
             id.optionalAsyncEvents(), ioccsz, Math.max(0, ioccsz * 16 - 64), id.subsystemNqn(),
-            id.logPageAttributes(), id.controllerAttributes());
+            id.logPageAttributes(), id.controllerAttributes(), id.multiPathCapabilities());
     }
 
     /** Get Log Page of {@code length} bytes at byte {@code offset} into {@code data} (which it clears). */

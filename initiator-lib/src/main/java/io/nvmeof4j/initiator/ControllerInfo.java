@@ -23,13 +23,20 @@ package io.nvmeof4j.initiator;
  * @param subsystemNqn          SUBNQN
  * @param logPageAttributes     LPA (bit 2: extended Get Log Page, LPO honoured)
  * @param controllerAttributes  CTRATT
+ * @param multiPathCapabilities CMIC (bit 3: ANA reporting)
  */
 public record ControllerInfo(int vendorId, String serialNumber, String modelNumber, String firmwareRevision,
                              int controllerId, int version, int controllerType, long maxDataTransferBytes,
                              int maxOutstandingCommands, int numberOfNamespaces, int optionalNvmCommands,
                              boolean volatileWriteCache, int keepAliveSupport100ms, int sglSupport,
                              int optionalAsyncEvents, int ioCommandCapsuleSize, int inCapsuleDataSize,
-                             String subsystemNqn, int logPageAttributes, int controllerAttributes) {
+                             String subsystemNqn, int logPageAttributes, int controllerAttributes,
+                             int multiPathCapabilities) {
+    /** CMIC bit 3: the controller reports Asymmetric Namespace Access (log page 0Ch, ANA statuses). */
+    public boolean supportsAna() {
+        return (multiPathCapabilities & io.nvmeof4j.protocol.admin.IdentifyController.CMIC_ANA) != 0;
+    }
+
     public boolean supportsCompare() {
         return (optionalNvmCommands & 1) != 0;
     }

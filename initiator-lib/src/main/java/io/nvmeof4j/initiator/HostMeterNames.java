@@ -16,6 +16,13 @@ import java.time.Duration;
  *   <tr><td>{@value #COMMANDS_FAILED}</td><td>counter</td><td>subsystem, nsid, op, status, status_name</td>
  *       <td>I/O completed with an error status (NVMe or host-side, such as 0x370 HOST_PATH_ERROR)</td></tr>
  *   <tr><td>{@value #CONTROLLERS}</td><td>gauge</td><td>-</td><td>controllers connected and not closed</td></tr>
+ *   <tr><td>{@value #PATH_IOS}</td><td>function counter</td><td>subsystem, path, outcome (completed, failed,
+ *       failed_over)</td><td>multipath I/Os per path: done there, failed there, or moved from there to another
+ *       path after a path error</td></tr>
+ *   <tr><td>{@value #PATH_IN_FLIGHT}</td><td>gauge</td><td>subsystem, path</td><td>multipath I/Os in flight on the
+ *       path (what the queue-depth policy compares)</td></tr>
+ *   <tr><td>{@value #PATH_LIVE}</td><td>gauge</td><td>subsystem, path</td><td>1 while the path's controller is
+ *       live</td></tr>
  * </table>
  * A library does not force percentile histograms on its users: the timer publishes none by default. An application
  * that wants them (as the {@code nvmeof perf --metrics} tool does) says so, either with
@@ -28,6 +35,9 @@ public final class HostMeterNames {
     public static final String IO_WRITTEN_BYTES = "nvmeof.host.io.written";
     public static final String COMMANDS_FAILED = "nvmeof.host.commands.failed";
     public static final String CONTROLLERS = "nvmeof.host.controllers";
+    public static final String PATH_IOS = "nvmeof.host.path.ios";
+    public static final String PATH_IN_FLIGHT = "nvmeof.host.path.in_flight";
+    public static final String PATH_LIVE = "nvmeof.host.path.live";
 
     public static final String TAG_OP = "op";
     public static final String TAG_SUBSYSTEM = "subsystem";
@@ -35,6 +45,8 @@ public final class HostMeterNames {
     public static final String TAG_TRANSPORT = "transport";
     public static final String TAG_STATUS = "status";
     public static final String TAG_STATUS_NAME = "status_name";
+    public static final String TAG_PATH = "path";
+    public static final String TAG_OUTCOME = "outcome";
 
     public static final Duration LATENCY_MIN = Duration.ofNanos(1_000);
     public static final Duration LATENCY_MAX = Duration.ofSeconds(10);

@@ -37,6 +37,29 @@ final class HostMetrics {
             .register(registry);
     }
 
+    /**
+     * The per-path meters of a multipath controller: functions over its counters, read when the registry is
+     * scraped, so the data path only increments its atomics.
+     */
+    void paths(MultipathController mp) {
+        for (MultipathController.Path p : mp.paths) {
+            Tags tags = Tags.of(TAG_SUBSYSTEM, mp.subsystemNqn(), TAG_PATH, p.address.toString());
+            io.micrometer.core.instrument.FunctionCounter.builder(PATH_IOS, p, x -> x.completed.get())
+                .tags(tags).tag(TAG_OUTCOME, "completed").description("Multipath I/Os per path and outcome")
+                .register(registry);
+            io.micrometer.core.instrument.FunctionCounter.builder(PATH_IOS, p, x -> x.failed.get())
+                .tags(tags).tag(TAG_OUTCOME, "failed").register(registry);
+            io.micrometer.core.instrument.FunctionCounter.builder(PATH_IOS, p, x -> x.failedOver.get())
+                .tags(tags).tag(TAG_OUTCOME, "failed_over").register(registry);
+            Gauge.builder(PATH_IN_FLIGHT, p, x -> x.inFlight.get()).tags(tags)
+                .description("Multipath I/Os in flight on the path").register(registry);
+            Gauge.builder(PATH_LIVE, p, x -> {
+                NvmeofController c = x.controller;
+                return c != null && c.state() == ControllerState.LIVE ? 1 : 0;
+            }).tags(tags).description("1 while the path's controller is live").register(registry);
+        }
+    }
+
     /** The meters of one namespace of one subsystem over one transport (made once, then shared). */
     NamespaceMeters namespace(String subsystemNqn, int nsid, String transport) {
         String key = transport + " " + subsystemNqn + " " + Integer.toUnsignedString(nsid);

@@ -3,6 +3,7 @@ package io.nvmeof4j.initiator;
 import io.nvmeof4j.protocol.command.CompletionQueueEntry;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
+import io.nvmeof4j.protocol.reservation.ReservationCommand;
 import io.nvmeof4j.protocol.spi.host.HostCommandCallback;
 import io.nvmeof4j.protocol.spi.host.HostQueue;
 import io.nvmeof4j.protocol.spi.host.HostQueueListener;
@@ -88,12 +89,22 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
      */
     boolean submit(int opcode, int nsid, long lba, long blocks, int blockShift, int cdw12Flags, int cdw11,
                    ByteBuffer buffer, IoCallback callback, Object context, HostMetrics.NamespaceMeters meters) {
+        return submit(opcode, nsid, lba, blocks, blockShift, cdw12Flags, cdw11, buffer, callback, context, meters,
+            false);
+    }
+
+    /** As above; {@code failFast}: a path error or an unusable controller completes the request with a path status
+     *  (without DNR) so that a multipath caller redoes it on another path. */
+    boolean submit(int opcode, int nsid, long lba, long blocks, int blockShift, int cdw12Flags, int cdw11,
+                   ByteBuffer buffer, IoCallback callback, Object context, HostMetrics.NamespaceMeters meters,
+                   boolean failFast) {
         IoRequest r = take(meters);
         if (r == null) {
             return false;
         }
         fill(r, opcode, nsid, lba, blocks, blockShift, cdw12Flags, buffer, callback, context);
         r.cdw11 = cdw11;
+        r.failFast = failFast;
         if (opcode == OP_DSM) {
             r.dsmRange.putInt(0, 0).putInt(4, (int) blocks).putLong(8, lba);
         }
@@ -151,6 +162,7 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
         r.blockShift = blockShift;
         r.cdw12Flags = cdw12Flags;
         r.cdw11 = 0;
+        r.failFast = false;
         r.callback = callback;
         r.context = context;
         if (buffer != null) {
@@ -161,7 +173,8 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
     }
 
     private boolean enqueue(IoRequest r) {
-        if (reactor.inReactorThread() && controller.mayRetry()) {
+        if (reactor.inReactorThread() && controller.mayRetry()
+            && (!r.failFast || controller.state() == ControllerState.LIVE)) {
             start(r);
             return true;
         }
@@ -231,6 +244,12 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
     private void start(IoRequest r) {
         if (!controller.mayRetry()) {
             r.status = HostStatus.HOST_PATH_ERROR | NvmeStatus.DNR;
+            r.errorDetail = controller.unavailableReason();
+            finish(r);
+            return;
+        }
+        if (r.failFast && controller.state() != ControllerState.LIVE) {
+            r.status = HostStatus.HOST_PATH_ERROR;
             r.errorDetail = controller.unavailableReason();
             finish(r);
             return;
@@ -339,6 +358,17 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
                 dataLength = 16;
                 chunk = (int) remaining;
                 break;
+            case ReservationCommand.OPC_REGISTER:
+            case ReservationCommand.OPC_REPORT:
+            case ReservationCommand.OPC_ACQUIRE:
+            case ReservationCommand.OPC_RELEASE:
+                // One command; "blocks" holds the data length in bytes, cdw12Flags CDW10.
+                command.cdw(10, r.cdw12Flags).cdw(11, r.cdw11);
+                data = r.buffer;
+                dataOffset = r.bufferPosition;
+                dataLength = (int) remaining;
+                chunk = (int) remaining;
+                break;
             case OP_WRITE_ZEROES:
             case OP_VERIFY:
                 chunk = (int) Math.min(remaining, MAX_BLOCKS_PER_COMMAND);
@@ -383,12 +413,12 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
         r.inFlight--;
         int status = cqe.status();
         if (status != 0) {
-            if (status == HostStatus.HOST_PATH_ERROR && controller.mayRetry()) {
+            if (status == HostStatus.HOST_PATH_ERROR && controller.mayRetry() && !r.failFast) {
                 r.retry = true; // the connection dropped: redo the request after the reconnect
             } else if (r.status == 0 || NvmeStatus.code(r.status) == NvmeStatus.ABORTED_FAILED_FUSED) {
                 // A fused pair: the half that failed (a miscompare) says more than the other's "aborted".
                 r.status = status;
-                if (status == HostStatus.HOST_PATH_ERROR) {
+                if (status == HostStatus.HOST_PATH_ERROR && !r.failFast) {
                     r.status |= NvmeStatus.DNR;
                     r.errorDetail = controller.unavailableReason();
                 }
@@ -462,7 +492,8 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
                         + "got no completion within %d ms", opName(r.opcode), trackedCid[tag], r.nsid, r.lba, qid,
                     controller.peer(), commandTimeoutNanos / 1_000_000);
                 if (r.status == 0) {
-                    r.status = HostStatus.HOST_ABORTED_COMMAND | NvmeStatus.DNR;
+                    // Multipath: the Linux host fails a timed-out command over to another path too.
+                    r.status = HostStatus.HOST_ABORTED_COMMAND | (r.failFast ? 0 : NvmeStatus.DNR);
                     r.errorDetail = detail;
                 }
                 if (timedOut == null) {
@@ -494,10 +525,46 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
         }
     }
 
+    /**
+     * The transport closed: multipath requests still waiting here for a slot end with a path error now (reactor
+     * thread), so that they go to another path instead of waiting for this controller's reconnect.
+     */
+    void failFastWaiting(String reason) {
+        IoRequest keep = null;
+        IoRequest keepTail = null;
+        while (pendingHead != null) {
+            IoRequest r = pendingHead;
+            popPending();
+            if (!r.failFast) {
+                r.nextPending = null;
+                if (keepTail == null) {
+                    keep = r;
+                } else {
+                    keepTail.nextPending = r;
+                }
+                keepTail = r;
+                continue;
+            }
+            if (r.status == 0) {
+                r.status = HostStatus.HOST_PATH_ERROR;
+                r.errorDetail = "I/O queue " + qid + " to " + controller.peer() + " closed: " + reason;
+            }
+            if (r.inFlight == 0) {
+                finish(r);
+            }
+        }
+        for (IoRequest r = keep; r != null; ) {
+            IoRequest next = r.nextPending;
+            appendPending(r);
+            r = next;
+        }
+    }
+
     @Override
     public void onClosed(HostQueue queue, String reason) {
         if (queue == transport) {
             controller.onQueueClosed(qid, reason);
+            reactor.execute(() -> failFastWaiting(reason));
         }
     }
 
@@ -512,6 +579,10 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
             case OP_VERIFY: return "Verify";
             case OP_COPY: return "Copy";
             case OP_COMPARE_AND_WRITE: return "Compare and Write";
+            case ReservationCommand.OPC_REGISTER: return "Reservation Register";
+            case ReservationCommand.OPC_REPORT: return "Reservation Report";
+            case ReservationCommand.OPC_ACQUIRE: return "Reservation Acquire";
+            case ReservationCommand.OPC_RELEASE: return "Reservation Release";
             default: return String.format("opcode 0x%02x", opcode);
         }
     }

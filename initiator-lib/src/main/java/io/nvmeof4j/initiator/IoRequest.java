@@ -22,6 +22,9 @@ final class IoRequest {
     /** CDW12 bits besides NLB (FUA bit 30, DEAC bit 25). */
     int cdw12Flags;
     int cdw11;
+    /** Multipath: a path error ends the request here (not DNR) for another path to redo, instead of waiting for
+     *  this controller's reconnect. */
+    boolean failFast;
     ByteBuffer buffer;
     int bufferPosition;
     int bufferLimit;
@@ -69,5 +72,6 @@ final class IoRequest {
         nextPending = null;
         cdw12Flags = 0;
         cdw11 = 0;
+        failFast = false;
     }
 }

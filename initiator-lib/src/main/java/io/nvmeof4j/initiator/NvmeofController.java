@@ -55,6 +55,8 @@ public final class NvmeofController implements AutoCloseable {
     private static final int MAX_IDENTIFIED_NAMESPACES = ActiveNamespaceIdList.MAX_ENTRIES;
     /** The Linux RDMA host never opens queues deeper than this (NVME_RDMA_MAX_QUEUE_SIZE). */
     static final int RDMA_MAX_QUEUE_SIZE = 256;
+    /** OAES / Async Event Configuration bit 11: ANA change notices. */
+    static final int AEC_ANA_CHANGE = 1 << 11;
 
     private final NvmeofHost host;
     private final TransportAddress address;
@@ -78,6 +80,17 @@ public final class NvmeofController implements AutoCloseable {
     private int reconnectAttempts;
     private volatile String lastError;
     private volatile int reconnects;
+    /** Set by a {@link MultipathController} that owns this controller as one of its paths. */
+    private volatile PathEvents pathEvents;
+
+    /** What a multipath controller hears from one of its paths (control threads). */
+    interface PathEvents {
+        /** The state changed (LIVE after a reconnect, RECONNECTING, LOST, CLOSED). */
+        void onStateChanged(NvmeofController path);
+
+        /** An ANA change notice arrived: read the ANA log (with RAE 0, which re-arms the event). */
+        void onAnaChange(NvmeofController path);
+    }
 
     private NvmeofController(NvmeofHost host, TransportAddress address, String subsystemNqn, ConnectOptions options) {
         this.host = host;
@@ -204,6 +217,29 @@ public final class NvmeofController implements AutoCloseable {
     /** Where a log line or an error names this controller: {@code "tcp://127.0.0.1:4420 (nqn...)"}. */
     public String peer() {
         return peer;
+    }
+
+    void pathEvents(PathEvents events) {
+        this.pathEvents = events;
+    }
+
+    private void notifyState() {
+        PathEvents events = pathEvents;
+        if (events != null) {
+            try {
+                events.onStateChanged(this);
+            } catch (RuntimeException e) {
+                LOG.warn("{}: multipath state handler failed", peer, e);
+            }
+        }
+    }
+
+    /** Get Log Page on the admin queue (control path; blocks up to the admin timeout). */
+    ByteBuffer readLogPage(String step, int lid, int bytes, boolean retainEvent) throws NvmeofException {
+        AdminConnection a = liveAdmin(step);
+        ByteBuffer data = Commands.direct(bytes);
+        a.getLogPage(step, lid, 0xFFFF_FFFF, data, bytes, 0, retainEvent);
+        return data;
     }
 
     // ---- bring-up ------------------------------------------------------------------------------------------------
@@ -365,7 +401,7 @@ public final class NvmeofController implements AutoCloseable {
     }
 
     private void enableAsyncEvents(AdminConnection a) throws NvmeofException {
-        int events = a.info.optionalAsyncEvents() & FeatureIdentifier.AEC_NAMESPACE_ATTRIBUTE;
+        int events = a.info.optionalAsyncEvents() & (FeatureIdentifier.AEC_NAMESPACE_ATTRIBUTE | AEC_ANA_CHANGE);
         if (events == 0) {
             return;
         }
@@ -414,6 +450,14 @@ public final class NvmeofController implements AutoCloseable {
                 List<NvmeofNamespace> scanned = scanNamespaces(a);
                 namespaces = scanned;
                 notifyListeners(Collections.unmodifiableList(changed), scanned);
+            } else if (type == AsyncEvent.TYPE_NOTICE && info == AsyncEvent.NOTICE_ANA_CHANGE) {
+                PathEvents events = pathEvents;
+                if (events != null) {
+                    events.onAnaChange(this); // it reads the ANA log with RAE 0, re-arming the event
+                } else {
+                    a.getLogPage("Get Log Page (ANA)", LogPageIdentifier.ANA, 0, Commands.direct(4096), 4096, 0,
+                        false);
+                }
             }
         } catch (NvmeofException e) {
             LOG.warn("{}: handling asynchronous event 0x{} failed: {}", peer, Integer.toHexString(dw0), e.getMessage());
@@ -585,6 +629,7 @@ public final class NvmeofController implements AutoCloseable {
         }
         LOG.warn("{}: {}; tearing the queues down and reconnecting (controller-loss timeout {} s)", peer, reason,
             options.controllerLossTimeout().toSeconds());
+        host.control().execute(this::notifyState);
         host.control().execute(() -> {
             teardown(reason);
             scheduleReconnect();
@@ -663,6 +708,7 @@ public final class NvmeofController implements AutoCloseable {
         }
         LOG.info("{}: reconnected as controller {} after {} attempt(s)", peer, controllerId(), reconnectAttempts);
         afterBringUp(true);
+        notifyState();
     }
 
     private void lose(String why) {
@@ -679,6 +725,7 @@ public final class NvmeofController implements AutoCloseable {
         for (IoQueue q : ioQueues) {
             q.reactor.execute(q::failWaiting);
         }
+        notifyState();
     }
 
     // ---- close ---------------------------------------------------------------------------------------------------

@@ -227,6 +227,44 @@ public final class NvmeofHost implements AutoCloseable {
         return controller;
     }
 
+    /**
+     * Connects to subsystem {@code subsystemNqn} over every address in {@code addresses} (one controller per path)
+     * and returns them as one {@link MultipathController}, as the Linux host joins the controllers of one subsystem
+     * under one multipath node. Paths that do not connect now are retried every {@code reconnectDelay}.
+     *
+     * @throws NvmeofException of the first path when no path connects
+     */
+    public MultipathController connectMultipath(List<TransportAddress> addresses, String subsystemNqn,
+                                                ConnectOptions options, IoPolicy policy) throws IOException {
+        checkOpen();
+        Objects.requireNonNull(subsystemNqn, "subsystemNqn");
+        Objects.requireNonNull(options, "options");
+        Objects.requireNonNull(policy, "policy");
+        for (TransportAddress a : addresses) {
+            fabric(a.type());
+        }
+        return MultipathController.connect(this, List.copyOf(addresses), subsystemNqn, options, policy);
+    }
+
+    /**
+     * Every path of subsystem {@code subsystemNqn} that the discovery controller at {@code discoveryAddress} lists
+     * (one address per discovery log entry of that NQN, in log order, duplicates dropped): what to give
+     * {@link #connectMultipath}.
+     */
+    public List<TransportAddress> discoverPaths(TransportAddress discoveryAddress, String subsystemNqn)
+        throws IOException {
+        List<TransportAddress> paths = new ArrayList<>();
+        for (DiscoveryEntry e : discover(discoveryAddress)) {
+            if (e.subsystemNqn().equals(subsystemNqn)) {
+                TransportAddress a = e.address();
+                if (!paths.contains(a)) {
+                    paths.add(a);
+                }
+            }
+        }
+        return Collections.unmodifiableList(paths);
+    }
+
     /** Closes every controller, then the reactor and control threads. */
     @Override
     public void close() {

@@ -1,6 +1,7 @@
 package io.nvmeof4j.initiator;
 
 import io.nvmeof4j.protocol.command.NvmeStatus;
+import io.nvmeof4j.protocol.reservation.ReservationCommand;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -28,7 +29,7 @@ import java.util.concurrent.locks.LockSupport;
  * naming the operation, namespace, controller and status.
  * <p>Both styles may be used from any thread at once; see the package documentation for the threading model.
  */
-public final class NvmeofNamespace {
+public final class NvmeofNamespace implements BlockNamespace {
     private static final IoCallback FUTURE_CALLBACK = (status, context) -> ((FutureIo) context).complete(status);
 
     private final NvmeofController controller;
@@ -178,6 +179,73 @@ public final class NvmeofNamespace {
             throw new IllegalArgumentException(blocks + " blocks (" + bytes + " bytes) do not fit in one command: "
                 + "the controller takes at most " + controller.maxTransferBytes() + " bytes");
         }
+    }
+
+    /**
+     * Multipath: one I/O on this path that ends with a path status (not DNR) instead of waiting for this
+     * controller's reconnect, so that {@link MultipathNamespace} can redo it on another path. Allocation-free.
+     */
+    boolean submitOnPath(int opcode, long lba, long blocks, int cdw12Flags, int cdw11, ByteBuffer buffer,
+                         IoCallback callback, Object context) {
+        return queue().submit(opcode, nsid, lba, blocks, blockShift, cdw12Flags, cdw11, buffer, callback, context,
+            meters, true);
+    }
+
+    // ---- reservations (NVMe Base 2.0, 7.2-7.5; codes in ReservationCommand and ReservationType) ----------------
+
+    /**
+     * Reservation Register: {@code action} {@link ReservationCommand#REGISTER}, {@code UNREGISTER} or {@code REPLACE};
+     * {@code cptpl} {@link ReservationCommand#CPTPL_NO_CHANGE}, {@code CPTPL_CLEAR} or {@code CPTPL_SET} (Persist
+     * Through Power Loss). Fails with RESERVATION_CONFLICT (0x083) when {@code currentKey} does not match.
+     */
+    public CompletableFuture<Void> reservationRegister(int action, boolean ignoreExistingKey, int cptpl,
+                                                       long currentKey, long newKey) {
+        ByteBuffer data = Commands.direct(ReservationCommand.REGISTER_DATA_LENGTH);
+        data.putLong(ReservationCommand.CRKEY_OFFSET, currentKey).putLong(ReservationCommand.SECOND_KEY_OFFSET, newKey);
+        return reservation(ReservationCommand.OPC_REGISTER,
+            ReservationCommand.cdw10(action, ignoreExistingKey, 0, cptpl), 0, data);
+    }
+
+    /** Reservation Acquire: {@code action} ACQUIRE, PREEMPT or PREEMPT_AND_ABORT; {@code type} a {@link
+     *  io.nvmeof4j.protocol.reservation.ReservationType}; {@code preemptKey} the key to preempt. */
+    public CompletableFuture<Void> reservationAcquire(int action, boolean ignoreExistingKey, int type,
+                                                      long currentKey, long preemptKey) {
+        ByteBuffer data = Commands.direct(ReservationCommand.ACQUIRE_DATA_LENGTH);
+        data.putLong(ReservationCommand.CRKEY_OFFSET, currentKey)
+            .putLong(ReservationCommand.SECOND_KEY_OFFSET, preemptKey);
+        return reservation(ReservationCommand.OPC_ACQUIRE,
+            ReservationCommand.cdw10(action, ignoreExistingKey, type, 0), 0, data);
+    }
+
+    /** Reservation Release: {@code action} RELEASE or CLEAR. */
+    public CompletableFuture<Void> reservationRelease(int action, boolean ignoreExistingKey, int type,
+                                                      long currentKey) {
+        ByteBuffer data = Commands.direct(ReservationCommand.RELEASE_DATA_LENGTH);
+        data.putLong(ReservationCommand.CRKEY_OFFSET, currentKey);
+        return reservation(ReservationCommand.OPC_RELEASE,
+            ReservationCommand.cdw10(action, ignoreExistingKey, type, 0), 0, data);
+    }
+
+    /**
+     * Reservation Report into a new little-endian direct buffer of {@code bytes} bytes (NUMD = bytes / 4 - 1): the
+     * reservation status data structure, extended (128-bit host identifiers) when {@code extended}; read it with
+     * {@link io.nvmeof4j.protocol.reservation.ReservationStatusData}.
+     */
+    public CompletableFuture<ByteBuffer> reservationReport(boolean extended, int bytes) {
+        if (bytes < 4 || (bytes & 3) != 0) {
+            throw new IllegalArgumentException("report length " + bytes + " is not a positive multiple of 4");
+        }
+        ByteBuffer data = Commands.direct(bytes);
+        return reservation(ReservationCommand.OPC_REPORT, bytes / 4 - 1, extended ? ReservationCommand.REPORT_EDS : 0,
+            data).thenApply(v -> data);
+    }
+
+    private CompletableFuture<Void> reservation(int opcode, int cdw10, int cdw11, ByteBuffer data) {
+        FutureIo io = new FutureIo(this, opcode, 0, 0);
+        // "blocks" carries the data length in bytes for these commands (IoQueue.submitNext); no meters.
+        submitWithRetry(io, () -> queue().submit(opcode, nsid, 0, data.remaining(), blockShift, cdw10, cdw11, data,
+            FUTURE_CALLBACK, io, null));
+        return io.thenApply(ok -> null);
     }
 
     private static void checkBlocks(int blocks) {
@@ -371,8 +439,8 @@ public final class NvmeofNamespace {
         }
 
         String describe() {
-            String what = opcode == IoQueue.OP_FLUSH ? "Flush" : IoQueue.opName(opcode) + " of " + blocks
-                + " blocks at LBA " + lba;
+            String what = opcode == IoQueue.OP_FLUSH || blocks == 0 ? IoQueue.opName(opcode)
+                : IoQueue.opName(opcode) + " of " + blocks + " blocks at LBA " + lba;
             return what + " on namespace " + namespace.nsid + " of " + namespace.controller.subsystemNqn() + " at "
                 + namespace.controller.address();
         }

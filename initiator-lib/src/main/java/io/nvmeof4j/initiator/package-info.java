@@ -7,7 +7,10 @@
  * {@link io.nvmeof4j.initiator.HostIdentity} (host NQN + host id, generated once and persisted),
  * {@link io.nvmeof4j.initiator.NvmeofController} (queues, keep-alive, async events, reconnect),
  * {@link io.nvmeof4j.initiator.NvmeofNamespace} (block I/O: read, write with FUA, flush, write zeroes, deallocate,
- * compare; as futures or allocation-free callbacks).
+ * compare; as futures or allocation-free callbacks),
+ * {@link io.nvmeof4j.initiator.MultipathController} and {@link io.nvmeof4j.initiator.MultipathNamespace} (one subsystem
+ * over several paths: ANA-aware {@link io.nvmeof4j.initiator.IoPolicy}, failover, per-path
+ * {@link io.nvmeof4j.initiator.PathStats}).
  *
  * <h2>Threading model</h2>
  * <ul>

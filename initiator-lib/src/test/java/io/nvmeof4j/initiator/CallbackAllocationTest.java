@@ -33,14 +33,18 @@ class CallbackAllocationTest {
 
     private InJvmTarget target;
     private NvmeofHost host;
-    private NvmeofNamespace ns;
+    private BlockNamespace ns;
 
     @BeforeAll
     void connect(@TempDir Path dir) throws Exception {
         target = new InJvmTarget(dir);
         host = createHost();
-        ns = host.connect(target.ioAddress(), InJvmTarget.NQN_A, ConnectOptions.defaults().withIoQueues(1)
-            .withQueueDepth(DEPTH)).namespace(1);
+        ns = connectNamespace(host, target, ConnectOptions.defaults().withIoQueues(1).withQueueDepth(DEPTH));
+    }
+
+    /** Namespace 1 of the target over one path (a subclass measures the same over several). */
+    BlockNamespace connectNamespace(NvmeofHost host, InJvmTarget target, ConnectOptions options) throws Exception {
+        return host.connect(target.ioAddress(), InJvmTarget.NQN_A, options).namespace(1);
     }
 
     /** The host under test (a subclass measures the same with metrics on). */

@@ -16,7 +16,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * A TCP proxy on 127.0.0.1 in front of a target. {@link #freeze()} makes it stop forwarding in both directions
  * without closing anything: to the host the controller just goes silent (what a hung target looks like).
  */
-final class FreezableProxy implements AutoCloseable {
+public final class FreezableProxy implements AutoCloseable {
     private final ServerSocket server;
     private final TransportAddress target;
     private final List<Socket> sockets = new CopyOnWriteArrayList<>();
@@ -24,15 +24,22 @@ final class FreezableProxy implements AutoCloseable {
     private volatile boolean frozen;
     private volatile boolean closed;
 
-    FreezableProxy(TransportAddress target) throws IOException {
+    public FreezableProxy(TransportAddress target) throws IOException {
+        this(target, 0);
+    }
+
+    /** On {@code port} (0: any free one): a closed proxy's port taken again is "the port came back". */
+    public FreezableProxy(TransportAddress target, int port) throws IOException {
         this.target = target;
-        this.server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+        this.server = new ServerSocket();
+        server.setReuseAddress(true);
+        server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 50);
         Thread acceptor = new Thread(this::accept, "proxy-acceptor");
         acceptor.setDaemon(true);
         acceptor.start();
     }
 
-    TransportAddress address() {
+    public TransportAddress address() {
         return TransportAddress.tcp("127.0.0.1", server.getLocalPort());
     }
 

@@ -8,6 +8,7 @@ import java.io.IOException;
 
 import io.nvmeof4j.initiator.ConnectOptions;
 import io.nvmeof4j.initiator.HostIdentity;
+import io.nvmeof4j.initiator.IoPolicy;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.protocol.spi.host.HostQueueOptions;
@@ -15,6 +16,8 @@ import picocli.CommandLine.Option;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.UUID;
 
@@ -37,12 +40,19 @@ public final class ConnectionOptions {
     String transport;
 
     @Option(names = {"-a", "--traddr"}, paramLabel = "TRADDR", required = true,
-        description = "Address of the target (IPv4, IPv6 or host name).")
+        description = {"Address of the target (IPv4, IPv6 or host name). perf: a comma-separated list gives",
+            "one path per address to one subsystem (multipath; see --iopolicy)."})
     String traddr;
 
     @Option(names = {"-s", "--trsvcid"}, paramLabel = "TRSVCID",
-        description = "Port of the target. Default: 8009 for discover over tcp, 4420 otherwise.")
-    Integer trsvcid;
+        description = {"Port of the target. Default: 8009 for discover over tcp, 4420 otherwise. With several",
+            "addresses: one port for all, or a comma-separated list, one per address."})
+    String trsvcid;
+
+    @Option(names = "--iopolicy", paramLabel = "POLICY", defaultValue = "numa",
+        description = {"With several paths: numa (the first usable path), round-robin or queue-depth, as the",
+            "Linux host's iopolicy; optimized ANA paths first. Default: ${DEFAULT-VALUE}."})
+    String iopolicy;
 
     @Option(names = {"-n", "--nqn"}, paramLabel = "SUBNQN",
         description = "Subsystem NQN (required except for discover).")
@@ -107,10 +117,28 @@ public final class ConnectionOptions {
             + "'nvme check-tls-key --insert' put into its keyring).")
     boolean tlsCompat;
 
+    @Option(names = "--reconnect-delay", paramLabel = "SECONDS",
+        description = "First wait before reconnecting a lost controller (doubling up to 60). Default: 10.")
+    Integer reconnectDelaySeconds;
+
+    @Option(names = "--ctrl-loss-tmo", paramLabel = "SECONDS",
+        description = "How long to keep reconnecting before the controller counts as lost. Default: 600.")
+    Integer ctrlLossSeconds;
+
     @Option(names = {"-v", "--verbose"}, description = "Debug logging, and stack traces with errors.")
     boolean verbose;
 
+    /** The one address of a single-path subcommand. */
     TransportAddress address(int defaultPort) {
+        List<TransportAddress> all = addresses(defaultPort);
+        if (all.size() != 1) {
+            throw new CliUsageException("this subcommand takes one address (-a), not " + all.size());
+        }
+        return all.get(0);
+    }
+
+    /** Every address of {@code -a a1,a2,...} with its port from {@code -s p} or {@code -s p1,p2,...}. */
+    List<TransportAddress> addresses(int defaultPort) {
         TransportType type;
         try {
             type = TransportType.fromConfigName(transport);
@@ -126,15 +154,47 @@ public final class ConnectionOptions {
                 throw new CliUsageException("transport 'rdma' is not available here: " + cause.getMessage());
             }
         }
-        // The Linux host discovers over RDMA on 4420 (8009 is NVMe/TCP's discovery port).
-        int port = trsvcid == null ? (type == TransportType.RDMA ? IO_PORT_DEFAULT : defaultPort) : trsvcid;
-        if (port < 1 || port > 65535) {
-            throw new CliUsageException("-s/--trsvcid " + port + " is not a TCP port (1..65535)");
+        String[] hosts = traddr.split(",", -1);
+        String[] ports = trsvcid == null ? new String[0] : trsvcid.split(",", -1);
+        if (ports.length > 1 && ports.length != hosts.length) {
+            throw new CliUsageException("-s/--trsvcid lists " + ports.length + " ports for " + hosts.length
+                + " addresses (give one port, or one per address)");
         }
-        String host = traddr.startsWith("[") && traddr.endsWith("]") ? traddr.substring(1, traddr.length() - 1)
-            : traddr;
-        TransportAddress tcp = TransportAddress.tcp(host, port);
-        return type == TransportType.TCP ? tcp : new TransportAddress(type, tcp.family(), host, tcp.trsvcid());
+        List<TransportAddress> result = new ArrayList<>();
+        for (int i = 0; i < hosts.length; i++) {
+            // The Linux host discovers over RDMA on 4420 (8009 is NVMe/TCP's discovery port).
+            int port;
+            if (ports.length == 0) {
+                port = type == TransportType.RDMA ? IO_PORT_DEFAULT : defaultPort;
+            } else {
+                String text = ports[ports.length == 1 ? 0 : i].trim();
+                try {
+                    port = Integer.parseInt(text);
+                } catch (NumberFormatException e) {
+                    throw new CliUsageException("-s/--trsvcid '" + text + "' is not a TCP port (1..65535)");
+                }
+            }
+            if (port < 1 || port > 65535) {
+                throw new CliUsageException("-s/--trsvcid " + port + " is not a TCP port (1..65535)");
+            }
+            String h = hosts[i].trim();
+            if (h.isEmpty()) {
+                throw new CliUsageException("-a/--traddr '" + traddr + "' has an empty address");
+            }
+            String host = h.startsWith("[") && h.endsWith("]") ? h.substring(1, h.length() - 1) : h;
+            TransportAddress tcp = TransportAddress.tcp(host, port);
+            result.add(type == TransportType.TCP ? tcp : new TransportAddress(type, tcp.family(), host,
+                tcp.trsvcid()));
+        }
+        return result;
+    }
+
+    IoPolicy ioPolicy() {
+        try {
+            return IoPolicy.fromConfigName(iopolicy);
+        } catch (IllegalArgumentException e) {
+            throw new CliUsageException("--iopolicy: " + e.getMessage());
+        }
     }
 
     String requireNqn() {
@@ -191,6 +251,12 @@ public final class ConnectionOptions {
                 .withMaxOutstandingRequests(Math.max(o.maxOutstandingRequests(), minOutstanding));
             if (keepAliveSeconds != null) {
                 o = o.withKeepAliveTimeout(Duration.ofSeconds(keepAliveSeconds));
+            }
+            if (reconnectDelaySeconds != null || ctrlLossSeconds != null) {
+                Duration delay = reconnectDelaySeconds != null ? Duration.ofSeconds(reconnectDelaySeconds)
+                    : o.reconnectDelay();
+                o = o.withReconnect(delay, delay.compareTo(o.maxReconnectDelay()) > 0 ? delay : o.maxReconnectDelay(),
+                    ctrlLossSeconds != null ? Duration.ofSeconds(ctrlLossSeconds) : o.controllerLossTimeout());
             }
             if (connectTimeoutMs != null) {
                 o = o.withConnectTimeout(Duration.ofMillis(connectTimeoutMs));

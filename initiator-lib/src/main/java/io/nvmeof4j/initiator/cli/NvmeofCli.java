@@ -21,7 +21,9 @@ import java.util.Objects;
 @Command(name = "nvmeof", mixinStandardHelpOptions = true, versionProvider = NvmeofCli.Version.class,
     sortOptions = false,
     subcommands = {DiscoverCommand.class, IdentifyCommand.class, ReadCommand.class, WriteCommand.class,
-        CompareAndWriteCommand.class, CopyCommand.class, VerifyCommand.class, PerfCommand.class, CommandLine.HelpCommand.class},
+        CompareAndWriteCommand.class, CopyCommand.class, VerifyCommand.class, PerfCommand.class,
+        ReservationCommands.Register.class, ReservationCommands.Acquire.class, ReservationCommands.Release.class,
+        ReservationCommands.Report.class, CommandLine.HelpCommand.class},
     description = {"NVMe-over-Fabrics host (NVMe/TCP) on the JVM: discover subsystems, identify",
         "controllers, read and write blocks, generate load. Connection options follow",
         "nvme-cli's 'nvme connect' (-t -a -s -n -q -I ...), after the subcommand:",
@@ -30,6 +32,8 @@ import java.util.Objects;
         "      --workload randread --io-size 4K --queue-depth 32 --time 10",
         "-n is the subsystem NQN and -s the port in every subcommand; read and write take",
         "the namespace and start block as --namespace-id and --start-block.",
+        "perf takes several paths of one subsystem: -a 10.0.0.5,10.0.0.6 (or -s 4420,4421)",
+        "with --iopolicy numa|round-robin|queue-depth.",
         ""},
     exitCodeListHeading = "%nExit status:%n",
     exitCodeList = {
@@ -68,7 +72,8 @@ public final class NvmeofCli implements Runnable {
     @Override
     public void run() {
         throw new CommandLine.ParameterException(spec.commandLine(),
-            "a subcommand is needed: discover, identify, read, write or perf");
+            "a subcommand is needed: discover, identify, read, write, perf, resv-register, resv-acquire, "
+                + "resv-release or resv-report");
     }
 
     public static void main(String[] args) {

@@ -8,7 +8,13 @@ import io.nvmeof4j.initiator.IoStatus;
 import io.nvmeof4j.initiator.NvmeofController;
 import io.nvmeof4j.initiator.NvmeofHost;
 import io.nvmeof4j.initiator.NvmeofIoException;
-import io.nvmeof4j.initiator.NvmeofNamespace;
+import io.nvmeof4j.initiator.BlockNamespace;
+import io.nvmeof4j.initiator.IoPolicy;
+import io.nvmeof4j.initiator.MultipathController;
+import io.nvmeof4j.initiator.MultipathNamespace;
+import io.nvmeof4j.initiator.PathStats;
+import io.nvmeof4j.protocol.ana.AnaState;
+import io.nvmeof4j.protocol.spi.TransportAddress;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramLogWriter;
 import picocli.CommandLine.Command;
@@ -100,6 +106,11 @@ final class PerfCommand extends CliCommand {
             "with its extension replaced by .svg."})
     Path histogramFile;
 
+    @Option(names = "--verify", description = {"Read every write back at once and compare it with the pattern",
+        "written (LBA and sequence number in every word); each I/O slot then works in its own stripe of the",
+        "namespace. A mismatch fails the run."})
+    boolean verify;
+
     @Option(names = "--metrics", description = {"Record into Micrometer meters too (nvmeof.host.*, percentile",
         "histograms on), as an application would: to measure what the library's metrics cost."})
     boolean metrics;
@@ -132,52 +143,74 @@ final class PerfCommand extends CliCommand {
         PrintWriter progress = json ? err() : out();
         io.micrometer.core.instrument.MeterRegistry registry = metrics
             ? new io.micrometer.core.instrument.simple.SimpleMeterRegistry() : null;
+        List<TransportAddress> addresses = connection.addresses(ConnectionOptions.IO_PORT_DEFAULT);
         try (NvmeofHost host = registry == null ? createHost(queues)
                  : NvmeofHost.create(connection.identity(), queues, registry, true);
-             NvmeofController ctrl = host.connect(connection.address(ConnectionOptions.IO_PORT_DEFAULT), nqn,
-                 options)) {
-            NvmeofNamespace ns = BlockIoCommand.namespace(ctrl, namespaceId);
+             Target t = Target.connect(host, addresses, nqn, options, connection.ioPolicy(), namespaceId)) {
+            BlockNamespace ns = t.namespace;
             if (ioSize % ns.blockSize() != 0 || ioSize / ns.blockSize() > ns.blockCount()) {
                 throw new CliUsageException("--io-size " + ioSize + " is not a multiple of namespace " + ns.nsid()
                     + "'s " + ns.blockSize() + "-byte blocks, or larger than the namespace");
             }
+            if (verify && ns.blockCount() / (ioSize / ns.blockSize()) < (long) queues * queueDepth) {
+                throw new CliUsageException("--verify needs at least --queues x --queue-depth I/O slots of --io-size "
+                    + "in the namespace");
+            }
             int ioBytes = (int) ioSize;
             PerfWorker[] workers = new PerfWorker[queues];
             for (int i = 0; i < queues; i++) {
-                workers[i] = new PerfWorker(i, ns, workload, readPercent, ioBytes, queueDepth, queues);
+                workers[i] = new PerfWorker(i, ns, workload, readPercent, ioBytes, queueDepth, queues, verify);
             }
-            Run run = new Run(workers, ctrl.ioQueueCount(), options);
+            Run run = new Run(workers, t.ioQueueCount, options);
             if (histogramFile != null) {
                 run.logTo(histogramFile);
             }
             progress.printf(Locale.ROOT, "nvmeof perf: %s, %d-byte I/O, queue depth %d x %d queue(s), %d s, "
                     + "namespace %d (%d x %d B) of %s%n", workload == Workload.RANDRW
                     ? "randrw " + readPercent + "% reads" : workload.label(), ioBytes, queueDepth, queues,
-                seconds, ns.nsid(), ns.blockCount(), ns.blockSize(), ctrl.peer());
+                seconds, ns.nsid(), ns.blockCount(), ns.blockSize(), t.peer);
             progress.flush();
             Result result = run.execute(seconds, progress, ioBytes);
             if (histogramFile != null) {
                 Path svg = svgPath(histogramFile);
                 Files.writeString(svg, LatencyChart.svg(result.latency, String.format(Locale.ROOT,
                     "nvmeof perf: %s, %d-byte I/O, QD %d x %d, %s", workload.label(), ioBytes, queueDepth, queues,
-                    ctrl.peer())), StandardCharsets.UTF_8);
+                    t.peer)), StandardCharsets.UTF_8);
                 progress.println("Histogram log: " + histogramFile + "; chart: " + svg);
             }
             if (registry != null) {
                 double counted = registry.find(io.nvmeof4j.initiator.HostMeterNames.IO).timers().stream()
-                    .mapToDouble(t -> t.count()).sum();
+                    .mapToDouble(timer -> timer.count()).sum();
                 progress.printf(Locale.ROOT, "Metrics     : nvmeof.host.io counted %,.0f I/Os%n", counted);
             }
-            ObjectNode summary = summary(result, workload, readPercent, ioBytes, ns, ctrl);
+            ObjectNode summary = summary(result, workload, readPercent, ioBytes, ns, t);
             if (json) {
                 out().println(new ObjectMapper().writeValueAsString(summary));
             } else {
                 printSummary(out(), result, ioBytes);
+                if (verify) {
+                    out().printf(Locale.ROOT, "Verify      : %,d writes read back and compared, %,d mismatches%n",
+                        result.verified, result.mismatches);
+                }
+                if (t.multipath != null) {
+                    List<PathStats> stats = t.multipath.pathStats();
+                    for (int i = 0; i < stats.size(); i++) {
+                        PathStats p = stats.get(i);
+                        out().printf(Locale.ROOT, "Path        : %s %s, ANA %s: %,d I/Os done, %,d failed, %,d failed "
+                            + "over, %d re-added%n", p.address(), p.state(),
+                            AnaState.name(((MultipathNamespace) ns).anaState(i)), p.completed(), p.failed(),
+                            p.failedOver(), p.rejoins());
+                    }
+                }
             }
             out().flush();
+            if (result.mismatches > 0) {
+                throw new IOException("verify: " + result.mismatches + " read-back(s) differed from what was written "
+                    + "to namespace " + ns.nsid() + " of " + t.peer + "; the first at LBA " + result.firstMismatchLba);
+            }
             if (result.errors > 0) {
                 throw new NvmeofIoException(result.errors + " I/O(s) failed on namespace " + ns.nsid() + " of "
-                    + ctrl.peer() + "; the first with " + (result.firstErrorStatus < 0
+                    + t.peer + "; the first with " + (result.firstErrorStatus < 0
                     ? "the request pool full" : IoStatus.describe(result.firstErrorStatus)),
                     result.firstErrorStatus);
             }
@@ -224,6 +257,9 @@ final class PerfCommand extends CliCommand {
         long errors;
         int firstErrorStatus;
         long allocatedBytes = -1;
+        long verified;
+        long mismatches;
+        long firstMismatchLba = -1;
         List<String> threads = new ArrayList<>();
 
         long ios() {
@@ -401,6 +437,11 @@ final class PerfCommand extends CliCommand {
                         result.firstErrorStatus = w.firstErrorStatus;
                     }
                     result.errors += w.errors.get();
+                    result.verified += w.verified.get();
+                    if (w.mismatches.get() > 0 && result.mismatches == 0) {
+                        result.firstMismatchLba = w.firstMismatchLba;
+                    }
+                    result.mismatches += w.mismatches.get();
                 }
                 if (reactorBefore >= 0 && reactorAfter >= 0) {
                     result.allocatedBytes = reactorAfter - reactorBefore + driverBytes;
@@ -453,22 +494,90 @@ final class PerfCommand extends CliCommand {
         }
     }
 
+    /** What perf drives: one controller, or several paths of one subsystem. */
+    static final class Target implements AutoCloseable {
+        final BlockNamespace namespace;
+        final String peer;
+        final int ioQueueCount;
+        final MultipathController multipath;
+        private final AutoCloseable connection;
+
+        private Target(BlockNamespace namespace, String peer, int ioQueueCount, MultipathController multipath,
+                       AutoCloseable connection) {
+            this.namespace = namespace;
+            this.peer = peer;
+            this.ioQueueCount = ioQueueCount;
+            this.multipath = multipath;
+            this.connection = connection;
+        }
+
+        static Target connect(NvmeofHost host, List<TransportAddress> addresses, String nqn, ConnectOptions options,
+                              IoPolicy policy, int nsid) throws IOException {
+            if (addresses.size() == 1) {
+                NvmeofController ctrl = host.connect(addresses.get(0), nqn, options);
+                try {
+                    return new Target(BlockIoCommand.namespace(ctrl, nsid), ctrl.peer(), ctrl.ioQueueCount(), null,
+                        ctrl);
+                } catch (RuntimeException e) {
+                    ctrl.close();
+                    throw e;
+                }
+            }
+            MultipathController mp = host.connectMultipath(addresses, nqn, options, policy);
+            MultipathNamespace ns = mp.namespace(nsid);
+            if (ns == null) {
+                mp.close();
+                throw new CliUsageException("namespace " + nsid + " is not active on " + mp);
+            }
+            NvmeofController first = null;
+            for (int i = 0; i < addresses.size() && first == null; i++) {
+                first = mp.controller(i);
+            }
+            return new Target(ns, mp.toString(), first == null ? options.ioQueues() : first.ioQueueCount(), mp, mp);
+        }
+
+        @Override
+        public void close() throws Exception {
+            connection.close();
+        }
+    }
+
     static double micros(long nanos) {
         return nanos / 1000.0;
     }
 
-    private ObjectNode summary(Result r, Workload workload, int readPercent, int ioBytes, NvmeofNamespace ns,
-                               NvmeofController ctrl) {
+    private ObjectNode summary(Result r, Workload workload, int readPercent, int ioBytes, BlockNamespace ns,
+                               Target t) {
         ObjectMapper mapper = new ObjectMapper();
         ObjectNode o = mapper.createObjectNode();
-        o.put("target", ctrl.peer());
+        o.put("target", t.peer);
         o.put("namespace_id", ns.nsid());
         o.put("workload", workload.label());
         o.put("read_percent", readPercent);
         o.put("io_size", ioBytes);
         o.put("queue_depth", queueDepth);
         o.put("queues", queues);
-        o.put("io_queues_granted", ctrl.ioQueueCount());
+        o.put("io_queues_granted", t.ioQueueCount);
+        if (verify) {
+            o.put("verified", r.verified);
+            o.put("mismatches", r.mismatches);
+        }
+        if (t.multipath != null) {
+            o.put("iopolicy", t.multipath.ioPolicy().configName());
+            ArrayNode paths = o.putArray("paths");
+            List<PathStats> stats = t.multipath.pathStats();
+            for (int i = 0; i < stats.size(); i++) {
+                PathStats p = stats.get(i);
+                ObjectNode n = paths.addObject();
+                n.put("address", p.address().toString());
+                n.put("state", String.valueOf(p.state()));
+                n.put("ana_state", AnaState.name(((MultipathNamespace) ns).anaState(i)));
+                n.put("completed", p.completed());
+                n.put("failed", p.failed());
+                n.put("failed_over", p.failedOver());
+                n.put("rejoins", p.rejoins());
+            }
+        }
         o.put("time_s", r.elapsedSeconds);
         o.put("ios", r.ios());
         o.put("reads", r.reads);

@@ -1,7 +1,7 @@
 package io.nvmeof4j.initiator.cli;
 
 import io.nvmeof4j.initiator.IoCallback;
-import io.nvmeof4j.initiator.NvmeofNamespace;
+import io.nvmeof4j.initiator.BlockNamespace;
 import org.HdrHistogram.SingleWriterRecorder;
 
 import java.nio.ByteBuffer;
@@ -13,6 +13,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * callback, so the depth stays constant and the next I/O skips the cross-thread hand-off. All completions of a
  * worker run on the one host reactor thread that owns its I/O queue, which makes that thread the single writer of
  * the worker's latency recorder and counters. Nothing here allocates per I/O.
+ * <p>With verification on, every write is read back into the same slot and compared word by word with the
+ * pattern written (its LBA and a per-slot sequence number), and each slot works in its own stripe of the namespace
+ * (I/O slot number modulo the slot count), so no other slot can overwrite its blocks between write and read.
  */
 final class PerfWorker implements IoCallback {
     /** Latencies above this (ns) are recorded as this: far beyond any command timeout. */
@@ -24,8 +27,13 @@ final class PerfWorker implements IoCallback {
         long startNanos;
         long lba;
         boolean write;
+        /** Verification: the read-back of the write just done is in flight. */
+        boolean readBack;
+        long sequence;
+        final int globalIndex;
 
-        Slot(int bytes) {
+        Slot(int bytes, int globalIndex) {
+            this.globalIndex = globalIndex;
             buffer = ByteBuffer.allocateDirect(bytes);
             for (int i = 0; i < bytes; i += 8) {
                 buffer.putLong(i, 0x6e766d656f66346aL ^ i); // "nvmeof4j": something other than zeros to write
@@ -42,7 +50,13 @@ final class PerfWorker implements IoCallback {
     /** The reactor thread running this worker's callbacks (seen by the probe I/O). */
     volatile Thread callbackThread;
 
-    private final NvmeofNamespace ns;
+    final AtomicLong verified = new AtomicLong();
+    final AtomicLong mismatches = new AtomicLong();
+    volatile long firstMismatchLba = -1;
+
+    private final BlockNamespace ns;
+    private final boolean verify;
+    private final int totalSlots;
     private final PerfCommand.Workload workload;
     private final int readPercent;
     private final int blocksPerIo;
@@ -55,10 +69,12 @@ final class PerfWorker implements IoCallback {
     long reads;
     long writes;
 
-    PerfWorker(int index, NvmeofNamespace ns, PerfCommand.Workload workload, int readPercent, int ioBytes, int depth,
-               int workers) {
+    PerfWorker(int index, BlockNamespace ns, PerfCommand.Workload workload, int readPercent, int ioBytes, int depth,
+               int workers, boolean verify) {
         this.index = index;
         this.ns = ns;
+        this.verify = verify;
+        this.totalSlots = depth * workers;
         this.workload = workload;
         this.readPercent = readPercent;
         this.blocksPerIo = ioBytes / ns.blockSize();
@@ -70,8 +86,8 @@ final class PerfWorker implements IoCallback {
         // (thread start and the submission hand-off publish these fields to it).
         this.slots = new Slot[depth];
         for (int i = 0; i < depth; i++) {
-            slots[i] = new Slot(ioBytes);
-            slots[i].lba = nextLba();
+            slots[i] = new Slot(ioBytes, index * depth + i);
+            slots[i].lba = nextLba(slots[i]);
             slots[i].write = nextIsWrite();
         }
     }
@@ -101,20 +117,32 @@ final class PerfWorker implements IoCallback {
             return;
         }
         recorder.recordValue(Math.min(Math.max(1, latency), HIGHEST_TRACKABLE_NANOS));
-        if (slot.write) {
+        if (slot.readBack) {
+            reads++;
+            slot.readBack = false;
+            check(slot);
+        } else if (slot.write) {
             writes++;
+            if (verify) {
+                slot.readBack = true;
+                submit(slot);
+                return;
+            }
         } else {
             reads++;
         }
-        slot.lba = nextLba();
+        slot.lba = nextLba(slot);
         slot.write = nextIsWrite();
         submit(slot);
     }
 
     private void submit(Slot slot) {
         slot.buffer.clear();
+        if (verify && slot.write && !slot.readBack) {
+            fill(slot);
+        }
         slot.startNanos = System.nanoTime();
-        boolean accepted = slot.write
+        boolean accepted = slot.write && !slot.readBack
             ? ns.submitWrite(slot.lba, blocksPerIo, slot.buffer, false, this, slot)
             : ns.submitRead(slot.lba, blocksPerIo, slot.buffer, this, slot);
         if (!accepted) {
@@ -130,8 +158,42 @@ final class PerfWorker implements IoCallback {
         active.decrementAndGet();
     }
 
-    private long nextLba() {
+    /** The pattern of one write: each 8-byte word names the LBA, the slot's sequence number and its offset. */
+    private void fill(Slot slot) {
+        slot.sequence++;
+        ByteBuffer b = slot.buffer;
+        long seed = slot.lba * 0x9E3779B97F4A7C15L ^ slot.sequence << 40;
+        for (int i = 0; i + 8 <= b.capacity(); i += 8) {
+            b.putLong(i, seed ^ i);
+        }
+    }
+
+    private void check(Slot slot) {
+        ByteBuffer b = slot.buffer;
+        long seed = slot.lba * 0x9E3779B97F4A7C15L ^ slot.sequence << 40;
+        for (int i = 0; i + 8 <= b.capacity(); i += 8) {
+            if (b.getLong(i) != (seed ^ i)) {
+                if (mismatches.getAndIncrement() == 0) {
+                    firstMismatchLba = slot.lba + i / ns.blockSize();
+                }
+                return;
+            }
+        }
+        verified.incrementAndGet();
+    }
+
+    private long nextLba(Slot owner) {
         long slot;
+        if (verify) {
+            // Its own stripe: I/O slot numbers congruent to the slot's index modulo the slot count.
+            long x = rng;
+            x ^= x << 13;
+            x ^= x >>> 7;
+            x ^= x << 17;
+            rng = x;
+            long stripes = ioSlotsInNamespace / totalSlots;
+            return (Long.remainderUnsigned(x, stripes) * totalSlots + owner.globalIndex) * blocksPerIo;
+        }
         if (workload.random) {
             long x = rng;
             x ^= x << 13;

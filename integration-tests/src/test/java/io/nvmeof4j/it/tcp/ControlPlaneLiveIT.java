@@ -2,6 +2,8 @@ package io.nvmeof4j.it.tcp;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.nvmeof4j.it.control.RpcConnection;
+import io.nvmeof4j.protocol.ana.AnaState;
+import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.daemon.TargetDaemon;
 import org.junit.jupiter.api.Test;
@@ -14,6 +16,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.Map;
 import java.util.Random;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -46,7 +49,8 @@ class ControlPlaneLiveIT {
             daemon.startRpc(dir.resolve("rpc.sock"));
             try (RpcConnection rpc = new RpcConnection(dir.resolve("rpc.sock"))) {
                 result(rpc, "bdev_malloc_create", "{\"name\": \"Malloc0\", \"num_blocks\": 8192, \"block_size\": 512}");
-                result(rpc, "nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\", \"allow_any_host\": true}");
+                result(rpc, "nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\", \"allow_any_host\": true, "
+                    + "\"ana_reporting\": true, \"min_cntlid\": 300, \"max_cntlid\": 310}");
                 result(rpc, "nvmf_subsystem_add_listener", "{\"nqn\": \"" + NQN + "\", \"listen_address\": "
                     + "{\"trtype\": \"tcp\", \"adrfam\": \"ipv4\", \"traddr\": \"127.0.0.1\", \"trsvcid\": \"" + port
                     + "\"}}");
@@ -57,6 +61,8 @@ class ControlPlaneLiveIT {
                 RawNvmeTcpHost admin = Sessions.enabledAdmin(address, NQN, HOST, Sessions.KATO_MS);
                 RawNvmeTcpHost io = null;
                 try {
+                    assertThat(admin.cntlid()).as("min_cntlid/max_cntlid of a subsystem created live").isBetween(300,
+                        310);
                     Sessions.requestIoQueues(admin, 1);
                     io = Sessions.ioQueue(address, NQN, HOST, 1, admin.cntlid());
                     byte[] data = new byte[8 * 512];
@@ -65,6 +71,7 @@ class ControlPlaneLiveIT {
                     Completion read = io.read(1, 100, 8, 512);
                     assertThat(read.isSuccess()).isTrue();
                     assertThat(Arrays.equals(read.data(), data)).as("data read back").isTrue();
+
 
                     // A command is counted when its response has been sent, a moment after the host may have it:
                     // wait (bounded) for the read to be counted, then check every figure exactly.
@@ -84,6 +91,17 @@ class ControlPlaneLiveIT {
                         .get("hostnqn").asText()).isEqualTo(HOST.hostnqn());
                     assertThat(result(rpc, "nvmf_subsystem_get_qpairs", "{\"nqn\": \"" + NQN + "\"}").size())
                         .isEqualTo(2);
+
+                    // ANA over the socket: inaccessible on this listener, I/O is answered so at once; back again.
+                    String listener = "{\"nqn\": \"" + NQN + "\", \"listen_address\": {\"trtype\": \"tcp\", "
+                        + "\"adrfam\": \"ipv4\", \"traddr\": \"127.0.0.1\", \"trsvcid\": \"" + port + "\"}";
+                    result(rpc, "nvmf_subsystem_listener_set_ana_state", listener + ", \"ana_state\": \"inaccessible\", "
+                        + "\"anagrpid\": 1}");
+                    assertThat(io.read(1, 100, 8, 512).status()).isEqualTo(NvmeStatus.ANA_INACCESSIBLE);
+                    assertThat(TargetConfig.load(config).ports().stream().anyMatch(p -> p.anaGroups().equals(
+                        Map.of(1, AnaState.INACCESSIBLE)))).as("persisted").isTrue();
+                    result(rpc, "nvmf_subsystem_listener_set_ana_state", listener + ", \"ana_state\": \"optimized\"}");
+                    assertThat(io.read(1, 100, 8, 512).isSuccess()).isTrue();
 
                     result(rpc, "nvmf_subsystem_remove_listener", "{\"nqn\": \"" + NQN + "\", \"listen_address\": "
                         + "{\"trtype\": \"tcp\", \"adrfam\": \"ipv4\", \"traddr\": \"127.0.0.1\", \"trsvcid\": \""

@@ -22,7 +22,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Our initiator (initiator-lib and {@code bin/nvmeof perf}) against the Linux kernel NVMe/TCP target (nvmet-tcp,
  * configured through configfs) in the QEMU guest: discovery, connect with 1 and with 4 I/O queues, write-then-verify
  * of random data at 4 KiB, 128 KiB and 1 MiB at several offsets, a FUA write, deallocate then read zeros, flush,
- * disconnect, and {@code perf} for 5 s (non-zero IOPS, a JSON summary with ordered percentiles).
+ * disconnect, {@code perf} for 5 s (non-zero IOPS, a JSON summary with ordered percentiles), and multipath: {@code
+ * perf --verify} over two nvmet ports of the subsystem while one port's ANA group goes inaccessible and the port is
+ * then removed (no I/O error, every write read back intact, the I/O moved to the other path).
  *
  * <p><b>Where the initiator runs: inside the guest</b>, beside the kernel target, connecting to 127.0.0.1:4420
  * there. The guest sees the host's JDK and this build's classes through its 9p root, so
@@ -52,7 +54,7 @@ class InitiatorVsKernelTargetIT {
         "PASS connect-q4", "PASS namespace-q4", "PASS write-verify-q4-4k", "PASS write-verify-q4-128k",
         "PASS write-verify-q4-1m", "PASS write-fua-q4", "PASS read-shared-q4", "PASS write-verify-threads-q4",
         "PASS deallocate-zeroes-q4", "PASS flush-q4", "PASS disconnect-q4",
-        "PASS perf-lib-4k-randread-qd16", "PASS probe", "PASS perf-cli");
+        "PASS perf-lib-4k-randread-qd16", "PASS probe", "PASS perf-cli", "PASS perf-multipath");
 
     private static Path repo;
     private static Path vm;

@@ -20,20 +20,31 @@ import static org.assertj.core.api.Assertions.assertThat;
  * digests, Identify values, fio write+verify at 4 KiB / 128 KiB / 1 MiB and QD 1 / 32, discard, flush,
  * disconnect; then a pattern is written, the daemon is stopped with SIGTERM and restarted on the same
  * configuration, and the pattern must still be on the file namespace.
+ * <p>High availability, in the same two guest boots (guest/ha.sh): subsystem {@link #HA_NQN} is served by this
+ * daemon on two ports (ANA optimized and non-optimized) and by a second daemon from the same shared file; the host
+ * sees one namespace with its paths, fio verifies while a path goes inaccessible and back (management API PUT from
+ * the guest), and while the second daemon is SIGKILLed (by this class, when the guest asks) and restarted.
+ * Subsystem {@link #RESV_NQN}: nvme-cli reservation commands from two host NQNs; the reservation is checked again
+ * after the daemon's restart.
  *
- * <p>The guest reaches the daemon's 127.0.0.1 ports at 10.0.2.2 (QEMU user-mode networking). Checks run in
+ * <p>The guest (restrict=on) reaches the daemon's 127.0.0.1 ports forwarded at 10.0.2.100 (run-guest.sh forwards
+ * every {@code *_PORT} variable; TARGET_ADDR 10.0.2.2 is handed to the guest as 10.0.2.100). Checks run in
  * {@code integration-tests/vm/guest/kernel-host-vs-target.sh}; this class asserts on its PASS/FAIL lines.
  * Set {@code NVMEOF4J_SKIP_VM_TESTS=1} to skip (it needs qemu and about 5 minutes of software emulation);
  * {@code -Dnvmeof4j.it.daemon=PATH} runs another launcher than {@code bin/nvmeof-target} (same command line).
  */
 class LinuxKernelHostIT {
     private static final String SUBNQN = "nqn.2014-08.io.nvmeof4j:vm-it";
+    private static final String HA_NQN = "nqn.2014-08.io.nvmeof4j:vm-ha";
+    private static final String RESV_NQN = "nqn.2014-08.io.nvmeof4j:vm-resv";
+    /** The HA namespace's ANA group (group 1 stays the other subsystems'). */
+    private static final int HA_GROUP = 2;
     private static final String MODEL = "nvmeof4j";
     private static final String SERIAL = "nvmeof4jvmit0001";
     private static final long NS_BYTES = 64L << 20;
     private static final Duration DAEMON_START_TIMEOUT =
         Duration.ofSeconds(Long.getLong("nvmeof4j.it.daemonStartSeconds", 600));
-    private static final Duration GUEST_TIMEOUT = Duration.ofSeconds(Long.getLong("nvmeof4j.it.guestSeconds", 660));
+    private static final Duration GUEST_TIMEOUT = Duration.ofSeconds(Long.getLong("nvmeof4j.it.guestSeconds", 900));
 
     private static Path repo;
     private static Path vm;
@@ -49,11 +60,14 @@ class LinuxKernelHostIT {
         Path launcher = Path.of(System.getProperty("nvmeof4j.it.daemon", repo.resolve("bin/nvmeof-target").toString()));
         assertThat(launcher).as("the daemon launcher").isExecutable();
         Path work = VmHarness.workDir("vm-it-");
-        int ioPort = VmHarness.freePort();
-        int discoveryPort = VmHarness.freePort();
-        while (discoveryPort == ioPort) {
-            discoveryPort = VmHarness.freePort();
+        java.util.Set<Integer> ports = new java.util.LinkedHashSet<>();
+        while (ports.size() < 5) {
+            ports.add(VmHarness.freePort());
         }
+        java.util.Iterator<Integer> free = ports.iterator();
+        int ioPort = free.next();
+        int discoveryPort = free.next();
+        Ha ha = new Ha(free.next(), free.next(), free.next(), work.resolve("ha.img"), work.resolve("resv.img"));
         String hostId = UUID.randomUUID().toString();
         String hostNqn = "nqn.2014-08.org.nvmexpress:uuid:" + hostId;
         // Namespaces 3 and 4: loop devices (block devices, on this host where the daemon runs) with 4096- and
@@ -63,8 +77,10 @@ class LinuxKernelHostIT {
         try {
             loops.add(attachLoop(work.resolve("loop4k.img"), 4096));
             loops.add(attachLoop(work.resolve("loop512.img"), 512));
-            Files.writeString(config, config(ioPort, discoveryPort, hostNqn, work.resolve("ns1.img"), loops));
-            runAgainstDaemon(launcher, work, config, ioPort, discoveryPort, hostId, hostNqn);
+            Files.writeString(config, config(ioPort, discoveryPort, hostNqn, work.resolve("ns1.img"), loops, ha));
+            Files.createDirectories(work.resolve("daemon-b"));
+            Files.writeString(ha.configB(work.resolve("daemon-b")), ha.configB());
+            runAgainstDaemon(launcher, work, config, ioPort, discoveryPort, hostId, hostNqn, ha);
         } finally {
             for (String loop : loops) {
                 VmHarness.run(List.of("losetup", "-d", loop), Map.of(), Duration.ofSeconds(30), "[losetup] ",
@@ -88,7 +104,7 @@ class LinuxKernelHostIT {
     }
 
     private void runAgainstDaemon(Path launcher, Path work, Path config, int ioPort, int discoveryPort, String hostId,
-                                  String hostNqn) throws Exception {
+                                  String hostNqn, Ha ha) throws Exception {
 
         Map<String, String> env = new LinkedHashMap<>();
         env.put("SUBNQN", SUBNQN);
@@ -107,15 +123,31 @@ class LinuxKernelHostIT {
         env.put("EXPECT_NVM_EXTRAS", "1");
         env.put("NSID", "1");
         env.put("PATTERN_SEED", UUID.randomUUID().toString());
+        env.put("HA_NQN", HA_NQN);
+        env.put("HA_GRPID", Integer.toString(HA_GROUP));
+        env.put("HA_A1_PORT", Integer.toString(ioPort));
+        env.put("HA_A2_PORT", Integer.toString(ha.portA2()));
+        env.put("HA_B_PORT", Integer.toString(ha.portB()));
+        env.put("HA_HTTP_PORT", Integer.toString(ha.httpPort()));
+        env.put("RESV_NQN", RESV_NQN);
+        env.put("RESV_PORT2", Integer.toString(ha.portA2()));
+        String hostId2 = UUID.randomUUID().toString();
+        env.put("HOSTID2", hostId2);
+        env.put("HOSTNQN2", "nqn.2014-08.org.nvmexpress:uuid:" + hostId2);
 
         VmHarness.Daemon daemon = VmHarness.Daemon.start(repo, launcher, config, work.resolve("daemon-1.log"));
         try {
-            assertThat(daemon.waitForPorts(DAEMON_START_TIMEOUT, ioPort, discoveryPort))
+            assertThat(daemon.waitForPorts(DAEMON_START_TIMEOUT, ioPort, discoveryPort, ha.portA2(), ha.httpPort()))
                 .as("daemon listening on 127.0.0.1:%d and :%d; log:\n%s", ioPort, discoveryPort, daemon.logTail(40))
                 .isTrue();
+            env.put("API_TOKEN", Files.readString(config.resolveSibling("api-token")).strip());
 
-            env.put("PHASE", "interop fio-namespaces write-pattern");
-            VmHarness.Result first = runGuest(env, work, "guest-1.log");
+            env.put("PHASE", "interop fio-namespaces write-pattern ha-ana ha-failover resv-setup");
+            VmHarness.Result first;
+            try (DaemonB b = new DaemonB(launcher, ha, work)) {
+                first = runGuest(env, work, "guest-1.log");
+                assertThat(b.killed()).as("daemon B was SIGKILLed when the guest asked; %s", b.events()).isTrue();
+            }
             assertGuestPassed(first, daemon, List.of(
                 "PASS discover",
                 "PASS connect-q1-digest-off", "PASS connect-q4-digest-on",
@@ -133,7 +165,14 @@ class LinuxKernelHostIT {
                 "PASS disconnect-q4-digest-on",
                 "PASS fio-verify-ns3-bs4k-qd32", "PASS fio-verify-ns3-bs128k-qd8", "PASS discard-zeroes-ns3",
                 "PASS fio-verify-ns4-bs4k-qd32", "PASS fio-verify-ns4-bs128k-qd8", "PASS discard-zeroes-ns4",
-                "PASS disconnect-fio-namespaces", "PASS write-pattern"));
+                "PASS disconnect-fio-namespaces", "PASS write-pattern",
+                "PASS ha-connect-two-ports", "PASS ha-list-subsys-two-paths-ana", "PASS ha-sysfs-ana-states",
+                "PASS ha-ana-inaccessible-seen-by-host", "PASS ha-ana-optimized-again", "PASS ha-ana-fio-verify-no-error",
+                "PASS ha-two-daemons-one-subsystem", "PASS ha-failover-fio-verify-no-error",
+                "PASS ha-failover-restarted-daemon-rejoins",
+                "PASS resv-connect-two-hosts", "PASS resv-register-host1", "PASS resv-register-host2",
+                "PASS resv-acquire-host1", "PASS resv-report", "PASS resv-non-holder-write-conflict",
+                "PASS resv-holder-write"));
 
             int exit = daemon.stop(Duration.ofSeconds(60));
             assertThat(exit).as("daemon exit code after SIGTERM; log:\n%s", daemon.logTail(40)).isIn(0, 143);
@@ -145,15 +184,122 @@ class LinuxKernelHostIT {
         try {
             assertThat(restarted.waitForPorts(DAEMON_START_TIMEOUT, ioPort, discoveryPort))
                 .as("restarted daemon listening; log:\n%s", restarted.logTail(40)).isTrue();
-            env.put("PHASE", "check-pattern");
+            env.put("PHASE", "check-pattern resv-check");
             VmHarness.Result second = runGuest(env, work, "guest-2.log");
             assertGuestPassed(second, restarted, List.of("PASS connect-check-pattern", "PASS check-pattern",
-                "PASS disconnect-check-pattern"));
+                "PASS disconnect-check-pattern", "PASS resv-survives-restart", "PASS resv-conflict-after-restart",
+                "PASS resv-release-host1", "PASS resv-write-after-release", "PASS resv-unregister"));
             int exit = restarted.stop(Duration.ofSeconds(60));
             assertThat(exit).as("restarted daemon exit code after SIGTERM; log:\n%s", restarted.logTail(40))
                 .isIn(0, 143);
         } finally {
             restarted.close();
+        }
+    }
+
+    /** The HA set-up: daemon A's second port and API, daemon B's port, the shared and the reservation files. */
+    private record Ha(int portA2, int portB, int httpPort, Path sharedFile, Path resvFile) {
+        Path configB(Path dir) {
+            return dir.resolve("nvmeof-target-b.json");
+        }
+
+        /** Daemon B: only the HA subsystem, from the same file, with CNTLIDs of its own. */
+        String configB() {
+            return """
+                {
+                  "nvmeof4j": {"http": "off"},
+                  "ports": [
+                    {"portid": 1,
+                     "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "%1$d"},
+                     "ana_groups": [{"grpid": %4$d, "ana": {"state": "optimized"}}],
+                     "subsystems": ["%2$s"]}
+                  ],
+                  "subsystems": [
+                    {"nqn": "%2$s", "attr": {"allow_any_host": "1", "cntlid_min": 1000, "cntlid_max": 1999},
+                     "namespaces": [
+                       {"nsid": 1, "ana_grpid": %4$d, "device": {"path": "%3$s", "size": "64M", "shared": true}}
+                     ]}
+                  ]
+                }
+                """.formatted(portB, HA_NQN, sharedFile, HA_GROUP);
+        }
+    }
+
+    /**
+     * Daemon B for the failover check: started before the guest; when the guest creates {@code results/ha-kill-b}
+     * (fio running over both daemons), it is killed with SIGKILL (the launcher and its JVM), restarted on the same
+     * configuration after 3 s, and {@code ha-kill-b.done} says what happened.
+     */
+    private static final class DaemonB implements AutoCloseable {
+        private final Path launcher;
+        private final Ha ha;
+        private final Path work;
+        private final Thread watcher;
+        private final List<String> events = java.util.Collections.synchronizedList(new ArrayList<>());
+        private volatile VmHarness.Daemon current;
+        private volatile boolean killed;
+        private volatile boolean closing;
+
+        DaemonB(Path launcher, Ha ha, Path work) throws Exception {
+            this.launcher = launcher;
+            this.ha = ha;
+            this.work = work;
+            current = start("daemon-b-1.log");
+            watcher = new Thread(this::watch, "daemon-b-killer");
+            watcher.setDaemon(true);
+            watcher.start();
+        }
+
+        private VmHarness.Daemon start(String log) throws Exception {
+            VmHarness.Daemon d = VmHarness.Daemon.start(repo, launcher, ha.configB(work.resolve("daemon-b")),
+                work.resolve(log));
+            if (!d.waitForPorts(DAEMON_START_TIMEOUT, ha.portB())) {
+                String tail = d.logTail(40);
+                d.close();
+                throw new AssertionError("daemon B not listening on " + ha.portB() + "; log:\n" + tail);
+            }
+            return d;
+        }
+
+        private void watch() {
+            Path marker = work.resolve("results").resolve("ha-kill-b");
+            long deadline = System.nanoTime() + GUEST_TIMEOUT.toNanos();
+            try {
+                while (!closing && System.nanoTime() < deadline) {
+                    if (Files.exists(marker)) {
+                        Process p = current.process();
+                        p.descendants().forEach(ProcessHandle::destroyForcibly);
+                        p.destroyForcibly(); // SIGKILL
+                        p.waitFor(30, java.util.concurrent.TimeUnit.SECONDS);
+                        killed = true;
+                        events.add("daemon B killed with SIGKILL (pid " + p.pid() + ")");
+                        Thread.sleep(3000);
+                        current = start("daemon-b-2.log");
+                        events.add("daemon B restarted");
+                        Files.writeString(marker.resolveSibling("ha-kill-b.done"), String.join("; ", events) + "\n");
+                        return;
+                    }
+                    Thread.sleep(200);
+                }
+            } catch (Exception | AssertionError e) {
+                events.add("failed: " + e);
+            }
+        }
+
+        boolean killed() {
+            return killed;
+        }
+
+        List<String> events() {
+            return events;
+        }
+
+        @Override
+        public void close() throws Exception {
+            closing = true;
+            watcher.join(DAEMON_START_TIMEOUT.toMillis() + 60_000);
+            current.stop(Duration.ofSeconds(60));
+            current.close();
         }
     }
 
@@ -182,19 +328,39 @@ class LinuxKernelHostIT {
      * nvmetcli save-file shape: one I/O port, one discovery-only port, a file, a RAM and two block-device
      * namespaces (the loop devices, without block_size: the device's).
      */
-    private static String config(int ioPort, int discoveryPort, String hostNqn, Path nsFile, List<String> loops) {
-        return """
+    private static String config(int ioPort, int discoveryPort, String hostNqn, Path nsFile, List<String> loops,
+                                 Ha ha) {
+        // Daemon A's share of the HA set-up: its API for the guest (reached through a forwarded
+        // port at 10.0.2.100, run-guest.sh), the HA subsystem on ports 1
+        // and 3 with the shared file, the reservation subsystem on port 1.
+        String haPart = """
+                {"nqn": "%1$s", "attr": {"allow_any_host": "1", "cntlid_min": 1, "cntlid_max": 999},
+                 "namespaces": [{"nsid": 1, "ana_grpid": %5$d, "device": {"path": "%3$s", "size": "64M", "shared": true}}]},
+                {"nqn": "%2$s", "attr": {"allow_any_host": "1"},
+                 "namespaces": [{"nsid": 1, "device": {"path": "%4$s", "size": "16M"}}]},
+            """.formatted(HA_NQN, RESV_NQN, ha.sharedFile(), ha.resvFile(), HA_GROUP);
+        String haPorts = """
+                {"portid": 3,
+                 "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "%1$d"},
+                 "ana_groups": [{"grpid": %3$d, "ana": {"state": "non-optimized"}}],
+                 "subsystems": ["%2$s", "%4$s"]},
+            """.formatted(ha.portA2(), HA_NQN, HA_GROUP, RESV_NQN);
+        return ("""
             {
+              "nvmeof4j": {"http": "127.0.0.1:%d", "http_allowed_hosts": ["10.0.2.100"]},
               "hosts": [ {"nqn": "%s"} ],
               "ports": [
                 {"portid": 1,
                  "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "%d", "treq": "not specified"},
-                 "param": {"inline_data_size": "16384"}, "referrals": [], "subsystems": ["%s"]},
+                 "ana_groups": [{"grpid": %d, "ana": {"state": "optimized"}}],
+                 "param": {"inline_data_size": "16384"}, "referrals": [], "subsystems": ["%s", "%s", "%s"]},
+            """ + haPorts + """
                 {"portid": 2,
                  "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "%d"},
                  "referrals": [], "subsystems": ["nqn.2014-08.org.nvmexpress.discovery"]}
               ],
               "subsystems": [
+            """ + haPart + """
                 {"nqn": "%s",
                  "attr": {"allow_any_host": "1", "serial": "%s", "model": "%s", "version": "1.3"},
                  "allowed_hosts": [],
@@ -207,7 +373,8 @@ class LinuxKernelHostIT {
                  ]}
               ]
             }
-            """.formatted(hostNqn, ioPort, SUBNQN, discoveryPort, SUBNQN, SERIAL, MODEL, nsFile,
+            """).formatted(ha.httpPort(), hostNqn, ioPort, HA_GROUP, SUBNQN, HA_NQN, RESV_NQN, discoveryPort, SUBNQN,
+            SERIAL, MODEL, nsFile,
             UUID.nameUUIDFromBytes(nsFile.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8)), loops.get(0),
             loops.get(1));
     }

@@ -74,7 +74,8 @@ public final class Bdev extends NativeHandle {
             | (options.readOnly() ? BdevNative.OPEN_READ_ONLY : 0)
             | (options.confinement() != UringOptions.Confinement.NONE ? BdevNative.OPEN_CONFINED : 0)
             | (options.confinement() == UringOptions.Confinement.BLOCK_DEVICE ? BdevNative.OPEN_BLOCK_DEVICE : 0)
-            | (options.discardCommand() ? 0 : BdevNative.OPEN_NO_DISCARD_CMD);
+            | (options.discardCommand() ? 0 : BdevNative.OPEN_NO_DISCARD_CMD)
+            | (options.shared() ? BdevNative.OPEN_SHARED : 0);
         long h = BdevNative.uringOpen0(path.toString(), flags, options.blockSize(), options.sizeBytes());
         NativeIoException.check("open " + path, h);
         return new Bdev(h, path.toString());

@@ -17,6 +17,7 @@ final class BdevNative {
     static final int OPEN_CONFINED = 0x8;
     static final int OPEN_BLOCK_DEVICE = 0x10;
     static final int OPEN_NO_DISCARD_CMD = 0x20;
+    static final int OPEN_SHARED = 0x40;
 
     static final int IO_FUA = 0x1;
     static final int IO_FIXED = 0x2;

@@ -17,9 +17,11 @@ package io.nvmeof4j.jni.bdev;
  * @param discardCommand use io_uring's block discard command (Linux 6.12+; where the kernel refuses it the device
  *                  learns that and completes discards with {@link Bdev#RESULT_BLOCKING}); false: act as on an
  *                  older kernel from the start (tests of the worker path, or a kernel whose command misbehaves)
+ * @param shared    open read-write under the shared lock: other shared openers (a second daemon serving the same
+ *                  subsystem) may write too, an exclusive opener is still refused
  */
 public record UringOptions(boolean buffered, int blockSize, long sizeBytes, boolean create, boolean readOnly,
-                           Confinement confinement, boolean discardCommand) {
+                           Confinement confinement, boolean discardCommand, boolean shared) {
     /** What a path was checked to be before it is opened (see {@link #confinement()}). */
     public enum Confinement {
         /** A trusted path (the configuration file): followed as {@code open(2)} follows it. */
@@ -34,8 +36,9 @@ public record UringOptions(boolean buffered, int blockSize, long sizeBytes, bool
         java.util.Objects.requireNonNull(confinement, "confinement");
     }
 
+    /** An unconfined, exclusive (or read-only) open using the discard command. */
     public UringOptions(boolean buffered, int blockSize, long sizeBytes, boolean create, boolean readOnly) {
-        this(buffered, blockSize, sizeBytes, create, readOnly, Confinement.NONE, true);
+        this(buffered, blockSize, sizeBytes, create, readOnly, Confinement.NONE, true, false);
     }
 
     public static UringOptions defaults() {
@@ -43,26 +46,30 @@ public record UringOptions(boolean buffered, int blockSize, long sizeBytes, bool
     }
 
     public UringOptions withDiscardCommand(boolean value) {
-        return new UringOptions(buffered, blockSize, sizeBytes, create, readOnly, confinement, value);
+        return new UringOptions(buffered, blockSize, sizeBytes, create, readOnly, confinement, value, shared);
     }
 
     public UringOptions withConfinement(Confinement value) {
-        return new UringOptions(buffered, blockSize, sizeBytes, create, readOnly, value, discardCommand);
+        return new UringOptions(buffered, blockSize, sizeBytes, create, readOnly, value, discardCommand, shared);
     }
 
     public UringOptions withBuffered(boolean value) {
-        return new UringOptions(value, blockSize, sizeBytes, create, readOnly, confinement, discardCommand);
+        return new UringOptions(value, blockSize, sizeBytes, create, readOnly, confinement, discardCommand, shared);
     }
 
     public UringOptions withBlockSize(int value) {
-        return new UringOptions(buffered, value, sizeBytes, create, readOnly, confinement, discardCommand);
+        return new UringOptions(buffered, value, sizeBytes, create, readOnly, confinement, discardCommand, shared);
     }
 
     public UringOptions withSize(long value) {
-        return new UringOptions(buffered, blockSize, value, create, readOnly, confinement, discardCommand);
+        return new UringOptions(buffered, blockSize, value, create, readOnly, confinement, discardCommand, shared);
     }
 
     public UringOptions withCreate(boolean value) {
-        return new UringOptions(buffered, blockSize, sizeBytes, value, readOnly, confinement, discardCommand);
+        return new UringOptions(buffered, blockSize, sizeBytes, value, readOnly, confinement, discardCommand, shared);
+    }
+
+    public UringOptions withShared(boolean value) {
+        return new UringOptions(buffered, blockSize, sizeBytes, create, readOnly, confinement, discardCommand, value);
     }
 }

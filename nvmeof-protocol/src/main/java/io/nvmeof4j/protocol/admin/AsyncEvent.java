@@ -40,6 +40,13 @@ public final class AsyncEvent {
     /** Namespace attribute changed: notice, info 00h, log 04h. */
     public static final int NAMESPACE_ATTRIBUTE_CHANGED_DW0 =
         dw0(TYPE_NOTICE, NOTICE_NAMESPACE_ATTRIBUTE_CHANGED, LogPageIdentifier.CHANGED_NAMESPACE_LIST);
+    /** ANA change: notice, info 03h, log 0Ch (enabled by Async Event Configuration bit 11). */
+    public static final int ANA_CHANGE_DW0 = dw0(TYPE_NOTICE, NOTICE_ANA_CHANGE, LogPageIdentifier.ANA);
+    /** I/O command specific event info 00h: a reservation notification log page is available. */
+    public static final int IO_RESERVATION_LOG_AVAILABLE = 0x00;
+    /** Reservation log page available: type 6, info 00h, log 80h (masked per namespace by feature 82h). */
+    public static final int RESERVATION_LOG_AVAILABLE_DW0 =
+        dw0(TYPE_IO_COMMAND_SET, IO_RESERVATION_LOG_AVAILABLE, LogPageIdentifier.RESERVATION_NOTIFICATION);
     /** Discovery log changed: notice, info F0h, log 70h. */
     public static final int DISCOVERY_LOG_CHANGED_DW0 =
         dw0(TYPE_NOTICE, NOTICE_DISCOVERY_LOG_CHANGED, LogPageIdentifier.DISCOVERY);

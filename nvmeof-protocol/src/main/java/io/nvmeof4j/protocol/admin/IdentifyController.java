@@ -14,6 +14,7 @@ import java.nio.ByteOrder;
  *   72 RAB     73 IEEE(3)  76 CMIC   77 MDTS   78 CNTLID(2)   80 VER(4)   84 RTD3R(4)   88 RTD3E(4)
  *   92 OAES(4) 96 CTRATT(4) 111 CNTRLTYPE
  *  256 OACS(2) 258 ACL  259 AERL  260 FRMW  261 LPA  262 ELPE  263 NPSS  320 KAS(2)
+ *  343 ANATT  344 ANACAP  348 ANAGRPMAX(4)  352 NANAGRPID(4)
  *  512 SQES   513 CQES  514 MAXCMD(2)  516 NN(4)  520 ONCS(2)  522 FUSES(2)  524 FNA  525 VWC
  *  526 AWUN(2) 528 AWUPF(2)  532 ACWU(2)  534 OCFS(2)  536 SGLS(4)  540 MNAN(4)
  *  768 SUBNQN(256, NUL terminated)
@@ -53,6 +54,10 @@ public final class IdentifyController {
     public static final int ELPE_OFFSET = 262;
     public static final int NPSS_OFFSET = 263;
     public static final int KAS_OFFSET = 320;
+    public static final int ANATT_OFFSET = 343;
+    public static final int ANACAP_OFFSET = 344;
+    public static final int ANAGRPMAX_OFFSET = 348;
+    public static final int NANAGRPID_OFFSET = 352;
     public static final int SQES_OFFSET = 512;
     public static final int CQES_OFFSET = 513;
     public static final int MAXCMD_OFFSET = 514;
@@ -82,6 +87,14 @@ public final class IdentifyController {
     public static final int CMIC_MULTI_CONTROLLER = 1 << 1;
     public static final int CMIC_SRIOV = 1 << 2;
     public static final int CMIC_ANA = 1 << 3;
+    // ANACAP: states the controller reports (bits 0-4), bit 6 ANAGRPID does not change while attached
+    public static final int ANACAP_OPTIMIZED = 1;
+    public static final int ANACAP_NON_OPTIMIZED = 1 << 1;
+    public static final int ANACAP_INACCESSIBLE = 1 << 2;
+    public static final int ANACAP_PERSISTENT_LOSS = 1 << 3;
+    public static final int ANACAP_CHANGE = 1 << 4;
+    public static final int ANACAP_GRPID_NOT_CHANGED = 1 << 6;
+    public static final int ANACAP_ALL_STATES = 0x1F;
     // OAES
     public static final int OAES_NAMESPACE_ATTRIBUTE_NOTICES = 1 << 8;
     public static final int OAES_FIRMWARE_ACTIVATION_NOTICES = 1 << 9;
@@ -304,6 +317,19 @@ public final class IdentifyController {
 
     public int sglSupport() { return u32(SGLS_OFFSET); }
     public IdentifyController sglSupport(int v) { u32(SGLS_OFFSET, v); return this; }
+
+    /** ANATT: seconds a group may stay in ANA Change before the host gives up on the transition. */
+    public int anaTransitionTime() { return u8(ANATT_OFFSET); }
+    public IdentifyController anaTransitionTime(int v) { u8(ANATT_OFFSET, v); return this; }
+
+    public int anaCapabilities() { return u8(ANACAP_OFFSET); }
+    public IdentifyController anaCapabilities(int v) { u8(ANACAP_OFFSET, v); return this; }
+
+    public int anaGroupIdMax() { return u32(ANAGRPMAX_OFFSET); }
+    public IdentifyController anaGroupIdMax(int v) { u32(ANAGRPMAX_OFFSET, v); return this; }
+
+    public int anaGroupIdCount() { return u32(NANAGRPID_OFFSET); }
+    public IdentifyController anaGroupIdCount(int v) { u32(NANAGRPID_OFFSET, v); return this; }
 
     public int maxAllowedNamespaces() { return u32(MNAN_OFFSET); }
     public IdentifyController maxAllowedNamespaces(int v) { u32(MNAN_OFFSET, v); return this; }

@@ -44,11 +44,15 @@ public final class NvmeStatus {
     public static final int SGL_OFFSET_INVALID = 0x016;
     public static final int KEEP_ALIVE_EXPIRED = 0x019;
     public static final int KEEP_ALIVE_INVALID = 0x01A;
+    /** Reservation Report in the regular format asked by a host with a 128-bit host identifier (NVMe Base 2.0, 7.4). */
+    public static final int HOST_IDENTIFIER_INCONSISTENT_FORMAT = 0x018;
     /** Set Features I/O Command Set Profile naming a combination the controller does not offer (NVMe Base 2.0). */
     public static final int IO_COMMAND_SET_COMBINATION_REJECTED = 0x02B;
     public static final int LBA_OUT_OF_RANGE = 0x080;
     public static final int CAPACITY_EXCEEDED = 0x081;
     public static final int NAMESPACE_NOT_READY = 0x082;
+    /** The command conflicts with a reservation held on the namespace (NVMe Base 2.0, 8.19.1). */
+    public static final int RESERVATION_CONFLICT = 0x083;
 
     // Command specific status (SCT 1)
     public static final int INVALID_QUEUE_IDENTIFIER = 0x101;
@@ -80,7 +84,11 @@ public final class NvmeStatus {
     public static final int ACCESS_DENIED = 0x286;
 
     // Path related status (SCT 3)
+    /** ANA: the path is in Persistent Loss state; the host fails over and does not expect it back. */
+    public static final int ANA_PERSISTENT_LOSS = 0x301;
     public static final int ANA_INACCESSIBLE = 0x302;
+    /** ANA: the group is changing state (ANA Change); the host retries after re-reading log 0Ch, within ANATT. */
+    public static final int ANA_TRANSITION = 0x303;
     public static final int HOST_PATH_ERROR = 0x370;
 
     public static int sct(int status) {
@@ -153,10 +161,12 @@ public final class NvmeStatus {
             case SGL_OFFSET_INVALID: return "SGL_OFFSET_INVALID";
             case KEEP_ALIVE_EXPIRED: return "KEEP_ALIVE_EXPIRED";
             case KEEP_ALIVE_INVALID: return "KEEP_ALIVE_INVALID";
+            case HOST_IDENTIFIER_INCONSISTENT_FORMAT: return "HOST_IDENTIFIER_INCONSISTENT_FORMAT";
             case IO_COMMAND_SET_COMBINATION_REJECTED: return "IO_COMMAND_SET_COMBINATION_REJECTED";
             case LBA_OUT_OF_RANGE: return "LBA_OUT_OF_RANGE";
             case CAPACITY_EXCEEDED: return "CAPACITY_EXCEEDED";
             case NAMESPACE_NOT_READY: return "NAMESPACE_NOT_READY";
+            case RESERVATION_CONFLICT: return "RESERVATION_CONFLICT";
             case INVALID_QUEUE_IDENTIFIER: return "INVALID_QUEUE_IDENTIFIER";
             case INVALID_QUEUE_SIZE: return "INVALID_QUEUE_SIZE";
             case ABORT_COMMAND_LIMIT_EXCEEDED: return "ABORT_COMMAND_LIMIT_EXCEEDED";
@@ -176,7 +186,9 @@ public final class NvmeStatus {
             case UNRECOVERED_READ_ERROR: return "UNRECOVERED_READ_ERROR";
             case COMPARE_FAILURE: return "COMPARE_FAILURE";
             case ACCESS_DENIED: return "ACCESS_DENIED";
+            case ANA_PERSISTENT_LOSS: return "ANA_PERSISTENT_LOSS";
             case ANA_INACCESSIBLE: return "ANA_INACCESSIBLE";
+            case ANA_TRANSITION: return "ANA_TRANSITION";
             case HOST_PATH_ERROR: return "HOST_PATH_ERROR";
             default: return null;
         }

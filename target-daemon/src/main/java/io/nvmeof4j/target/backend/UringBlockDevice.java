@@ -108,25 +108,31 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
      */
     public static UringBlockDevice open(Path path, long sizeBytes, int blockSize, boolean buffered)
         throws NativeIoException {
-        return open(path, sizeBytes, blockSize, buffered, UringOptions.Confinement.NONE);
+        return open(path, sizeBytes, blockSize, buffered, UringOptions.Confinement.NONE, false);
     }
 
     /**
      * As {@link #open(Path, long, int, boolean)}, for a path checked against the allowed directories: see
-     * {@link UringOptions#confinement()} (no symlink followed; a file created only if still absent).
+     * {@link UringOptions#confinement()} (no symlink followed; a file created only if still absent). With
+     * {@code shared} the file is locked shared instead of exclusive, so a second daemon serving the same subsystem
+     * from the same file may open it too (and a daemon opening it exclusively may not). Nothing else is coordinated
+     * between the two: see docs/high-availability.md.
      */
     public static UringBlockDevice open(Path path, long sizeBytes, int blockSize, boolean buffered,
-                                        UringOptions.Confinement confinement) throws NativeIoException {
+                                        UringOptions.Confinement confinement, boolean shared) throws NativeIoException {
         boolean create = sizeBytes > 0 && (confinement == UringOptions.Confinement.NONE || !Files.exists(path,
             LinkOption.NOFOLLOW_LINKS));
         UringOptions options = new UringOptions(buffered, blockSize, sizeBytes, create, false, confinement,
-            Boolean.parseBoolean(System.getProperty(DISCARD_COMMAND_PROP_NAME, "true")));
+            Boolean.parseBoolean(System.getProperty(DISCARD_COMMAND_PROP_NAME, "true")), shared);
         Bdev bdev;
         try {
             bdev = Bdev.openUring(path, options);
         } catch (NativeIoException e) {
             String why = switch (e.errno()) {
-                case Errno.EBUSY -> "locked by another process (or already open in this one)";
+                case Errno.EBUSY -> shared ? "locked exclusively by another process (a namespace without "
+                    + "\"shared\": true), or already open in this one"
+                    : "locked by another process (or already open in this one; two daemons serving one file both need "
+                    + "\"shared\": true in the namespace's device)";
                 case Errno.EINVAL -> "block size " + blockSize + " is below the device's logical block size "
                     + "(O_DIRECT needs whole device blocks)";
                 case Errno.ENOSPC -> "smaller than the configured size " + sizeBytes;

@@ -64,8 +64,7 @@ final class ConfigParser {
     private static final int MAX_FIRMWARE = 8;
 
     /** Keys nvmetcli writes that nvmeof4j accepts without using them, with the reason given in the notice. */
-    private static final Map<String, String> IGNORED_PORT = Map.of(
-        "ana_groups", "asymmetric namespace access (ANA) is not supported");
+    private static final Map<String, String> IGNORED_PORT = Map.of();
     private static final Map<String, String> IGNORED_ADDR = Map.of();
     private static final Map<String, String> IGNORED_PARAM = Map.of(
         "pi_enable", "protection information is not supported");
@@ -73,9 +72,7 @@ final class ConfigParser {
         "ieee_oui", "the IEEE OUI is not reported",
         "pi_enable", "protection information is not supported");
     private static final Map<String, String> IGNORED_NAMESPACE = Map.of(
-        "ana_grpid", "asymmetric namespace access (ANA) is not supported",
-        "ana", "asymmetric namespace access (ANA) is not supported",
-        "resv", "reservations are not supported");
+        "resv", "reservations are always supported; their state lives in the daemon's reservation files");
     private static final Map<String, String> IGNORED_DEVICE = Map.of(
         "p2pmem", "peer-to-peer memory is not supported",
         "buffered_io", "file namespaces always go through the page cache");
@@ -545,9 +542,6 @@ final class ConfigParser {
         if (cntlidMin > cntlidMax) {
             throw new ConfigException(at(aw, "cntlid_min"), cntlidMin + " is greater than cntlid_max " + cntlidMax);
         }
-        if (cntlidMin != 1 || cntlidMax != 0xFFEF) {
-            notice(false, aw + ".cntlid_min/cntlid_max: ignored (controller ids are allocated target-wide in 1..65519)");
-        }
         int qidMax = (int) optionalInteger(attr, aw, "qid_max", 1, 0xFFFF, TargetConfig.QID_MAX_DEFAULT);
         // Ours (SPDK's nvmf_create_subsystem max_namespaces): NSIDs above it are refused; 0 = no limit of its own.
         int maxNamespaces = (int) optionalInteger(attr, aw, "max_namespaces", 0, Subsystem.MAX_NSID, 0);
@@ -614,14 +608,31 @@ final class ConfigParser {
         requireObject(n, where);
         long nsid = integer(required(n, where, "nsid"), at(where, "nsid"), 1, Subsystem.MAX_NSID);
         boolean enabled = !n.has("enable") || bool(n.get("enable"), at(where, "enable"));
-        reportKeys(n, where, Set.of("nsid", "enable", "device", "qos"), IGNORED_NAMESPACE);
+        reportKeys(n, where, Set.of("nsid", "enable", "device", "qos", "ana_grpid", "ana"), IGNORED_NAMESPACE);
         QosLimits qos = n.has("qos") ? qos(n.get("qos"), at(where, "qos")) : QosLimits.NONE;
+        // nvmetcli writes the group as "ana_grpid" and (newer versions) again as "ana": {"grpid": N}; group 1 is the
+        // one every port has (nvmet's NVMET_DEFAULT_ANA_GRPID).
+        int anaGroupId = 1;
+        JsonNode ana = n.get("ana");
+        if (ana != null && !ana.isNull()) {
+            requireObject(ana, at(where, "ana"));
+            anaGroupId = (int) optionalInteger(ana, at(where, "ana"), "grpid", 1, PortConfig.ANA_GROUP_MAX, 1);
+            reportKeys(ana, at(where, "ana"), Set.of("grpid"), Map.of());
+        }
+        if (n.has("ana_grpid")) {
+            int grpid = (int) optionalInteger(n, where, "ana_grpid", 1, PortConfig.ANA_GROUP_MAX, 1);
+            if (ana != null && !ana.isNull() && ana.has("grpid") && grpid != anaGroupId) {
+                throw new ConfigException(at(where, "ana_grpid"), grpid + " differs from ana.grpid " + anaGroupId);
+            }
+            anaGroupId = grpid;
+        }
 
         String dw = at(where, "device");
         JsonNode device = required(n, where, "device");
         requireObject(device, dw);
-        reportKeys(device, dw, Set.of("path", "uuid", "nguid", "backend", "size", "block_size", "buffered_io"),
-            IGNORED_DEVICE);
+        reportKeys(device, dw, Set.of("path", "uuid", "nguid", "backend", "size", "block_size", "buffered_io",
+            "shared"), IGNORED_DEVICE);
+        boolean shared = device.has("shared") && bool(device.get("shared"), at(dw, "shared"));
 
         Path path = null;
         if (device.has("path")) {
@@ -743,8 +754,12 @@ final class ConfigParser {
         if (!enabled) {
             notice(false, where + ": enable is 0; namespace " + nsid + " is not exported");
         }
+        if (shared && backend != BackendType.FILE) {
+            notice(false, at(dw, "shared") + ": ignored (a " + backend.configName() + " namespace has no file)");
+            shared = false;
+        }
         return new NamespaceConfig(where, (int) nsid, enabled, backend, path, size, blockSize, bufferedIo, uuid,
-            nguid, qos);
+            nguid, anaGroupId, shared, qos);
     }
 
     /**
@@ -820,7 +835,8 @@ final class ConfigParser {
                 }
             }
             ports.add(port);
-            reportKeys(p, pw, Set.of("portid", "addr", "param", "subsystems", "referrals"), IGNORED_PORT);
+            reportKeys(p, pw, Set.of("portid", "addr", "param", "subsystems", "ana_groups", "referrals"),
+                IGNORED_PORT);
         }
         return ports;
     }
@@ -950,8 +966,45 @@ final class ConfigParser {
         if (tls) {
             options = options.withTls(treq.equals("required"));
         }
-        return new PortConfig(pw, portId, address, treq, options, exported, referrals(p.get("referrals"),
-            at(pw, "referrals")));
+        return new PortConfig(pw, portId, address, treq, options, exported, anaGroups(p.get("ana_groups"),
+            at(pw, "ana_groups")), referrals(p.get("referrals"), at(pw, "referrals")));
+    }
+
+    /**
+     * nvmetcli's {@code "ana_groups": [{"grpid": N, "ana": {"state": "optimized"}}]}: the state of each group on this
+     * port. Groups not listed are inaccessible on the port, except group 1 which is optimized, as nvmet sets them.
+     */
+    private Map<Integer, Integer> anaGroups(JsonNode node, String where) throws ConfigException {
+        Map<Integer, Integer> groups = new java.util.TreeMap<>();
+        if (node == null || node.isNull()) {
+            return groups;
+        }
+        requireArray(node, where);
+        for (int i = 0; i < node.size(); i++) {
+            String gw = where + "[" + i + "]";
+            JsonNode g = node.get(i);
+            requireObject(g, gw);
+            int grpid = (int) integer(required(g, gw, "grpid"), at(gw, "grpid"), 1, PortConfig.ANA_GROUP_MAX);
+            int state = io.nvmeof4j.protocol.ana.AnaState.OPTIMIZED;
+            JsonNode ana = g.get("ana");
+            if (ana != null && !ana.isNull()) {
+                requireObject(ana, at(gw, "ana"));
+                if (ana.has("state")) {
+                    String text = text(ana.get("state"), at(at(gw, "ana"), "state"));
+                    state = io.nvmeof4j.protocol.ana.AnaState.parse(text);
+                    if (state < 0) {
+                        throw new ConfigException(at(at(gw, "ana"), "state"), quote(text) + " is not an ANA state "
+                            + "(optimized, non-optimized, inaccessible, persistent-loss, change)");
+                    }
+                }
+                reportKeys(ana, at(gw, "ana"), Set.of("state"), Map.of());
+            }
+            if (groups.putIfAbsent(grpid, state) != null) {
+                throw new ConfigException(at(gw, "grpid"), grpid + " is listed twice");
+            }
+            reportKeys(g, gw, Set.of("grpid", "ana"), Map.of());
+        }
+        return groups;
     }
 
     /**

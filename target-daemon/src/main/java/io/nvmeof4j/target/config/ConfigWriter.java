@@ -25,7 +25,7 @@ import java.util.concurrent.TimeUnit;
  * {@code parse(write(c))} describes the same hosts, ports, subsystems and namespaces as {@code c}.
  * <p>The previous document ({@code original}) is merged in: every object the configuration model has no field for
  * keeps its keys (the whole {@code "nvmeof4j"} settings object, a host's {@code dhchap}, a port's
- * {@code referrals} or {@code ana_groups}, a namespace's {@code ana_grpid}, ...). Objects are matched by their
+ * {@code referrals}, ...). Objects are matched by their
  * identity: hosts and subsystems by NQN, ports by {@code portid}, namespaces by NSID. The fields the model does
  * have are written from the model, as nvmetcli writes them (attributes as strings), so a file the Linux target's
  * {@code nvmetcli restore} also reads stays one. Values are written explicitly (derived serial numbers, UUIDs and
@@ -110,6 +110,7 @@ public final class ConfigWriter {
             param.put("max_queue_size", Integer.toString(p.options().maxQueueSize()));
             ArrayNode subs = o.putArray("subsystems");
             p.subsystems().forEach(subs::add);
+            anaGroups(o, p);
             o.set("referrals", referrals(p, o.get("referrals")));
             list.add(o);
         }
@@ -139,6 +140,24 @@ public final class ConfigWriter {
             list.add(o);
         }
         return list;
+    }
+
+    /**
+     * A port's {@code ana_groups} as nvmetcli writes them ({@code [{"grpid": 1, "ana": {"state": "optimized"}}]}),
+     * from the model: a state changed live is what the port serves after a restart. A port without configured groups
+     * gets none (group 1 optimized, the others inaccessible, is what the parser gives it then).
+     */
+    private static void anaGroups(ObjectNode port, PortConfig p) {
+        if (p.anaGroups().isEmpty()) {
+            port.remove("ana_groups");
+            return;
+        }
+        ArrayNode groups = port.putArray("ana_groups");
+        new java.util.TreeMap<>(p.anaGroups()).forEach((grpid, state) -> {
+            ObjectNode g = groups.addObject();
+            g.put("grpid", grpid);
+            g.putObject("ana").put("state", io.nvmeof4j.protocol.ana.AnaState.name(state));
+        });
     }
 
     private static ArrayNode subsystems(TargetConfig config, JsonNode before) {
@@ -228,6 +247,11 @@ public final class ConfigWriter {
         ObjectNode o = before != null ? before.deepCopy() : NODES.objectNode();
         o.put("nsid", Integer.toUnsignedLong(n.nsid()));
         o.put("enable", n.enabled() ? 1 : 0);
+        // nvmetcli writes the group of every namespace; newer versions again as "ana": {"grpid": N}.
+        o.put("ana_grpid", n.anaGroupId());
+        if (o.get("ana") instanceof ObjectNode ana && ana.has("grpid")) {
+            ana.put("grpid", n.anaGroupId());
+        }
         ObjectNode device = object(o, "device");
         device.put("backend", n.backend().configName());
         if (n.path() != null) {
@@ -249,6 +273,11 @@ public final class ConfigWriter {
             device.put("buffered_io", 1);
         } else {
             device.remove("buffered_io");
+        }
+        if (n.shared()) {
+            device.put("shared", 1);
+        } else {
+            device.remove("shared");
         }
         device.put("uuid", n.uuid().toString());
         device.put("nguid", n.nguidText());

@@ -21,15 +21,34 @@ import java.util.UUID;
  *                  through the page cache instead of O_DIRECT
  * @param uuid      as configured, or derived from the subsystem NQN and NSID
  * @param nguid     16 bytes, as configured or derived
+ * @param anaGroupId {@code ana_grpid} (nvmetcli's namespace attribute): the ANA group, 1 by default
+ * @param shared    {@code device.shared} (an nvmeof4j extension): open the file under a shared lock so a second
+ *                  daemon serving the same subsystem may open it too (docs/high-availability.md)
  * @param qos       {@code qos}: the namespace's rate limits (an nvmeof4j extension, SPDK's {@code bdev_set_qos_limit}
  *                  parameters); {@link QosLimits#NONE} when absent
  */
 public record NamespaceConfig(String where, int nsid, boolean enabled, BackendType backend, Path path, long sizeBytes,
-                              int blockSize, boolean bufferedIo, UUID uuid, byte[] nguid, QosLimits qos) {
-    /** A namespace without QoS limits. */
+                              int blockSize, boolean bufferedIo, UUID uuid, byte[] nguid, int anaGroupId,
+                              boolean shared, QosLimits qos) {
+    /** A namespace in ANA group 1, not shared, without QoS limits. */
     public NamespaceConfig(String where, int nsid, boolean enabled, BackendType backend, Path path, long sizeBytes,
                            int blockSize, boolean bufferedIo, UUID uuid, byte[] nguid) {
-        this(where, nsid, enabled, backend, path, sizeBytes, blockSize, bufferedIo, uuid, nguid, QosLimits.NONE);
+        this(where, nsid, enabled, backend, path, sizeBytes, blockSize, bufferedIo, uuid, nguid, 1, false,
+            QosLimits.NONE);
+    }
+
+    /** A namespace without QoS limits. */
+    public NamespaceConfig(String where, int nsid, boolean enabled, BackendType backend, Path path, long sizeBytes,
+                           int blockSize, boolean bufferedIo, UUID uuid, byte[] nguid, int anaGroupId,
+                           boolean shared) {
+        this(where, nsid, enabled, backend, path, sizeBytes, blockSize, bufferedIo, uuid, nguid, anaGroupId, shared,
+            QosLimits.NONE);
+    }
+
+    /** A namespace in ANA group 1, not shared. */
+    public NamespaceConfig(String where, int nsid, boolean enabled, BackendType backend, Path path, long sizeBytes,
+                           int blockSize, boolean bufferedIo, UUID uuid, byte[] nguid, QosLimits qos) {
+        this(where, nsid, enabled, backend, path, sizeBytes, blockSize, bufferedIo, uuid, nguid, 1, false, qos);
     }
 
     public NamespaceConfig {
@@ -49,18 +68,19 @@ public record NamespaceConfig(String where, int nsid, boolean enabled, BackendTy
     /** This namespace with its device at {@code realPath} (the path a confinement check resolved). */
     public NamespaceConfig withPath(Path realPath) {
         return new NamespaceConfig(where, nsid, enabled, backend, realPath, sizeBytes, blockSize, bufferedIo, uuid,
-            nguid, qos);
+            nguid, anaGroupId, shared, qos);
     }
 
     /** This namespace with other QoS limits. */
     public NamespaceConfig withQos(QosLimits limits) {
         return new NamespaceConfig(where, nsid, enabled, backend, path, sizeBytes, blockSize, bufferedIo, uuid, nguid,
-            limits);
+            anaGroupId, shared, limits);
     }
 
     /** This namespace with {@code size} bytes (a namespace resized live; 0 for a file: the file's size). */
     public NamespaceConfig withSize(long size) {
-        return new NamespaceConfig(where, nsid, enabled, backend, path, size, blockSize, bufferedIo, uuid, nguid);
+        return new NamespaceConfig(where, nsid, enabled, backend, path, size, blockSize, bufferedIo, uuid, nguid,
+            anaGroupId, shared, qos);
     }
 
     /** A copy of the 16-byte NGUID. */
@@ -86,7 +106,7 @@ public record NamespaceConfig(String where, int nsid, boolean enabled, BackendTy
         return o instanceof NamespaceConfig n && n.where.equals(where) && n.nsid == nsid && n.enabled == enabled
             && n.backend == backend && Objects.equals(n.path, path) && n.sizeBytes == sizeBytes
             && n.blockSize == blockSize && n.bufferedIo == bufferedIo && n.uuid.equals(uuid) && java.util.Arrays.equals(n.nguid, nguid)
-            && n.qos.equals(qos);
+            && n.anaGroupId == anaGroupId && n.shared == shared && n.qos.equals(qos);
     }
 
     @Override
@@ -99,6 +119,8 @@ public record NamespaceConfig(String where, int nsid, boolean enabled, BackendTy
         return "namespace " + Integer.toUnsignedString(nsid) + " (" + backend.configName()
             + (path != null ? " " + path : "") + (sizeBytes > 0 ? ", " + Sizes.format(sizeBytes) : "")
             + (blockSize == 0 ? ", the device's block size" : ", " + blockSize + " B blocks")
-            + (bufferedIo ? ", buffered" : "") + (qos.none() ? "" : ", " + qos) + (enabled ? "" : ", disabled") + ")";
+            + (bufferedIo ? ", buffered" : "") + (shared ? ", shared" : "")
+            + (anaGroupId != 1 ? ", ANA group " + anaGroupId : "") + (qos.none() ? "" : ", " + qos)
+            + (enabled ? "" : ", disabled") + ")";
     }
 }

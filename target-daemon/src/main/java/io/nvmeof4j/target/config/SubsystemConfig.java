@@ -13,8 +13,9 @@ import java.util.Objects;
  * @param model        {@code attr.model} (1..40 printable ASCII)
  * @param firmware     {@code attr.firmware} (1..8 printable ASCII)
  * @param version      {@code attr.version} as written ({@code "1.3"}), or null; accepted, not applied
- * @param cntlidMin    {@code attr.cntlid_min}; accepted, not applied (controller ids are target-wide)
- * @param cntlidMax    {@code attr.cntlid_max}; accepted, not applied
+ * @param cntlidMin    {@code attr.cntlid_min}: lowest CNTLID of this subsystem's controllers (two daemons serving one
+ *                     subsystem need disjoint ranges)
+ * @param cntlidMax    {@code attr.cntlid_max}: highest CNTLID
  * @param qidMax       {@code attr.qid_max}: most I/O queues per controller
  * @param namespaces   in configuration order
  * @param maxNamespaces {@code attr.max_namespaces} (an nvmeof4j extension, SPDK's {@code nvmf_create_subsystem

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.nvmeof4j.protocol.ana.AnaState;
 import io.nvmeof4j.protocol.auth.DhchapCredentials;
 import io.nvmeof4j.protocol.spi.AddressFamily;
 import io.nvmeof4j.protocol.spi.TransportType;
@@ -35,7 +36,8 @@ import java.util.function.UnaryOperator;
 
 /**
  * Every live change to a running target, for every front end (the HTTP management API, the SPDK JSON-RPC socket):
- * subsystems, listeners (ports and the subsystems they export), namespaces, allowed hosts, {@code allow_any_host}.
+ * subsystems, listeners (ports and the subsystems they export), namespaces, allowed hosts, {@code allow_any_host},
+ * host credentials, the ANA state of each group on each port.
  * One piece of code per operation; the front ends only translate parameters and errors.
  *
  * <h2>Persistence</h2>
@@ -557,7 +559,7 @@ public final class ControlPlane {
                 + e.getMessage(), e);
         }
         PortConfig persisted = new PortConfig(pc.where(), pc.portId(), pc.address().withPort(bound.address().port()),
-            pc.treq(), pc.options(), pc.subsystems(), pc.referrals());
+            pc.treq(), pc.options(), pc.subsystems(), pc.anaGroups(), pc.referrals());
         TargetConfig next;
         try {
             next = validate(replacePort(parsed, persisted));
@@ -737,6 +739,64 @@ public final class ControlPlane {
         }
     }
 
+    // ------------------------------------------------------------------------------------------------ ANA
+
+    /**
+     * Sets the ANA state of groups on one port ({@code states}: state by group id), persisted as the port's
+     * {@code ana_groups}: every controller connected through the port gets the ANA change event, and I/O on the
+     * groups' namespaces through the port gets the state's status at once. As in nvmet, a state belongs to a (port,
+     * group), whichever subsystems the port exports. Written, then applied (setting a state cannot fail once the port
+     * is known), so a change the file refuses never reaches a host. Returns the previous state of each group.
+     */
+    public synchronized java.util.Map<Integer, Integer> setAnaStates(String who, int portId,
+                                                                     java.util.Map<Integer, Integer> states)
+        throws ControlException {
+        if (states.isEmpty()) {
+            throw new ControlException(ControlException.Kind.INVALID, "no ANA group given");
+        }
+        for (var e : states.entrySet()) {
+            if (e.getKey() < 1 || e.getKey() > PortConfig.ANA_GROUP_MAX) {
+                throw new ControlException(ControlException.Kind.INVALID, "ANA group " + e.getKey() + " is not in 1.."
+                    + PortConfig.ANA_GROUP_MAX);
+            }
+            if (!AnaState.isValid(e.getValue())) {
+                throw new ControlException(ControlException.Kind.INVALID, "not an ANA state: " + e.getValue());
+            }
+        }
+        PortConfig port = current.ports().stream().filter(p -> p.portId() == portId).findFirst()
+            .orElseThrow(() -> new ControlException(ControlException.Kind.NOT_FOUND, "no port " + portId));
+        Port live = daemon.model().port(portId);
+        if (live == null) {
+            throw new ControlException(ControlException.Kind.NOT_FOUND, "port " + portId + " is not served");
+        }
+        java.util.Map<Integer, Integer> previous = new java.util.TreeMap<>();
+        java.util.Map<Integer, Integer> groups = new java.util.TreeMap<>(port.anaGroups());
+        StringBuilder what = new StringBuilder("port ").append(portId).append(" ANA");
+        for (var e : new java.util.TreeMap<>(states).entrySet()) {
+            previous.put(e.getKey(), live.ana().state(e.getKey()));
+            groups.put(e.getKey(), e.getValue());
+            what.append(" group ").append(e.getKey()).append(' ').append(AnaState.name(previous.get(e.getKey())))
+                .append(" -> ").append(AnaState.name(e.getValue()));
+        }
+        TargetConfig next = validate(replacePort(new PortConfig(port.where(), port.portId(), port.address(),
+            port.treq(), port.options(), port.subsystems(), groups, port.referrals())));
+        commit(who, what.toString(), next);
+        states.forEach((group, state) -> daemon.setAnaState(portId, group, state));
+        return previous;
+    }
+
+    /** The port through which {@code nqn} listens at an address (SPDK names a listener by its address). */
+    public synchronized PortConfig listener(String nqn, TransportType trtype, String traddr, String trsvcid)
+        throws ControlException {
+        requireSubsystem(nqn);
+        PortConfig port = findPort(trtype, traddr, trsvcid);
+        if (port == null || !port.subsystems().contains(nqn)) {
+            throw new ControlException(ControlException.Kind.NOT_FOUND, "subsystem " + nqn + " has no listener "
+                + trtype.configName() + " " + traddr + ":" + trsvcid);
+        }
+        return port;
+    }
+
     // ------------------------------------------------------------------------------------------------ helpers
 
     private PortConfig findPort(TransportType trtype, String traddr, String trsvcid) {
@@ -786,7 +846,8 @@ public final class ControlPlane {
     }
 
     private static PortConfig withSubsystems(PortConfig p, List<String> subsystems) {
-        return new PortConfig(p.where(), p.portId(), p.address(), p.treq(), p.options(), subsystems, p.referrals());
+        return new PortConfig(p.where(), p.portId(), p.address(), p.treq(), p.options(), subsystems, p.anaGroups(),
+            p.referrals());
     }
 
     private static SubsystemConfig withHosts(SubsystemConfig s, List<String> hosts) {

@@ -1,6 +1,11 @@
 package io.nvmeof4j.target.controller;
 
 import io.nvmeof4j.protocol.admin.ActiveNamespaceIdList;
+import io.nvmeof4j.protocol.ana.AnaLogPage;
+import io.nvmeof4j.protocol.reservation.ReservationCommand;
+import io.nvmeof4j.protocol.reservation.ReservationNotificationLog;
+import io.nvmeof4j.protocol.reservation.ReservationType;
+import io.nvmeof4j.target.model.AnaStates;
 import io.nvmeof4j.protocol.admin.AdminOpcode;
 import io.nvmeof4j.protocol.admin.AsciiFields;
 import io.nvmeof4j.protocol.admin.ChangedNamespaceList;
@@ -61,6 +66,12 @@ final class AdminCommands {
     /** DLFEAT of a device whose deallocated blocks read as zeroes: that, and Write Zeroes may deallocate. */
     static final int DLFEAT = IdentifyNamespace.DLFEAT_READ_ZEROES | IdentifyNamespace.DLFEAT_WRITE_ZEROES_DEALLOCATE;
 
+    /** ANATT: seconds a group may stay in ANA Change (nvmet's value). */
+    static final int ANATT = 10;
+    /** RESCAP: PTPL, all six types, and IEKEY ignored where the spec lets it be (SPDK's set). */
+    static final int RESCAP = ReservationType.RESCAP_PTPL | ReservationType.RESCAP_ALL_TYPES
+        | ReservationType.RESCAP_IGNORE_EXISTING_KEY;
+
     static final int OPC_FLUSH = 0x00;
     static final int OPC_WRITE = 0x01;
     static final int OPC_READ = 0x02;
@@ -86,6 +97,8 @@ final class AdminCommands {
     private final FirmwareSlotLog firmwareSlotLog = new FirmwareSlotLog();
     private final CommandsSupportedAndEffects effects = new CommandsSupportedAndEffects();
     private final SupportedLogPages supportedLogPages = new SupportedLogPages();
+    private final AnaLogPage anaLogPage = new AnaLogPage();
+    private final ReservationNotificationLog reservationLog = new ReservationNotificationLog();
     private final DiscoveryLogBuilder discoveryLog;
     private ByteBuffer scratch = ByteBuffer.allocate(4096).order(ByteOrder.LITTLE_ENDIAN);
 
@@ -302,8 +315,14 @@ final class AdminCommands {
             return;
         }
         id.recommendedArbitrationBurst(RAB)
-            // Several ports and several controllers per subsystem; no ANA (CMIC bit 3 stays clear: no ANA log).
-            .multiPathCapabilities(IdentifyController.CMIC_MULTI_PORT | IdentifyController.CMIC_MULTI_CONTROLLER)
+            // Several ports and several controllers per subsystem, and ANA (log 0Ch, ANAGRPID per namespace).
+            .multiPathCapabilities(IdentifyController.CMIC_MULTI_PORT | IdentifyController.CMIC_MULTI_CONTROLLER
+                | IdentifyController.CMIC_ANA)
+            // nvmet's ANA fields: every state may be reported, 10 s for a transition, 128 groups.
+            .anaTransitionTime(ANATT)
+            .anaCapabilities(IdentifyController.ANACAP_ALL_STATES | IdentifyController.ANACAP_GRPID_NOT_CHANGED)
+            .anaGroupIdMax(AnaStates.GROUP_MAX)
+            .anaGroupIdCount(AnaStates.GROUP_MAX)
             .maximumDataTransferSize(Integer.numberOfTrailingZeros(options.maxDataTransferSize() / 4096))
             // 128-bit host id; traffic-based keep-alive: every command restarts the timer, as in nvmet.
             .controllerAttributes(IdentifyController.CTRATT_HOST_ID_128_BIT
@@ -318,7 +337,8 @@ final class AdminCommands {
             .numberOfNamespaces(Subsystem.MAX_NSID)
             .maxAllowedNamespaces(Subsystem.MAX_NSID)
             .optionalNvmCommands(IdentifyController.ONCS_COMPARE | IdentifyController.ONCS_DATASET_MANAGEMENT
-                | IdentifyController.ONCS_WRITE_ZEROES | IdentifyController.ONCS_VERIFY | IdentifyController.ONCS_COPY)
+                | IdentifyController.ONCS_WRITE_ZEROES | IdentifyController.ONCS_VERIFY | IdentifyController.ONCS_COPY
+                | IdentifyController.ONCS_RESERVATIONS)
             // Fused Compare and Write (VMware ESXi's atomic test-and-set for VMFS); Copy with range format 0.
             .fusedOperations(IdentifyController.FUSES_COMPARE_AND_WRITE)
             .optionalCopyFormats(IdentifyController.OCFS_FORMAT_0)
@@ -366,6 +386,8 @@ final class AdminCommands {
                 .maxCopyLength(NvmCommands.copyMaxBlocks(ns.blockSizeShift()))
                 .maxSourceRangeCount(NvmCommands.COPY_MAX_RANGES - 1)
                 .nguid(ns.nguid())
+                .reservationCapabilities(RESCAP)
+                .anaGroupId(ns.anaGroupId())
                 .lbaFormat(0, 0, ns.blockSizeShift(), 0);
         }
         // An inactive NSID reads as all zeroes (NVMe Base 2.0, 5.17.2.1).
@@ -451,6 +473,10 @@ final class AdminCommands {
             }
             return;
         }
+        if (lid == LogPageIdentifier.ANA) {
+            anaLog(r, cmd);
+            return;
+        }
         int pageLength = logLength(lid);
         if (pageLength < 0) {
             // nvmet (and NVMe 2.0) answer an unsupported LID with Invalid Field, not Invalid Log Page.
@@ -470,6 +496,8 @@ final class AdminCommands {
                 for (int l = LogPageIdentifier.SUPPORTED_LOG_PAGES; l <= LogPageIdentifier.COMMANDS_SUPPORTED_AND_EFFECTS; l++) {
                     supported.descriptor(l, SupportedLogPages.LSUPP);
                 }
+                supported.descriptor(LogPageIdentifier.ANA, SupportedLogPages.LSUPP);
+                supported.descriptor(LogPageIdentifier.RESERVATION_NOTIFICATION, SupportedLogPages.LSUPP);
                 break;
             case LogPageIdentifier.ERROR_INFORMATION:
                 // No error is recorded: ELPE + 1 empty entries (ERROR COUNT 0 marks an entry unused).
@@ -492,6 +520,9 @@ final class AdminCommands {
                 break;
             case LogPageIdentifier.CHANGED_NAMESPACE_LIST:
                 controller.readChangedNamespaces(changedNamespaces.wrap(page, 0), cmd.retainAsyncEvent());
+                break;
+            case LogPageIdentifier.RESERVATION_NOTIFICATION:
+                controller.readReservationLog(reservationLog.wrap(page, 0), cmd.retainAsyncEvent());
                 break;
             case LogPageIdentifier.COMMANDS_SUPPORTED_AND_EFFECTS:
                 if (cmd.commandSetIdentifier() != IdentifyCommand.CSI_NVM) {
@@ -520,10 +551,67 @@ final class AdminCommands {
                 return FirmwareSlotLog.LENGTH;
             case LogPageIdentifier.CHANGED_NAMESPACE_LIST:
                 return ChangedNamespaceList.LENGTH;
+            case LogPageIdentifier.RESERVATION_NOTIFICATION:
+                return ReservationNotificationLog.LENGTH;
             case LogPageIdentifier.COMMANDS_SUPPORTED_AND_EFFECTS:
                 return CommandsSupportedAndEffects.LENGTH;
             default:
                 return -1;
+        }
+    }
+
+    /**
+     * The ANA log (0Ch; NVMe Base 2.0, 5.16.1.12) as seen through this controller's port: one descriptor per group
+     * that is configured on the port or holds a namespace of the subsystem (group 1 always), each with the port's
+     * state, its change count and (unless LSP bit 0, RGO) the subsystem's NSIDs in it, in NSID order. nvmet lists the
+     * groups enabled anywhere in the target; listing the port's and the subsystem's is what a host can use.
+     */
+    private void anaLog(Request r, GetLogPageCommand cmd) {
+        AnaStates ana = controller.port().ana();
+        boolean groupsOnly = (cmd.logSpecificField() & AnaLogPage.LSP_RGO) != 0;
+        java.util.Collection<Namespace> namespaces = controller.subsystem().namespaces();
+        boolean[] listed = new boolean[AnaStates.GROUP_MAX + 1];
+        int groups = 0;
+        for (int g = 1; g <= AnaStates.GROUP_MAX; g++) {
+            if (ana.isConfigured(g)) {
+                listed[g] = true;
+                groups++;
+            }
+        }
+        for (Namespace ns : namespaces) {
+            if (!listed[ns.anaGroupId()]) {
+                listed[ns.anaGroupId()] = true;
+                groups++;
+            }
+        }
+        int pageLength = AnaLogPage.length(groups, groupsOnly ? 0 : namespaces.size());
+        if (Long.compareUnsigned(cmd.logPageOffset(), pageLength) > 0) {
+            fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "log page offset "
+                + Long.toUnsignedString(cmd.logPageOffset()) + " beyond the " + pageLength + "-byte ANA log");
+            return;
+        }
+        ByteBuffer page = scratch(pageLength);
+        AnaLogPage log = anaLogPage.wrap(page, 0);
+        log.changeCount(ana.changeCount()).groupCount(groups);
+        AsciiFields.zero(page, AnaLogPage.NGRPS_OFFSET + 2, AnaLogPage.HEADER_LENGTH - AnaLogPage.NGRPS_OFFSET - 2);
+        int at = AnaLogPage.HEADER_LENGTH;
+        for (int g = 1; g <= AnaStates.GROUP_MAX; g++) {
+            if (!listed[g]) {
+                continue;
+            }
+            int count = 0;
+            if (!groupsOnly) {
+                for (Namespace ns : namespaces) {
+                    if (ns.anaGroupId() == g) {
+                        log.nsid(at, count++, ns.nsid());
+                    }
+                }
+            }
+            at = log.putDescriptor(at, g, count, ana.changeCount(g), ana.state(g));
+        }
+        scratch.limit(pageLength);
+        if (sendLog(r, cmd, pageLength)) {
+            controller.anaLogRead(cmd.retainAsyncEvent());
         }
     }
 
@@ -541,6 +629,10 @@ final class AdminCommands {
         log.io(OPC_WRITE_ZEROES, CommandsSupportedAndEffects.CSUPP | CommandsSupportedAndEffects.LBCC);
         log.io(NvmCommands.OPC_VERIFY, CommandsSupportedAndEffects.CSUPP);
         log.io(NvmCommands.OPC_COPY, CommandsSupportedAndEffects.CSUPP | CommandsSupportedAndEffects.LBCC);
+        log.io(ReservationCommand.OPC_REGISTER, CommandsSupportedAndEffects.CSUPP);
+        log.io(ReservationCommand.OPC_REPORT, CommandsSupportedAndEffects.CSUPP);
+        log.io(ReservationCommand.OPC_ACQUIRE, CommandsSupportedAndEffects.CSUPP);
+        log.io(ReservationCommand.OPC_RELEASE, CommandsSupportedAndEffects.CSUPP);
     }
 
     /**
@@ -595,7 +687,7 @@ final class AdminCommands {
         }
         boolean supported = fid == FeatureIdentifier.KEEP_ALIVE_TIMER || fid == FeatureIdentifier.ASYNC_EVENT_CONFIGURATION
             || (!discovery && (fid == FeatureIdentifier.NUMBER_OF_QUEUES
-                || fid == FeatureIdentifier.IO_COMMAND_SET_PROFILE));
+                || fid == FeatureIdentifier.IO_COMMAND_SET_PROFILE || isReservationFeature(fid)));
         if (!supported) {
             fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Set Features " + FeatureIdentifier.name(fid));
             return;
@@ -637,6 +729,16 @@ final class AdminCommands {
             case FeatureIdentifier.KEEP_ALIVE_TIMER:
                 controller.keepAliveTimeoutMillis(value & 0xFFFF_FFFFL);
                 break;
+            case FeatureIdentifier.RESERVATION_NOTIFICATION_MASK:
+            case FeatureIdentifier.RESERVATION_PERSISTENCE: {
+                int status = setReservationFeature(fid, r.command().nsid(), value);
+                if (status != NvmeStatus.SUCCESS) {
+                    fail(r, status, "Set Features " + FeatureIdentifier.name(fid) + " NSID "
+                        + Integer.toUnsignedString(r.command().nsid()));
+                    return;
+                }
+                break;
+            }
             case FeatureIdentifier.IO_COMMAND_SET_PROFILE:
                 // CAP.CSS bit 43 makes this feature the host's way to pick a combination of Identify CNS 1Ch; the
                 // only one is index 0 (NVM), already in force. nvmet refuses the feature (Invalid Field).
@@ -660,7 +762,8 @@ final class AdminCommands {
         boolean discovery = controller.isDiscovery();
         boolean supported = fid == FeatureIdentifier.KEEP_ALIVE_TIMER || fid == FeatureIdentifier.ASYNC_EVENT_CONFIGURATION
             || (!discovery && (fid == FeatureIdentifier.NUMBER_OF_QUEUES || fid == FeatureIdentifier.VOLATILE_WRITE_CACHE
-                || fid == FeatureIdentifier.HOST_IDENTIFIER || fid == FeatureIdentifier.IO_COMMAND_SET_PROFILE));
+                || fid == FeatureIdentifier.HOST_IDENTIFIER || fid == FeatureIdentifier.IO_COMMAND_SET_PROFILE
+                || isReservationFeature(fid)));
         if (!supported) {
             fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Get Features " + FeatureIdentifier.name(fid));
             return;
@@ -699,6 +802,25 @@ final class AdminCommands {
             case FeatureIdentifier.IO_COMMAND_SET_PROFILE:
                 r.response().dw0(0); // combination index 0, current and default alike
                 break;
+            case FeatureIdentifier.RESERVATION_NOTIFICATION_MASK:
+            case FeatureIdentifier.RESERVATION_PERSISTENCE: {
+                // Both are namespace features: a single active NSID (the current value; the default is 0).
+                Namespace ns = controller.subsystem().namespace(r.command().nsid());
+                if (ns == null) {
+                    fail(r, NvmeStatus.INVALID_NAMESPACE | NvmeStatus.DNR, "Get Features " + FeatureIdentifier.name(fid)
+                        + " of NSID " + Integer.toUnsignedString(r.command().nsid()));
+                    return;
+                }
+                if (!current) {
+                    r.response().dw0(0);
+                } else if (fid == FeatureIdentifier.RESERVATION_NOTIFICATION_MASK) {
+                    r.response().dw0(controller.reservationMask(ns.nsid()));
+                } else {
+                    r.response().dw0(ns.reservations().persistThroughPowerLoss()
+                        ? ReservationNotificationLog.PERSISTENCE_PTPL : 0);
+                }
+                break;
+            }
             case FeatureIdentifier.HOST_IDENTIFIER:
                 if ((cmd.cdw11() & FeatureIdentifier.HOST_IDENTIFIER_EXTENDED) == 0) {
                     // Only the 128-bit form exists here (CTRATT bit 0), as in nvmet.
@@ -711,6 +833,41 @@ final class AdminCommands {
                 throw new AssertionError(fid);
         }
         r.complete(NvmeStatus.SUCCESS);
+    }
+
+    private static boolean isReservationFeature(int fid) {
+        return fid == FeatureIdentifier.RESERVATION_NOTIFICATION_MASK || fid == FeatureIdentifier.RESERVATION_PERSISTENCE;
+    }
+
+    /**
+     * Feature 82h (which reservation notifications this controller wants, per namespace) and 83h (PTPL of the
+     * namespace, persisted with its reservations). NSID FFFFFFFFh means every namespace; an inactive NSID is Invalid
+     * Namespace; reserved bits are Invalid Field.
+     */
+    private int setReservationFeature(int fid, int nsid, int value) {
+        int allowed = fid == FeatureIdentifier.RESERVATION_NOTIFICATION_MASK ? ReservationNotificationLog.MASK_ALL
+            : ReservationNotificationLog.PERSISTENCE_PTPL;
+        if ((value & ~allowed) != 0) {
+            return NvmeStatus.INVALID_FIELD | NvmeStatus.DNR;
+        }
+        Subsystem subsystem = controller.subsystem();
+        if (nsid != -1 && subsystem.namespace(nsid) == null) {
+            return NvmeStatus.INVALID_NAMESPACE | NvmeStatus.DNR;
+        }
+        if (fid == FeatureIdentifier.RESERVATION_NOTIFICATION_MASK) {
+            controller.reservationMask(nsid, value);
+            return NvmeStatus.SUCCESS;
+        }
+        boolean ptpl = (value & ReservationNotificationLog.PERSISTENCE_PTPL) != 0;
+        for (Namespace ns : subsystem.namespaces()) {
+            if (nsid == -1 || ns.nsid() == nsid) {
+                int status = ns.reservations().persistThroughPowerLoss(ptpl);
+                if (status != NvmeStatus.SUCCESS) {
+                    return status;
+                }
+            }
+        }
+        return NvmeStatus.SUCCESS;
     }
 
     // ---------------------------------------------------------------- events, keep-alive

@@ -52,6 +52,8 @@ public final class Controller {
     public static final long MIN_KEEP_ALIVE_TIMEOUT_MILLIS = 1000;
     /** CAP.TO: 15 × 500 ms = 7.5 s for CSTS.RDY to follow CC.EN (we answer at once). */
     public static final int CAP_TIMEOUT_500MS = 15;
+    /** Reservation notifications kept for the host to read; older ones are dropped (the count shows the gap). */
+    static final int RESERVATION_LOG_DEPTH = 64;
     /** VS of both I/O and discovery controllers. */
     public static final int VERSION = ControllerRegisters.VERSION_1_3;
 
@@ -101,6 +103,18 @@ public final class Controller {
     private final int[] changedNamespaces = new int[ChangedNamespaceList.MAX_ENTRIES];
     private int changedNamespaceCount;
     private boolean changedNamespacesOverflow;
+    private boolean anaNoticeMasked;
+    /** Reservation notifications not yet read (log 80h), oldest first: NSID and type, a bounded ring. */
+    private final int[] reservationNsids = new int[RESERVATION_LOG_DEPTH];
+    private final int[] reservationTypes = new int[RESERVATION_LOG_DEPTH];
+    private final long[] reservationCounts = new long[RESERVATION_LOG_DEPTH];
+    private int reservationHead;
+    private int reservationCount;
+    private long reservationLogCount;
+    private boolean reservationEventMasked;
+    /** Feature 82h per NSID (set bits mask notification types); guarded by lock. */
+    private final java.util.Map<Integer, Integer> reservationMasks = new java.util.HashMap<>();
+    private int reservationMaskAll;
 
     Controller(ControllerRegistry registry, int cntlid, Subsystem subsystem, String subsystemNqn, String hostNqn,
                HostId hostId, Port port, TransportType transportType, TransportAddress localAddress, String peer,
@@ -265,7 +279,7 @@ public final class Controller {
 
     int optionalAsyncEvents() {
         return isDiscovery() ? IdentifyController.OAES_DISCOVERY_LOG_CHANGE_NOTICES
-            : IdentifyController.OAES_NAMESPACE_ATTRIBUTE_NOTICES;
+            : IdentifyController.OAES_NAMESPACE_ATTRIBUTE_NOTICES | IdentifyController.OAES_ANA_CHANGE_NOTICES;
     }
 
     /** Async Event Configuration bits a host may set: SMART critical warnings and the notices in OAES. */
@@ -613,6 +627,114 @@ public final class Controller {
             toComplete = raiseLocked(AsyncEvent.NAMESPACE_ATTRIBUTE_CHANGED_DW0);
         }
         completeEvent(toComplete, AsyncEvent.NAMESPACE_ATTRIBUTE_CHANGED_DW0);
+    }
+
+    /**
+     * An ANA group's state changed on this controller's port: an event (notice, info 03h, log 0Ch) when the host
+     * enabled ANA change notices (Async Event Configuration bit 11) and has read the ANA log since the last one.
+     */
+    public void notifyAnaChanged() {
+        Request toComplete;
+        synchronized (lock) {
+            if (destroyed || isDiscovery()) {
+                return;
+            }
+            if ((asyncEventConfig & FeatureIdentifier.AEC_ANA_CHANGE) == 0 || anaNoticeMasked) {
+                return;
+            }
+            anaNoticeMasked = true;
+            toComplete = raiseLocked(AsyncEvent.ANA_CHANGE_DW0);
+        }
+        completeEvent(toComplete, AsyncEvent.ANA_CHANGE_DW0);
+    }
+
+    /** The host read the ANA log with RAE = 0: ANA change notices are re-armed. */
+    void anaLogRead(boolean retainAsyncEvent) {
+        if (!retainAsyncEvent) {
+            synchronized (lock) {
+                anaNoticeMasked = false;
+            }
+        }
+    }
+
+    /**
+     * A reservation notification for this controller's host on namespace {@code nsid}: queued for log 80h unless
+     * masked (feature 82h), and announced by an event (I/O command set specific, info 00h, log 80h) unless one is
+     * already outstanding.
+     */
+    void notifyReservation(int nsid, int type) {
+        Request toComplete;
+        synchronized (lock) {
+            if (destroyed || isDiscovery()) {
+                return;
+            }
+            if ((reservationMaskLocked(nsid) & io.nvmeof4j.protocol.reservation.ReservationNotificationLog.maskBit(type)) != 0) {
+                return;
+            }
+            if (reservationCount == RESERVATION_LOG_DEPTH) {
+                reservationHead = (reservationHead + 1) % RESERVATION_LOG_DEPTH;
+                reservationCount--;
+            }
+            int at = (reservationHead + reservationCount) % RESERVATION_LOG_DEPTH;
+            reservationNsids[at] = nsid;
+            reservationTypes[at] = type;
+            reservationCount++;
+            // The count wraps from the largest value to 1: 0 means an empty page.
+            reservationLogCount = reservationLogCount == -1L ? 1 : reservationLogCount + 1;
+            reservationCounts[at] = reservationLogCount;
+            if (reservationEventMasked) {
+                return;
+            }
+            reservationEventMasked = true;
+            toComplete = raiseLocked(AsyncEvent.RESERVATION_LOG_AVAILABLE_DW0);
+        }
+        completeEvent(toComplete, AsyncEvent.RESERVATION_LOG_AVAILABLE_DW0);
+    }
+
+    /**
+     * Log 80h: the oldest queued notification, removed (unless RAE), with the number still queued; an empty page when
+     * none is. Reading re-arms the event.
+     */
+    void readReservationLog(io.nvmeof4j.protocol.reservation.ReservationNotificationLog log, boolean retainAsyncEvent) {
+        synchronized (lock) {
+            log.clear();
+            if (reservationCount > 0) {
+                log.count(reservationCounts[reservationHead])
+                    .type(reservationTypes[reservationHead])
+                    .nsid(reservationNsids[reservationHead])
+                    .available(reservationCount - 1);
+                if (!retainAsyncEvent) {
+                    reservationHead = (reservationHead + 1) % RESERVATION_LOG_DEPTH;
+                    reservationCount--;
+                }
+            }
+            if (!retainAsyncEvent) {
+                reservationEventMasked = false;
+            }
+        }
+    }
+
+    /** Feature 82h for one NSID, or every namespace with NSID FFFFFFFFh. */
+    void reservationMask(int nsid, int mask) {
+        synchronized (lock) {
+            if (nsid == -1) {
+                reservationMaskAll = mask;
+                reservationMasks.clear();
+            } else {
+                reservationMasks.put(nsid, mask);
+            }
+        }
+    }
+
+    int reservationMask(int nsid) {
+        synchronized (lock) {
+            return reservationMaskLocked(nsid);
+        }
+    }
+
+    private int reservationMaskLocked(int nsid) {
+        Integer m = reservationMasks.get(nsid);
+        return m != null ? m : reservationMaskAll;
     }
 
     /** The discovery log changed: an event (notice, info F0h, log 70h) if the host enabled it (bit 31). */

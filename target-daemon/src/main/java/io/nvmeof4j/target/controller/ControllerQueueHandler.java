@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.controller;
 
+import io.nvmeof4j.protocol.ana.AnaState;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
 import io.nvmeof4j.protocol.fabrics.ConnectCommand;
@@ -33,8 +34,9 @@ import java.util.concurrent.TimeUnit;
  * The command layer's side of one queue (one TCP connection or RDMA queue pair). Before a Connect it accepts
  * only Connect; afterwards the admin queue goes to its controller's {@link AdminCommands} and an I/O queue
  * straight to the NVM executor.
- * <p>The I/O path ({@link #onCommand} on an I/O queue) checks the flags, the controller's readiness and the
- * NSID, then delegates: no allocation, no lock, no logging. A counter of commands received (written only by the
+ * <p>The I/O path ({@link #onCommand} on an I/O queue) checks the flags, the controller's readiness, the NSID, the
+ * ANA state of the namespace's group on this port and the namespace's reservation, then delegates: no allocation, no
+ * lock, no logging. Reservation commands go to {@link ReservationCommands} (control operations). A counter of commands received (written only by the
  * reactor) gives the keep-alive timer its traffic; the shutdown's in-flight count comes from the transport
  * ({@link TransportQueue#commandsOutstanding()}), which also sees writes still receiving their data.
  * <p>Metrics: with metrics on, commands go on wrapped in the slot's {@link MeteredRequest} with the meters resolved
@@ -272,6 +274,22 @@ final class ControllerQueueHandler implements QueueHandler {
         Namespace namespace = c.subsystem().namespace(sqe.nsid());
         if (namespace == null) {
             fail(request, sqe, NvmeStatus.INVALID_NAMESPACE | NvmeStatus.DNR);
+            return;
+        }
+        // ANA: on a path whose group is inaccessible, lost or changing the host must go elsewhere (SCT 3, no DNR).
+        int ana = AnaState.ioStatus(c.port().ana().state(namespace.anaGroupId()));
+        if (ana != NvmeStatus.SUCCESS) {
+            fail(request, sqe, ana);
+            return;
+        }
+        int opcode = sqe.opcode();
+        if (ReservationCommands.isReservationCommand(opcode)) {
+            ReservationCommands.execute(c, request, namespace);
+            return;
+        }
+        int reservation = namespace.reservations().check(c.hostId(), opcode);
+        if (reservation != NvmeStatus.SUCCESS) {
+            fail(request, sqe, reservation);
             return;
         }
         NamespaceMeters meters = metrics == null ? null : namespace.meters();

@@ -201,8 +201,9 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
         HostId hostId = data.hostId();
         long kato = cmd.keepAliveTimeoutMillis();
         Subsystem s = subsystem;
-        Controller controller = registry.register(cntlid -> new Controller(registry, cntlid, s, subnqn, hostnqn, hostId,
-            current, queue.transportType(), queue.localAddress(), queue.peer(), kato, model));
+        Controller controller = registry.register(s == null ? ControllerRegistry.CNTLID_MIN : s.cntlidMin(),
+            s == null ? ControllerRegistry.CNTLID_MAX : s.cntlidMax(), cntlid -> new Controller(registry, cntlid, s,
+                subnqn, hostnqn, hostId, current, queue.transportType(), queue.localAddress(), queue.peer(), kato, model));
         if (controller == null) {
             reject(handler, request, "no free controller id, " + who,
                 NvmeStatus.FABRICS_CONTROLLER_BUSY | NvmeStatus.DNR, -1, null);

@@ -144,12 +144,23 @@ public final class ControllerRegistry implements AutoCloseable {
 
     /** Allocates a CNTLID and registers the controller built for it; null when every id is taken. */
     Controller register(java.util.function.IntFunction<Controller> factory) {
+        return register(CNTLID_MIN, CNTLID_MAX, factory);
+    }
+
+    /**
+     * As {@link #register(java.util.function.IntFunction)} with the CNTLID taken from {@code [min, max]} (a
+     * subsystem's {@code cntlid_min}/{@code cntlid_max}: two daemons serving one subsystem give it disjoint ranges so
+     * the host never sees one CNTLID twice). Ids stay unique across the whole target; the next id is searched from
+     * after the last one handed out, wrapping inside the range.
+     */
+    Controller register(int min, int max, java.util.function.IntFunction<Controller> factory) {
         int cntlid;
         synchronized (usedCntlids) {
-            cntlid = usedCntlids.nextClearBit(nextCntlid);
-            if (cntlid > CNTLID_MAX) {
-                cntlid = usedCntlids.nextClearBit(CNTLID_MIN);
-                if (cntlid > CNTLID_MAX) {
+            int from = nextCntlid < min || nextCntlid > max ? min : nextCntlid;
+            cntlid = usedCntlids.nextClearBit(from);
+            if (cntlid > max) {
+                cntlid = usedCntlids.nextClearBit(min);
+                if (cntlid > max) {
                     return null;
                 }
             }

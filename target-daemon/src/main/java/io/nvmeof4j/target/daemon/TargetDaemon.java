@@ -43,12 +43,14 @@ import io.nvmeof4j.target.limits.RamBudget;
 import io.nvmeof4j.target.io.NvmCommands;
 import io.nvmeof4j.target.metrics.TargetMeterNames;
 import io.nvmeof4j.target.metrics.TargetMetrics;
+import io.nvmeof4j.target.model.AnaStates;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Port;
 import io.nvmeof4j.target.model.Referral;
 import io.nvmeof4j.target.model.Subsystem;
 import io.nvmeof4j.target.model.TargetModel;
 import io.nvmeof4j.target.reactor.Reactor;
+import io.nvmeof4j.target.reservation.Reservations;
 import io.nvmeof4j.tcp.TcpControllerTransport;
 import io.nvmeof4j.tcp.tls.HostPskStore;
 import org.slf4j.Logger;
@@ -385,6 +387,7 @@ public final class TargetDaemon implements AutoCloseable {
     private void buildModel() throws IOException {
         for (SubsystemConfig sc : config.subsystems()) {
             Subsystem subsystem = new Subsystem(sc.nqn(), sc.serial(), sc.model(), sc.firmware(), sc.allowAnyHost());
+            subsystem.cntlidRange(sc.cntlidMin(), sc.cntlidMax());
             for (String host : sc.allowedHosts()) {
                 subsystem.addAllowedHost(host);
             }
@@ -393,7 +396,8 @@ public final class TargetDaemon implements AutoCloseable {
                     continue;
                 }
                 BlockDevice device = open(sc.nqn(), nc, UringOptions.Confinement.NONE);
-                Namespace namespace = new Namespace(nc.nsid(), device, nc.uuid(), nc.nguid());
+                Namespace namespace = new Namespace(nc.nsid(), device, nc.uuid(), nc.nguid(), nc.anaGroupId(),
+                    reservations(sc.nqn(), nc));
                 namespace.qos().limits(nc.qos());
                 subsystem.addNamespace(namespace);
                 LOG.info("{} namespace {}: {}, {} blocks of {} bytes, uuid {}", sc.nqn(),
@@ -404,7 +408,7 @@ public final class TargetDaemon implements AutoCloseable {
         }
         for (PortConfig pc : servedPorts) {
             Set<String> exported = new LinkedHashSet<>(pc.subsystems());
-            model.addPort(new Port(pc.portId(), pc.address(), pc.options(), exported));
+            model.addPort(new Port(pc.portId(), pc.address(), pc.options(), exported, new AnaStates(pc.anaGroups())));
             model.referrals(pc.portId(), referrals(pc.referrals()));
         }
     }
@@ -430,7 +434,8 @@ public final class TargetDaemon implements AutoCloseable {
                         + Bdev.unavailabilityCause());
                 }
                 boolean existed = Files.exists(nc.path());
-                device = UringBlockDevice.open(nc.path(), nc.sizeBytes(), nc.blockSize(), nc.bufferedIo(), confinement);
+                device = UringBlockDevice.open(nc.path(), nc.sizeBytes(), nc.blockSize(), nc.bufferedIo(), confinement,
+                    nc.shared());
                 if (!existed) {
                     createdFiles.add(nc.path());
                     LOG.info("{}: created {} ({}, sparse)", nc.where(), nc.path(), Sizes.format(nc.sizeBytes()));
@@ -449,6 +454,71 @@ public final class TargetDaemon implements AutoCloseable {
             devices.add(new OpenDevice(label, device));
         }
         return device;
+    }
+
+    /**
+     * The reservation state of a namespace. A file namespace's is persisted in {@link #reservationFile}; RAM and null
+     * namespaces lose their data with the daemon, so their reservations live in memory only.
+     */
+    private Reservations reservations(String subsystemNqn, NamespaceConfig nc) throws IOException {
+        if (nc.backend() != BackendType.FILE) {
+            return new Reservations(null);
+        }
+        Path file = reservationFile(subsystemNqn, nc.nsid());
+        try {
+            Reservations r = Reservations.load(file);
+            Reservations.Report report = r.report();
+            if (!report.registrants().isEmpty()) {
+                LOG.info("{} namespace {}: {} registrant(s), reservation type {} restored from {}", subsystemNqn,
+                    Integer.toUnsignedString(nc.nsid()), report.registrants().size(), report.type(), file);
+            }
+            return r;
+        } catch (IOException e) {
+            throw new IOException(nc.where() + ": reservation state: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Where a file namespace's reservations are kept: next to the configuration file, in
+     * {@code <config file>.reservations/<subsystem NQN>-<NSID>.json} (characters other than letters, digits, '.',
+     * '-' and '_' in the NQN become '_'); for a daemon started without a configuration file, under the state
+     * directory ({@code $XDG_STATE_HOME/nvmeof4j/reservations}, else {@code ~/.local/state/nvmeof4j/reservations}).
+     */
+    public Path reservationFile(String subsystemNqn, int nsid) {
+        Path dir = config.source()
+            .map(src -> src.toAbsolutePath().resolveSibling(src.getFileName() + ".reservations"))
+            .orElseGet(() -> HttpSecurity.stateDirectoryTokenFile().getParent().resolve("reservations"));
+        return dir.resolve(subsystemNqn.replaceAll("[^A-Za-z0-9._-]", "_") + "-" + Integer.toUnsignedString(nsid)
+            + ".json");
+    }
+
+    /**
+     * Changes the ANA state of group {@code group} on port {@code portId} (management API) and raises the ANA change
+     * event on every controller connected through that port.
+     *
+     * @return the previous state
+     * @throws IllegalArgumentException no such port, group or state
+     */
+    public int setAnaState(int portId, int group, int state) {
+        checkRunning();
+        Port port = null;
+        for (Port p : model.ports()) {
+            if (p.portId() == portId) {
+                port = p;
+            }
+        }
+        if (port == null) {
+            throw new IllegalArgumentException("no port " + portId);
+        }
+        int old = port.ana().state(group, state);
+        LOG.info("port {}: ANA group {} {} -> {}", portId, group, io.nvmeof4j.protocol.ana.AnaState.name(old),
+            io.nvmeof4j.protocol.ana.AnaState.name(state));
+        for (io.nvmeof4j.target.controller.Controller c : registry.controllers()) {
+            if (!c.isDiscovery() && c.port().portId() == portId) {
+                c.notifyAnaChanged();
+            }
+        }
+        return old;
     }
 
     // ---------------------------------------------------------------------------------------------- live changes
@@ -501,7 +571,8 @@ public final class TargetDaemon implements AutoCloseable {
         Namespace namespace = null;
         boolean added = false;
         try {
-            namespace = new Namespace(nc.nsid(), device, nc.uuid(), nc.nguid());
+            namespace = new Namespace(nc.nsid(), device, nc.uuid(), nc.nguid(), nc.anaGroupId(),
+                reservations(subsystemNqn, nc));
             namespace.qos().limits(nc.qos());
             if (metrics != null) {
                 // This NSID has no meters (checked above, and changes are serialised): unbinding below on failure
@@ -660,6 +731,8 @@ public final class TargetDaemon implements AutoCloseable {
             throw new IllegalStateException("subsystem " + sc.nqn() + " exists already");
         }
         Subsystem subsystem = new Subsystem(sc.nqn(), sc.serial(), sc.model(), sc.firmware(), sc.allowAnyHost());
+        // Live as at start: a second daemon serving the subsystem relies on the range from the first Connect on.
+        subsystem.cntlidRange(sc.cntlidMin(), sc.cntlidMax());
         for (String host : sc.allowedHosts()) {
             subsystem.addAllowedHost(host);
         }
@@ -687,7 +760,7 @@ public final class TargetDaemon implements AutoCloseable {
             if (p.exports(nqn)) {
                 Set<String> rest = new LinkedHashSet<>(p.subsystems());
                 rest.remove(nqn);
-                model.replacePort(p, new Port(p.portId(), p.address(), p.options(), rest));
+                model.replacePort(p, new Port(p.portId(), p.address(), p.options(), rest, p.ana()));
             }
         }
         model.removeSubsystem(nqn);
@@ -713,7 +786,8 @@ public final class TargetDaemon implements AutoCloseable {
         if (model.port(pc.portId()) != null) {
             throw new IllegalStateException("portid " + pc.portId() + " is in use");
         }
-        Port port = new Port(pc.portId(), pc.address(), pc.options(), new LinkedHashSet<>(pc.subsystems()));
+        Port port = new Port(pc.portId(), pc.address(), pc.options(), new LinkedHashSet<>(pc.subsystems()),
+            new AnaStates(pc.anaGroups()));
         model.addPort(port);
         model.referrals(pc.portId(), referrals(pc.referrals()));
         try {
@@ -737,7 +811,8 @@ public final class TargetDaemon implements AutoCloseable {
         if (port == null) {
             throw new IllegalArgumentException("no port " + portId);
         }
-        model.replacePort(port, new Port(portId, port.address(), port.options(), subsystems));
+        // The same ANA states: controllers of this port keep reading them, and a change must not reset them.
+        model.replacePort(port, new Port(portId, port.address(), port.options(), subsystems, port.ana()));
         registry.notifyDiscoveryChanged();
         for (Controller c : registry.controllers()) {
             if (!c.isDiscovery() && c.port().portId() == portId && !subsystems.contains(c.subsystemNqn())) {

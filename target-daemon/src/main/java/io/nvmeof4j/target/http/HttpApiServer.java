@@ -65,7 +65,9 @@ import java.util.concurrent.TimeUnit;
  * GET    /api/v1/subsystems/{nqn}/hosts                   allow_any_host and the allowed host NQNs
  * POST   /api/v1/subsystems/{nqn}/hosts                   body: {"nqn": "..."} → 201
  * DELETE /api/v1/subsystems/{nqn}/hosts/{hostnqn}         → 200
- * GET    /api/v1/ports
+ * GET    /api/v1/ports                                    ports with the ANA state of each group
+ * GET    /api/v1/ports/{portid}/ana_groups
+ * PUT    /api/v1/ports/{portid}/ana_groups/{grpid}        body: {"state": "inaccessible"} → 200 (ANA change event)
  * GET    /api/v1/hosts                                    every known host: where it is allowed, its controllers,
  *                                                         its DH-HMAC-CHAP hash/dhgroup (never a key)
  * POST   /api/v1/hosts/{hostnqn}/dhchap                   body: {"key", "ctrl_key", "hash", "dhgroup"}: set or rotate
@@ -292,7 +294,7 @@ public final class HttpApiServer implements AutoCloseable {
         }
 
         boolean isChange() {
-            return "POST".equals(method) || "DELETE".equals(method);
+            return "POST".equals(method) || "PUT".equals(method) || "DELETE".equals(method);
         }
 
         void json(int status, JsonNode body) {
@@ -364,14 +366,16 @@ public final class HttpApiServer implements AutoCloseable {
             return;
         }
         x.who = token.id();
-        if (!"POST".equals(x.method)) {
+        String type = x.request.getHeaders().get(HttpHeader.CONTENT_TYPE);
+        // A PUT's body is read only when it is JSON: a browser cannot send PUT cross-site without a CORS preflight,
+        // so the check below is not needed for it, and a PUT elsewhere still gets its 405.
+        if (!"POST".equals(x.method) && !("PUT".equals(x.method) && isJsonMediaType(type))) {
             guard.serving(connection);
             execute(x, null);
             return;
         }
         // A web page can make a browser POST text/plain or a form to localhost without asking; it cannot send
         // application/json without a CORS preflight, which this server never grants.
-        String type = x.request.getHeaders().get(HttpHeader.CONTENT_TYPE);
         if (!isJsonMediaType(type)) {
             guard.serving(connection);
             x.error(415, "Content-Type must be application/json (was " + (type == null ? "none" : type) + ")");
@@ -567,6 +571,13 @@ public final class HttpApiServer implements AutoCloseable {
         } else if (n == 4 && p.get(0).equals("ports") && p.get(2).equals("referrals")) {
             requireMethod(method, "DELETE");
             return ok(api.removeReferral(p.get(1), p.get(3)));
+        } else if (n >= 3 && n <= 4 && p.get(0).equals("ports") && p.get(2).equals("ana_groups")) {
+            if (n == 3) {
+                requireMethod(method, "GET");
+                return ok(api.anaGroups(p.get(1)));
+            }
+            requireMethod(method, "PUT");
+            return ok(api.setAnaState(p.get(1), p.get(3), json(body)));
         } else if (n == 1 && p.get(0).equals("hosts")) {
             requireMethod(method, "GET");
             return ok(api.allHosts());

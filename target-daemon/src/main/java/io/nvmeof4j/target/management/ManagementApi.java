@@ -4,8 +4,13 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.nvmeof4j.protocol.Nqn;
 import io.nvmeof4j.protocol.auth.DhchapCredentials;
 import io.nvmeof4j.target.backend.QosLimits;
+import io.nvmeof4j.protocol.ana.AnaState;
+import io.nvmeof4j.protocol.reservation.ReservationType;
+import io.nvmeof4j.target.model.AnaStates;
+import io.nvmeof4j.target.reservation.Reservations;
 import io.nvmeof4j.target.config.ConfigException;
 import io.nvmeof4j.target.config.NamespaceConfig;
 import io.nvmeof4j.target.config.TargetConfig;
@@ -156,6 +161,90 @@ public final class ManagementApi {
             o.put("max_data_transfer_size", p.options().maxDataTransferSize());
             ArrayNode subs = o.putArray("subsystems");
             p.subsystems().forEach(subs::add);
+            o.set("ana_groups", anaGroupsJson(p));
+        }
+        return list;
+    }
+
+    /** The ANA groups of one port in nvmetcli's shape: {@code [{"grpid": 1, "ana": {"state": "optimized"}}]}. */
+    public ArrayNode anaGroups(String portIdText) throws ManagementException {
+        return anaGroupsJson(requirePort(portIdText));
+    }
+
+    /**
+     * Changes one ANA group's state on one port ({@code {"state": "inaccessible"}}, nvmetcli's state names); every
+     * controller connected through the port gets the ANA change event; persisted (the control plane). 400: bad body
+     * or group id; 404: no port; 500: the configuration file cannot be written (nothing changed).
+     */
+    public synchronized ObjectNode setAnaState(String portIdText, String groupText, JsonNode body)
+        throws ManagementException {
+        Port port = requirePort(portIdText);
+        int group;
+        try {
+            group = Integer.parseInt(groupText);
+        } catch (NumberFormatException e) {
+            group = -1;
+        }
+        if (group < 1 || group > AnaStates.GROUP_MAX) {
+            throw new ManagementException(BAD_REQUEST, "ANA group '" + groupText + "' is not in 1.." + AnaStates.GROUP_MAX);
+        }
+        if (body == null || !body.isObject() || !body.has("state") || !body.get("state").isTextual()) {
+            throw new ManagementException(BAD_REQUEST, "expected {\"state\": \"optimized\" | \"non-optimized\" | "
+                + "\"inaccessible\" | \"persistent-loss\" | \"change\"}");
+        }
+        for (var names = body.fieldNames(); names.hasNext(); ) {
+            String name = names.next();
+            if (!"state".equals(name)) {
+                throw new ManagementException(BAD_REQUEST, "ana." + name + ": unknown field (known: state)");
+            }
+        }
+        int state = AnaState.parse(body.get("state").asText());
+        if (state < 0) {
+            throw new ManagementException(BAD_REQUEST, "ana.state: '" + body.get("state").asText()
+                + "' is not an ANA state (optimized, non-optimized, inaccessible, persistent-loss, change)");
+        }
+        int old;
+        try {
+            old = daemon.controlPlane().setAnaStates("HTTP API", port.portId(), java.util.Map.of(group, state))
+                .get(group);
+        } catch (ControlException e) {
+            throw refused(e);
+        }
+        ObjectNode o = mapper.createObjectNode();
+        o.put("portid", port.portId());
+        o.put("grpid", group);
+        o.putObject("ana").put("state", AnaState.name(state));
+        o.put("previous_state", AnaState.name(old));
+        return o;
+    }
+
+    private Port requirePort(String portIdText) throws ManagementException {
+        for (Port p : daemon.model().ports()) {
+            if (Integer.toString(p.portId()).equals(portIdText)) {
+                return p;
+            }
+        }
+        throw new ManagementException(NOT_FOUND, "no port " + portIdText);
+    }
+
+    private ArrayNode anaGroupsJson(Port p) {
+        java.util.Set<Integer> groups = new java.util.TreeSet<>();
+        for (int g = 1; g <= AnaStates.GROUP_MAX; g++) {
+            if (p.ana().isConfigured(g)) {
+                groups.add(g);
+            }
+        }
+        for (String nqn : p.subsystems()) {
+            Subsystem s = daemon.model().subsystem(nqn);
+            if (s != null) {
+                s.namespaces().forEach(ns -> groups.add(ns.anaGroupId()));
+            }
+        }
+        ArrayNode list = mapper.createArrayNode();
+        for (int g : groups) {
+            ObjectNode o = list.addObject();
+            o.put("grpid", g);
+            o.putObject("ana").put("state", AnaState.name(p.ana().state(g)));
         }
         return list;
     }
@@ -694,6 +783,17 @@ public final class ManagementApi {
         q.put(QosLimits.RW_MBYTES_PER_SEC, qos.rwMbytesPerSec());
         q.put(QosLimits.R_MBYTES_PER_SEC, qos.rMbytesPerSec());
         q.put(QosLimits.W_MBYTES_PER_SEC, qos.wMbytesPerSec());
+        o.put("ana_grpid", ns.anaGroupId());
+        Reservations.Report r = ns.reservations().report();
+        ObjectNode resv = o.putObject("reservation");
+        resv.put("generation", Integer.toUnsignedLong(r.generation()));
+        resv.put("type", ReservationType.name(r.type()));
+        resv.put("ptpl", r.ptpl());
+        ArrayNode regs = resv.putArray("registrants");
+        for (Reservations.Registrant reg : r.registrants()) {
+            // Keys are the hosts' secrets for fencing each other: never shown, only who holds one.
+            regs.addObject().put("host_id", reg.host().toString()).put("holds_reservation", r.holds(reg));
+        }
         return o;
     }
 

@@ -4,6 +4,7 @@ import io.nvmeof4j.target.backend.BlockDevice;
 import io.nvmeof4j.target.backend.QosBudget;
 import io.nvmeof4j.target.io.LbaRangeLock;
 import io.nvmeof4j.target.metrics.NamespaceMeters;
+import io.nvmeof4j.target.reservation.Reservations;
 
 import java.util.Objects;
 import java.util.UUID;
@@ -21,6 +22,8 @@ public final class Namespace {
     private final LbaRangeLock rangeLock = new LbaRangeLock();
     /** QoS rate limits (none until set): asked per I/O only while it has a limit. */
     private final QosBudget qos = new QosBudget();
+    private final int anaGroupId;
+    private final Reservations reservations;
     /** Resolved once when the namespace is bound to the metrics; read per I/O by the metered path. */
     private volatile NamespaceMeters meters;
 
@@ -30,6 +33,19 @@ public final class Namespace {
      * @param nguid  16 bytes, never null
      */
     public Namespace(int nsid, BlockDevice device, UUID uuid, byte[] nguid) {
+        this(nsid, device, uuid, nguid, AnaStates.DEFAULT_GROUP, new Reservations(null));
+    }
+
+    /**
+     * @param anaGroupId   the ANA group (1..{@link AnaStates#GROUP_MAX}): its state on a port is this namespace's
+     * @param reservations the namespace's reservation state (persisted or in memory)
+     */
+    public Namespace(int nsid, BlockDevice device, UUID uuid, byte[] nguid, int anaGroupId, Reservations reservations) {
+        if (anaGroupId < 1 || anaGroupId > AnaStates.GROUP_MAX) {
+            throw new IllegalArgumentException("ANA group " + anaGroupId + " outside 1.." + AnaStates.GROUP_MAX);
+        }
+        this.anaGroupId = anaGroupId;
+        this.reservations = Objects.requireNonNull(reservations, "reservations");
         if (nsid == 0 || nsid == -1) {
             throw new IllegalArgumentException("nsid " + Integer.toUnsignedString(nsid) + " is reserved");
         }
@@ -44,6 +60,15 @@ public final class Namespace {
 
     public int nsid() {
         return nsid;
+    }
+
+    /** ANAGRPID. */
+    public int anaGroupId() {
+        return anaGroupId;
+    }
+
+    public Reservations reservations() {
+        return reservations;
     }
 
     public BlockDevice device() {

@@ -16,15 +16,22 @@ import java.util.Set;
  * @param address     where it listens (after start: the bound address, with the real port)
  * @param options     inline data size, queue size, MDTS
  * @param subsystems  NQNs exported through this port
+ * @param ana         the ANA state of each group through this port (live: changed by the management API)
  */
-public record Port(int portId, TransportAddress address, PortOptions options, Set<String> subsystems) {
+public record Port(int portId, TransportAddress address, PortOptions options, Set<String> subsystems, AnaStates ana) {
     /** The well-known NQN of the discovery subsystem. */
     public static final String DISCOVERY_NQN = "nqn.2014-08.org.nvmexpress.discovery";
 
     public Port {
         Objects.requireNonNull(address, "address");
         Objects.requireNonNull(options, "options");
+        Objects.requireNonNull(ana, "ana");
         subsystems = Collections.unmodifiableSet(new LinkedHashSet<>(subsystems));
+    }
+
+    /** A port with nvmet's default ANA states (group 1 optimized, the others inaccessible). */
+    public Port(int portId, TransportAddress address, PortOptions options, Set<String> subsystems) {
+        this(portId, address, options, subsystems, new AnaStates());
     }
 
     public boolean exports(String subsystemNqn) {
@@ -33,6 +40,6 @@ public record Port(int portId, TransportAddress address, PortOptions options, Se
 
     /** The same port bound at {@code bound} (port 0 resolved). */
     public Port boundTo(TransportAddress bound) {
-        return new Port(portId, bound, options, subsystems);
+        return new Port(portId, bound, options, subsystems, ana);
     }
 }

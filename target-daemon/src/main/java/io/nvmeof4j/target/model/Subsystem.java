@@ -32,6 +32,8 @@ public final class Subsystem {
     private final Object namespaceLock = new Object();
     /** Sorted by {@link Integer#compareUnsigned} of the NSID; replaced, never modified, under namespaceLock. */
     private volatile Namespace[] namespaces = NO_NAMESPACES;
+    private volatile int cntlidMin = 1;
+    private volatile int cntlidMax = 0xFFEF;
 
     public Subsystem(String nqn, String serialNumber, String modelNumber, String firmwareRevision, boolean allowAnyHost) {
         this.nqn = Objects.requireNonNull(nqn, "nqn");
@@ -43,6 +45,24 @@ public final class Subsystem {
 
     public String nqn() {
         return nqn;
+    }
+
+    /** Lowest CNTLID of this subsystem's controllers ({@code attr.cntlid_min}). */
+    public int cntlidMin() {
+        return cntlidMin;
+    }
+
+    public int cntlidMax() {
+        return cntlidMax;
+    }
+
+    /** {@code attr.cntlid_min}/{@code cntlid_max}: 1 ≤ min ≤ max ≤ 0xFFEF. */
+    public void cntlidRange(int min, int max) {
+        if (min < 1 || max > 0xFFEF || min > max) {
+            throw new IllegalArgumentException("CNTLID range " + min + ".." + max + " outside 1..65519");
+        }
+        this.cntlidMin = min;
+        this.cntlidMax = max;
     }
 
     public String serialNumber() {

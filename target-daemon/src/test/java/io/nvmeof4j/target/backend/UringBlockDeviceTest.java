@@ -321,7 +321,7 @@ class UringBlockDeviceTest {
         Files.delete(allowed);
         Files.createSymbolicLink(allowed, outside);
         assertThatThrownBy(() -> UringBlockDevice.open(checked, 4L * MIB, 4096, false,
-            UringOptions.Confinement.REGULAR_FILE))
+            UringOptions.Confinement.REGULAR_FILE, false))
             .isInstanceOfSatisfying(NativeIoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.ELOOP))
             .hasMessageContaining("became a symbolic link");
         // The last component replaced by a symlink: the same.
@@ -329,19 +329,19 @@ class UringBlockDeviceTest {
         Files.createDirectories(allowed);
         Files.createSymbolicLink(checked, secret);
         assertThatThrownBy(() -> UringBlockDevice.open(checked, 4L * MIB, 4096, false,
-            UringOptions.Confinement.REGULAR_FILE))
+            UringOptions.Confinement.REGULAR_FILE, false))
             .isInstanceOfSatisfying(NativeIoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.ELOOP));
         // A hard link to the outside file: refused on the opened descriptor.
         Files.delete(checked);
         Files.createLink(checked, secret);
         assertThatThrownBy(() -> UringBlockDevice.open(checked, 4L * MIB, 4096, false,
-            UringOptions.Confinement.REGULAR_FILE))
+            UringOptions.Confinement.REGULAR_FILE, false))
             .isInstanceOfSatisfying(NativeIoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.EMLINK));
         // A FIFO where a regular file was checked.
         Files.delete(checked);
         exec("mkfifo", checked.toString());
         assertThatThrownBy(() -> UringBlockDevice.open(checked, 0, 4096, false,
-            UringOptions.Confinement.REGULAR_FILE))
+            UringOptions.Confinement.REGULAR_FILE, false))
             .isInstanceOfSatisfying(NativeIoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.ENODEV));
         assertThat(Files.size(secret)).isEqualTo(8192);
         assertThat(Files.getLastModifiedTime(secret).toMillis()).isEqualTo(secretModified);
@@ -350,7 +350,7 @@ class UringBlockDeviceTest {
         // A regular file with one link opens, and one to create is created (mode 0600) and sized.
         Files.delete(checked);
         try (UringBlockDevice device = UringBlockDevice.open(checked, 4L * MIB, 4096, false,
-            UringOptions.Confinement.REGULAR_FILE)) {
+            UringOptions.Confinement.REGULAR_FILE, false)) {
             assertThat(device.blockCount() * device.blockSize()).isEqualTo(4L * MIB);
         }
         assertThat(Files.size(checked)).isEqualTo(4L * MIB);
@@ -358,7 +358,7 @@ class UringBlockDeviceTest {
             .isEqualTo("rw-------");
         // A regular file is not accepted where a block device was checked.
         assertThatThrownBy(() -> UringBlockDevice.open(checked, 0, 4096, false,
-            UringOptions.Confinement.BLOCK_DEVICE))
+            UringOptions.Confinement.BLOCK_DEVICE, false))
             .isInstanceOfSatisfying(NativeIoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.ENODEV));
     }
 

@@ -2,6 +2,7 @@ package io.nvmeof4j.target.config;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.nvmeof4j.protocol.ana.AnaState;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -21,7 +22,9 @@ class ConfigWriterTest {
             {"nvmeof4j": {"reactors": 1, "buffer_pool_mib": 4, "http": "off", "allowed_paths": ["."]},
              "hosts": [{"nqn": "nqn.2014-08.org.example:host1"}],
              "ports": [{"portid": 3, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1",
-                        "trsvcid": "4420"}, "param": {"inline_data_size": "8192"}, "ana_groups": [{"grpid": 1}],
+                        "trsvcid": "4420"}, "param": {"inline_data_size": "8192"},
+                        "ana_groups": [{"grpid": 1}, {"grpid": 3, "ana": {"state": "inaccessible"}},
+                                       {"grpid": 4, "ana": {"state": "change"}}],
                         "subsystems": ["nqn.2014-08.org.example:a"]},
                        {"portid": 7, "addr": {"trtype": "tcp", "adrfam": "ipv6", "traddr": "::1", "trsvcid": "0"},
                         "subsystems": ["nqn.2014-08.org.nvmexpress.discovery"]}],
@@ -30,8 +33,8 @@ class ConfigWriterTest {
                 "cntlid_min": "5", "cntlid_max": "9", "qid_max": "4"},
                 "allowed_hosts": ["nqn.2014-08.org.example:host1"],
                 "namespaces": [{"nsid": 1, "device": {"backend": "ram", "size": "16M", "block_size": 4096}},
-                               {"nsid": 9, "enable": 0, "ana_grpid": 0,
-                                "device": {"path": "ns.img", "buffered_io": 1}},
+                               {"nsid": 9, "enable": 0, "ana_grpid": 3, "ana": {"grpid": 3},
+                                "device": {"path": "ns.img", "buffered_io": 1, "shared": 1}},
                                {"nsid": 1024, "device": {"backend": "null", "size": "1T"}}]},
                {"nqn": "nqn.2014-08.org.example:b", "attr": {"allow_any_host": "1"}}]}
             """;
@@ -45,14 +48,47 @@ class ConfigWriterTest {
         assertThat(second.daemon()).isEqualTo(first.daemon());
         // What the model has no field for is kept: the settings object, nvmetcli's keys.
         assertThat(written.get("nvmeof4j")).isEqualTo(new ObjectMapper().readTree(json).get("nvmeof4j"));
-        assertThat(written.at("/ports/0/ana_groups/0/grpid").asInt()).isEqualTo(1);
-        assertThat(written.at("/subsystems/0/namespaces/1/ana_grpid").isNumber()).isTrue();
+        // What HA adds to the configuration: ANA groups per port, a namespace's group, shared devices, cntlid ranges.
+        assertThat(second.ports().get(0).anaGroups()).isEqualTo(java.util.Map.of(1, AnaState.OPTIMIZED,
+            3, AnaState.INACCESSIBLE, 4, AnaState.CHANGE));
+        assertThat(second.ports().get(1).anaGroups()).isEmpty();
+        assertThat(written.at("/ports/1/ana_groups").isMissingNode()).isTrue();
+        assertThat(written.at("/ports/0/ana_groups/1").toString())
+            .isEqualTo("{\"grpid\":3,\"ana\":{\"state\":\"inaccessible\"}}");
+        NamespaceConfig nine = second.subsystems().get(0).namespaces().get(1);
+        assertThat(nine.anaGroupId()).isEqualTo(3);
+        assertThat(nine.shared()).isTrue();
+        assertThat(second.subsystems().get(0).namespaces().get(0).shared()).isFalse();
+        assertThat(written.at("/subsystems/0/namespaces/1/ana_grpid").asInt()).isEqualTo(3);
+        assertThat(written.at("/subsystems/0/namespaces/1/device/shared").asInt()).isEqualTo(1);
+        assertThat(written.at("/subsystems/0/namespaces/0/device/shared").isMissingNode()).isTrue();
+        assertThat(second.subsystems().get(0).cntlidMin()).isEqualTo(5);
+        assertThat(second.subsystems().get(0).cntlidMax()).isEqualTo(9);
         // Derived values are written out, so a changed default never changes a running target's identity.
         assertThat(written.at("/subsystems/1/attr/serial").asText()).isEqualTo(first.subsystems().get(1).serial());
         assertThat(written.at("/subsystems/0/namespaces/0/device/uuid").asText())
             .isEqualTo(first.subsystems().get(0).namespaces().get(0).uuid().toString());
         // And writing the second again gives the same text: the format is stable.
         assertThat(ConfigWriter.text(ConfigWriter.write(second, written))).isEqualTo(ConfigWriter.text(written));
+
+        // A namespace moved to another group, a group's state changed and sharing turned off (the model changed, as
+        // the control plane changes it): written from the model, both spellings of the group kept in step.
+        SubsystemConfig a = second.subsystems().get(0);
+        NamespaceConfig moved = new NamespaceConfig(nine.where(), nine.nsid(), nine.enabled(), nine.backend(),
+            nine.path(), nine.sizeBytes(), nine.blockSize(), nine.bufferedIo(), nine.uuid(), nine.nguid(), 4, false);
+        PortConfig p0 = second.ports().get(0);
+        TargetConfig changed = second.withModel(second.hosts(), java.util.List.of(new PortConfig(p0.where(),
+                p0.portId(), p0.address(), p0.treq(), p0.options(), p0.subsystems(), java.util.Map.of(4,
+                AnaState.OPTIMIZED)), second.ports().get(1)),
+            java.util.List.of(new SubsystemConfig(a.nqn(), a.allowAnyHost(), a.allowedHosts(), a.serial(), a.model(),
+                a.firmware(), a.version(), a.cntlidMin(), a.cntlidMax(), a.qidMax(), java.util.List.of(
+                    a.namespaces().get(0), moved, a.namespaces().get(2))), second.subsystems().get(1)));
+        JsonNode rewritten = ConfigWriter.write(changed, written);
+        TargetConfig third = TargetConfig.parse(ConfigWriter.text(rewritten), dir);
+        assertThat(third.ports()).isEqualTo(changed.ports());
+        assertThat(third.subsystems()).isEqualTo(changed.subsystems());
+        assertThat(rewritten.at("/subsystems/0/namespaces/1/ana/grpid").asInt()).isEqualTo(4);
+        assertThat(rewritten.at("/subsystems/0/namespaces/1/device/shared").isMissingNode()).isTrue();
     }
 
     /** nvmetcli's referrals and our attr.max_namespaces round-trip; bad referrals name the field. */

@@ -185,17 +185,41 @@ class TargetConfigTest {
         assertThat(disabled.enabled()).isFalse();
         assertThat(disabled.path()).isEqualTo(Path.of("/dev/nvme9n1"));
 
-        assertThat(config.notices()).extracting(TargetConfig.Notice::text).anySatisfy(t ->
-            assertThat(t).startsWith("ports[0].ana_groups: ignored"));
+        assertThat(p1.anaGroups()).as("nvmetcli's ana_groups").isEqualTo(java.util.Map.of(1, 1));
+        assertThat(ssd1.anaGroupId()).isEqualTo(1);
+        assertThat(ssd1.shared()).isFalse();
         assertThat(config.notices()).extracting(TargetConfig.Notice::text).anySatisfy(t ->
             assertThat(t).startsWith("subsystems[0].attr.version: ignored"));
-        assertThat(config.notices()).extracting(TargetConfig.Notice::text).anySatisfy(t ->
-            assertThat(t).startsWith("subsystems[0].namespaces[0].ana_grpid: ignored"));
         assertThat(config.hostCredentials()).as("nvmetcli saves a host without a key as key \"\"").isEmpty();
         assertThat(config.notices()).extracting(TargetConfig.Notice::text).anySatisfy(t ->
             assertThat(t).contains("namespaces[1]: enable is 0"));
         assertThat(config.notices()).as("every key of an nvmetcli file is known").noneMatch(n ->
             n.text().contains("unknown key"));
+    }
+
+    @Test
+    void shouldReadAnaGroupsSharedDevicesAndCntlidRanges() throws Exception {
+        Files.write(dir.resolve("shared.img"), new byte[1 << 20]);
+        String json = config("[{\"portid\": 1, \"addr\": {\"trtype\": \"tcp\", \"traddr\": \"127.0.0.1\", "
+                + "\"trsvcid\": 0}, \"subsystems\": [\"" + NQN_A + "\"], \"ana_groups\": ["
+                + "{\"grpid\": 1, \"ana\": {\"state\": \"non-optimized\"}}, {\"grpid\": 7, \"ana\": {\"state\": \"inaccessible\"}}]}]",
+            "[{\"nqn\": \"" + NQN_A + "\", \"attr\": {\"allow_any_host\": true, \"cntlid_min\": 100, \"cntlid_max\": 199}, "
+                + "\"namespaces\": [{\"nsid\": 1, \"ana_grpid\": 7, \"device\": {\"path\": \"shared.img\", \"shared\": true}}]}]");
+        TargetConfig config = parse(json);
+        assertThat(config.ports().get(0).anaGroups()).isEqualTo(java.util.Map.of(1, 2, 7, 3));
+        SubsystemConfig s = config.subsystems().get(0);
+        assertThat(s.cntlidMin()).isEqualTo(100);
+        assertThat(s.cntlidMax()).isEqualTo(199);
+        assertThat(s.namespaces().get(0).anaGroupId()).isEqualTo(7);
+        assertThat(s.namespaces().get(0).shared()).isTrue();
+        assertThat(config.notices()).noneMatch(n -> n.text().contains("cntlid") || n.text().contains("ana"));
+
+        assertThatThrownBy(() -> parse(json.replace("non-optimized", "sideways")))
+            .isInstanceOf(ConfigException.class).hasMessageContaining("ports[0].ana_groups[0].ana.state");
+        assertThatThrownBy(() -> parse(json.replace("\"grpid\": 7", "\"grpid\": 129")))
+            .isInstanceOf(ConfigException.class).hasMessageContaining("ports[0].ana_groups[1].grpid");
+        assertThatThrownBy(() -> parse(json.replace("\"ana_grpid\": 7", "\"ana_grpid\": 0")))
+            .isInstanceOf(ConfigException.class).hasMessageContaining("namespaces[0].ana_grpid");
     }
 
     @Test
@@ -755,15 +779,15 @@ class TargetConfigTest {
         String ns = "{\"nsid\": 2, \"colour\": \"red\", \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}";
         assertThatThrownBy(() -> TargetConfig.parseNamespace(m.readTree(ns), "namespace", NQN_A, dir))
             .isInstanceOf(ConfigException.class)
-            .hasMessageStartingWith("namespace.colour: unknown field (known: device, enable, nsid, qos)");
+            .hasMessageStartingWith("namespace.colour: unknown field (known: ana, ana_grpid, device, enable, nsid, qos)");
         String dev = "{\"nsid\": 2, \"device\": {\"backend\": \"ram\", \"size\": \"1M\", \"sise\": \"2M\"}}";
         assertThatThrownBy(() -> TargetConfig.parseNamespace(m.readTree(dev), "namespace", NQN_A, dir))
             .hasMessageStartingWith("namespace.device.sise: unknown field");
         String resv = "{\"nsid\": 2, \"resv\": 1, \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}";
         assertThatThrownBy(() -> TargetConfig.parseNamespace(m.readTree(resv), "namespace", NQN_A, dir))
-            .hasMessageStartingWith("namespace.resv: not supported (reservations are not supported)");
-        // nvmetcli's "none" values of what we lack are no request at all.
-        String none = "{\"nsid\": 2, \"ana_grpid\": 0, \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}";
+            .hasMessageStartingWith("namespace.resv: not supported (reservations are always supported");
+        // nvmetcli's "none" values of what we do not take from the file are no request at all.
+        String none = "{\"nsid\": 2, \"resv\": 0, \"device\": {\"backend\": \"ram\", \"size\": \"1M\"}}";
         assertThat(TargetConfig.parseNamespace(m.readTree(none), "namespace", NQN_A, dir).nsid()).isEqualTo(2);
         TargetConfig file = parse(withNamespaces(ns.replace("\"nsid\": 2", "\"nsid\": 1")));
         assertThat(file.notices()).anySatisfy(n -> assertThat(n.text()).contains("colour: unknown key, ignored"));

@@ -303,7 +303,7 @@ class AdminCommandsTest {
 
     @Test
     void shouldServeTheMandatoryLogPages() {
-        FakeRequest unknown = host.getLogPage(admin, LogPageIdentifier.ANA, 0, 4096, 0, false);
+        FakeRequest unknown = host.getLogPage(admin, LogPageIdentifier.ENDURANCE_GROUP, 0, 512, 0, false);
         assertThat(unknown.status()).as("nvmet: Invalid Field for an unsupported LID").isEqualTo(INVALID_FIELD);
         assertThat(host.getLogPage(admin, LogPageIdentifier.DISCOVERY, 0, 1024, 0, false).status()).isEqualTo(INVALID_FIELD);
 
@@ -370,8 +370,10 @@ class AdminCommandsTest {
         assertThat(host.getFeatures(admin, FeatureIdentifier.NUMBER_OF_QUEUES, GetFeaturesCommand.SEL_DEFAULT).dw0())
             .isEqualTo(127 | 127 << 16);
 
+        assertThat(host.setFeatures(admin, FeatureIdentifier.ASYNC_EVENT_CONFIGURATION, 1 << 9).status())
+            .as("firmware activation notices are not offered").isEqualTo(INVALID_FIELD);
         assertThat(host.setFeatures(admin, FeatureIdentifier.ASYNC_EVENT_CONFIGURATION, 1 << 11).status())
-            .as("ANA notices are not offered").isEqualTo(INVALID_FIELD);
+            .as("ANA change notices are").isEqualTo(NvmeStatus.SUCCESS);
         assertThat(host.setFeatures(admin, FeatureIdentifier.ASYNC_EVENT_CONFIGURATION, 1 << 8 | 0x1F).status())
             .isEqualTo(NvmeStatus.SUCCESS);
         assertThat(host.getFeatures(admin, FeatureIdentifier.ASYNC_EVENT_CONFIGURATION, 0).dw0()).isEqualTo(0x11F);

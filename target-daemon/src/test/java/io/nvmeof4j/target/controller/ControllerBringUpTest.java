@@ -78,11 +78,11 @@ class ControllerBringUpTest {
         assertThat(ascii(id, 24, 40)).isEqualTo(String.format("%-40s", "nvmeof4j test model"));
         assertThat(ascii(id, 64, 8)).isEqualTo("1.2.3   ");
         assertThat(id.get(72)).as("RAB").isEqualTo((byte) 6);
-        assertThat(id.get(76)).as("CMIC").isEqualTo((byte) 0x03);
+        assertThat(id.get(76)).as("CMIC: multi-port, multi-controller, ANA").isEqualTo((byte) 0x0B);
         assertThat(id.get(77)).as("MDTS 1 MiB = 2^8 x 4 KiB").isEqualTo((byte) 8);
         assertThat(id.getShort(78) & 0xFFFF).as("CNTLID").isEqualTo(cntlid);
         assertThat(id.getInt(80)).as("VER").isEqualTo(0x00010300);
-        assertThat(id.getInt(92)).as("OAES").isEqualTo(1 << 8);
+        assertThat(id.getInt(92)).as("OAES: namespace attribute and ANA change notices").isEqualTo(1 << 8 | 1 << 11);
         assertThat(id.getInt(96)).as("CTRATT").isEqualTo(1 | 1 << 6);
         assertThat(id.get(111)).as("CNTRLTYPE").isEqualTo((byte) 1);
         assertThat(id.getShort(256)).as("OACS").isZero();
@@ -96,7 +96,8 @@ class ControllerBringUpTest {
         assertThat(id.get(513)).as("CQES").isEqualTo((byte) 0x44);
         assertThat(id.getShort(514) & 0xFFFF).as("MAXCMD").isEqualTo(128);
         assertThat(id.getInt(516)).as("NN").isEqualTo(1024);
-        assertThat(id.getShort(520)).as("ONCS: compare, DSM, write zeroes, verify, copy").isEqualTo((short) 0x18D);
+        assertThat(id.getShort(520)).as("ONCS: compare, DSM, write zeroes, reservations, verify, copy")
+            .isEqualTo((short) 0x1AD);
         assertThat(id.getShort(522)).as("FUSES: compare and write").isEqualTo((short) 1);
         assertThat(id.getShort(534)).as("OCFS: copy format 0").isEqualTo((short) 1);
         assertThat(id.get(525)).as("VWC").isEqualTo((byte) 1);

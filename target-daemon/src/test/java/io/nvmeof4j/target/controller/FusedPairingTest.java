@@ -150,8 +150,8 @@ class FusedPairingTest {
     void shouldAdvertiseFusedCompareAndWriteCopyAndVerifyInIdentify() {
         ioQueue();
         java.nio.ByteBuffer ctrl = host.identify(admin, 0x01, 0).data();
-        assertThat(ctrl.getShort(520) & 0xFFFF).as("ONCS: Compare, DSM, Write Zeroes, Verify (7), Copy (8)")
-            .isEqualTo(0x1 | 0x4 | 0x8 | 0x80 | 0x100);
+        assertThat(ctrl.getShort(520) & 0xFFFF).as("ONCS: Compare, DSM, Write Zeroes, Reservations (5), Verify (7), Copy (8)")
+            .isEqualTo(0x1 | 0x4 | 0x8 | 0x20 | 0x80 | 0x100);
         assertThat(ctrl.getShort(522) & 0xFFFF).as("FUSES bit 0: Compare and Write").isEqualTo(1);
         assertThat(ctrl.getShort(534) & 0xFFFF).as("OCFS bit 0: source range format 0").isEqualTo(1);
 

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.BooleanNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.nvmeof4j.protocol.ana.AnaState;
 import io.nvmeof4j.protocol.spi.AddressFamily;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.target.backend.QosLimits;
@@ -99,6 +100,7 @@ final class SpdkRpcMethods {
         methods.put("nvmf_subsystem_add_listener", this::addListener);
         methods.put("nvmf_subsystem_remove_listener", this::removeListener);
         methods.put("nvmf_subsystem_get_listeners", (w, p) -> getListeners(p));
+        methods.put("nvmf_subsystem_listener_set_ana_state", this::setAnaState);
         methods.put("nvmf_subsystem_add_ns", this::addNamespace);
         methods.put("nvmf_subsystem_remove_ns", this::removeNamespace);
         methods.put("nvmf_subsystem_add_host", this::addHost);
@@ -243,7 +245,7 @@ final class SpdkRpcMethods {
     static boolean changes(String name) {
         return name.contains("create") || name.contains("delete") || name.contains("add") || name.contains("remove")
             || name.contains("allow") || name.contains("resize") || name.contains("rescan")
-            || name.startsWith("bdev_set_");
+            || name.contains("_set_");
     }
 
     // ------------------------------------------------------------------------------------------------ framework
@@ -363,11 +365,22 @@ final class SpdkRpcMethods {
             // No limit of its own is written as the limit it has (SPDK reads 0 differently across versions).
             c.put("max_namespaces", s.maxNamespaces() > 0 ? s.maxNamespaces()
                 : io.nvmeof4j.target.model.Subsystem.MAX_NSID);
+            c.put("ana_reporting", true);
             for (Port port : daemon.model().ports()) {
                 if (port.exports(s.nqn())) {
                     ObjectNode l = call(nvmfCalls, "nvmf_subsystem_add_listener");
                     l.put("nqn", s.nqn());
                     l.set("listen_address", address(port));
+                    // SPDK's listeners start optimized in every group: the groups that are not get their state.
+                    for (int g : anaGroups(port, s.nqn())) {
+                        if (port.ana().state(g) != AnaState.OPTIMIZED) {
+                            ObjectNode a = call(nvmfCalls, "nvmf_subsystem_listener_set_ana_state");
+                            a.put("nqn", s.nqn());
+                            a.set("listen_address", address(port));
+                            a.put("ana_state", spdkAnaState(port.ana().state(g)));
+                            a.put("anagrpid", g);
+                        }
+                    }
                 }
             }
             for (String h : s.allowedHosts()) {
@@ -393,6 +406,7 @@ final class SpdkRpcMethods {
                 ns.put("bdev_name", name);
                 ns.put("uuid", n.uuid().toString());
                 ns.put("nguid", n.nguidText().replace("-", "").toUpperCase(java.util.Locale.ROOT));
+                ns.put("anagrpid", n.anaGroupId());
             }
         }
         for (Bdev b : bdevs.values()) {
@@ -523,6 +537,7 @@ final class SpdkRpcMethods {
                 no.put("name", bdev);
                 no.put("nguid", n.nguidText().replace("-", "").toUpperCase(java.util.Locale.ROOT));
                 no.put("uuid", n.uuid().toString());
+                no.put("anagrpid", n.anaGroupId());
             }
         }
         if (!found) {
@@ -550,12 +565,17 @@ final class SpdkRpcMethods {
 
     private JsonNode createSubsystem(String who, JsonNode p) throws RpcError {
         ObjectNode o = params(p, Set.of("nqn", "serial_number", "model_number", "allow_any_host", "max_namespaces",
-            "min_cntlid", "max_cntlid", "tgt_name", "admin_label"),
-            Set.of("ana_reporting", "passthrough", "enable_nssr", "dmrsl", "wzsl"));
+            "min_cntlid", "max_cntlid", "tgt_name", "admin_label", "ana_reporting"),
+            Set.of("passthrough", "enable_nssr", "dmrsl", "wzsl"));
         String nqn = nqn(o, "nqn");
         String serial = o.has("serial_number") ? text(o, "serial_number") : "00000000000000000000";
         String model = o.has("model_number") ? text(o, "model_number") : "SPDK bdev Controller";
         boolean any = o.has("allow_any_host") && bool(o, "allow_any_host");
+        if (o.has("ana_reporting")) {
+            // Checked, not kept: every subsystem reports ANA (CMIC, ANACAP, log page 0Ch), as nvmet's do; with
+            // false a host sees group 1 optimized on every port unless states are set (docs/control-plane.md).
+            bool(o, "ana_reporting");
+        }
         // SPDK's default (and rpc.py's -m): 32; 0 asks for no limit (here: every NSID a subsystem supports).
         long maxNs = o.has("max_namespaces") ? integer(o, "max_namespaces", 0, 0xFFFFFFFFL) : MAX_NAMESPACES_DEFAULT;
         if (maxNs > io.nvmeof4j.target.model.Subsystem.MAX_NSID) {
@@ -603,12 +623,97 @@ final class SpdkRpcMethods {
             Set.of("secure_channel"));
         String nqn = text(o, "nqn");
         ObjectNode a = address(o);
+        int state = o.has("ana_state") ? anaState(o) : AnaState.OPTIMIZED;
+        io.nvmeof4j.target.config.PortConfig port;
         try {
-            control.addListener(who, nqn, trtype(a), adrfam(a), text(a, "traddr"), trsvcid(a));
+            port = control.addListener(who, nqn, trtype(a), adrfam(a), text(a, "traddr"), trsvcid(a));
         } catch (ControlException e) {
             throw control(e, "Invalid parameters");
         }
+        if (o.has("ana_state")) {
+            // SPDK's listener starts in this state in every group: here, the subsystem's groups on the port.
+            Map<Integer, Integer> states = new TreeMap<>();
+            anaGroups(daemon.model().port(port.portId()), nqn).forEach(g -> states.put(g, state));
+            try {
+                control.setAnaStates(who, port.portId(), states);
+            } catch (ControlException e) {
+                try {
+                    control.removeListener(who, nqn, port.address().type(), port.address().traddr(),
+                        port.address().trsvcid());
+                } catch (ControlException undo) {
+                    e.addSuppressed(undo);
+                }
+                throw control(e, "Invalid parameters");
+            }
+        }
         return BooleanNode.TRUE;
+    }
+
+    /**
+     * SPDK's {@code nvmf_subsystem_listener_set_ana_state}: one group ({@code anagrpid}) or, without it, every group
+     * the subsystem's namespaces are in (group 1 when it has none), through the port of the listener. A state
+     * belongs to the port and group, as in nvmet: a second subsystem on the same port in the same group sees it too
+     * (docs/control-plane.md). Errors as SPDK's: a bad parameter or state -32602, no such listener or an ANA group
+     * out of range -32603 "error setting ANA state: -22".
+     */
+    private JsonNode setAnaState(String who, JsonNode p) throws RpcError {
+        ObjectNode o = params(p, Set.of("nqn", "listen_address", "ana_state", "anagrpid", "tgt_name"));
+        String nqn = text(o, "nqn");
+        ObjectNode a = address(o);
+        TransportType trtype = trtype(a);
+        adrfam(a);
+        String traddr = text(a, "traddr");
+        String trsvcid = trsvcid(a);
+        int state = anaState(o);
+        long group = o.has("anagrpid") ? integer(o, "anagrpid", 0, 0xFFFFFFFFL) : 0;
+        if (control.configuration().subsystem(nqn).isEmpty()) {
+            throw new RpcError(RpcError.INVALID_PARAMS, "Unable to find subsystem with NQN " + nqn);
+        }
+        try {
+            io.nvmeof4j.target.config.PortConfig port = control.listener(nqn, trtype, traddr, trsvcid);
+            if (group > io.nvmeof4j.target.config.PortConfig.ANA_GROUP_MAX) {
+                throw new ControlException(ControlException.Kind.INVALID, "ANA group " + group + " is not in 1.."
+                    + io.nvmeof4j.target.config.PortConfig.ANA_GROUP_MAX);
+            }
+            Map<Integer, Integer> states = new TreeMap<>();
+            if (group != 0) {
+                states.put((int) group, state);
+            } else {
+                anaGroups(daemon.model().port(port.portId()), nqn).forEach(g -> states.put(g, state));
+            }
+            control.setAnaStates(who, port.portId(), states);
+        } catch (ControlException e) {
+            throw new RpcError(RpcError.INTERNAL_ERROR, e.kind() == ControlException.Kind.IO
+                ? "Internal error: " + e.getMessage() : "error setting ANA state: -22 (" + e.getMessage() + ")");
+        }
+        return BooleanNode.TRUE;
+    }
+
+    /** SPDK's {@code ana_state} names (case-insensitive): optimized, non_optimized, inaccessible. */
+    private static int anaState(ObjectNode o) throws RpcError {
+        String name = text(o, "ana_state");
+        return switch (name.toLowerCase(java.util.Locale.ROOT)) {
+            case "optimized" -> AnaState.OPTIMIZED;
+            case "non_optimized" -> AnaState.NON_OPTIMIZED;
+            case "inaccessible" -> AnaState.INACCESSIBLE;
+            default -> throw RpcError.invalidParams("ana_state " + name
+                + " is not optimized, non_optimized or inaccessible");
+        };
+    }
+
+    /** SPDK's name of a state ({@code non_optimized}, {@code persistent_loss}: '_' where nvmetcli has '-'). */
+    private static String spdkAnaState(int state) {
+        return AnaState.name(state).replace('-', '_');
+    }
+
+    /** The ANA groups a subsystem's namespaces are in (group 1 when it has none), ascending. */
+    private java.util.SortedSet<Integer> anaGroups(Port port, String nqn) {
+        java.util.SortedSet<Integer> groups = new java.util.TreeSet<>();
+        control.configuration().subsystem(nqn).ifPresent(s -> s.namespaces().forEach(n -> groups.add(n.anaGroupId())));
+        if (groups.isEmpty()) {
+            groups.add(io.nvmeof4j.target.model.AnaStates.DEFAULT_GROUP);
+        }
+        return groups;
     }
 
     private JsonNode removeListener(String who, JsonNode p) throws RpcError {
@@ -634,7 +739,18 @@ final class SpdkRpcMethods {
             if (port.exports(nqn)) {
                 ObjectNode l = list.addObject();
                 l.set("address", address(port));
-                l.put("ana_state", "optimized");
+                // SPDK (ana_reporting) lists every group of the listener; here: the groups configured on the port
+                // and those of the subsystem's namespaces.
+                java.util.SortedSet<Integer> groups = anaGroups(port, nqn);
+                for (int g = 1; g <= io.nvmeof4j.target.model.AnaStates.GROUP_MAX; g++) {
+                    if (port.ana().isConfigured(g)) {
+                        groups.add(g);
+                    }
+                }
+                ArrayNode states = l.putArray("ana_states");
+                for (int g : groups) {
+                    states.addObject().put("ana_group", g).put("ana_state", spdkAnaState(port.ana().state(g)));
+                }
             }
         }
         return list;
@@ -787,8 +903,8 @@ final class SpdkRpcMethods {
         if (n == null || !n.isObject()) {
             throw RpcError.invalidParams("namespace is required");
         }
-        ObjectNode ns = params(n, Set.of("bdev_name", "nsid", "uuid", "nguid"),
-            Set.of("eui64", "ptpl_file", "anagrpid", "no_auto_visible", "hide_metadata"));
+        ObjectNode ns = params(n, Set.of("bdev_name", "nsid", "uuid", "nguid", "anagrpid"),
+            Set.of("eui64", "ptpl_file", "no_auto_visible", "hide_metadata"));
         String bdevName = text(ns, "bdev_name");
         Bdev bdev = bdevs.get(bdevName);
         if (bdev == null) {
@@ -818,6 +934,11 @@ final class SpdkRpcMethods {
         }
         ObjectNode nsJson = mapper.createObjectNode();
         nsJson.put("nsid", nsid);
+        // 0 or absent: the default group (1, as nvmet; SPDK's default is the NSID).
+        long anagrpid = ns.has("anagrpid") ? integer(ns, "anagrpid", 0, io.nvmeof4j.target.config.PortConfig.ANA_GROUP_MAX) : 0;
+        if (anagrpid != 0) {
+            nsJson.put("ana_grpid", anagrpid);
+        }
         ObjectNode device = nsJson.putObject("device");
         device.put("backend", bdev.backend());
         if (bdev.path() != null) {
