@@ -513,11 +513,13 @@ public final class Controller {
         }
     }
 
-    /** Keep Alive command: restarts the timer. */
+    /**
+     * Keep Alive command (its reactor thread): nothing to do here. It was counted as traffic when it arrived, and the
+     * check armed at enable re-arms itself for another KATO whenever a period saw traffic (see
+     * {@link #keepAliveCheck}), so a Keep Alive neither takes the controller's lock nor schedules (allocates) on
+     * the reactor; detection stays between KATO and 2 x KATO after the last command, as before.
+     */
     void keepAliveReceived() {
-        synchronized (lock) {
-            restartKeepAliveLocked();
-        }
     }
 
     private void restartKeepAliveLocked() {
