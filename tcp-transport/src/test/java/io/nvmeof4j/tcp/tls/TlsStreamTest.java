@@ -207,4 +207,109 @@ class TlsStreamTest {
             }
         }).isInstanceOf(IOException.class).hasMessageContaining("TLS 1.3 handshake failed");
     }
+
+    /**
+     * The records after the handshake are protected by {@link TlsStream} itself: checked against an independent
+     * implementation, BouncyCastle's own record layer (a blocking BouncyCastle client on a thread), in both
+     * directions, across records of every size and across KeyUpdates (RFC 8446 4.6.3) the client starts and asks
+     * the controller to answer, with a close_notify at the end.
+     */
+    @Test
+    void shouldInteroperateWithBouncyCastlesRecordLayerAcrossKeyUpdates() throws Exception {
+        for (ConfiguredPsk key : new ConfiguredPsk[] {KEY_256, KEY_384}) {
+            connect();
+            DerivedPsk psk = NvmeTlsKeys.derive(key, HOST, SUBSYS, 1);
+            TlsStream server = TlsStream.server(controllerSide, store(key));
+            hostSide.configureBlocking(true);
+            Socket socket = hostSide.socket();
+            socket.setSoTimeout(10_000);
+            byte[] up = new byte[200_000];
+            new Random(1).nextBytes(up);
+            CompletableFuture<byte[]> echoed = CompletableFuture.supplyAsync(() -> {
+                try {
+                    org.bouncycastle.tls.TlsClientProtocol bc = new org.bouncycastle.tls.TlsClientProtocol(
+                        socket.getInputStream(), socket.getOutputStream());
+                    bc.connect(new BouncyCastleClient(psk));
+                    java.lang.reflect.Method keyUpdate = org.bouncycastle.tls.TlsProtocol.class
+                        .getDeclaredMethod("send13KeyUpdate", boolean.class);
+                    keyUpdate.setAccessible(true);
+                    byte[] back = new byte[up.length];
+                    int sent = 0;
+                    int received = 0;
+                    for (int size = 1; sent < up.length; size = size * 3 + 7) {
+                        int n = Math.min(size, up.length - sent);
+                        bc.getOutputStream().write(up, sent, n);
+                        sent += n;
+                        if (sent > up.length / 2 && sent - n <= up.length / 2) {
+                            keyUpdate.invoke(bc, true); // and the controller must answer with its own
+                        }
+                        while (received < sent) {
+                            received += bc.getInputStream().read(back, received, sent - received);
+                        }
+                    }
+                    bc.close(); // close_notify
+                    return back;
+                } catch (Exception e) {
+                    throw new java.util.concurrent.CompletionException(e);
+                }
+            });
+            long start = System.nanoTime();
+            while (!server.handshake()) {
+                assertThat(System.nanoTime() - start).as("handshake within 10 s").isLessThan(DEADLINE_NANOS);
+                Thread.onSpinWait();
+            }
+            // Echo everything until the client's close_notify ends the stream.
+            ByteBuffer buffer = ByteBuffer.allocateDirect(70_000);
+            ByteBuffer[] iov = {buffer};
+            long total = 0;
+            for (int n = 0; n >= 0; ) {
+                assertThat(System.nanoTime() - start).as("echo within 10 s").isLessThan(DEADLINE_NANOS);
+                buffer.clear();
+                n = server.read(buffer);
+                buffer.flip();
+                while (buffer.hasRemaining() || !server.flushPending()) {
+                    server.write(iov, 0, 1);
+                }
+                total += Math.max(n, 0);
+            }
+            assertThat(echoed.get(10, TimeUnit.SECONDS)).isEqualTo(up);
+            assertThat(total).isEqualTo(up.length);
+            server.close();
+        }
+    }
+
+    /** A TLS 1.3 PSK client that uses BouncyCastle's record layer (nothing of {@link TlsStream}). */
+    private static final class BouncyCastleClient extends org.bouncycastle.tls.AbstractTlsClient {
+        private final DerivedPsk psk;
+
+        BouncyCastleClient(DerivedPsk psk) {
+            super(new org.bouncycastle.tls.crypto.impl.jcajce.JcaTlsCryptoProvider()
+                .create(new java.security.SecureRandom()));
+            this.psk = psk;
+        }
+
+        @Override
+        protected org.bouncycastle.tls.ProtocolVersion[] getSupportedVersions() {
+            return org.bouncycastle.tls.ProtocolVersion.TLSv13.only();
+        }
+
+        @Override
+        protected int[] getSupportedCipherSuites() {
+            return new int[] {psk.identity().hash().cipherSuite};
+        }
+
+        @Override
+        public java.util.Vector getExternalPSKs() {
+            java.util.Vector<Object> list = new java.util.Vector<>(1);
+            list.add(new org.bouncycastle.tls.BasicTlsPSKExternal(
+                psk.identity().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8),
+                getCrypto().createSecret(psk.tlsPskUnsafe()), psk.identity().hash().prfAlgorithm));
+            return list;
+        }
+
+        @Override
+        public org.bouncycastle.tls.TlsAuthentication getAuthentication() {
+            throw new IllegalStateException("PSK only");
+        }
+    }
 }
