@@ -35,7 +35,7 @@ cat >"$work/target.json" <<JSON
 JSON
 taskset -c 0 bin/nvmeof-target --config "$work/target.json" >"$work/target.log" 2>&1 &
 target=$!
-trap 'kill $target 2>/dev/null || true; wait $target 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill $target 2>/dev/null || true; wait $target 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 for _ in $(seq 1 100); do
     if grep -q "24421" "$work/target.log" 2>/dev/null && (exec 3<>/dev/tcp/127.0.0.1/24421) 2>/dev/null; then
         break
@@ -49,10 +49,15 @@ run() { # mode qd -> "iops p50_us alloc_per_io"
         port=24421
         tls=(--tls --tls-key "$key")
     fi
-    taskset -c 1 bin/nvmeof perf -t tcp -a 127.0.0.1 -s "$port" -n "$subsystem" -q "$host" "${tls[@]}" \
-        -w randread -o 4096 --queue-depth "$qd" --time "$seconds" --json 2>/dev/null \
-        | python3 -c 'import json,sys; r=json.load(sys.stdin); l=r.get("latency_us") or r.get("latency") or {}
-print(round(r["iops"]), l.get("p50", "?"), round(r["allocated_bytes_per_io"], 1))'
+    local json
+    if ! json=$(taskset -c 1 bin/nvmeof perf -t tcp -a 127.0.0.1 -s "$port" -n "$subsystem" -q "$host" "${tls[@]}" \
+        -w randread -o 4096 --queue-depth "$qd" --time "$seconds" --json 2>"$work/perf.err"); then
+        echo "perf ($mode, QD$qd) failed:" >&2
+        tail -5 "$work/perf.err" "$work/target.log" >&2
+        exit 1
+    fi
+    python3 -c 'import json,sys; r=json.load(sys.stdin); l=r.get("latency_us") or {}
+print(round(r["iops"]), l.get("p50", "?"), round(r["allocated_bytes_per_io"], 1))' <<<"$json"
 }
 for round in $(seq 1 "$rounds"); do
     for qd in 1 32; do
