@@ -57,7 +57,7 @@ import java.util.Vector;
  * records after the last handshake record are this class's.
  * <p>Post-handshake messages: a peer's KeyUpdate is honoured (and answered when it asks); a NewSessionTicket is
  * ignored (no resumption). This side never starts a KeyUpdate: the Linux kernel's TLS (kTLS, which the Linux host
- * and target use after {@code tlshd}'s handshake) cannot take one before Linux 6.14 and ends the connection.
+ * and target use after {@code tlshd}'s handshake) cannot rekey in 6.12 and ends the connection on one.
  */
 public final class TlsStream extends TcpStream {
     /** Plaintext per TLS record: the TLS 1.3 maximum, so bulk data needs the fewest records. */
