@@ -151,6 +151,13 @@ public final class TlsStream extends TcpStream {
                     if (protocol.isClosed()) {
                         throw new IOException("TLS handshake ended without a connection");
                     }
+                    if (protocol.getAvailableOutputBytes() > 0) {
+                        // BouncyCastle's last records (the client's Finished) go out before any record of ours.
+                        if (!drainOutput()) {
+                            return false;
+                        }
+                        continue;
+                    }
                     takeOverRecords();
                     continue;
                 }
@@ -220,7 +227,6 @@ public final class TlsStream extends TcpStream {
 
     /** BouncyCastle's handshake is complete: from here on the records are protected with the traffic keys. */
     private void takeOverRecords() throws IOException {
-        pullHandshakeOutput(); // the client's Finished goes out before the first record of ours
         if (protocol.getAvailableInputBytes() > 0) {
             throw new IOException("application data inside the TLS handshake");
         }
