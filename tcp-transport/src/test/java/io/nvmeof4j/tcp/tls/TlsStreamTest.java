@@ -278,6 +278,59 @@ class TlsStreamTest {
         }
     }
 
+    /**
+     * Bad records after the handshake: one that fails authentication (bad_record_mac), one longer than TLS allows
+     * (record_overflow), one of a type that has no place there (unexpected_message). Each ends the stream with
+     * the alert sent to the peer, which reads it as the reason.
+     */
+    @Test
+    void shouldRefuseTamperedOversizedAndMistypedRecordsWithTheirAlerts() throws Exception {
+        byte[][] bad = {
+            record(23, 40), // ciphertext the client never sealed: the tag cannot match
+            record(23, 16_384 + 256 + 1), // beyond 2^14 + 256
+            record(22, 40), // a plaintext handshake record after the handshake
+        };
+        String[] expected = {"bad_record_mac", "record_overflow", "unexpected_message"};
+        for (int i = 0; i < bad.length; i++) {
+            connect();
+            TlsStream client = TlsStream.client(hostSide, NvmeTlsKeys.derive(KEY_256, HOST, SUBSYS, 1));
+            TlsStream server = TlsStream.server(controllerSide, store(KEY_256));
+            handshake(client, server);
+            transfer(client, server, 1000);
+            ByteBuffer raw = ByteBuffer.wrap(bad[i]);
+            while (raw.hasRemaining()) {
+                hostSide.write(raw); // under the client's TLS: the bytes the controller gets are not its records
+            }
+            ByteBuffer sink = ByteBuffer.allocate(64);
+            String why = expected[i];
+            assertThatThrownBy(() -> {
+                long start = System.nanoTime();
+                while (System.nanoTime() - start < DEADLINE_NANOS) {
+                    server.read(sink.clear());
+                }
+            }).isInstanceOf(IOException.class).hasMessageContaining(why);
+            assertThatThrownBy(() -> {
+                long start = System.nanoTime();
+                while (System.nanoTime() - start < DEADLINE_NANOS) {
+                    if (client.read(sink.clear()) < 0) {
+                        return;
+                    }
+                }
+            }).as("the host learns why").isInstanceOf(IOException.class).hasMessageContaining("alert " + why);
+        }
+    }
+
+    private static byte[] record(int type, int length) {
+        byte[] r = new byte[5 + length];
+        new Random(length).nextBytes(r);
+        r[0] = (byte) type;
+        r[1] = 3;
+        r[2] = 3;
+        r[3] = (byte) (length >>> 8);
+        r[4] = (byte) length;
+        return r;
+    }
+
     /** A TLS 1.3 PSK client that uses BouncyCastle's record layer (nothing of {@link TlsStream}). */
     private static final class BouncyCastleClient extends org.bouncycastle.tls.AbstractTlsClient {
         private final DerivedPsk psk;
