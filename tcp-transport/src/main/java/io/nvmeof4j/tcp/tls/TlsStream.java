@@ -83,8 +83,10 @@ public final class TlsStream extends TcpStream {
 
     private final TlsProtocol protocol;
     private final boolean server;
-    /** Bytes from the socket not yet decrypted, between 0 and position (two records fit). */
+    /** Bytes from the socket not yet decrypted, between {@link #inStart} and position (two records fit). */
     private final ByteBuffer netIn = ByteBuffer.allocate(2 * MAX_RECORD);
+    /** After the handshake: where the next record starts in {@link #netIn} (0 during the handshake). */
+    private int inStart;
     /** Encrypted bytes the socket has not taken yet, between 0 and position (two full records fit). */
     private final ByteBuffer netOut = ByteBuffer.allocate(2 * MAX_RECORD + 64);
     /** One decrypted record: its unread plaintext is plainIn[plainInStart, plainInEnd). */
@@ -318,6 +320,15 @@ public final class TlsStream extends TcpStream {
             if (openRecord()) {
                 continue;
             }
+            if (netIn.remaining() < MAX_RECORD) {
+                // Make room for a whole record: move the partial one to the front (rare: records are consumed
+                // where they lie, and an empty buffer starts over at 0).
+                byte[] in = netIn.array();
+                int pending = netIn.position() - inStart;
+                System.arraycopy(in, inStart, in, 0, pending);
+                netIn.position(pending);
+                inStart = 0;
+            }
             int n = channel.read(netIn);
             if (n < 0) {
                 inputClosed = true; // without close_notify: NVMe/TCP sees the end of the stream either way
@@ -336,16 +347,18 @@ public final class TlsStream extends TcpStream {
      * @return false when no complete record is buffered
      */
     private boolean openRecord() throws IOException {
-        if (netIn.position() < HEADER) {
+        int at = inStart;
+        int buffered = netIn.position() - at;
+        if (buffered < HEADER) {
             return false;
         }
         byte[] in = netIn.array();
-        int length = recordLength(0);
-        if (netIn.position() < HEADER + length) {
+        int length = recordLength(at);
+        if (buffered < HEADER + length) {
             return false;
         }
-        if (in[0] != CONTENT_APPLICATION_DATA) {
-            throw fatal(AlertDescription.unexpected_message, "a TLS record of outer type " + (in[0] & 0xFF)
+        if (in[at] != CONTENT_APPLICATION_DATA) {
+            throw fatal(AlertDescription.unexpected_message, "a TLS record of outer type " + (in[at] & 0xFF)
                 + " after the handshake");
         }
         if (length < TAG + 1) {
@@ -353,13 +366,15 @@ public final class TlsStream extends TcpStream {
         }
         int plain;
         try {
-            plain = readKeys.open(in, 0, length, plainIn);
+            plain = readKeys.open(in, at, length, plainIn);
         } catch (GeneralSecurityException e) {
             throw fatal(AlertDescription.bad_record_mac, "a TLS record failed authentication");
         }
-        int consumed = HEADER + length;
-        System.arraycopy(in, consumed, in, 0, netIn.position() - consumed);
-        netIn.position(netIn.position() - consumed);
+        inStart = at + HEADER + length;
+        if (inStart == netIn.position()) {
+            inStart = 0;
+            netIn.clear();
+        }
         // TLSInnerPlaintext: content, the content type, then zero padding.
         int type = 0;
         while (plain > 0 && (type = plainIn[--plain]) == 0) {
@@ -525,11 +540,12 @@ public final class TlsStream extends TcpStream {
         if (plainInEnd > plainInStart) {
             return true;
         }
-        if (!established() || netIn.position() < HEADER) {
+        int buffered = netIn.position() - inStart;
+        if (!established() || buffered < HEADER) {
             return false;
         }
         byte[] in = netIn.array();
-        return netIn.position() >= HEADER + ((in[3] & 0xFF) << 8 | in[4] & 0xFF);
+        return buffered >= HEADER + ((in[inStart + 3] & 0xFF) << 8 | in[inStart + 4] & 0xFF);
     }
 
     @Override
