@@ -320,6 +320,41 @@ public final class ControlPlane {
         return after;
     }
 
+    /**
+     * Sets, rotates ({@code key}: the interchange format {@code NVMeTLSkey-1:01|02:...:}) or removes (null) a host's
+     * TLS PSK, persisted as {@code hosts[].tls_key} (and {@code tls_psk_derivation}, null: the default). TLS
+     * handshakes from then on use the new key and refuse the old one; established connections go on. Returns the
+     * key now in force (null: none).
+     */
+    public synchronized io.nvmeof4j.tcp.tls.HostPskStore.HostPsk setTlsKey(String who, String host, String key,
+                                                                          String derivation) throws ControlException {
+        ObjectNode doc = (ObjectNode) ConfigWriter.write(current, document);
+        ArrayNode hosts = doc.withArray("hosts");
+        ObjectNode entry = null;
+        for (JsonNode h : hosts) {
+            if (h instanceof ObjectNode o && host.equals(o.path("nqn").asText())) {
+                entry = o;
+            }
+        }
+        if (entry == null) {
+            entry = hosts.addObject().put("nqn", host);
+        }
+        entry.remove(List.of("tls_key", "tls_psk_derivation"));
+        if (key != null) {
+            entry.put("tls_key", key);
+            if (derivation != null) {
+                entry.put("tls_psk_derivation", derivation);
+            }
+        }
+        TargetConfig next = parse(doc);
+        io.nvmeof4j.tcp.tls.HostPskStore.HostPsk before = daemon.tlsKey(host);
+        io.nvmeof4j.tcp.tls.HostPskStore.HostPsk after = next.tlsKeys().get(host);
+        daemon.setTlsKey(host, after);
+        commitOrUndo(who, (after == null ? "remove" : "set") + " the TLS PSK of host " + host, next, doc,
+            () -> daemon.setTlsKey(host, before));
+        return after;
+    }
+
     // ------------------------------------------------------------------------------------------------ namespaces
 
     /**

@@ -134,6 +134,8 @@ public final class TargetDaemon implements AutoCloseable {
     private final List<PollGroup> rdmaGroups = new ArrayList<>();
     private NvmCommands nvm;
     private TcpControllerTransport transport;
+    /** Each host's TLS PSK ({@code hosts[].tls_key}), as every TLS port's handshakes look them up; changed live. */
+    private HostPskStore tlsKeys;
     private RdmaControllerTransport rdmaTransport;
     /** The ports started: every configured port, less RDMA ports when RDMA is unavailable. */
     private List<PortConfig> servedPorts = List.of();
@@ -193,7 +195,8 @@ public final class TargetDaemon implements AutoCloseable {
         }
 
         transport = new TcpControllerTransport();
-        transport.pskResolver(new HostPskStore(config.tlsKeys()));
+        tlsKeys = new HostPskStore(config.tlsKeys());
+        transport.pskResolver(tlsKeys);
         boolean rdma = servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.RDMA);
         if (rdma) {
             rdmaTransport = new RdmaControllerTransport();
@@ -969,6 +972,32 @@ public final class TargetDaemon implements AutoCloseable {
     public void setHostCredentials(String hostNqn, DhchapCredentials credentials) {
         registry.hostKeys().set(TargetConfig.checkNqn(hostNqn), credentials);
         LOG.info("DH-HMAC-CHAP for host {}: {}", hostNqn, credentials == null ? "removed" : credentials);
+    }
+
+    /**
+     * Sets, replaces (key rotation) or, with null, removes a host's TLS PSK; no restart. TLS handshakes that start
+     * afterwards use the new key, so the old one is refused; connections already established keep their session
+     * keys (TLS derives them at the handshake) and go on. Logs which host changed, never a key.
+     */
+    public void setTlsKey(String hostNqn, HostPskStore.HostPsk psk) {
+        String nqn = TargetConfig.checkNqn(hostNqn);
+        if (psk == null) {
+            tlsKeys.remove(nqn);
+        } else {
+            tlsKeys.put(nqn, psk);
+        }
+        LOG.info("TLS PSK for host {}: {}", nqn, psk == null ? "removed"
+            : "set (" + psk.key().cipherHash() + ", " + psk.version0Derivation() + " for identity version 0)");
+    }
+
+    /** The host's TLS PSK now in force, or null. */
+    public HostPskStore.HostPsk tlsKey(String hostNqn) {
+        return tlsKeys.get(hostNqn);
+    }
+
+    /** Host NQNs that have a TLS PSK now. */
+    public java.util.Set<String> tlsHosts() {
+        return tlsKeys.hosts();
     }
 
     /** Host NQNs that must authenticate with DH-HMAC-CHAP now. */

@@ -72,6 +72,8 @@ import java.util.concurrent.TimeUnit;
  *                                                         its DH-HMAC-CHAP hash/dhgroup (never a key)
  * POST   /api/v1/hosts/{hostnqn}/dhchap                   body: {"key", "ctrl_key", "hash", "dhgroup"}: set or rotate
  * DELETE /api/v1/hosts/{hostnqn}/dhchap                   → 200; the host connects without authentication
+ * POST   /api/v1/hosts/{hostnqn}/tls_key                  body: {"key", "psk_derivation"}: set or rotate the TLS PSK
+ * DELETE /api/v1/hosts/{hostnqn}/tls_key                  → 200; the host's TLS handshakes are refused
  * GET    /api/v1/controllers                              live controllers with their queues
  * GET    /api/v1/controllers/{cntlid}
  * </pre>
@@ -587,6 +589,12 @@ public final class HttpApiServer implements AutoCloseable {
             }
             requireMethod(method, "POST", "DELETE");
             return ok(api.setDhchap(p.get(1), json(body)));
+        } else if (n == 3 && p.get(0).equals("hosts") && p.get(2).equals("tls_key")) {
+            if ("DELETE".equals(method)) {
+                return ok(api.removeTlsKey(p.get(1)));
+            }
+            requireMethod(method, "POST", "DELETE");
+            return ok(api.setTlsKey(p.get(1), json(body)));
         } else if (n >= 1 && n <= 2 && p.get(0).equals("controllers")) {
             requireMethod(method, "GET");
             return ok(n == 1 ? api.controllers() : api.controller(p.get(1)));

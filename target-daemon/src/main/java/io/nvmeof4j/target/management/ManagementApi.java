@@ -132,6 +132,12 @@ public final class ManagementApi {
         for (String h : daemon.authenticatingHosts()) {
             hostEntry(byNqn, h).set("dhchap", dhchapJson(daemon.registry().hostKeys().get(h)));
         }
+        for (String h : daemon.tlsHosts()) {
+            io.nvmeof4j.tcp.tls.HostPskStore.HostPsk psk = daemon.tlsKey(h);
+            if (psk != null) {
+                hostEntry(byNqn, h).set("tls", tlsJson(psk));
+            }
+        }
         ArrayNode list = mapper.createArrayNode();
         byNqn.values().forEach(list::add);
         return list;
@@ -462,6 +468,63 @@ public final class ManagementApi {
             d.put("bidirectional", c.controllerKey() != null);
         }
         return d;
+    }
+
+    /**
+     * Sets or rotates a host's TLS PSK, {@code {"key": "NVMeTLSkey-1:01:...:", "psk_derivation": "compat"|"rfc8446"}}
+     * as the configuration's {@code hosts[].tls_key} and {@code tls_psk_derivation}. Persisted (control plane);
+     * new TLS connections use it at once and the old key is refused, established ones go on. The answer never
+     * carries a key. 400: bad NQN, key or derivation.
+     */
+    public synchronized ObjectNode setTlsKey(String host, JsonNode body) throws ManagementException {
+        try {
+            host = TargetConfig.checkNqn(host);
+        } catch (IllegalArgumentException e) {
+            throw new ManagementException(BAD_REQUEST, "not a valid host NQN: " + e.getMessage());
+        }
+        if (body == null || !body.isObject() || !body.path("key").isTextual() || body.path("key").asText().isEmpty()
+            || body.has("psk_derivation") && !body.get("psk_derivation").isTextual()) {
+            throw new ManagementException(BAD_REQUEST,
+                "expected {\"key\": \"NVMeTLSkey-1:01:...:\", \"psk_derivation\": \"compat\" or \"rfc8446\"}");
+        }
+        try {
+            daemon.controlPlane().setTlsKey("HTTP API", host, body.get("key").asText(),
+                body.has("psk_derivation") ? body.get("psk_derivation").asText() : null);
+        } catch (ControlException e) {
+            throw refused(e);
+        }
+        return tlsEntry(host);
+    }
+
+    /** Removes a host's TLS PSK: its TLS handshakes are refused from now on. 404: it had none. */
+    public synchronized ObjectNode removeTlsKey(String host) throws ManagementException {
+        if (daemon.tlsKey(host) == null) {
+            throw new ManagementException(NOT_FOUND, "host " + host + " has no TLS PSK");
+        }
+        try {
+            daemon.controlPlane().setTlsKey("HTTP API", host, null, null);
+        } catch (ControlException e) {
+            throw refused(e);
+        }
+        return tlsEntry(host);
+    }
+
+    private ObjectNode tlsEntry(String host) {
+        ObjectNode o = mapper.createObjectNode();
+        o.put("nqn", host);
+        io.nvmeof4j.tcp.tls.HostPskStore.HostPsk psk = daemon.tlsKey(host);
+        if (psk != null) {
+            o.set("tls", tlsJson(psk));
+        }
+        return o;
+    }
+
+    private ObjectNode tlsJson(io.nvmeof4j.tcp.tls.HostPskStore.HostPsk psk) {
+        ObjectNode t = mapper.createObjectNode();
+        t.put("hash", psk.key().cipherHash() == io.nvmeof4j.tcp.tls.PskHash.SHA384 ? "sha384" : "sha256");
+        t.put("psk_derivation", psk.version0Derivation() == io.nvmeof4j.tcp.tls.NvmeTlsKeys.Derivation.RFC8446
+            ? "rfc8446" : "compat");
+        return t;
     }
 
     /** Allows a host ({@code {"nqn": "..."}}). 400: no or malformed NQN; 404: no subsystem; 409: already allowed. */

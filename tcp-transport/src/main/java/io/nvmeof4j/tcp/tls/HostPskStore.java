@@ -40,6 +40,16 @@ public final class HostPskStore implements PskResolver {
         keys.remove(hostNqn);
     }
 
+    /** The host's key now in force, or null. */
+    public HostPsk get(String hostNqn) {
+        return keys.get(hostNqn);
+    }
+
+    /** The hosts that have a key now (a snapshot). */
+    public java.util.Set<String> hosts() {
+        return java.util.Set.copyOf(keys.keySet());
+    }
+
     @Override
     public DerivedPsk resolve(PskIdentity identity) {
         HostPsk host = keys.get(identity.hostNqn());

@@ -7,7 +7,11 @@ import org.bouncycastle.tls.AlertLevel;
 import org.bouncycastle.tls.BasicTlsPSKExternal;
 import org.bouncycastle.tls.CipherSuite;
 import org.bouncycastle.tls.ProtocolVersion;
+import org.bouncycastle.tls.SecurityParameters;
 import org.bouncycastle.tls.TlsAuthentication;
+import org.bouncycastle.tls.TlsClientContext;
+import org.bouncycastle.tls.TlsContext;
+import org.bouncycastle.tls.TlsServerContext;
 import org.bouncycastle.tls.TlsClientProtocol;
 import org.bouncycastle.tls.TlsCredentials;
 import org.bouncycastle.tls.TlsFatalAlert;
@@ -17,14 +21,21 @@ import org.bouncycastle.tls.TlsProtocol;
 import org.bouncycastle.tls.TlsServerProtocol;
 import org.bouncycastle.tls.TlsUtils;
 import org.bouncycastle.tls.crypto.TlsCrypto;
+import org.bouncycastle.tls.crypto.TlsCryptoUtils;
+import org.bouncycastle.tls.crypto.TlsSecret;
 import org.bouncycastle.tls.crypto.impl.jcajce.JcaTlsCryptoProvider;
 
+import javax.crypto.Cipher;
+import javax.crypto.spec.GCMParameterSpec;
+import javax.crypto.spec.SecretKeySpec;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.security.GeneralSecurityException;
 import java.security.SecureRandom;
+import java.util.Arrays;
 import java.util.Vector;
 
 /**
@@ -34,38 +45,72 @@ import java.util.Vector;
  * {@link TlsServerProtocol}/{@link TlsClientProtocol} in non-blocking mode (offerInput/readOutput), which fits a
  * selector reactor without threads or streams. Only TLS 1.3, only TLS_AES_128_GCM_SHA256 and
  * TLS_AES_256_GCM_SHA384, only PSK authentication with (EC)DHE (psk_dhe_ke): no certificates, no resumption.
- * <p><b>Cost.</b> Records are encrypted and decrypted in user space: one copy each way between the PDU buffers and
- * the record buffers, and BouncyCastle allocates per record. This is the price of TLS here (the host kernel has no
- * {@code tls} ULP to hand the keys to); plain NVMe/TCP queues keep the zero-copy path, since they use
- * {@link TcpStream#plain}.
+ * <p><b>Records.</b> BouncyCastle runs the handshake only. Once it is complete this class protects the records
+ * itself (RFC 8446 5.2-5.4) with the application traffic keys derived from BouncyCastle's traffic secrets, the way
+ * kTLS takes them over from a user-space handshake: BouncyCastle's record layer allocates an output array per
+ * record and copies each record three times on the way in (input queue, record buffer, application queue). Here a
+ * gathering write becomes one record of up to 16 KiB in one reused buffer, encrypted by the JDK's AES-GCM (AES-NI
+ * and CLMUL intrinsics) straight into the socket's output buffer, and a record is decrypted from the socket's input
+ * buffer into one reused plaintext buffer. What still allocates per record is inside the JDK: {@code Cipher.init}
+ * with a new nonce builds a new GCM engine (about 1 KB per record and direction on JDK 17), which no JCA API
+ * avoids. To keep BouncyCastle from reading past its handshake, the handshake is fed one record at a time; the
+ * records after the last handshake record are this class's.
+ * <p>Post-handshake messages: a peer's KeyUpdate is honoured (and answered when it asks); a NewSessionTicket is
+ * ignored (no resumption). This side never starts a KeyUpdate: the Linux kernel's TLS (kTLS, which the Linux host
+ * and target use after {@code tlshd}'s handshake) cannot rekey in 6.12 and ends the connection on one.
  */
 public final class TlsStream extends TcpStream {
     /** Plaintext per TLS record: the TLS 1.3 maximum, so bulk data needs the fewest records. */
     private static final int RECORD_PLAINTEXT = 16384;
-    private static final int NET_BUFFER = 4 * (RECORD_PLAINTEXT + 256);
+    private static final int HEADER = 5;
+    private static final int TAG = 16;
+    /** RFC 8446 5.2: TLSCiphertext.length must not exceed 2^14 + 256. */
+    private static final int MAX_CIPHERTEXT = RECORD_PLAINTEXT + 256;
+    private static final int MAX_RECORD = HEADER + MAX_CIPHERTEXT;
+    private static final short CONTENT_ALERT = 21;
+    private static final short CONTENT_HANDSHAKE = 22;
+    private static final short CONTENT_APPLICATION_DATA = 23;
+    private static final short CONTENT_CHANGE_CIPHER_SPEC = 20;
+    private static final short HANDSHAKE_NEW_SESSION_TICKET = 4;
+    private static final short HANDSHAKE_KEY_UPDATE = 24;
+    private static final byte[] NO_CONTEXT = new byte[0];
     private static final SecureRandom RANDOM = new SecureRandom();
     /**
-     * The JDK's own providers do the record crypto: its AES-GCM uses the CPU's AES and carry-less multiply
+     * The JDK's own providers do the handshake crypto: its AES-GCM uses the CPU's AES and carry-less multiply
      * instructions, BouncyCastle's pure-Java engine does not (measured here: about 10x fewer IOPS with it).
      */
     private static final TlsCrypto CRYPTO = new JcaTlsCryptoProvider().create(RANDOM);
 
     private final TlsProtocol protocol;
     private final boolean server;
-    private final ByteBuffer netIn = ByteBuffer.allocate(NET_BUFFER);
-    /** Encrypted bytes the socket has not taken yet, between position and limit. */
-    private final ByteBuffer netOut = ByteBuffer.allocateDirect(NET_BUFFER);
-    private final byte[] plain = new byte[RECORD_PLAINTEXT];
+    /** Bytes from the socket not yet decrypted, between {@link #inStart} and position (two records fit). */
+    private final ByteBuffer netIn = ByteBuffer.allocate(2 * MAX_RECORD);
+    /** After the handshake: where the next record starts in {@link #netIn} (0 during the handshake). */
+    private int inStart;
+    /** Encrypted bytes the socket has not taken yet, between 0 and position (two full records fit). */
+    private final ByteBuffer netOut = ByteBuffer.allocate(2 * MAX_RECORD + 64);
+    /** One decrypted record: its unread plaintext is plainIn[plainInStart, plainInEnd). */
+    private final byte[] plainIn = new byte[MAX_CIPHERTEXT];
+    private int plainInStart;
+    private int plainInEnd;
+    /** The plaintext of the record being gathered, plus room for the inner content type. */
+    private final byte[] plainOut = new byte[RECORD_PLAINTEXT + 1];
+    private RecordKeys readKeys;
+    private RecordKeys writeKeys;
+    /** Post-handshake handshake messages may span records (RFC 8446 5.1): collected here. */
+    private byte[] handshakeMessages = NO_CONTEXT;
+    /** BouncyCastle's view of the connection: the negotiated suite and the traffic secrets. */
+    private TlsContext context;
     private PskIdentity identity;
     private String failure;
     private boolean inputClosed;
+    private boolean closeNotifySent;
     private volatile int suite = -1;
 
     private TlsStream(SocketChannel channel, TlsProtocol protocol, boolean server) {
         super(channel);
         this.protocol = protocol;
         this.server = server;
-        netOut.flip();
     }
 
     /** The controller side: the host's identity is looked up in {@code psks} during the handshake. */
@@ -85,6 +130,10 @@ public final class TlsStream extends TcpStream {
         return stream;
     }
 
+    private boolean established() {
+        return writeKeys != null;
+    }
+
     /**
      * Advances the handshake as far as the socket allows.
      *
@@ -96,16 +145,30 @@ public final class TlsStream extends TcpStream {
     public boolean handshake() throws IOException {
         try {
             for (;;) {
-                if (!drainOutput()) {
-                    return false;
+                if (established()) {
+                    return drainOutput();
                 }
+                pullHandshakeOutput();
                 if (!protocol.isHandshaking()) {
                     if (protocol.isClosed()) {
                         throw new IOException("TLS handshake ended without a connection");
                     }
-                    return true;
+                    if (protocol.getAvailableOutputBytes() > 0) {
+                        // BouncyCastle's last records (the client's Finished) go out before any record of ours.
+                        if (!drainOutput()) {
+                            return false;
+                        }
+                        continue;
+                    }
+                    takeOverRecords();
+                    continue;
                 }
-                netIn.clear();
+                if (!drainOutput()) {
+                    return false;
+                }
+                if (offerHandshakeRecords()) {
+                    continue;
+                }
                 int n = channel.read(netIn);
                 if (n < 0) {
                     throw new EOFException("peer closed the connection during the TLS handshake");
@@ -113,12 +176,84 @@ public final class TlsStream extends TcpStream {
                 if (n == 0) {
                     return false;
                 }
-                protocol.offerInput(netIn.array(), 0, n);
             }
         } catch (IOException e) {
             sendAlertQuietly();
             String why = failure != null ? failure : describe(e);
             throw new IOException("TLS 1.3 handshake failed: " + why, e);
+        }
+    }
+
+    /**
+     * Gives BouncyCastle the complete records in {@link #netIn}, one at a time, and stops as soon as its handshake
+     * is over: what follows is application data under keys this class now holds.
+     *
+     * @return whether at least one record was offered
+     */
+    private boolean offerHandshakeRecords() throws IOException {
+        netIn.flip();
+        boolean offered = false;
+        try {
+            while (protocol.isHandshaking() && netIn.remaining() >= HEADER) {
+                int at = netIn.position();
+                byte[] in = netIn.array();
+                // Decided on the header alone: a plain PDU (an ICReq starts 0x00) must not wait for 133 bytes.
+                if (in[at] < CONTENT_CHANGE_CIPHER_SPEC || in[at] > CONTENT_APPLICATION_DATA || in[at + 1] != 3) {
+                    throw new TlsFatalAlert(AlertDescription.unexpected_message, String.format(
+                        "not a TLS record (first bytes %02x %02x)", in[at] & 0xFF, in[at + 1] & 0xFF));
+                }
+                int length = recordLength(at);
+                if (netIn.remaining() < HEADER + length) {
+                    break;
+                }
+                protocol.offerInput(netIn.array(), at, HEADER + length);
+                netIn.position(at + HEADER + length);
+                offered = true;
+            }
+        } finally {
+            netIn.compact();
+        }
+        return offered;
+    }
+
+    /** The length field of the record header at {@code at} in {@link #netIn}, refused beyond 2^14 + 256. */
+    private int recordLength(int at) throws IOException {
+        byte[] in = netIn.array();
+        int length = (in[at + 3] & 0xFF) << 8 | in[at + 4] & 0xFF;
+        if (length > MAX_CIPHERTEXT) {
+            throw fatal(AlertDescription.record_overflow, "a TLS record of " + length + " bytes (the limit is "
+                + MAX_CIPHERTEXT + ")");
+        }
+        return length;
+    }
+
+    /** BouncyCastle's handshake is complete: from here on the records are protected with the traffic keys. */
+    private void takeOverRecords() throws IOException {
+        if (protocol.getAvailableInputBytes() > 0) {
+            throw new IOException("application data inside the TLS handshake");
+        }
+        SecurityParameters parameters = context.getSecurityParametersConnection();
+        int hash = parameters.getPRFCryptoHashAlgorithm();
+        int keyLength = parameters.getCipherSuite() == CipherSuite.TLS_AES_256_GCM_SHA384 ? 32 : 16;
+        TlsSecret clientSecret = parameters.getTrafficSecretClient();
+        TlsSecret serverSecret = parameters.getTrafficSecretServer();
+        readKeys = new RecordKeys(server ? clientSecret : serverSecret, hash, keyLength);
+        writeKeys = new RecordKeys(server ? serverSecret : clientSecret, hash, keyLength);
+    }
+
+    /** Moves what BouncyCastle wants to send (handshake records, alerts) into {@link #netOut}. */
+    private void pullHandshakeOutput() throws IOException {
+        int available;
+        while (!established() && (available = protocol.getAvailableOutputBytes()) > 0) {
+            int n = Math.min(available, netOut.remaining());
+            if (n == 0) {
+                if (!drainOutput()) {
+                    return;
+                }
+                continue;
+            }
+            protocol.readOutput(netOut.array(), netOut.position(), n);
+            netOut.position(netOut.position() + n);
         }
     }
 
@@ -132,6 +267,7 @@ public final class TlsStream extends TcpStream {
 
     private void sendAlertQuietly() {
         try {
+            pullHandshakeOutput();
             drainOutput();
         } catch (IOException | RuntimeException ignored) {
             // best effort: the connection is being closed anyway
@@ -143,10 +279,12 @@ public final class TlsStream extends TcpStream {
      * first bytes to tell a TLS record, 0x16, from an ICReq, 0x00). Call before {@link #handshake()}.
      */
     public void offerEarlyInput(ByteBuffer src) throws IOException {
-        byte[] bytes = new byte[src.remaining()];
-        src.get(bytes);
+        if (src.remaining() > netIn.remaining()) {
+            throw new IOException("TLS 1.3 handshake failed: " + src.remaining() + " early bytes do not fit");
+        }
+        netIn.put(src);
         try {
-            protocol.offerInput(bytes);
+            offerHandshakeRecords();
         } catch (IOException e) {
             sendAlertQuietly();
             throw new IOException("TLS 1.3 handshake failed: " + (failure != null ? failure : describe(e)), e);
@@ -160,11 +298,17 @@ public final class TlsStream extends TcpStream {
 
     @Override
     public int read(ByteBuffer dst) throws IOException {
+        if (!established()) {
+            throw new IllegalStateException("TLS handshake not complete");
+        }
         int total = 0;
         for (;;) {
-            int available = protocol.getAvailableInputBytes();
-            if (available > 0) {
-                total += protocol.readInput(dst, Math.min(available, dst.remaining()));
+            int buffered = plainInEnd - plainInStart;
+            if (buffered > 0) {
+                int n = Math.min(buffered, dst.remaining());
+                dst.put(plainIn, plainInStart, n);
+                plainInStart += n;
+                total += n;
                 if (!dst.hasRemaining()) {
                     return total;
                 }
@@ -173,71 +317,212 @@ public final class TlsStream extends TcpStream {
             if (inputClosed) {
                 return total > 0 ? total : -1;
             }
-            netIn.clear();
+            if (openRecord()) {
+                continue;
+            }
+            if (netIn.remaining() < MAX_RECORD) {
+                // Make room for a whole record: move the partial one to the front (rare: records are consumed
+                // where they lie, and an empty buffer starts over at 0).
+                byte[] in = netIn.array();
+                int pending = netIn.position() - inStart;
+                System.arraycopy(in, inStart, in, 0, pending);
+                netIn.position(pending);
+                inStart = 0;
+            }
             int n = channel.read(netIn);
             if (n < 0) {
-                inputClosed = true;
+                inputClosed = true; // without close_notify: NVMe/TCP sees the end of the stream either way
                 continue;
             }
             if (n == 0) {
                 return total;
             }
-            protocol.offerInput(netIn.array(), 0, n);
-            if (protocol.isClosed()) {
-                inputClosed = true; // close_notify: what came before it is still delivered
+        }
+    }
+
+    /**
+     * Decrypts the first complete record in {@link #netIn} (RFC 8446 5.2): application data into
+     * {@link #plainIn}, alerts and post-handshake messages acted upon.
+     *
+     * @return false when no complete record is buffered
+     */
+    private boolean openRecord() throws IOException {
+        int at = inStart;
+        int buffered = netIn.position() - at;
+        if (buffered < HEADER) {
+            return false;
+        }
+        byte[] in = netIn.array();
+        int length = recordLength(at);
+        if (buffered < HEADER + length) {
+            return false;
+        }
+        if (in[at] != CONTENT_APPLICATION_DATA) {
+            throw fatal(AlertDescription.unexpected_message, "a TLS record of outer type " + (in[at] & 0xFF)
+                + " after the handshake");
+        }
+        if (length < TAG + 1) {
+            throw fatal(AlertDescription.decode_error, "a TLS record of " + length + " bytes cannot be protected");
+        }
+        int plain;
+        try {
+            plain = readKeys.open(in, at, length, plainIn);
+        } catch (GeneralSecurityException e) {
+            throw fatal(AlertDescription.bad_record_mac, "a TLS record failed authentication");
+        }
+        inStart = at + HEADER + length;
+        if (inStart == netIn.position()) {
+            inStart = 0;
+            netIn.clear();
+        }
+        // TLSInnerPlaintext: content, the content type, then zero padding.
+        int type = 0;
+        while (plain > 0 && (type = plainIn[--plain]) == 0) {
+            // padding
+        }
+        if (type == 0) {
+            throw fatal(AlertDescription.unexpected_message, "a TLS record with no content type");
+        }
+        switch (type) {
+            case CONTENT_APPLICATION_DATA -> {
+                plainInStart = 0;
+                plainInEnd = plain;
             }
-            drainOutput(); // post-handshake messages (KeyUpdate) may need an answer
+            case CONTENT_ALERT -> onAlert(plain);
+            case CONTENT_HANDSHAKE -> onHandshakeMessages(plain);
+            default -> throw fatal(AlertDescription.unexpected_message, "a TLS record of inner type " + type
+                + " after the handshake");
+        }
+        return true;
+    }
+
+    private void onAlert(int length) throws IOException {
+        if (length != 2) {
+            throw fatal(AlertDescription.decode_error, "a TLS alert of " + length + " bytes");
+        }
+        short description = (short) (plainIn[1] & 0xFF);
+        if (description == AlertDescription.close_notify) {
+            inputClosed = true; // what came before it has been delivered
+        } else if (description != AlertDescription.user_canceled) {
+            throw new IOException("peer sent TLS alert " + AlertDescription.getText(description));
+        }
+    }
+
+    private void onHandshakeMessages(int length) throws IOException {
+        int have = handshakeMessages.length;
+        byte[] all = Arrays.copyOf(handshakeMessages, have + length); // rare: not the data path
+        System.arraycopy(plainIn, 0, all, have, length);
+        int at = 0;
+        while (all.length - at >= 4) {
+            int type = all[at] & 0xFF;
+            int size = (all[at + 1] & 0xFF) << 16 | (all[at + 2] & 0xFF) << 8 | all[at + 3] & 0xFF;
+            if (size > MAX_CIPHERTEXT) {
+                throw fatal(AlertDescription.decode_error, "a post-handshake message of " + size + " bytes");
+            }
+            if (all.length - at < 4 + size) {
+                break;
+            }
+            if (type == HANDSHAKE_KEY_UPDATE) {
+                if (size != 1 || (all[at + 4] & 0xFE) != 0) {
+                    throw fatal(AlertDescription.decode_error, "a malformed KeyUpdate");
+                }
+                readKeys = readKeys.next();
+                if (all[at + 4] == 1) { // update_requested: answer under the old key, then switch
+                    byte[] answer = {(byte) HANDSHAKE_KEY_UPDATE, 0, 0, 1, 0};
+                    sealControl(CONTENT_HANDSHAKE, answer);
+                    writeKeys = writeKeys.next();
+                }
+            } else if (type != HANDSHAKE_NEW_SESSION_TICKET) {
+                throw fatal(AlertDescription.unexpected_message, "TLS handshake message " + type
+                    + " after the handshake");
+            }
+            at += 4 + size;
+        }
+        handshakeMessages = Arrays.copyOfRange(all, at, all.length);
+    }
+
+    /** Queues an alert (when the keys allow) and returns the exception that ends the connection. */
+    private IOException fatal(short description, String why) {
+        if (established() && !closeNotifySent) {
+            closeNotifySent = true;
+            try {
+                sealControl(CONTENT_ALERT, new byte[] {AlertLevel.fatal, (byte) description});
+                drainOutput();
+            } catch (IOException | RuntimeException ignored) {
+                // best effort: the connection is being closed anyway
+            }
+        }
+        return new TlsFatalAlert(description, why);
+    }
+
+    /** A record of a few bytes that is not application data (alert, KeyUpdate): rare, allocation is fine. */
+    private void sealControl(short type, byte[] content) throws IOException {
+        if (netOut.remaining() < HEADER + content.length + 1 + TAG) {
+            throw new IOException("no room for a TLS " + (type == CONTENT_ALERT ? "alert" : "KeyUpdate"));
+        }
+        byte[] inner = Arrays.copyOf(content, content.length + 1);
+        inner[content.length] = (byte) type;
+        seal(inner, inner.length);
+    }
+
+    /** Encrypts {@code inner} (content + content type) into one record at the end of {@link #netOut}. */
+    private void seal(byte[] inner, int innerLength) throws IOException {
+        int at = netOut.position();
+        try {
+            int n = writeKeys.seal(inner, innerLength, netOut.array(), at);
+            netOut.position(at + n);
+        } catch (GeneralSecurityException e) {
+            throw new IOException("TLS record encryption failed: " + e.getMessage(), e);
         }
     }
 
     @Override
     public long write(ByteBuffer[] srcs, int offset, int length) throws IOException {
-        if (!drainOutput()) {
-            return 0;
+        if (!established()) {
+            throw new IllegalStateException("TLS handshake not complete");
         }
         long taken = 0;
-        int fill = 0;
-        // Small PDUs (a 24-byte CapsuleResp) share one record rather than paying 22 bytes and a syscall each.
-        for (int i = offset; i < offset + length; i++) {
-            ByteBuffer src = srcs[i];
-            while (src.hasRemaining()) {
-                int n = Math.min(src.remaining(), plain.length - fill);
-                src.get(plain, fill, n);
+        int i = offset;
+        int end = offset + length;
+        // One record per gathered write, up to 16 KiB: a 24-byte CapsuleResp shares a record with its neighbours
+        // rather than paying 22 bytes, an AES-GCM setup and a syscall each.
+        while (i < end) {
+            if (netOut.remaining() < MAX_RECORD && !drainOutput() && netOut.remaining() < MAX_RECORD) {
+                return taken;
+            }
+            int fill = 0;
+            for (; i < end && fill < RECORD_PLAINTEXT; ) {
+                ByteBuffer src = srcs[i];
+                int n = Math.min(src.remaining(), RECORD_PLAINTEXT - fill);
+                src.get(plainOut, fill, n);
                 fill += n;
-                taken += n;
-                if (fill == plain.length) {
-                    protocol.writeApplicationData(plain, 0, fill);
-                    fill = 0;
-                    if (!drainOutput()) {
-                        return taken;
-                    }
+                if (!src.hasRemaining()) {
+                    i++;
                 }
             }
+            if (fill == 0) {
+                break;
+            }
+            plainOut[fill] = CONTENT_APPLICATION_DATA;
+            seal(plainOut, fill + 1);
+            taken += fill;
         }
-        if (fill > 0) {
-            protocol.writeApplicationData(plain, 0, fill);
-            drainOutput();
-        }
+        drainOutput();
         return taken;
     }
 
     /** Moves encrypted output to the socket; true when nothing is left over. */
     private boolean drainOutput() throws IOException {
-        for (;;) {
-            if (netOut.hasRemaining()) {
-                channel.write(netOut);
-                if (netOut.hasRemaining()) {
-                    return false;
-                }
-            }
-            int available = protocol.getAvailableOutputBytes();
-            if (available == 0) {
-                return true;
-            }
-            netOut.clear();
-            protocol.readOutput(netOut, Math.min(available, netOut.capacity()));
-            netOut.flip();
+        if (netOut.position() == 0) {
+            return true;
         }
+        netOut.flip();
+        try {
+            channel.write(netOut);
+        } finally {
+            netOut.compact();
+        }
+        return netOut.position() == 0;
     }
 
     @Override
@@ -247,24 +532,39 @@ public final class TlsStream extends TcpStream {
 
     @Override
     public boolean hasPendingOutput() {
-        return netOut.hasRemaining() || protocol.getAvailableOutputBytes() > 0;
+        return netOut.position() > 0 || !established() && protocol.getAvailableOutputBytes() > 0;
     }
 
     @Override
     public boolean hasBufferedInput() {
-        return protocol.getAvailableInputBytes() > 0;
+        if (plainInEnd > plainInStart) {
+            return true;
+        }
+        int buffered = netIn.position() - inStart;
+        if (!established() || buffered < HEADER) {
+            return false;
+        }
+        byte[] in = netIn.array();
+        return buffered >= HEADER + ((in[inStart + 3] & 0xFF) << 8 | in[inStart + 4] & 0xFF);
     }
 
     @Override
     public void close() throws IOException {
         try {
-            if (!protocol.isClosed()) {
-                protocol.close(); // queues close_notify
+            if (established()) {
+                if (!closeNotifySent) {
+                    closeNotifySent = true;
+                    sealControl(CONTENT_ALERT, new byte[] {AlertLevel.warning, AlertDescription.close_notify});
+                }
                 drainOutput();
+            } else if (!protocol.isClosed()) {
+                protocol.close(); // queues close_notify
+                sendAlertQuietly();
             }
         } catch (IOException | RuntimeException ignored) {
             // the socket may already be gone: closing it is what matters
         } finally {
+            readKeys = null;
             channel.close();
         }
     }
@@ -272,6 +572,77 @@ public final class TlsStream extends TcpStream {
     @Override
     public String security() {
         return suite < 0 ? "TLS 1.3 (handshaking)" : "TLS 1.3 (" + suiteName(suite) + ")";
+    }
+
+    /**
+     * One direction's record protection (RFC 8446 5.3): the AEAD key and IV derived from the traffic secret, and
+     * the record sequence number that, XORed into the IV, makes each record's nonce.
+     */
+    private static final class RecordKeys {
+        private final TlsSecret trafficSecret;
+        private final int hash;
+        private final int keyLength;
+        private final SecretKeySpec key;
+        private final byte[] iv;
+        private final byte[] nonce = new byte[12];
+        private final Cipher cipher;
+        private long sequence;
+
+        RecordKeys(TlsSecret trafficSecret, int hash, int keyLength) throws IOException {
+            this.trafficSecret = trafficSecret;
+            this.hash = hash;
+            this.keyLength = keyLength;
+            byte[] k = TlsCryptoUtils.hkdfExpandLabel(trafficSecret, hash, "key", NO_CONTEXT, keyLength).extract();
+            this.key = new SecretKeySpec(k, "AES");
+            Arrays.fill(k, (byte) 0);
+            this.iv = TlsCryptoUtils.hkdfExpandLabel(trafficSecret, hash, "iv", NO_CONTEXT, 12).extract();
+            try {
+                this.cipher = Cipher.getInstance("AES/GCM/NoPadding");
+            } catch (GeneralSecurityException e) {
+                throw new IOException("AES-GCM is not available: " + e.getMessage(), e);
+            }
+        }
+
+        /** RFC 8446 7.2: the next generation after a KeyUpdate, sequence numbers from 0 again. */
+        RecordKeys next() throws IOException {
+            TlsSecret updated = TlsCryptoUtils.hkdfExpandLabel(trafficSecret, hash, "traffic upd", NO_CONTEXT,
+                TlsCryptoUtils.getHashOutputSize(hash));
+            trafficSecret.destroy();
+            return new RecordKeys(updated, hash, keyLength);
+        }
+
+        private GCMParameterSpec nextNonce() throws IOException {
+            if (sequence == -1L) {
+                throw new IOException("TLS record sequence number exhausted");
+            }
+            System.arraycopy(iv, 0, nonce, 0, 12);
+            long s = sequence++;
+            for (int i = 11; i >= 4; i--) {
+                nonce[i] ^= (byte) s;
+                s >>>= 8;
+            }
+            return new GCMParameterSpec(TAG * 8, nonce);
+        }
+
+        /** Writes header + ciphertext of {@code inner[0, length)} at {@code out[at]}; returns the record size. */
+        int seal(byte[] inner, int length, byte[] out, int at) throws IOException, GeneralSecurityException {
+            int ciphertext = length + TAG;
+            out[at] = CONTENT_APPLICATION_DATA;
+            out[at + 1] = 3;
+            out[at + 2] = 3;
+            out[at + 3] = (byte) (ciphertext >>> 8);
+            out[at + 4] = (byte) ciphertext;
+            cipher.init(Cipher.ENCRYPT_MODE, key, nextNonce());
+            cipher.updateAAD(out, at, HEADER);
+            return HEADER + cipher.doFinal(inner, 0, length, out, at + HEADER);
+        }
+
+        /** Decrypts the record whose header is at {@code in[at]}; returns the inner plaintext length. */
+        int open(byte[] in, int at, int length, byte[] out) throws IOException, GeneralSecurityException {
+            cipher.init(Cipher.DECRYPT_MODE, key, nextNonce());
+            cipher.updateAAD(in, at, HEADER);
+            return cipher.doFinal(in, at + HEADER, length, out, 0);
+        }
     }
 
     static String suiteName(int suite) {
@@ -290,6 +661,12 @@ public final class TlsStream extends TcpStream {
         Server(PskResolver psks) {
             super(CRYPTO);
             this.psks = psks;
+        }
+
+        @Override
+        public void init(TlsServerContext serverContext) {
+            super.init(serverContext);
+            TlsStream.this.context = serverContext;
         }
 
         @Override
@@ -370,6 +747,12 @@ public final class TlsStream extends TcpStream {
         Client(DerivedPsk psk) {
             super(CRYPTO);
             this.psk = psk;
+        }
+
+        @Override
+        public void init(TlsClientContext clientContext) {
+            super.init(clientContext);
+            TlsStream.this.context = clientContext;
         }
 
         @Override

@@ -207,4 +207,162 @@ class TlsStreamTest {
             }
         }).isInstanceOf(IOException.class).hasMessageContaining("TLS 1.3 handshake failed");
     }
+
+    /**
+     * The records after the handshake are protected by {@link TlsStream} itself: checked against an independent
+     * implementation, BouncyCastle's own record layer (a blocking BouncyCastle client on a thread), in both
+     * directions, across records of every size and across KeyUpdates (RFC 8446 4.6.3) the client starts and asks
+     * the controller to answer, with a close_notify at the end.
+     */
+    @Test
+    void shouldInteroperateWithBouncyCastlesRecordLayerAcrossKeyUpdates() throws Exception {
+        for (ConfiguredPsk key : new ConfiguredPsk[] {KEY_256, KEY_384}) {
+            connect();
+            DerivedPsk psk = NvmeTlsKeys.derive(key, HOST, SUBSYS, 1);
+            TlsStream server = TlsStream.server(controllerSide, store(key));
+            hostSide.configureBlocking(true);
+            Socket socket = hostSide.socket();
+            socket.setSoTimeout(10_000);
+            byte[] up = new byte[200_000];
+            new Random(1).nextBytes(up);
+            CompletableFuture<byte[]> echoed = CompletableFuture.supplyAsync(() -> {
+                try {
+                    org.bouncycastle.tls.TlsClientProtocol bc = new org.bouncycastle.tls.TlsClientProtocol(
+                        socket.getInputStream(), socket.getOutputStream());
+                    bc.connect(new BouncyCastleClient(psk));
+                    java.lang.reflect.Method keyUpdate = org.bouncycastle.tls.TlsProtocol.class
+                        .getDeclaredMethod("send13KeyUpdate", boolean.class);
+                    keyUpdate.setAccessible(true);
+                    byte[] back = new byte[up.length];
+                    int sent = 0;
+                    int received = 0;
+                    for (int size = 1; sent < up.length; size = size * 3 + 7) {
+                        int n = Math.min(size, up.length - sent);
+                        bc.getOutputStream().write(up, sent, n);
+                        sent += n;
+                        if (sent > up.length / 2 && sent - n <= up.length / 2) {
+                            keyUpdate.invoke(bc, true); // and the controller must answer with its own
+                        }
+                        while (received < sent) {
+                            received += bc.getInputStream().read(back, received, sent - received);
+                        }
+                    }
+                    bc.close(); // close_notify
+                    return back;
+                } catch (Exception e) {
+                    throw new java.util.concurrent.CompletionException(e);
+                }
+            });
+            long start = System.nanoTime();
+            while (!server.handshake()) {
+                assertThat(System.nanoTime() - start).as("handshake within 10 s").isLessThan(DEADLINE_NANOS);
+                Thread.onSpinWait();
+            }
+            // Echo everything until the client's close_notify ends the stream.
+            ByteBuffer buffer = ByteBuffer.allocateDirect(70_000);
+            ByteBuffer[] iov = {buffer};
+            long total = 0;
+            for (int n = 0; n >= 0; ) {
+                assertThat(System.nanoTime() - start).as("echo within 10 s").isLessThan(DEADLINE_NANOS);
+                buffer.clear();
+                n = server.read(buffer);
+                buffer.flip();
+                while (buffer.hasRemaining() || !server.flushPending()) {
+                    server.write(iov, 0, 1);
+                }
+                total += Math.max(n, 0);
+            }
+            assertThat(echoed.get(10, TimeUnit.SECONDS)).isEqualTo(up);
+            assertThat(total).isEqualTo(up.length);
+            server.close();
+        }
+    }
+
+    /**
+     * Bad records after the handshake: one that fails authentication (bad_record_mac), one longer than TLS allows
+     * (record_overflow), one of a type that has no place there (unexpected_message). Each ends the stream with
+     * the alert sent to the peer, which reads it as the reason.
+     */
+    @Test
+    void shouldRefuseTamperedOversizedAndMistypedRecordsWithTheirAlerts() throws Exception {
+        byte[][] bad = {
+            record(23, 40), // ciphertext the client never sealed: the tag cannot match
+            record(23, 16_384 + 256 + 1), // beyond 2^14 + 256
+            record(22, 40), // a plaintext handshake record after the handshake
+        };
+        String[] expected = {"bad_record_mac", "record_overflow", "unexpected_message"};
+        for (int i = 0; i < bad.length; i++) {
+            connect();
+            TlsStream client = TlsStream.client(hostSide, NvmeTlsKeys.derive(KEY_256, HOST, SUBSYS, 1));
+            TlsStream server = TlsStream.server(controllerSide, store(KEY_256));
+            handshake(client, server);
+            transfer(client, server, 1000);
+            ByteBuffer raw = ByteBuffer.wrap(bad[i]);
+            while (raw.hasRemaining()) {
+                hostSide.write(raw); // under the client's TLS: the bytes the controller gets are not its records
+            }
+            ByteBuffer sink = ByteBuffer.allocate(64);
+            String why = expected[i];
+            assertThatThrownBy(() -> {
+                long start = System.nanoTime();
+                while (System.nanoTime() - start < DEADLINE_NANOS) {
+                    server.read(sink.clear());
+                }
+            }).isInstanceOf(IOException.class).hasMessageContaining(why);
+            assertThatThrownBy(() -> {
+                long start = System.nanoTime();
+                while (System.nanoTime() - start < DEADLINE_NANOS) {
+                    if (client.read(sink.clear()) < 0) {
+                        return;
+                    }
+                }
+            }).as("the host learns why").isInstanceOf(IOException.class).hasMessageContaining("alert " + why);
+        }
+    }
+
+    private static byte[] record(int type, int length) {
+        byte[] r = new byte[5 + length];
+        new Random(length).nextBytes(r);
+        r[0] = (byte) type;
+        r[1] = 3;
+        r[2] = 3;
+        r[3] = (byte) (length >>> 8);
+        r[4] = (byte) length;
+        return r;
+    }
+
+    /** A TLS 1.3 PSK client that uses BouncyCastle's record layer (nothing of {@link TlsStream}). */
+    private static final class BouncyCastleClient extends org.bouncycastle.tls.AbstractTlsClient {
+        private final DerivedPsk psk;
+
+        BouncyCastleClient(DerivedPsk psk) {
+            super(new org.bouncycastle.tls.crypto.impl.jcajce.JcaTlsCryptoProvider()
+                .create(new java.security.SecureRandom()));
+            this.psk = psk;
+        }
+
+        @Override
+        protected org.bouncycastle.tls.ProtocolVersion[] getSupportedVersions() {
+            return org.bouncycastle.tls.ProtocolVersion.TLSv13.only();
+        }
+
+        @Override
+        protected int[] getSupportedCipherSuites() {
+            return new int[] {psk.identity().hash().cipherSuite};
+        }
+
+        @Override
+        public java.util.Vector getExternalPSKs() {
+            java.util.Vector<Object> list = new java.util.Vector<>(1);
+            list.add(new org.bouncycastle.tls.BasicTlsPSKExternal(
+                psk.identity().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8),
+                getCrypto().createSecret(psk.tlsPskUnsafe()), psk.identity().hash().prfAlgorithm));
+            return list;
+        }
+
+        @Override
+        public org.bouncycastle.tls.TlsAuthentication getAuthentication() {
+            throw new IllegalStateException("PSK only");
+        }
+    }
 }
