@@ -119,19 +119,9 @@ else
     wait "$mp_pid"
     mrc=$?
     info "bin/nvmeof perf (multipath) exit code $mrc after $(( $(date +%s) - t0 ))s"
-    if python3 - "$RES/perf-mp.out" "$RES/perf-mp.json" <<'PY'
+    if perf_json "$RES/perf-mp.out" "$RES/perf-mp.json" && python3 - "$RES/perf-mp.json" <<'PY'
 import json, sys
-summary = None
-for line in open(sys.argv[1]):
-    line = line.strip()
-    if line.startswith("{"):
-        try:
-            summary = json.loads(line)
-        except ValueError:
-            pass
-if summary is None:
-    sys.exit("no JSON summary")
-json.dump(summary, open(sys.argv[2], "w"), indent=2)
+summary = json.load(open(sys.argv[1]))
 p = summary.get("paths", [])
 print("INFO perf-multipath: iops=%s verified=%s mismatches=%s errors=%s paths=%s" % (summary.get("iops"),
       summary.get("verified"), summary.get("mismatches"), summary.get("errors"), json.dumps(p)))
