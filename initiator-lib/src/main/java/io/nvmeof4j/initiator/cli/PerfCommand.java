@@ -124,7 +124,9 @@ final class PerfCommand extends CliCommand {
         Workload workload = workload();
         int readPercent = readPercent(workload);
         range(queueDepth, 1, 4096, "--queue-depth");
-        range(seconds, 1, 86_400, "--time");
+        if (seconds < 1 || seconds > 86_400) { // not range(): this message names the unit
+            throw new CliUsageException("--time " + seconds + " outside 1..86400 seconds");
+        }
         range(queues, 1, 64, "--queues");
         if (ioSize < 1 || ioSize > (64 << 20)) {
             throw new CliUsageException("--io-size " + ioSize + " outside 1 byte..64 MiB");

@@ -151,8 +151,8 @@ class MultipathFailoverIT {
         Path err = dir.resolve("perf.err");
         try (DaemonProcess a = daemon(configA, "pa", portA);
              DaemonProcess b = daemon(configB, "pb", portB)) {
-            Process perf = new ProcessBuilder(DaemonProcess.launcher().resolveSibling("nvmeof").toString(), "perf", "-t", "tcp",
-                "-a", "127.0.0.1,127.0.0.1", "-s", portA + "," + portB, "-n", NQN, "-q", HOST.hostNqn().value(),
+            Process perf = new ProcessBuilder(DaemonProcess.launcher().resolveSibling("nvmeof").toString(), "perf",
+                "-t", "tcp", "-a", "127.0.0.1,127.0.0.1", "-s", portA + "," + portB, "-n", NQN, "-q", HOST.hostNqn().value(),
                 "--iopolicy", "round-robin", "--reconnect-delay", "1", "--workload", "randwrite", "--verify",
                 "--io-size", "4K", "--queue-depth", "16", "--time", "8", "--json")
                 .redirectOutput(out.toFile()).redirectError(err.toFile()).start();
