@@ -69,45 +69,8 @@ perf() { # perf LABEL PORT NQN
         > "$RES/perf-$label.out" 2> "$RES/perf-$label.err"
     crc=$?
     info "$label bin/nvmeof perf exit code $crc after $(( $(date +%s) - t0 ))s"
-    if python3 - "$RES/perf-$label.out" "$RES/perf-$label.json" <<'PY'
-import json, sys
-summary = None
-for line in open(sys.argv[1]):
-    line = line.strip()
-    if line.startswith("{"):
-        try:
-            summary = json.loads(line)
-        except ValueError:
-            pass
-if summary is None:
-    sys.exit("no JSON object in the output")
-json.dump(summary, open(sys.argv[2], "w"), indent=2)
-def find(o, pred):
-    if isinstance(o, dict):
-        for k, v in o.items():
-            if pred(k.lower(), v):
-                return v
-            r = find(v, pred)
-            if r is not None:
-                return r
-    return None
-num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-iops = find(summary, lambda k, v: k == "iops" and num(v))
-p50 = find(summary, lambda k, v: "p50" in k and num(v))
-p99 = find(summary, lambda k, v: "p99" in k and "p99." not in k and "p999" not in k and num(v))
-print("INFO perf summary: iops=%s p50=%s p99=%s" % (iops, p50, p99))
-if not (num(iops) and iops > 0):
-    sys.exit("IOPS missing or not positive: %s" % json.dumps(summary)[:400])
-if num(summary.get("errors")) and summary["errors"] != 0:
-    sys.exit("%s I/O errors: %s" % (summary["errors"], json.dumps(summary)[:400]))
-if not (num(p50) and num(p99) and 0 < p50 <= p99):
-    sys.exit("latency percentiles missing or out of order: %s" % json.dumps(summary)[:400])
-PY
-    then
-        if [ "$crc" = 0 ]; then pass "$label-perf-cli"; else fail "$label-perf-cli" "exit code $crc: $(tail -n 3 "$RES/perf-$label.err" | tr '\n' ' ')"; fi
-    else
-        fail "$label-perf-cli" "exit code $crc, bad summary; stderr: $(tail -n 5 "$RES/perf-$label.err" | tr '\n' ' ')"
-    fi
+    perf_cli_check "$label-perf-cli" "$RES/perf-$label.out" "$RES/perf-$label.json" "$RES/perf-$label.err" "$crc" \
+        "perf summary"
 }
 
 cli_checks() { # cli_checks LABEL PORT NQN: bin/nvmeof discover, identify, write, read -t rdma (one JVM each)

@@ -77,3 +77,64 @@ ns_blockdev() {
 nvme_field() { # nvme_field FIELD < output
     awk -v f="$1" -F: '{k=$1; gsub(/[ \t]+/, "", k); if (k == f) {sub(/^[^:]*:[ \t]*/, ""); sub(/[ \t]+$/, ""); print; exit}}'
 }
+
+# ---- bin/nvmeof perf --------------------------------------------------------------------------------------------
+# perf_json OUT JSON: saves the summary of `bin/nvmeof perf --json` (the JSON object line of its stdout OUT, else OUT
+# as a whole) as JSON; non-zero, saying why on stderr, when there is none.
+perf_json() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+summary = None
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if line.startswith("{"):
+        try:
+            summary = json.loads(line)
+        except ValueError:
+            pass
+if summary is None:
+    try:
+        summary = json.load(open(sys.argv[1]))
+    except ValueError:
+        pass
+if not isinstance(summary, dict):
+    sys.exit("no JSON object in the output")
+json.dump(summary, open(sys.argv[2], "w"), indent=2)
+PY
+}
+
+# perf_cli_check NAME OUT JSON ERR RC WHAT: judges one run of `bin/nvmeof perf --json` (its stdout OUT, stderr ERR,
+# exit code RC). Saves the summary as JSON (perf_json) and prints "INFO WHAT: iops=… p50=… p99=…"; PASS NAME when
+# IOPS > 0, no I/O errors, 0 < p50 <= p99 and RC is 0.
+perf_cli_check() {
+    local name="$1" out="$2" json="$3" err="$4" crc="$5"
+    if perf_json "$out" "$json" && python3 - "$json" "$6" <<'PY'
+import json, sys
+summary = json.load(open(sys.argv[1]))
+def find(o, pred):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if pred(k.lower(), v):
+                return v
+            r = find(v, pred)
+            if r is not None:
+                return r
+    return None
+num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+iops = find(summary, lambda k, v: k == "iops" and num(v))
+p50 = find(summary, lambda k, v: "p50" in k and num(v))
+p99 = find(summary, lambda k, v: "p99" in k and "p99." not in k and "p999" not in k and num(v))
+print("INFO %s: iops=%s p50=%s p99=%s" % (sys.argv[2], iops, p50, p99))
+if not (num(iops) and iops > 0):
+    sys.exit("IOPS missing or not positive: %s" % json.dumps(summary)[:400])
+if num(summary.get("errors")) and summary["errors"] != 0:
+    sys.exit("%s I/O errors: %s" % (summary["errors"], json.dumps(summary)[:400]))
+if not (num(p50) and num(p99) and 0 < p50 <= p99):
+    sys.exit("latency percentiles missing or out of order: %s" % json.dumps(summary)[:400])
+PY
+    then
+        if [ "$crc" = 0 ]; then pass "$name"; else fail "$name" "exit code $crc: $(tail -n 3 "$err" | tr '\n' ' ')"; fi
+    else
+        fail "$name" "exit code $crc, bad summary; stderr: $(tail -n 5 "$err" | tr '\n' ' ')"
+    fi
+}

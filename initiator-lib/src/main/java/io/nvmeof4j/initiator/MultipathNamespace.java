@@ -141,7 +141,7 @@ public final class MultipathNamespace implements BlockNamespace, IoCallback {
 
     @Override
     public boolean submitRead(long lba, int blocks, ByteBuffer dst, IoCallback callback, Object context) {
-        checkData(blocks, dst);
+        BlockBuffers.checkData(blocks, dst, blockShift);
         if (dst.isReadOnly()) {
             throw new IllegalArgumentException("cannot read into a read-only buffer");
         }
@@ -151,7 +151,7 @@ public final class MultipathNamespace implements BlockNamespace, IoCallback {
     @Override
     public boolean submitWrite(long lba, int blocks, ByteBuffer src, boolean forceUnitAccess, IoCallback callback,
                                Object context) {
-        checkData(blocks, src);
+        BlockBuffers.checkData(blocks, src, blockShift);
         return submit(IoQueue.OP_WRITE, lba, blocks, forceUnitAccess ? 1 << 30 : 0, src, callback, context);
     }
 
@@ -331,45 +331,23 @@ public final class MultipathNamespace implements BlockNamespace, IoCallback {
         }
     }
 
-    private void checkData(int blocks, ByteBuffer buffer) {
-        if (blocks < 1) {
-            throw new IllegalArgumentException("block count " + blocks + " below 1");
-        }
-        Objects.requireNonNull(buffer, "buffer");
-        long bytes = (long) blocks << blockShift;
-        if (buffer.remaining() < bytes) {
-            throw new IllegalArgumentException(blocks + " blocks of " + blockSize() + " bytes need " + bytes
-                + " bytes; the buffer has " + buffer.remaining() + " remaining");
-        }
-    }
-
     // ---- future API ----------------------------------------------------------------------------------------------
 
     @Override
     public CompletableFuture<Void> read(long lba, ByteBuffer dst) {
-        int blocks = wholeBlocks(dst);
+        int blocks = BlockBuffers.wholeBlocks(dst, blockShift);
         return future("Read of " + blocks + " blocks at LBA " + lba, (cb, f) -> submitRead(lba, blocks, dst, cb, f));
     }
 
     @Override
     public CompletableFuture<Void> write(long lba, ByteBuffer src, boolean forceUnitAccess) {
-        int blocks = wholeBlocks(src);
+        int blocks = BlockBuffers.wholeBlocks(src, blockShift);
         return future("Write of " + blocks + " blocks at LBA " + lba,
             (cb, f) -> submitWrite(lba, blocks, src, forceUnitAccess, cb, f));
     }
 
     public CompletableFuture<Void> flush() {
         return future("Flush", this::submitFlush);
-    }
-
-    private int wholeBlocks(ByteBuffer buffer) {
-        Objects.requireNonNull(buffer, "buffer");
-        int bytes = buffer.remaining();
-        if (bytes == 0 || (bytes & (blockSize() - 1)) != 0) {
-            throw new IllegalArgumentException("buffer holds " + bytes + " bytes, not a positive multiple of the "
-                + blockSize() + "-byte block size");
-        }
-        return bytes >>> blockShift;
     }
 
     private interface Submitter {

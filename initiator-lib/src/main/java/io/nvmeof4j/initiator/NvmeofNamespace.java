@@ -102,7 +102,7 @@ public final class NvmeofNamespace implements BlockNamespace {
 
     /** Reads {@code blocks} blocks at {@code lba} into {@code dst} from its position. */
     public boolean submitRead(long lba, int blocks, ByteBuffer dst, IoCallback callback, Object context) {
-        checkData(blocks, dst);
+        BlockBuffers.checkData(blocks, dst, blockShift);
         if (dst.isReadOnly()) {
             throw new IllegalArgumentException("cannot read into a read-only buffer");
         }
@@ -112,14 +112,14 @@ public final class NvmeofNamespace implements BlockNamespace {
     /** Writes {@code blocks} blocks from {@code src}'s position to {@code lba}; FUA: durable before completion. */
     public boolean submitWrite(long lba, int blocks, ByteBuffer src, boolean forceUnitAccess, IoCallback callback,
                                Object context) {
-        checkData(blocks, src);
+        BlockBuffers.checkData(blocks, src, blockShift);
         return queue().submit(IoQueue.OP_WRITE, nsid, lba, blocks, blockShift, forceUnitAccess ? 1 << 30 : 0, 0, src,
             callback, context, meters);
     }
 
     /** Compares {@code blocks} blocks at {@code lba} with {@code src}: status 0x285 (COMPARE_FAILURE) on mismatch. */
     public boolean submitCompare(long lba, int blocks, ByteBuffer src, IoCallback callback, Object context) {
-        checkData(blocks, src);
+        BlockBuffers.checkData(blocks, src, blockShift);
         return queue().submit(IoQueue.OP_COMPARE, nsid, lba, blocks, blockShift, 0, 0, src, callback, context, meters);
     }
 
@@ -131,7 +131,7 @@ public final class NvmeofNamespace implements BlockNamespace {
 
     /** Write Zeroes; with {@code deallocate} the controller may deallocate the blocks instead (DEAC). */
     public boolean submitWriteZeroes(long lba, int blocks, boolean deallocate, IoCallback callback, Object context) {
-        checkBlocks(blocks);
+        BlockBuffers.checkBlocks(blocks);
         Objects.requireNonNull(callback, "callback");
         return queue().submit(IoQueue.OP_WRITE_ZEROES, nsid, lba, blocks, blockShift, deallocate ? 1 << 25 : 0, 0,
             null, callback, context, meters);
@@ -139,7 +139,7 @@ public final class NvmeofNamespace implements BlockNamespace {
 
     /** Deallocate (Dataset Management with AD, one range): what a discard/TRIM becomes. */
     public boolean submitDeallocate(long lba, int blocks, IoCallback callback, Object context) {
-        checkBlocks(blocks);
+        BlockBuffers.checkBlocks(blocks);
         Objects.requireNonNull(callback, "callback");
         return queue().submit(IoQueue.OP_DSM, nsid, lba, blocks, blockShift, 0, 1 << 2, null, callback, context, meters);
     }
@@ -153,8 +153,8 @@ public final class NvmeofNamespace implements BlockNamespace {
      */
     public boolean submitCompareAndWrite(long lba, int blocks, ByteBuffer expected, ByteBuffer replacement,
                                          boolean forceUnitAccess, IoCallback callback, Object context) {
-        checkData(blocks, expected);
-        checkData(blocks, replacement);
+        BlockBuffers.checkData(blocks, expected, blockShift);
+        BlockBuffers.checkData(blocks, replacement, blockShift);
         checkSingleCommand(blocks);
         Objects.requireNonNull(callback, "callback");
         return queue().submitCompareAndWrite(nsid, lba, blocks, blockShift, expected, replacement, forceUnitAccess,
@@ -163,7 +163,7 @@ public final class NvmeofNamespace implements BlockNamespace {
 
     /** Verify: the controller reads and checks {@code blocks} blocks at {@code lba}, returning no data. */
     public boolean submitVerify(long lba, int blocks, IoCallback callback, Object context) {
-        checkBlocks(blocks);
+        BlockBuffers.checkBlocks(blocks);
         Objects.requireNonNull(callback, "callback");
         return queue().submit(IoQueue.OP_VERIFY, nsid, lba, blocks, blockShift, 0, 0, null, callback, context,
             meters);
@@ -248,27 +248,11 @@ public final class NvmeofNamespace implements BlockNamespace {
         return io.thenApply(ok -> null);
     }
 
-    private static void checkBlocks(int blocks) {
-        if (blocks < 1) {
-            throw new IllegalArgumentException("block count " + blocks + " below 1");
-        }
-    }
-
-    private void checkData(int blocks, ByteBuffer buffer) {
-        checkBlocks(blocks);
-        Objects.requireNonNull(buffer, "buffer");
-        long bytes = (long) blocks << blockShift;
-        if (buffer.remaining() < bytes) {
-            throw new IllegalArgumentException(blocks + " blocks of " + blockSize() + " bytes need " + bytes
-                + " bytes; the buffer has " + buffer.remaining() + " remaining");
-        }
-    }
-
     // ---- future API ----------------------------------------------------------------------------------------------
 
     /** Reads {@code dst.remaining()} bytes (a whole number of blocks) at {@code lba} into {@code dst}. */
     public CompletableFuture<Void> read(long lba, ByteBuffer dst) {
-        int blocks = wholeBlocks(dst);
+        int blocks = BlockBuffers.wholeBlocks(dst, blockShift);
         FutureIo io = new FutureIo(this, IoQueue.OP_READ, lba, blocks);
         submitWithRetry(io, () -> submitRead(lba, blocks, dst, FUTURE_CALLBACK, io));
         return io.thenApply(ok -> null);
@@ -276,7 +260,7 @@ public final class NvmeofNamespace implements BlockNamespace {
 
     /** Reads {@code blocks} blocks at {@code lba} into a new direct buffer (position 0, limit = the bytes read). */
     public CompletableFuture<ByteBuffer> read(long lba, int blocks) {
-        checkBlocks(blocks);
+        BlockBuffers.checkBlocks(blocks);
         ByteBuffer dst = ByteBuffer.allocateDirect(Math.toIntExact((long) blocks << blockShift));
         return read(lba, dst).thenApply(v -> dst);
     }
@@ -287,7 +271,7 @@ public final class NvmeofNamespace implements BlockNamespace {
 
     /** Writes {@code src.remaining()} bytes (a whole number of blocks) to {@code lba}. */
     public CompletableFuture<Void> write(long lba, ByteBuffer src, boolean forceUnitAccess) {
-        int blocks = wholeBlocks(src);
+        int blocks = BlockBuffers.wholeBlocks(src, blockShift);
         FutureIo io = new FutureIo(this, IoQueue.OP_WRITE, lba, blocks);
         submitWithRetry(io, () -> submitWrite(lba, blocks, src, forceUnitAccess, FUTURE_CALLBACK, io));
         return io.thenApply(ok -> null);
@@ -295,7 +279,7 @@ public final class NvmeofNamespace implements BlockNamespace {
 
     /** True when the blocks at {@code lba} equal {@code src}, false on a miscompare (status 0x285). */
     public CompletableFuture<Boolean> compare(long lba, ByteBuffer src) {
-        int blocks = wholeBlocks(src);
+        int blocks = BlockBuffers.wholeBlocks(src, blockShift);
         FutureIo io = new FutureIo(this, IoQueue.OP_COMPARE, lba, blocks);
         submitWithRetry(io, () -> submitCompare(lba, blocks, src, FUTURE_CALLBACK, io));
         return io;
@@ -306,7 +290,7 @@ public final class NvmeofNamespace implements BlockNamespace {
      * {@code replacement}): true when the blocks matched and were replaced, false on a miscompare (nothing written).
      */
     public CompletableFuture<Boolean> compareAndWrite(long lba, ByteBuffer expected, ByteBuffer replacement) {
-        int blocks = wholeBlocks(expected);
+        int blocks = BlockBuffers.wholeBlocks(expected, blockShift);
         if (replacement.remaining() != expected.remaining()) {
             throw new IllegalArgumentException("expected holds " + expected.remaining() + " bytes, replacement "
                 + replacement.remaining() + ": a Compare and Write compares and writes the same blocks");
@@ -376,16 +360,6 @@ public final class NvmeofNamespace implements BlockNamespace {
         FutureIo io = new FutureIo(this, IoQueue.OP_DSM, lba, blocks);
         submitWithRetry(io, () -> submitDeallocate(lba, blocks, FUTURE_CALLBACK, io));
         return io.thenApply(ok -> null);
-    }
-
-    private int wholeBlocks(ByteBuffer buffer) {
-        Objects.requireNonNull(buffer, "buffer");
-        int bytes = buffer.remaining();
-        if (bytes == 0 || (bytes & (blockSize() - 1)) != 0) {
-            throw new IllegalArgumentException("buffer holds " + bytes + " bytes, not a positive multiple of the "
-                + blockSize() + "-byte block size");
-        }
-        return bytes >>> blockShift;
     }
 
     /**

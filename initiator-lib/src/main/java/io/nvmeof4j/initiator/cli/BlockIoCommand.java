@@ -2,6 +2,7 @@ package io.nvmeof4j.initiator.cli;
 
 import io.nvmeof4j.initiator.NvmeofController;
 import io.nvmeof4j.initiator.NvmeofNamespace;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
@@ -15,9 +16,8 @@ abstract class BlockIoCommand extends CliCommand {
     /** Bytes per command of the future API (the library splits further at MDTS). */
     static final int CHUNK_BYTES = 1 << 20;
 
-    @Option(names = "--namespace-id", paramLabel = "NSID", defaultValue = "1",
-        description = "Namespace id. Default: ${DEFAULT-VALUE}.")
-    int namespaceId;
+    @Mixin
+    NamespaceIdOption namespaceId;
 
     @Option(names = "--start-block", paramLabel = "LBA", defaultValue = "0",
         description = "First logical block. Default: ${DEFAULT-VALUE}.")

@@ -45,6 +45,14 @@ abstract class CliCommand implements Callable<Integer> {
         return NvmeofHost.create(connection.identity(), reactorThreads);
     }
 
+    /** {@code value} when it lies in {@code min..max}, else the usage error that names the option and the range. */
+    static int range(int value, int min, int max, String option) {
+        if (value < min || value > max) {
+            throw new CliUsageException(option + " " + value + " outside " + min + ".." + max);
+        }
+        return value;
+    }
+
     /** A bound on waiting for one I/O of the future API: its command timeout plus slack for the hand-offs. */
     static Duration ioWait(ConnectOptions options) {
         return options.commandTimeout().plusSeconds(5);

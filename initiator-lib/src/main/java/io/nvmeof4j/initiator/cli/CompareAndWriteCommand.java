@@ -45,7 +45,7 @@ final class CompareAndWriteCommand extends BlockIoCommand {
         try (NvmeofHost host = createHost(1);
              NvmeofController ctrl = host.connect(connection.address(ConnectionOptions.IO_PORT_DEFAULT), nqn,
                  options)) {
-            NvmeofNamespace ns = namespace(ctrl, namespaceId);
+            NvmeofNamespace ns = namespace(ctrl, namespaceId.value);
             int bs = ns.blockSize();
             if (expected.length == 0 || expected.length % bs != 0 || expected.length != replacement.length) {
                 throw new CliUsageException("--compare-data holds " + expected.length + " bytes and --data "

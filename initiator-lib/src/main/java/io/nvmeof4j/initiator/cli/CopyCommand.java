@@ -5,6 +5,7 @@ import io.nvmeof4j.initiator.NvmeofController;
 import io.nvmeof4j.initiator.NvmeofHost;
 import io.nvmeof4j.initiator.NvmeofNamespace;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.util.List;
@@ -21,9 +22,8 @@ import java.util.concurrent.TimeUnit;
         "same length: first block and block count (1-based) of each range. Above the",
         "controller's limits (Identify Namespace MSRC, MSSRL, MCL) it answers 0x183 (exit 8).", ""})
 final class CopyCommand extends CliCommand {
-    @Option(names = "--namespace-id", paramLabel = "NSID", defaultValue = "1",
-        description = "Namespace id. Default: ${DEFAULT-VALUE}.")
-    int namespaceId;
+    @Mixin
+    NamespaceIdOption namespaceId;
 
     @Option(names = "--sdlba", paramLabel = "LBA", required = true, description = "Destination LBA.")
     long destination;
@@ -64,7 +64,7 @@ final class CopyCommand extends CliCommand {
         try (NvmeofHost host = createHost(1);
              NvmeofController ctrl = host.connect(connection.address(ConnectionOptions.IO_PORT_DEFAULT), nqn,
                  options)) {
-            NvmeofNamespace ns = BlockIoCommand.namespace(ctrl, namespaceId);
+            NvmeofNamespace ns = BlockIoCommand.namespace(ctrl, namespaceId.value);
             ns.copy(destination, slbas, counts, forceUnitAccess).get(ioWait(options).toMillis(), TimeUnit.MILLISECONDS);
             err().println("copy: Success (" + total + " blocks in " + slbas.length + " ranges to LBA " + destination
                 + " of namespace " + ns.nsid() + ")");

@@ -18,6 +18,7 @@ import io.nvmeof4j.protocol.spi.TransportAddress;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramLogWriter;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.io.IOException;
@@ -93,9 +94,8 @@ final class PerfCommand extends CliCommand {
         description = "I/O queues, each with its own host reactor thread. Default: ${DEFAULT-VALUE}.")
     int queues;
 
-    @Option(names = "--namespace-id", paramLabel = "NSID", defaultValue = "1",
-        description = "Namespace id. Default: ${DEFAULT-VALUE}.")
-    int namespaceId;
+    @Mixin
+    NamespaceIdOption namespaceId;
 
     @Option(names = "--json", description = "Print the summary as one JSON object on stdout (progress to stderr).")
     boolean json;
@@ -123,15 +123,11 @@ final class PerfCommand extends CliCommand {
         String nqn = connection.requireNqn();
         Workload workload = workload();
         int readPercent = readPercent(workload);
-        if (queueDepth < 1 || queueDepth > 4096) {
-            throw new CliUsageException("--queue-depth " + queueDepth + " outside 1..4096");
-        }
-        if (seconds < 1 || seconds > 86_400) {
+        range(queueDepth, 1, 4096, "--queue-depth");
+        if (seconds < 1 || seconds > 86_400) { // not range(): this message names the unit
             throw new CliUsageException("--time " + seconds + " outside 1..86400 seconds");
         }
-        if (queues < 1 || queues > 64) {
-            throw new CliUsageException("--queues " + queues + " outside 1..64");
-        }
+        range(queues, 1, 64, "--queues");
         if (ioSize < 1 || ioSize > (64 << 20)) {
             throw new CliUsageException("--io-size " + ioSize + " outside 1 byte..64 MiB");
         }
@@ -146,7 +142,7 @@ final class PerfCommand extends CliCommand {
         List<TransportAddress> addresses = connection.addresses(ConnectionOptions.IO_PORT_DEFAULT);
         try (NvmeofHost host = registry == null ? createHost(queues)
                  : NvmeofHost.create(connection.identity(), queues, registry, true);
-             Target t = Target.connect(host, addresses, nqn, options, connection.ioPolicy(), namespaceId)) {
+             Target t = Target.connect(host, addresses, nqn, options, connection.ioPolicy(), namespaceId.value)) {
             BlockNamespace ns = t.namespace;
             if (ioSize % ns.blockSize() != 0 || ioSize / ns.blockSize() > ns.blockCount()) {
                 throw new CliUsageException("--io-size " + ioSize + " is not a multiple of namespace " + ns.nsid()
@@ -241,11 +237,7 @@ final class PerfCommand extends CliCommand {
             }
             return workload.readPercent;
         }
-        int mix = rwmix == null ? 50 : rwmix;
-        if (mix < 0 || mix > 100) {
-            throw new CliUsageException("--rwmix " + mix + " outside 0..100");
-        }
-        return mix;
+        return range(rwmix == null ? 50 : rwmix, 0, 100, "--rwmix");
     }
 
     /** What a run measured. */

@@ -26,7 +26,7 @@ final class ReadCommand extends BlockIoCommand {
         try (NvmeofHost host = createHost(1);
              NvmeofController ctrl = host.connect(connection.address(ConnectionOptions.IO_PORT_DEFAULT), nqn,
                  options)) {
-            NvmeofNamespace ns = namespace(ctrl, namespaceId);
+            NvmeofNamespace ns = namespace(ctrl, namespaceId.value);
             long blocks = checkRange(ns, dataSize);
             int bs = ns.blockSize();
             ByteBuffer buffer = ByteBuffer.allocateDirect(Math.max(bs, CHUNK_BYTES / bs * bs));

@@ -12,6 +12,7 @@ import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.reservation.ReservationStatusData;
 import io.nvmeof4j.protocol.reservation.ReservationType;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.nio.ByteBuffer;
@@ -31,9 +32,8 @@ final class ReservationCommands {
 
     /** Connects, runs one reservation command on the namespace, prints nvme-cli's success line. */
     abstract static class Base extends CliCommand {
-        @Option(names = "--namespace-id", paramLabel = "NSID", defaultValue = "1",
-            description = "Namespace id. Default: ${DEFAULT-VALUE}.")
-        int namespaceId;
+        @Mixin
+        NamespaceIdOption namespaceId;
 
         @Option(names = "--iekey", description = "Ignore Existing Key (IEKEY).")
         boolean iekey;
@@ -45,7 +45,7 @@ final class ReservationCommands {
             try (NvmeofHost host = createHost(1);
                  NvmeofController ctrl = host.connect(connection.address(ConnectionOptions.IO_PORT_DEFAULT), nqn,
                      options)) {
-                NvmeofNamespace ns = BlockIoCommand.namespace(ctrl, namespaceId);
+                NvmeofNamespace ns = BlockIoCommand.namespace(ctrl, namespaceId.value);
                 run(ns, options);
             }
             return NvmeofCli.EXIT_OK;
@@ -65,22 +65,18 @@ final class ReservationCommands {
                 throw new CliUsageException(option + " '" + text + "' is not a 64-bit key (decimal or 0x hex)");
             }
         }
+    }
 
-        static int range(int value, int min, int max, String option) {
-            if (value < min || value > max) {
-                throw new CliUsageException(option + " " + value + " outside " + min + ".." + max);
-            }
-            return value;
-        }
+    /** The commands that name the host's current key: all but report. */
+    abstract static class KeyedBase extends Base {
+        @Option(names = "--crkey", paramLabel = "KEY", defaultValue = "0", description = "Current reservation key.")
+        String crkey;
     }
 
     @Command(name = "resv-register", sortOptions = false, mixinStandardHelpOptions = true,
         description = {"Reservation Register: register (--rrega 0), unregister (1) or replace (2) a",
             "reservation key on a namespace.", ""})
-    static final class Register extends Base {
-        @Option(names = "--crkey", paramLabel = "KEY", defaultValue = "0", description = "Current reservation key.")
-        String crkey;
-
+    static final class Register extends KeyedBase {
         @Option(names = "--nrkey", paramLabel = "KEY", defaultValue = "0", description = "New reservation key.")
         String nrkey;
 
@@ -104,10 +100,7 @@ final class ReservationCommands {
         description = {"Reservation Acquire: acquire (--racqa 0), preempt (1) or preempt and abort (2) a",
             "reservation of type --rtype (1 write exclusive, 2 exclusive access, 3/4 ... registrants only,",
             "5/6 ... all registrants).", ""})
-    static final class Acquire extends Base {
-        @Option(names = "--crkey", paramLabel = "KEY", defaultValue = "0", description = "Current reservation key.")
-        String crkey;
-
+    static final class Acquire extends KeyedBase {
         @Option(names = "--prkey", paramLabel = "KEY", defaultValue = "0", description = "Key to preempt.")
         String prkey;
 
@@ -129,10 +122,7 @@ final class ReservationCommands {
     @Command(name = "resv-release", sortOptions = false, mixinStandardHelpOptions = true,
         description = {"Reservation Release: release (--rrela 0) the reservation of type --rtype, or clear",
             "(1) the reservation and every registration.", ""})
-    static final class Release extends Base {
-        @Option(names = "--crkey", paramLabel = "KEY", defaultValue = "0", description = "Current reservation key.")
-        String crkey;
-
+    static final class Release extends KeyedBase {
         @Option(names = "--rtype", paramLabel = "N", defaultValue = "0", description = "Reservation type (1..6).")
         int rtype;
 

@@ -5,6 +5,7 @@ import io.nvmeof4j.initiator.NvmeofController;
 import io.nvmeof4j.initiator.NvmeofHost;
 import io.nvmeof4j.initiator.NvmeofNamespace;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.util.concurrent.TimeUnit;
@@ -15,9 +16,8 @@ import java.util.concurrent.TimeUnit;
         "(NVM Verify). No data is transferred; a block the device cannot read fails with",
         "its NVMe status (exit 8).", ""})
 final class VerifyCommand extends CliCommand {
-    @Option(names = "--namespace-id", paramLabel = "NSID", defaultValue = "1",
-        description = "Namespace id. Default: ${DEFAULT-VALUE}.")
-    int namespaceId;
+    @Mixin
+    NamespaceIdOption namespaceId;
 
     @Option(names = "--start-block", paramLabel = "LBA", defaultValue = "0",
         description = "First logical block. Default: ${DEFAULT-VALUE}.")
@@ -37,7 +37,7 @@ final class VerifyCommand extends CliCommand {
         try (NvmeofHost host = createHost(1);
              NvmeofController ctrl = host.connect(connection.address(ConnectionOptions.IO_PORT_DEFAULT), nqn,
                  options)) {
-            NvmeofNamespace ns = BlockIoCommand.namespace(ctrl, namespaceId);
+            NvmeofNamespace ns = BlockIoCommand.namespace(ctrl, namespaceId.value);
             if (startBlock < 0 || startBlock > ns.blockCount() || blockCount > ns.blockCount() - startBlock) {
                 throw new CliUsageException(blockCount + " blocks from block " + startBlock
                     + " go beyond the end of namespace " + ns.nsid() + " (" + ns.blockCount() + " blocks)");

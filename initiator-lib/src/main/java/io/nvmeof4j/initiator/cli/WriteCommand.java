@@ -32,7 +32,7 @@ final class WriteCommand extends BlockIoCommand {
              NvmeofController ctrl = host.connect(connection.address(ConnectionOptions.IO_PORT_DEFAULT), nqn,
                  options);
              InputStream in = data == null ? cli.stdin : Files.newInputStream(data)) {
-            NvmeofNamespace ns = namespace(ctrl, namespaceId);
+            NvmeofNamespace ns = namespace(ctrl, namespaceId.value);
             long limit = dataSize != null ? dataSize : data != null ? Files.size(data)
                 : (ns.blockCount() - Math.min(ns.blockCount(), startBlock)) * ns.blockSize();
             if (dataSize != null || data != null) {

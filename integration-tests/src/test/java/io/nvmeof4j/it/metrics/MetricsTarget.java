@@ -58,6 +58,26 @@ final class MetricsTarget implements AutoCloseable {
         return new MetricsTarget(TargetDaemon.start(TargetConfig.parse(json, dir)));
     }
 
+    /**
+     * A configuration of one subsystem {@code nqn} (any host) whose namespace 1 is {@code namespace} (the members
+     * after {@code "nsid": 1,}), on NVMe/TCP and HTTP on 127.0.0.1 (any free ports), with {@code reactors} reactors.
+     */
+    static String oneNamespaceConfig(String nqn, int reactors, String namespace) {
+        return """
+            {
+              "nvmeof4j": {"http": "127.0.0.1:0", "reactors": %2$d},
+              "ports": [
+                {"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "0"},
+                 "subsystems": ["%1$s"]}
+              ],
+              "subsystems": [
+                {"nqn": "%1$s", "attr": {"allow_any_host": "1"},
+                 "namespaces": [ {"nsid": 1, %3$s} ]}
+              ]
+            }
+            """.formatted(nqn, reactors, namespace);
+    }
+
     TransportAddress ioAddress() {
         return daemon.listenAddresses().get(0);
     }

@@ -194,20 +194,9 @@ class QosLimitIT {
     @Test
     void shouldHoldANamespaceToItsLimitsAndLetItGoWhenTheyAreRemoved() throws Exception {
         Path file = dir.resolve("target.json");
-        Files.writeString(file, """
-            {
-              "nvmeof4j": {"http": "127.0.0.1:0", "reactors": 2},
-              "ports": [
-                {"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "0"},
-                 "subsystems": ["%1$s"]}
-              ],
-              "subsystems": [
-                {"nqn": "%1$s", "attr": {"allow_any_host": "1"},
-                 "namespaces": [ {"nsid": 1, "device": {"backend": "ram", "size": "64M", "block_size": 4096},
-                                  "qos": {"rw_ios_per_sec": %2$d}} ]}
-              ]
-            }
-            """.formatted(NQN, IOPS_LIMIT));
+        Files.writeString(file, MetricsTarget.oneNamespaceConfig(NQN, 2, """
+            "device": {"backend": "ram", "size": "64M", "block_size": 4096}, "qos": {"rw_ios_per_sec": %d}\
+            """.formatted(IOPS_LIMIT)));
         try (TargetDaemon daemon = TargetDaemon.start(TargetConfig.load(file));
              NvmeofHost host = NvmeofHost.create(HostIdentity.generate(), 2);
              NvmeofController ctrl = host.connect(daemon.listenAddresses().get(0), NQN,

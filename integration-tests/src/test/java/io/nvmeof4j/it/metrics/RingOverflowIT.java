@@ -40,19 +40,9 @@ class RingOverflowIT {
 
     @Test
     void shouldCompleteEveryCommandWhenTheRingOverflowsAndCountTheWaits() throws Exception {
-        String json = """
-            {
-              "nvmeof4j": {"http": "127.0.0.1:0", "reactors": 1},
-              "ports": [
-                {"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "0"},
-                 "subsystems": ["%1$s"]}
-              ],
-              "subsystems": [
-                {"nqn": "%1$s", "attr": {"allow_any_host": "1"},
-                 "namespaces": [ {"nsid": 1, "device": {"path": "%2$s", "size": "64M", "block_size": 4096}} ]}
-              ]
-            }
-            """.formatted(NQN, dir.resolve("ns1.img"));
+        String json = MetricsTarget.oneNamespaceConfig(NQN, 1, """
+            "device": {"path": "%s", "size": "64M", "block_size": 4096}\
+            """.formatted(dir.resolve("ns1.img")));
         String before = System.getProperty(BdevChannels.ENTRIES_PROP_NAME);
         System.setProperty(BdevChannels.ENTRIES_PROP_NAME, "32");
         TargetDaemon daemon;

@@ -49,10 +49,7 @@ class MultipathFailoverIT {
 
     @Test
     void shouldFailOverVerifiedWritesWhenADaemonIsKilledAndReaddItWhenItComesBack() throws Exception {
-        Path image = dir.resolve("shared.img");
-        try (RandomAccessFile f = new RandomAccessFile(image.toFile(), "rw")) {
-            f.setLength(32L << 20);
-        }
+        Path image = image("shared.img");
         int portA = freePort();
         int portB = freePort();
         Path configA = config("a", image, portA, 1, 99, "optimized");
@@ -145,10 +142,7 @@ class MultipathFailoverIT {
      */
     @Test
     void shouldKeepPerfVerifyingWhileADaemonIsKilled() throws Exception {
-        Path image = dir.resolve("perf.img");
-        try (RandomAccessFile f = new RandomAccessFile(image.toFile(), "rw")) {
-            f.setLength(32L << 20);
-        }
+        Path image = image("perf.img");
         int portA = freePort();
         int portB = freePort();
         Path configA = config("pa", image, portA, 1, 99, "optimized");
@@ -157,8 +151,8 @@ class MultipathFailoverIT {
         Path err = dir.resolve("perf.err");
         try (DaemonProcess a = daemon(configA, "pa", portA);
              DaemonProcess b = daemon(configB, "pb", portB)) {
-            Process perf = new ProcessBuilder(launcher().resolveSibling("nvmeof").toString(), "perf", "-t", "tcp",
-                "-a", "127.0.0.1,127.0.0.1", "-s", portA + "," + portB, "-n", NQN, "-q", HOST.hostNqn().value(),
+            Process perf = new ProcessBuilder(DaemonProcess.launcher().resolveSibling("nvmeof").toString(), "perf",
+                "-t", "tcp", "-a", "127.0.0.1,127.0.0.1", "-s", portA + "," + portB, "-n", NQN, "-q", HOST.hostNqn().value(),
                 "--iopolicy", "round-robin", "--reconnect-delay", "1", "--workload", "randwrite", "--verify",
                 "--io-size", "4K", "--queue-depth", "16", "--time", "8", "--json")
                 .redirectOutput(out.toFile()).redirectError(err.toFile()).start();
@@ -190,8 +184,17 @@ class MultipathFailoverIT {
         }
     }
 
+    /** A 32 MiB file both daemons serve as their namespace: the paths' I/O meets in it. */
+    private Path image(String name) throws IOException {
+        Path image = dir.resolve(name);
+        try (RandomAccessFile f = new RandomAccessFile(image.toFile(), "rw")) {
+            f.setLength(32L << 20);
+        }
+        return image;
+    }
+
     private DaemonProcess daemon(Path config, String name, int port) throws Exception {
-        return DaemonProcess.start(List.of(launcher().toString(), "--config",
+        return DaemonProcess.start(List.of(DaemonProcess.launcher().toString(), "--config",
             config.toString()), dir.resolve("daemon-" + name + ".log"), port);
     }
 
@@ -241,17 +244,6 @@ class MultipathFailoverIT {
             back.clear();
             assertThat(back).as("block %d", lba).isEqualTo(pattern(lba, generation, ns.blockSize()));
         }
-    }
-
-    private static Path launcher() {
-        Path d = Path.of("").toAbsolutePath();
-        while (d != null && !Files.exists(d.resolve("bin/nvmeof-target"))) {
-            d = d.getParent();
-        }
-        if (d == null) {
-            throw new IllegalStateException("no bin/nvmeof-target above " + Path.of("").toAbsolutePath());
-        }
-        return d.resolve("bin/nvmeof-target");
     }
 
     private static int freePort() throws IOException {

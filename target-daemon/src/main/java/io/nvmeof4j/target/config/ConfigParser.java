@@ -846,17 +846,7 @@ final class ConfigParser {
         String aw = at(pw, "addr");
         JsonNode addr = required(p, pw, "addr");
         requireObject(addr, aw);
-        String trtypeText = text(required(addr, aw, "trtype"), at(aw, "trtype"));
-        TransportType trtype;
-        try {
-            trtype = TransportType.fromConfigName(trtypeText);
-        } catch (IllegalArgumentException e) {
-            trtype = null;
-        }
-        if (trtype != TransportType.TCP && trtype != TransportType.RDMA) {
-            throw new ConfigException(at(aw, "trtype"), quote(trtypeText)
-                + " is not a supported transport type (expected \"tcp\" or \"rdma\")");
-        }
+        TransportType trtype = transportType(addr, aw);
         String traddr = text(required(addr, aw, "traddr"), at(aw, "traddr"));
         AddressFamily family = addressFamily(addr, aw, traddr);
         String svcWhere = at(aw, "trsvcid");
@@ -866,14 +856,7 @@ final class ConfigParser {
         } else {
             trsvcid = -1; // chosen below, once we know whether the port serves discovery only
         }
-        String treq = "not specified";
-        if (addr.has("treq")) {
-            treq = text(addr.get("treq"), at(aw, "treq")).toLowerCase(Locale.ROOT);
-            if (!TREQ_VALUES.contains(treq)) {
-                throw new ConfigException(at(aw, "treq"), quote(treq)
-                    + " is not a treq value (\"not specified\", \"required\", \"not required\")");
-            }
-        }
+        String treq = treq(addr, aw);
         // addr.tsas as nvmet's configfs names it: "none" or "tls1.3" (NVMe/TCP only).
         boolean tls = false;
         if (addr.has("tsas")) {
@@ -1033,29 +1016,12 @@ final class ConfigParser {
             String aw = at(rw, "addr");
             JsonNode addr = required(r, rw, "addr");
             requireObject(addr, aw);
-            String trtypeText = text(required(addr, aw, "trtype"), at(aw, "trtype"));
-            TransportType trtype;
-            try {
-                trtype = TransportType.fromConfigName(trtypeText);
-            } catch (IllegalArgumentException e) {
-                trtype = null;
-            }
-            if (trtype != TransportType.TCP && trtype != TransportType.RDMA) {
-                throw new ConfigException(at(aw, "trtype"), quote(trtypeText)
-                    + " is not a supported transport type (expected \"tcp\" or \"rdma\")");
-            }
+            TransportType trtype = transportType(addr, aw);
             String traddr = text(required(addr, aw, "traddr"), at(aw, "traddr"));
             AddressFamily family = addressFamily(addr, aw, traddr);
             // A referral names a service elsewhere: its service id is required (SPDK: "Service ID is required").
             int trsvcid = (int) integer(required(addr, aw, "trsvcid"), at(aw, "trsvcid"), 1, 65535);
-            String treq = "not specified";
-            if (addr.has("treq")) {
-                treq = text(addr.get("treq"), at(aw, "treq")).toLowerCase(Locale.ROOT);
-                if (!TREQ_VALUES.contains(treq)) {
-                    throw new ConfigException(at(aw, "treq"), quote(treq)
-                        + " is not a treq value (\"not specified\", \"required\", \"not required\")");
-                }
-            }
+            String treq = treq(addr, aw);
             reportKeys(addr, aw, Set.of("trtype", "adrfam", "traddr", "trsvcid", "treq", "tsas", "portid"),
                 IGNORED_ADDR);
             String subnqn = r.has("subnqn") ? nqn(r.get("subnqn"), at(rw, "subnqn")) : Port.DISCOVERY_NQN;
@@ -1075,6 +1041,35 @@ final class ConfigParser {
             list.add(referral);
         }
         return list;
+    }
+
+    /** {@code addr.trtype} of a port or a referral: "tcp" or "rdma". */
+    private static TransportType transportType(JsonNode addr, String aw) throws ConfigException {
+        String trtypeText = text(required(addr, aw, "trtype"), at(aw, "trtype"));
+        TransportType trtype;
+        try {
+            trtype = TransportType.fromConfigName(trtypeText);
+        } catch (IllegalArgumentException e) {
+            trtype = null;
+        }
+        if (trtype != TransportType.TCP && trtype != TransportType.RDMA) {
+            throw new ConfigException(at(aw, "trtype"), quote(trtypeText)
+                + " is not a supported transport type (expected \"tcp\" or \"rdma\")");
+        }
+        return trtype;
+    }
+
+    /** {@code addr.treq} of a port or a referral, lower case; "not specified" when absent. */
+    private static String treq(JsonNode addr, String aw) throws ConfigException {
+        if (!addr.has("treq")) {
+            return "not specified";
+        }
+        String treq = text(addr.get("treq"), at(aw, "treq")).toLowerCase(Locale.ROOT);
+        if (!TREQ_VALUES.contains(treq)) {
+            throw new ConfigException(at(aw, "treq"), quote(treq)
+                + " is not a treq value (\"not specified\", \"required\", \"not required\")");
+        }
+        return treq;
     }
 
     private static AddressFamily addressFamily(JsonNode addr, String aw, String traddr) throws ConfigException {

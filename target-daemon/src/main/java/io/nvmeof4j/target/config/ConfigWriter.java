@@ -11,6 +11,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import io.nvmeof4j.protocol.discovery.DiscoveryLogEntry;
 import io.nvmeof4j.protocol.spi.ConnectionLimits;
+import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.target.backend.QosLimits;
 import io.nvmeof4j.tcp.tls.ConfiguredPsk;
 import io.nvmeof4j.tcp.tls.HostPskStore;
@@ -94,12 +95,7 @@ public final class ConfigWriter {
         for (PortConfig p : config.ports()) {
             ObjectNode o = old.getOrDefault(Integer.toString(p.portId()), NODES.objectNode());
             o.put("portid", p.portId());
-            ObjectNode addr = object(o, "addr");
-            addr.put("trtype", p.address().type().configName());
-            addr.put("adrfam", p.address().family().configName());
-            addr.put("traddr", p.address().traddr());
-            addr.put("trsvcid", p.address().trsvcid());
-            addr.put("treq", p.treq());
+            ObjectNode addr = address(o, p.address(), p.treq());
             if (p.options().tcpSecurityType() == DiscoveryLogEntry.TCP_SECTYPE_TLS13) {
                 addr.put("tsas", "tls1.3");
             } else if ("tls1.3".equalsIgnoreCase(addr.path("tsas").asText())) {
@@ -117,6 +113,17 @@ public final class ConfigWriter {
         return list;
     }
 
+    /** The {@code addr} object of a port or a referral in {@code o}, as nvmetcli writes it; other members kept. */
+    private static ObjectNode address(ObjectNode o, TransportAddress a, String treq) {
+        ObjectNode addr = object(o, "addr");
+        addr.put("trtype", a.type().configName());
+        addr.put("adrfam", a.family().configName());
+        addr.put("traddr", a.traddr());
+        addr.put("trsvcid", a.trsvcid());
+        addr.put("treq", treq);
+        return addr;
+    }
+
     /** A port's referrals in nvmetcli's shape, merged by name into what the document held. */
     private static ArrayNode referrals(PortConfig p, JsonNode before) {
         Map<String, ObjectNode> old = byKey(before, "name");
@@ -126,12 +133,7 @@ public final class ConfigWriter {
             o.put("name", r.name());
             o.put("portid", r.portId());
             o.put("enable", r.enabled() ? 1 : 0);
-            ObjectNode addr = object(o, "addr");
-            addr.put("trtype", r.address().type().configName());
-            addr.put("adrfam", r.address().family().configName());
-            addr.put("traddr", r.address().traddr());
-            addr.put("trsvcid", r.address().trsvcid());
-            addr.put("treq", r.treq());
+            address(o, r.address(), r.treq());
             if (r.isDiscovery()) {
                 o.remove("subnqn");
             } else {

@@ -292,16 +292,7 @@ public final class ControlPlane {
      */
     public synchronized DhchapCredentials setDhchap(String who, String host, JsonNode dhchap) throws ControlException {
         ObjectNode doc = (ObjectNode) ConfigWriter.write(current, document);
-        ArrayNode hosts = doc.withArray("hosts");
-        ObjectNode entry = null;
-        for (JsonNode h : hosts) {
-            if (h instanceof ObjectNode o && host.equals(o.path("nqn").asText())) {
-                entry = o;
-            }
-        }
-        if (entry == null) {
-            entry = hosts.addObject().put("nqn", host);
-        }
+        ObjectNode entry = hostEntry(doc, host);
         // One place for the settings: the configfs-named keys would otherwise clash with (or outlive) the object.
         for (String f : List.of("key", "ctrl_key", "hash", "dhgroup")) {
             entry.remove("dhchap_" + f);
@@ -329,16 +320,7 @@ public final class ControlPlane {
     public synchronized io.nvmeof4j.tcp.tls.HostPskStore.HostPsk setTlsKey(String who, String host, String key,
                                                                           String derivation) throws ControlException {
         ObjectNode doc = (ObjectNode) ConfigWriter.write(current, document);
-        ArrayNode hosts = doc.withArray("hosts");
-        ObjectNode entry = null;
-        for (JsonNode h : hosts) {
-            if (h instanceof ObjectNode o && host.equals(o.path("nqn").asText())) {
-                entry = o;
-            }
-        }
-        if (entry == null) {
-            entry = hosts.addObject().put("nqn", host);
-        }
+        ObjectNode entry = hostEntry(doc, host);
         entry.remove(List.of("tls_key", "tls_psk_derivation"));
         if (key != null) {
             entry.put("tls_key", key);
@@ -353,6 +335,18 @@ public final class ControlPlane {
         commitOrUndo(who, (after == null ? "remove" : "set") + " the TLS PSK of host " + host, next, doc,
             () -> daemon.setTlsKey(host, before));
         return after;
+    }
+
+    /** The {@code hosts[]} object of {@code host} in {@code doc} (the last if listed twice), added if there is none. */
+    private static ObjectNode hostEntry(ObjectNode doc, String host) {
+        ArrayNode hosts = doc.withArray("hosts");
+        ObjectNode entry = null;
+        for (JsonNode h : hosts) {
+            if (h instanceof ObjectNode o && host.equals(o.path("nqn").asText())) {
+                entry = o;
+            }
+        }
+        return entry != null ? entry : hosts.addObject().put("nqn", host);
     }
 
     // ------------------------------------------------------------------------------------------------ namespaces

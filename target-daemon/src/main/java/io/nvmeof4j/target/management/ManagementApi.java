@@ -414,11 +414,7 @@ public final class ManagementApi {
      * and re-authentication; authenticated queues stay up. The answer never carries a key. 400: bad NQN or settings.
      */
     public synchronized ObjectNode setDhchap(String host, JsonNode body) throws ManagementException {
-        try {
-            host = TargetConfig.checkNqn(host);
-        } catch (IllegalArgumentException e) {
-            throw new ManagementException(BAD_REQUEST, "not a valid host NQN: " + e.getMessage());
-        }
+        host = checkNqn(host, "not a valid host NQN: ");
         if (body == null || !body.isObject()) {
             throw new ManagementException(BAD_REQUEST,
                 "expected {\"key\": \"DHHC-1:..\", \"ctrl_key\": .., \"hash\": .., \"dhgroup\": ..}");
@@ -450,12 +446,26 @@ public final class ManagementApi {
         return dhchapEntry(host);
     }
 
+    /** {@code nqn} checked as an NQN; 400 with {@code message} and the reason when it is not one. */
+    private static String checkNqn(String nqn, String message) throws ManagementException {
+        try {
+            return TargetConfig.checkNqn(nqn);
+        } catch (IllegalArgumentException e) {
+            throw new ManagementException(BAD_REQUEST, message + e.getMessage());
+        }
+    }
+
     private ObjectNode dhchapEntry(String host) {
+        DhchapCredentials c = daemon.registry().hostKeys().get(host);
+        return hostWith(host, "dhchap", c == null ? null : dhchapJson(c));
+    }
+
+    /** {@code {"nqn": host, field: value}}, the field left out when {@code value} is null (the host has none). */
+    private ObjectNode hostWith(String host, String field, JsonNode value) {
         ObjectNode o = mapper.createObjectNode();
         o.put("nqn", host);
-        DhchapCredentials c = daemon.registry().hostKeys().get(host);
-        if (c != null) {
-            o.set("dhchap", dhchapJson(c));
+        if (value != null) {
+            o.set(field, value);
         }
         return o;
     }
@@ -477,11 +487,7 @@ public final class ManagementApi {
      * carries a key. 400: bad NQN, key or derivation.
      */
     public synchronized ObjectNode setTlsKey(String host, JsonNode body) throws ManagementException {
-        try {
-            host = TargetConfig.checkNqn(host);
-        } catch (IllegalArgumentException e) {
-            throw new ManagementException(BAD_REQUEST, "not a valid host NQN: " + e.getMessage());
-        }
+        host = checkNqn(host, "not a valid host NQN: ");
         if (body == null || !body.isObject() || !body.path("key").isTextual() || body.path("key").asText().isEmpty()
             || body.has("psk_derivation") && !body.get("psk_derivation").isTextual()) {
             throw new ManagementException(BAD_REQUEST,
@@ -510,13 +516,8 @@ public final class ManagementApi {
     }
 
     private ObjectNode tlsEntry(String host) {
-        ObjectNode o = mapper.createObjectNode();
-        o.put("nqn", host);
         io.nvmeof4j.tcp.tls.HostPskStore.HostPsk psk = daemon.tlsKey(host);
-        if (psk != null) {
-            o.set("tls", tlsJson(psk));
-        }
-        return o;
+        return hostWith(host, "tls", psk == null ? null : tlsJson(psk));
     }
 
     private ObjectNode tlsJson(io.nvmeof4j.tcp.tls.HostPskStore.HostPsk psk) {
@@ -540,11 +541,7 @@ public final class ManagementApi {
             }
         }
         String host = body.get("nqn").asText();
-        try {
-            host = TargetConfig.checkNqn(host);
-        } catch (IllegalArgumentException e) {
-            throw new ManagementException(BAD_REQUEST, "host.nqn: not a valid NQN: " + e.getMessage());
-        }
+        host = checkNqn(host, "host.nqn: not a valid NQN: ");
         if (Port.DISCOVERY_NQN.equals(host)) {
             throw new ManagementException(BAD_REQUEST, "host.nqn: the discovery NQN is not a host NQN");
         }
@@ -585,12 +582,7 @@ public final class ManagementApi {
                     + "add hosts, namespaces and listeners afterwards)");
             }
         }
-        String nqn;
-        try {
-            nqn = TargetConfig.checkNqn(body.get("nqn").asText());
-        } catch (IllegalArgumentException e) {
-            throw new ManagementException(BAD_REQUEST, "subsystem.nqn: not a valid NQN: " + e.getMessage());
-        }
+        String nqn = checkNqn(body.get("nqn").asText(), "subsystem.nqn: not a valid NQN: ");
         JsonNode attr = body.path("attr");
         if (!attr.isMissingNode() && !attr.isObject()) {
             throw new ManagementException(BAD_REQUEST, "subsystem.attr: expected an object");

@@ -230,7 +230,7 @@ public final class Reservations {
         boolean iekey = ReservationCommand.ignoreExistingKey(cdw10);
         int cptpl = ReservationCommand.changePtpl(cdw10);
         if (cptpl == 1 || action > ReservationCommand.REPLACE) {
-            return Outcome.of(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+            return invalidField();
         }
         synchronized (lock) {
             State s = state;
@@ -249,7 +249,7 @@ public final class Reservations {
                         break;
                     }
                     if (nrkey == 0) {
-                        return Outcome.of(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+                        return invalidField();
                     }
                     if (regs.size() >= MAX_REGISTRANTS) {
                         return Outcome.of(NvmeStatus.CAPACITY_EXCEEDED | NvmeStatus.DNR);
@@ -258,7 +258,7 @@ public final class Reservations {
                     next = s.with(regs, s.type(), s.holder(), true);
                     break;
                 case ReservationCommand.UNREGISTER:
-                    if (me == null || (!iekey && me.key() != crkey)) {
+                    if (!holdsKey(me, iekey, crkey)) {
                         return conflict();
                     }
                     regs.remove(me);
@@ -266,7 +266,7 @@ public final class Reservations {
                     break;
                 default: // REPLACE
                     if (nrkey == 0) {
-                        return Outcome.of(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+                        return invalidField();
                     }
                     if (me == null) {
                         if (!iekey) {
@@ -277,7 +277,7 @@ public final class Reservations {
                         }
                         regs.add(new Registrant(host, nrkey));
                     } else {
-                        if (!iekey && me.key() != crkey) {
+                        if (!holdsKey(me, iekey, crkey)) {
                             return conflict();
                         }
                         regs.set(regs.indexOf(me), new Registrant(host, nrkey));
@@ -322,12 +322,12 @@ public final class Reservations {
         boolean iekey = ReservationCommand.ignoreExistingKey(cdw10);
         int type = ReservationCommand.type(cdw10);
         if (action > ReservationCommand.PREEMPT_AND_ABORT || !ReservationType.isValid(type)) {
-            return Outcome.of(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+            return invalidField();
         }
         synchronized (lock) {
             State s = state;
             Registrant me = s.find(host);
-            if (me == null || (!iekey && me.key() != crkey)) {
+            if (!holdsKey(me, iekey, crkey)) {
                 return conflict();
             }
             if (action == ReservationCommand.ACQUIRE) {
@@ -355,7 +355,7 @@ public final class Reservations {
         HostId newHolder = s.holder();
         if (s.type() == ReservationType.NONE) {
             if (prkey == 0) {
-                return Outcome.of(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+                return invalidField();
             }
             removeByKey(regs, host, prkey, notes, true);
         } else if (ReservationType.isAllRegistrantsType(s.type())) {
@@ -375,7 +375,7 @@ public final class Reservations {
                 newHolder = ReservationType.isAllRegistrantsType(type) ? null : host;
             } else {
                 if (prkey == 0) {
-                    return Outcome.of(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+                    return invalidField();
                 }
                 removeByKey(regs, host, prkey, notes, true);
             }
@@ -412,12 +412,12 @@ public final class Reservations {
         boolean iekey = ReservationCommand.ignoreExistingKey(cdw10);
         int type = ReservationCommand.type(cdw10);
         if (action > ReservationCommand.CLEAR) {
-            return Outcome.of(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+            return invalidField();
         }
         synchronized (lock) {
             State s = state;
             Registrant me = s.find(host);
-            if (me == null || (!iekey && me.key() != crkey)) {
+            if (!holdsKey(me, iekey, crkey)) {
                 return conflict();
             }
             List<Notification> notes = new ArrayList<>();
@@ -434,7 +434,7 @@ public final class Reservations {
                 return Outcome.of(NvmeStatus.SUCCESS);
             }
             if (type != s.type()) {
-                return Outcome.of(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+                return invalidField();
             }
             if (ReservationType.isRegistrantsType(s.type())) {
                 for (Registrant r : s.registrants()) {
@@ -494,6 +494,15 @@ public final class Reservations {
 
     private static Outcome conflict() {
         return Outcome.of(NvmeStatus.RESERVATION_CONFLICT | NvmeStatus.DNR);
+    }
+
+    private static Outcome invalidField() {
+        return Outcome.of(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
+    }
+
+    /** The host is a registrant and gave its key (CRKEY), or asked for the key not to be checked (IEKEY). */
+    private static boolean holdsKey(Registrant me, boolean iekey, long crkey) {
+        return me != null && (iekey || me.key() == crkey);
     }
 
     /** Persists (if there is a file) then publishes {@code next}; a failed write changes nothing. Under lock. */

@@ -8,13 +8,9 @@ import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.control.rpc.SpdkJsonConfig;
 import io.nvmeof4j.target.daemon.TargetDaemon;
 import io.nvmeof4j.target.model.Port;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
@@ -26,47 +22,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * of {@code nvmf_subsystem_get_listeners}, {@code ana_reporting} and {@code anagrpid}; persisted like every change,
  * refused with SPDK's codes.
  */
-class SpdkRpcAnaTest {
-    private static final String NQN = "nqn.2016-06.io.spdk:cnode1";
+class SpdkRpcAnaTest extends RpcDaemonFixture {
     private static final ObjectMapper JSON = new ObjectMapper();
-
-    @TempDir
-    Path dir;
-    private TargetDaemon daemon;
-
-    @AfterEach
-    void stop() {
-        if (daemon != null) {
-            daemon.close();
-        }
-    }
-
-    private Path config() throws IOException {
-        Path file = dir.resolve("conf").resolve("target.json");
-        if (!Files.exists(file)) {
-            Files.createDirectories(file.getParent());
-            Files.writeString(file, """
-                {"nvmeof4j": {"reactors": 1, "buffer_pool_mib": 4, "http": "off", "shutdown_timeout_ms": 1000,
-                              "ram_budget_mib": 64, "rpc_socket": "../rpc.sock"},
-                 "ports": [{"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1",
-                            "trsvcid": "0"}, "subsystems": ["nqn.2014-08.org.nvmexpress.discovery"]}],
-                 "subsystems": []}
-                """);
-        }
-        return file;
-    }
-
-    private RpcClient start() throws IOException {
-        daemon = TargetDaemon.start(TargetConfig.load(config()));
-        daemon.startRpc(daemon.controlPlane().rpcSocketSetting().orElseThrow());
-        return new RpcClient(daemon.rpcSocket());
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
-    }
 
     private static String address(int port) {
         return "{\"trtype\": \"TCP\", \"adrfam\": \"IPv4\", \"traddr\": \"127.0.0.1\", \"trsvcid\": \"" + port + "\"}";

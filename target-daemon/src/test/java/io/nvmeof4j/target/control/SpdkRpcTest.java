@@ -2,20 +2,15 @@ package io.nvmeof4j.target.control;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.nvmeof4j.target.control.rpc.RpcServer;
-import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.target.backend.QosLimits;
 import io.nvmeof4j.target.config.SubsystemConfig;
 import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.daemon.TargetDaemon;
 import io.nvmeof4j.target.model.Port;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -28,49 +23,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * live (ports accept connections), persisted (the file parses to it; a restarted daemon serves it), refused changes
  * leave the file and the target as they were, and malformed requests get SPDK's codes.
  */
-class SpdkRpcTest {
-    private static final String NQN = "nqn.2016-06.io.spdk:cnode1";
+class SpdkRpcTest extends RpcDaemonFixture {
     private static final String HOST = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-000000000001";
-
-    @TempDir
-    Path dir;
-    private TargetDaemon daemon;
-
-    @AfterEach
-    void stop() {
-        if (daemon != null) {
-            daemon.close();
-        }
-    }
-
-    private Path config() throws IOException {
-        Path file = dir.resolve("conf").resolve("target.json");
-        if (!Files.exists(file)) {
-            Files.createDirectories(file.getParent());
-            Files.writeString(file, """
-                // comments are allowed in the file (and not kept when the daemon rewrites it)
-                {"nvmeof4j": {"reactors": 1, "buffer_pool_mib": 4, "http": "off", "shutdown_timeout_ms": 1000,
-                              "ram_budget_mib": 64, "rpc_socket": "../rpc.sock"},
-                 "ports": [{"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1",
-                            "trsvcid": "0"}, "subsystems": ["nqn.2014-08.org.nvmexpress.discovery"]}],
-                 "subsystems": []}
-                """);
-        }
-        return file;
-    }
-
-    private RpcClient start() throws IOException {
-        Path file = config();
-        daemon = TargetDaemon.start(TargetConfig.load(file));
-        daemon.startRpc(daemon.controlPlane().rpcSocketSetting().orElseThrow());
-        return new RpcClient(daemon.rpcSocket());
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
-    }
 
     private static boolean accepts(int port) {
         try (Socket s = new Socket()) {
