@@ -44,8 +44,16 @@ ensure_docker_engine() {
             # dockerd writes its own pid file (/var/run/docker.pid) too and refuses to start while that names a
             # live process; a stale one (after a reboot) it replaces.
             echo "$caller: starting dockerd --bridge=none --iptables=false (log: $log)" >&2
-            # 9>&-: the engine must not inherit (and so hold for its whole life) the start-up lock.
-            setsid dockerd --bridge=none --iptables=false --ip-masq=false >>"$log" 2>&1 < /dev/null 9>&- &
+            # The engine outlives this run: it must not inherit (and so hold for its whole life) any descriptor
+            # beyond stdio, such as the start-up lock (9) or a caller's `flock FILE bin/test` lock (seen: a
+            # left-behind dockerd held the guest lock, and every later guest run waited on it).
+            (
+                for fd in /proc/"$BASHPID"/fd/*; do
+                    fd=${fd##*/}
+                    if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
+                done
+                exec setsid dockerd --bridge=none --iptables=false --ip-masq=false >>"$log" 2>&1 < /dev/null
+            ) &
             echo $! >"$pidfile"
             pid=$!
         fi
