@@ -1,11 +1,12 @@
 package io.nvmeof4j.rdma.host;
 
 import io.nvmeof4j.protocol.command.CompletionQueueEntry;
-import io.nvmeof4j.protocol.command.DataDirection;
 import io.nvmeof4j.protocol.command.SglDescriptor;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.host.HostCommandCallback;
+import io.nvmeof4j.protocol.spi.host.HostCommandSlot;
+import io.nvmeof4j.protocol.spi.host.HostCommandSlots;
 import io.nvmeof4j.protocol.spi.host.HostPollGroup;
 import io.nvmeof4j.protocol.spi.host.HostQueue;
 import io.nvmeof4j.protocol.spi.host.HostQueueListener;
@@ -61,13 +62,7 @@ final class RdmaHostQueue implements HostQueue {
     private final Runnable onDestroyed;
     private final int receivesAt;
 
-    private final RdmaHostCommand[] slots;
-    private final int[] freeTags;
-    private int freeCount;
-    private int outstanding;
-    private final ByteBuffer syntheticCqeBuffer = ByteBuffer.allocateDirect(CompletionQueueEntry.LENGTH)
-        .order(ByteOrder.LITTLE_ENDIAN);
-    private final CompletionQueueEntry syntheticCqe = new CompletionQueueEntry().wrap(syntheticCqeBuffer, 0);
+    private final HostCommandSlots<RdmaHostCommand> slots;
 
     private volatile boolean open = true;
     private boolean closing;
@@ -110,15 +105,15 @@ final class RdmaHostQueue implements HostQueue {
         if (queueMemory.capacity() < memoryBytes(depth, inCapsuleDataSize, receiveCount)) {
             throw new IllegalArgumentException("queue memory too small");
         }
-        slots = new RdmaHostCommand[depth];
-        freeTags = new int[depth];
-        for (int tag = depth - 1; tag >= 0; tag--) {
-            slots[tag] = new RdmaHostCommand(tag, queueMemory.slice(tag * stride, stride).order(ByteOrder.LITTLE_ENDIAN),
+        RdmaHostCommand[] commands = new RdmaHostCommand[depth];
+        for (int tag = 0; tag < depth; tag++) {
+            commands[tag] = new RdmaHostCommand(tag, memory,
+                queueMemory.slice(tag * stride, stride).order(ByteOrder.LITTLE_ENDIAN),
                 queueKeys.address() + (long) tag * stride,
                 queueMemory.slice(cqesAt + tag * CompletionQueueEntry.LENGTH, CompletionQueueEntry.LENGTH)
                     .order(ByteOrder.LITTLE_ENDIAN));
-            freeTags[freeCount++] = tag;
         }
+        slots = new HostCommandSlots<>("NVMe/RDMA host " + peer, commands);
     }
 
     // ---- HostQueue ---------------------------------------------------------------------------------------------
@@ -150,7 +145,7 @@ final class RdmaHostQueue implements HostQueue {
 
     @Override
     public int commandsOutstanding() {
-        return outstanding;
+        return slots.outstandingCount();
     }
 
     @Override
@@ -181,33 +176,23 @@ final class RdmaHostQueue implements HostQueue {
     @Override
     public int submit(SubmissionQueueEntry sqe, ByteBuffer data, int dataOffset, int dataLength,
                       HostCommandCallback callback, Object context) {
-        if (!open || freeCount == 0) {
+        if (!open) {
             return -1;
         }
-        DataDirection direction = sqe.dataDirection();
-        if (dataLength > 0) {
-            if (data == null || dataOffset < 0 || dataOffset > data.capacity() - dataLength) {
-                throw new IllegalArgumentException("data range [" + dataOffset + ", +" + dataLength
-                    + ") outside the buffer " + data);
-            }
-            if (direction != DataDirection.HOST_TO_CONTROLLER && direction != DataDirection.CONTROLLER_TO_HOST) {
-                throw new IllegalArgumentException("command " + sqe + " moves no data (direction " + direction
-                    + ") but " + dataLength + " bytes were given");
-            }
-            if (dataLength > SglDescriptor.MAX_KEYED_LENGTH) {
-                throw new IllegalArgumentException(dataLength + " bytes exceed a keyed SGL's 24-bit length");
-            }
-        } else if (dataLength < 0) {
-            throw new IllegalArgumentException("negative data length " + dataLength);
+        RdmaHostCommand command = slots.take(sqe, data, dataOffset, dataLength, callback, context);
+        if (command == null) {
+            return -1;
         }
-        RdmaHostCommand command = slots[freeTags[freeCount - 1]];
+        if (dataLength > SglDescriptor.MAX_KEYED_LENGTH) {
+            slots.untake(command);
+            throw new IllegalArgumentException(dataLength + " bytes exceed a keyed SGL's 24-bit length");
+        }
         ByteBuffer capsule = command.capsule;
         ByteBuffer source = sqe.buffer();
         int from = sqe.offset();
         for (int i = 0; i < SubmissionQueueEntry.LENGTH; i += 8) {
             capsule.putLong(i, source.getLong(from + i));
         }
-        command.hostToController = direction == DataDirection.HOST_TO_CONTROLLER;
         int sendLength = SubmissionQueueEntry.LENGTH;
         SglDescriptor sgl = command.sqe.sgl1();
         command.cacheEntry = -1;
@@ -230,6 +215,7 @@ final class RdmaHostQueue implements HostQueue {
             } else {
                 ByteBuffer bounce = memory.bounce().acquire(dataLength);
                 if (bounce == null) {
+                    slots.untake(command);
                     return -1; // retried when a command completes and returns its bounce buffer
                 }
                 if (command.hostToController) {
@@ -241,13 +227,12 @@ final class RdmaHostQueue implements HostQueue {
             }
             sgl.address(dataAddress).keyedLength(dataLength).key(rkey).id(SglDescriptor.ID_KEYED_ADDRESS);
         }
-        command.generation = (command.generation + 1) & 0xF;
-        command.cid = command.generation << 12 | command.tag;
         command.sqe.commandId(command.cid);
         // Staged: the poll group posts every capsule of the round in one chained post (flushSends).
         int rc = verbs.postSend(WR_SEND | command.tag, command.capsuleAddress, sendLength, queueKeys.lkey(), 0);
         if (rc < 0) {
-            releaseData(command);
+            command.releaseData();
+            slots.untake(command); // submit fails: its callback must not run as well
             closeNow("posting command capsules to " + peer + " failed: errno " + -rc);
             return -1;
         }
@@ -255,17 +240,9 @@ final class RdmaHostQueue implements HostQueue {
             flushQueued = true;
             group.requestFlush(this);
         }
-        freeCount--;
-        outstanding++;
         postedSends++;
-        command.data = dataLength > 0 ? data : null;
-        command.dataOffset = dataOffset;
-        command.dataLength = dataLength;
-        command.callback = callback;
-        command.context = context;
         command.sendDone = false;
         command.responseReceived = false;
-        command.state = RdmaHostCommand.IN_FLIGHT;
         return command.cid;
     }
 
@@ -344,16 +321,13 @@ final class RdmaHostQueue implements HostQueue {
             onError("command SEND", status, vendorError);
             return;
         }
-        if (closing || index < 0 || index >= slots.length) {
-            return;
-        }
-        RdmaHostCommand command = slots[index];
-        if (command.state != RdmaHostCommand.IN_FLIGHT) {
+        RdmaHostCommand command = slots.at(index);
+        if (closing || command == null || command.state == HostCommandSlot.FREE) {
             return;
         }
         command.sendDone = true;
         if (command.responseReceived) {
-            complete(command, command.cqe);
+            slots.complete(command, command.cqe);
         }
     }
 
@@ -372,10 +346,8 @@ final class RdmaHostQueue implements HostQueue {
             return;
         }
         int cid = queueMemory.getShort(at + CompletionQueueEntry.CID_OFFSET) & 0xFFFF;
-        int tag = cid & 0xFFF;
-        RdmaHostCommand command = tag < slots.length ? slots[tag] : null;
-        if (command == null || command.state != RdmaHostCommand.IN_FLIGHT || command.cid != cid
-            || command.responseReceived) {
+        RdmaHostCommand command = slots.outstanding(cid);
+        if (command == null || command.responseReceived) {
             closeNow("response for CID " + cid + ", which is not outstanding");
             return;
         }
@@ -389,39 +361,7 @@ final class RdmaHostQueue implements HostQueue {
         }
         command.responseReceived = true;
         if (command.sendDone) {
-            complete(command, command.cqe);
-        }
-    }
-
-    private void complete(RdmaHostCommand command, CompletionQueueEntry cqe) {
-        if (command.bounce != null && !command.hostToController && command.dataLength > 0
-            && cqe.status() == 0) {
-            command.data.put(command.dataOffset, command.bounce, 0, command.dataLength);
-        }
-        releaseData(command);
-        HostCommandCallback callback = command.callback;
-        Object context = command.context;
-        command.state = RdmaHostCommand.FREE;
-        command.callback = null;
-        command.context = null;
-        command.data = null;
-        freeTags[freeCount++] = command.tag;
-        outstanding--;
-        try {
-            callback.onCompletion(cqe, context);
-        } catch (RuntimeException e) {
-            LOG.warn("NVMe/RDMA host {}: a completion callback failed", peer, e);
-        }
-    }
-
-    private void releaseData(RdmaHostCommand command) {
-        if (command.cacheEntry >= 0) {
-            memory.cache().release(command.cacheEntry);
-            command.cacheEntry = -1;
-        }
-        if (command.bounce != null) {
-            memory.bounce().release(command.bounce);
-            command.bounce = null;
+            slots.complete(command, command.cqe);
         }
     }
 
@@ -438,12 +378,7 @@ final class RdmaHostQueue implements HostQueue {
         postedSends -= verbs.discardStagedSends(); // never posted: nothing will complete them
         verbs.disconnect(); // the queue pair is in error when this returns: no more DMA into host memory
         LOG.debug("NVMe/RDMA host queue {} closed: {}", peer, reason);
-        for (RdmaHostCommand command : slots) {
-            if (command.state != RdmaHostCommand.FREE) {
-                syntheticCqe.clear().commandId(command.cid).status(HostStatus.HOST_PATH_ERROR);
-                complete(command, syntheticCqe);
-            }
-        }
+        slots.failAll(HostStatus.HOST_PATH_ERROR);
         if (!registered) {
             group.register(this);
         }

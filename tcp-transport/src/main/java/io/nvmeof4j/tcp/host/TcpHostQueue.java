@@ -1,11 +1,11 @@
 package io.nvmeof4j.tcp.host;
 
 import io.nvmeof4j.protocol.command.CompletionQueueEntry;
-import io.nvmeof4j.protocol.command.DataDirection;
 import io.nvmeof4j.protocol.command.SglDescriptor;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.host.HostCommandCallback;
+import io.nvmeof4j.protocol.spi.host.HostCommandSlots;
 import io.nvmeof4j.protocol.spi.host.HostPollGroup;
 import io.nvmeof4j.protocol.spi.host.HostQueue;
 import io.nvmeof4j.protocol.spi.host.HostQueueListener;
@@ -85,11 +85,7 @@ final class TcpHostQueue implements HostQueue {
     boolean inFlushList;
     private boolean writeInterest;
 
-    // Slots.
-    private final TcpHostCommand[] slots;
-    private final int[] freeTags;
-    private int freeCount;
-    private int outstanding;
+    private final HostCommandSlots<TcpHostCommand> slots;
 
     // Receive.
     private final ByteBuffer receiveBuffer = ByteBuffer.allocateDirect(RECEIVE_BUFFER_SIZE).order(ByteOrder.LITTLE_ENDIAN);
@@ -102,9 +98,6 @@ final class TcpHostQueue implements HostQueue {
     private int payloadEnd;
     private boolean payloadSuccess;
     private final CompletionQueueEntry receivedCqe = new CompletionQueueEntry();
-    private final ByteBuffer syntheticCqeBuffer = ByteBuffer.allocateDirect(CompletionQueueEntry.LENGTH)
-        .order(ByteOrder.LITTLE_ENDIAN);
-    private final CompletionQueueEntry syntheticCqe = new CompletionQueueEntry().wrap(syntheticCqeBuffer, 0);
 
     // Send queue (intrusive FIFO of slots).
     private TcpHostCommand sendHead;
@@ -124,12 +117,11 @@ final class TcpHostQueue implements HostQueue {
         this.dataDigestLength = options.dataDigest() ? PduFlyweight.DIGEST_LENGTH : 0;
         this.maxH2CDataSize = maxH2CDataSize;
         ByteBuffer memory = ByteBuffer.allocateDirect(depth * TcpHostCommand.SLOT_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-        this.slots = new TcpHostCommand[depth];
-        this.freeTags = new int[depth];
-        for (int tag = depth - 1; tag >= 0; tag--) {
-            slots[tag] = new TcpHostCommand(tag, memory, tag * TcpHostCommand.SLOT_BYTES);
-            freeTags[freeCount++] = tag;
+        TcpHostCommand[] commands = new TcpHostCommand[depth];
+        for (int tag = 0; tag < depth; tag++) {
+            commands[tag] = new TcpHostCommand(tag, memory, tag * TcpHostCommand.SLOT_BYTES);
         }
+        this.slots = new HostCommandSlots<>("NVMe/TCP host " + peer, commands);
     }
 
     // ---- HostQueue ---------------------------------------------------------------------------------------------
@@ -166,7 +158,7 @@ final class TcpHostQueue implements HostQueue {
 
     @Override
     public int commandsOutstanding() {
-        return outstanding;
+        return slots.outstandingCount();
     }
 
     @Override
@@ -177,32 +169,13 @@ final class TcpHostQueue implements HostQueue {
     @Override
     public int submit(SubmissionQueueEntry sqe, ByteBuffer data, int dataOffset, int dataLength,
                       HostCommandCallback callback, Object context) {
-        if (!open || freeCount == 0) {
+        if (!open) {
             return -1;
         }
-        DataDirection direction = sqe.dataDirection();
-        if (dataLength > 0) {
-            if (data == null || dataOffset < 0 || dataOffset > data.capacity() - dataLength) {
-                throw new IllegalArgumentException("data range [" + dataOffset + ", +" + dataLength
-                    + ") outside the buffer " + data);
-            }
-            if (direction != DataDirection.HOST_TO_CONTROLLER && direction != DataDirection.CONTROLLER_TO_HOST) {
-                throw new IllegalArgumentException("command " + sqe + " moves no data (direction " + direction
-                    + ") but " + dataLength + " bytes were given");
-            }
-        } else if (dataLength < 0) {
-            throw new IllegalArgumentException("negative data length " + dataLength);
+        TcpHostCommand command = slots.take(sqe, data, dataOffset, dataLength, callback, context);
+        if (command == null) {
+            return -1;
         }
-        TcpHostCommand command = slots[freeTags[--freeCount]];
-        outstanding++;
-        command.generation = (command.generation + 1) & 0xF;
-        command.cid = command.generation << 12 | command.tag;
-        command.hostToController = direction == DataDirection.HOST_TO_CONTROLLER;
-        command.data = dataLength > 0 ? data : null;
-        command.dataOffset = dataOffset;
-        command.dataLength = dataLength;
-        command.callback = callback;
-        command.context = context;
         command.c2hReceived = 0;
         command.h2cSent = 0;
         command.r2tRemaining = 0;
@@ -392,7 +365,7 @@ final class TcpHostQueue implements HostQueue {
             command.state = TcpHostCommand.IN_FLIGHT;
         }
         if (command.completionDeferred) {
-            complete(command, command.deferredCqe);
+            slots.complete(command, command.deferredCqe);
         }
     }
 
@@ -589,7 +562,7 @@ final class TcpHostQueue implements HostQueue {
     private boolean receiveCapsuleResp(int base) {
         receivedCqe.wrap(receiveBuffer, base + CapsuleRespPdu.CQE_OFFSET);
         int cid = receivedCqe.commandId();
-        TcpHostCommand command = commandFor(cid);
+        TcpHostCommand command = slots.outstanding(cid);
         if (command == null) {
             return protocolError("CapsuleResp for CID " + cid + ", which is not outstanding");
         }
@@ -604,7 +577,7 @@ final class TcpHostQueue implements HostQueue {
             command.r2tRemaining = 0;
             return true;
         }
-        complete(command, receivedCqe);
+        slots.complete(command, receivedCqe);
         return true;
     }
 
@@ -613,7 +586,7 @@ final class TcpHostQueue implements HostQueue {
         int ttag = u16(base + R2TPdu.TTAG_OFFSET);
         long r2to = u32(base + R2TPdu.R2TO_OFFSET);
         long r2tl = u32(base + R2TPdu.R2TL_OFFSET);
-        TcpHostCommand command = commandFor(cid);
+        TcpHostCommand command = slots.outstanding(cid);
         if (command == null || !command.hostToController || command.inCapsule) {
             return protocolError("R2T for CID " + cid + ", which is no outstanding write waiting for R2T");
         }
@@ -652,7 +625,7 @@ final class TcpHostQueue implements HostQueue {
         if (writeIndex - readIndex < pdo) {
             return false;
         }
-        TcpHostCommand command = commandFor(cid);
+        TcpHostCommand command = slots.outstanding(cid);
         if (command == null || command.hostToController || command.state != TcpHostCommand.IN_FLIGHT) {
             return protocolError("C2HData for CID " + cid + ", which is no outstanding read");
         }
@@ -715,8 +688,8 @@ final class TcpHostQueue implements HostQueue {
         receiveState = RECV_HEADER;
         if (payloadSuccess) {
             // SUCCESS on the last C2HData stands for a CapsuleResp with status 0 (SQ flow control disabled).
-            syntheticCqe.clear().commandId(command.cid).sqHead(CompletionQueueEntry.SQHD_FLOW_CONTROL_DISABLED);
-            complete(command, syntheticCqe);
+            slots.complete(command,
+                slots.syntheticCqe(command.cid).sqHead(CompletionQueueEntry.SQHD_FLOW_CONTROL_DISABLED));
         }
         return true;
     }
@@ -736,15 +709,6 @@ final class TcpHostQueue implements HostQueue {
         return false;
     }
 
-    private TcpHostCommand commandFor(int cid) {
-        int tag = cid & 0xFFF;
-        if (tag >= depth) {
-            return null;
-        }
-        TcpHostCommand command = slots[tag];
-        return command.state != TcpHostCommand.FREE && command.cid == cid ? command : null;
-    }
-
     private boolean protocolError(String what) {
         LOG.warn("NVMe/TCP host {}: protocol error: {}; closing the queue", peer, what);
         closeNow("protocol error from " + peer + ": " + what);
@@ -752,21 +716,6 @@ final class TcpHostQueue implements HostQueue {
     }
 
     // ---- completion and close ----------------------------------------------------------------------------------
-
-    /** Frees the slot, then runs its callback (which may submit into the slot just freed). */
-    private void complete(TcpHostCommand command, CompletionQueueEntry cqe) {
-        HostCommandCallback callback = command.callback;
-        Object context = command.context;
-        command.release();
-        freeTags[freeCount++] = command.tag;
-        outstanding--;
-        try {
-            callback.onCompletion(cqe, context);
-        } catch (Throwable e) {
-            // A callback's failure (an Error too) must not end the poll-group thread that serves every queue on it.
-            LOG.error("NVMe/TCP host {}: completion callback failed for CID {}", peer, cqe.commandId(), e);
-        }
-    }
 
     /** Closes the connection now (poll-group thread). Idempotent. */
     void closeNow(String reason) {
@@ -794,12 +743,7 @@ final class TcpHostQueue implements HostQueue {
         payloadCommand = null;
         group.unregister(this);
         LOG.debug("NVMe/TCP host queue {} closed: {}", peer, reason);
-        for (TcpHostCommand command : slots) {
-            if (command.state != TcpHostCommand.FREE) {
-                syntheticCqe.clear().commandId(command.cid).status(HostStatus.HOST_PATH_ERROR);
-                complete(command, syntheticCqe);
-            }
-        }
+        slots.failAll(HostStatus.HOST_PATH_ERROR);
         if (listener != null) {
             try {
                 listener.onClosed(this, reason);
