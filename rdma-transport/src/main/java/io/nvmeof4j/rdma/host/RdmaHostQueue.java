@@ -6,9 +6,8 @@ import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.host.HostCommandCallback;
 import io.nvmeof4j.protocol.spi.host.HostCommandSlot;
-import io.nvmeof4j.protocol.spi.host.HostCommandSlots;
+import io.nvmeof4j.protocol.spi.host.AbstractHostQueue;
 import io.nvmeof4j.protocol.spi.host.HostPollGroup;
-import io.nvmeof4j.protocol.spi.host.HostQueue;
 import io.nvmeof4j.protocol.spi.host.HostQueueListener;
 import io.nvmeof4j.protocol.spi.host.HostStatus;
 import io.nvmeof4j.rdma.MemoryKeys;
@@ -40,7 +39,7 @@ import java.util.concurrent.TimeUnit;
  * memory), outstanding commands complete with {@link HostStatus#HOST_PATH_ERROR}, the listener hears why, and the
  * queue is polled until its flushed work requests are back, then destroyed.
  */
-final class RdmaHostQueue implements HostQueue {
+final class RdmaHostQueue extends AbstractHostQueue<RdmaHostCommand> {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaHostQueue.class);
 
     static final long WR_RECV = 1L << 32;
@@ -51,20 +50,12 @@ final class RdmaHostQueue implements HostQueue {
     final RdmaHostPollGroup group;
     private final HostMemory memory;
     private final QueuePairVerbs verbs;
-    private final TransportAddress address;
-    private final String peer;
-    private final int depth;
-    private final int inCapsuleDataSize;
     private final int receiveCount;
     private final ByteBuffer queueMemory;
     private final MemoryKeys queueKeys;
-    private final HostQueueListener listener;
     private final Runnable onDestroyed;
     private final int receivesAt;
 
-    private final HostCommandSlots<RdmaHostCommand> slots;
-
-    private volatile boolean open = true;
     private boolean closing;
     private boolean destroyed;
     private int postedReceives;
@@ -87,24 +78,26 @@ final class RdmaHostQueue implements HostQueue {
     RdmaHostQueue(RdmaHostPollGroup group, HostMemory memory, QueuePairVerbs verbs, TransportAddress address,
                   String peer, int depth, int inCapsuleDataSize, int receiveCount, ByteBuffer queueMemory,
                   MemoryKeys queueKeys, HostQueueListener listener, Runnable onDestroyed) {
+        super("NVMe/RDMA", address, peer, inCapsuleDataSize,
+            commands(memory, depth, inCapsuleDataSize, receiveCount, queueMemory, queueKeys), listener);
         this.group = group;
         this.memory = memory;
         this.verbs = verbs;
-        this.address = address;
-        this.peer = peer;
-        this.depth = depth;
-        this.inCapsuleDataSize = inCapsuleDataSize;
         this.receiveCount = receiveCount;
         this.queueMemory = queueMemory.order(ByteOrder.LITTLE_ENDIAN);
         this.queueKeys = queueKeys;
-        this.listener = listener;
         this.onDestroyed = onDestroyed;
-        int stride = stride(inCapsuleDataSize);
-        this.receivesAt = depth * stride;
-        int cqesAt = receivesAt + receiveCount * CompletionQueueEntry.LENGTH;
+        this.receivesAt = depth * stride(inCapsuleDataSize());
+    }
+
+    /** The slots over the queue memory: capsule buffers first, then the receives, then each slot's CQE copy. */
+    private static RdmaHostCommand[] commands(HostMemory memory, int depth, int inCapsuleDataSize, int receiveCount,
+                                              ByteBuffer queueMemory, MemoryKeys queueKeys) {
         if (queueMemory.capacity() < memoryBytes(depth, inCapsuleDataSize, receiveCount)) {
             throw new IllegalArgumentException("queue memory too small");
         }
+        int stride = stride(inCapsuleDataSize);
+        int cqesAt = depth * stride + receiveCount * CompletionQueueEntry.LENGTH;
         RdmaHostCommand[] commands = new RdmaHostCommand[depth];
         for (int tag = 0; tag < depth; tag++) {
             commands[tag] = new RdmaHostCommand(tag, memory,
@@ -113,44 +106,14 @@ final class RdmaHostQueue implements HostQueue {
                 queueMemory.slice(cqesAt + tag * CompletionQueueEntry.LENGTH, CompletionQueueEntry.LENGTH)
                     .order(ByteOrder.LITTLE_ENDIAN));
         }
-        slots = new HostCommandSlots<>("NVMe/RDMA host " + peer, commands);
+        return commands;
     }
 
     // ---- HostQueue ---------------------------------------------------------------------------------------------
 
     @Override
-    public TransportAddress address() {
-        return address;
-    }
-
-    @Override
-    public String peer() {
-        return peer;
-    }
-
-    @Override
     public HostPollGroup pollGroup() {
         return group;
-    }
-
-    @Override
-    public int depth() {
-        return depth;
-    }
-
-    @Override
-    public int inCapsuleDataSize() {
-        return inCapsuleDataSize;
-    }
-
-    @Override
-    public int commandsOutstanding() {
-        return slots.outstandingCount();
-    }
-
-    @Override
-    public boolean isOpen() {
-        return open;
     }
 
     /** Posts every receive; before the CM connect, so the first response always finds one. */
@@ -176,10 +139,7 @@ final class RdmaHostQueue implements HostQueue {
     @Override
     public int submit(SubmissionQueueEntry sqe, ByteBuffer data, int dataOffset, int dataLength,
                       HostCommandCallback callback, Object context) {
-        if (!open) {
-            return -1;
-        }
-        RdmaHostCommand command = slots.take(sqe, data, dataOffset, dataLength, callback, context);
+        RdmaHostCommand command = take(sqe, data, dataOffset, dataLength, callback, context);
         if (command == null) {
             return -1;
         }
@@ -199,7 +159,7 @@ final class RdmaHostQueue implements HostQueue {
         command.bounce = null;
         if (dataLength == 0) {
             sgl.address(0).keyedLength(0).key(0).id(SglDescriptor.ID_KEYED_ADDRESS);
-        } else if (command.hostToController && dataLength <= inCapsuleDataSize) {
+        } else if (command.hostToController && dataLength <= inCapsuleDataSize()) {
             capsule.put(SubmissionQueueEntry.LENGTH, data, dataOffset, dataLength);
             sgl.address(0).length(dataLength).id(SglDescriptor.ID_IN_CAPSULE);
             sendLength += dataLength;
@@ -233,7 +193,7 @@ final class RdmaHostQueue implements HostQueue {
         if (rc < 0) {
             command.releaseData();
             slots.untake(command); // submit fails: its callback must not run as well
-            closeNow("posting command capsules to " + peer + " failed: errno " + -rc);
+            closeNow("posting command capsules to " + peer() + " failed: errno " + -rc);
             return -1;
         }
         if (!flushQueued) {
@@ -246,36 +206,18 @@ final class RdmaHostQueue implements HostQueue {
         return command.cid;
     }
 
-    @Override
-    public void close(String reason) {
-        if (group.inPollGroupThread() || group.isClosed()) {
-            closeNow(reason);
-        } else {
-            try {
-                group.execute(() -> closeNow(reason));
-            } catch (IllegalStateException e) {
-                closeNow(reason);
-            }
-        }
-    }
-
-    @Override
-    public String toString() {
-        return "RdmaHostQueue[" + peer + "]";
-    }
-
     // ---- completions ---------------------------------------------------------------------------------------------
 
     /** Posts the capsules staged since the last flush in one chained post. Poll-group thread. */
     int flushSends() {
         flushQueued = false;
-        if (destroyed || !open || verbs.stagedSends() == 0) {
+        if (destroyed || !isOpen() || verbs.stagedSends() == 0) {
             return 0;
         }
         int n = verbs.stagedSends();
         int rc = verbs.flushSends();
         if (rc < 0) {
-            closeNow("posting " + n + " command capsules to " + peer + " failed: errno " + -rc);
+            closeNow("posting " + n + " command capsules to " + peer() + " failed: errno " + -rc);
         }
         return 1;
     }
@@ -342,7 +284,7 @@ final class RdmaHostQueue implements HostQueue {
     private void onResponse(int receive, int byteLength) {
         int at = receivesAt + receive * CompletionQueueEntry.LENGTH;
         if (byteLength < CompletionQueueEntry.LENGTH) {
-            closeNow("response capsule of " + byteLength + " bytes from " + peer);
+            closeNow("response capsule of " + byteLength + " bytes from " + peer());
             return;
         }
         int cid = queueMemory.getShort(at + CompletionQueueEntry.CID_OFFSET) & 0xFFFF;
@@ -367,28 +309,20 @@ final class RdmaHostQueue implements HostQueue {
 
     // ---- closing -------------------------------------------------------------------------------------------------
 
-    /** Closes now (poll-group thread): error state, path errors for what is outstanding, the listener. */
-    void closeNow(String reason) {
-        if (!open) {
-            return;
-        }
-        open = false;
+    /** The queue pair to error, so that no more DMA reaches host memory before the commands are failed. */
+    @Override
+    protected void stopIo(String reason) {
         closing = true;
         drainDeadline = System.nanoTime() + DRAIN_TIMEOUT_NANOS;
         postedSends -= verbs.discardStagedSends(); // never posted: nothing will complete them
         verbs.disconnect(); // the queue pair is in error when this returns: no more DMA into host memory
-        LOG.debug("NVMe/RDMA host queue {} closed: {}", peer, reason);
-        slots.failAll(HostStatus.HOST_PATH_ERROR);
         if (!registered) {
-            group.register(this);
+            group.register(this); // polled until its flushed work requests are back
         }
-        if (listener != null) {
-            try {
-                listener.onClosed(this, reason);
-            } catch (RuntimeException e) {
-                LOG.warn("NVMe/RDMA host {}: queue listener failed", peer, e);
-            }
-        }
+    }
+
+    @Override
+    protected void closed() {
         checkDrained();
     }
 
@@ -408,7 +342,7 @@ final class RdmaHostQueue implements HostQueue {
         if (destroyed) {
             return;
         }
-        if (open) {
+        if (isOpen()) {
             closeNow("poll group closed");
             if (destroyed) {
                 return;
@@ -420,7 +354,7 @@ final class RdmaHostQueue implements HostQueue {
         try {
             onDestroyed.run();
         } catch (RuntimeException e) {
-            LOG.warn("NVMe/RDMA host {}: releasing the queue's resources failed", peer, e);
+            LOG.warn("NVMe/RDMA host {}: releasing the queue's resources failed", peer(), e);
         }
     }
 

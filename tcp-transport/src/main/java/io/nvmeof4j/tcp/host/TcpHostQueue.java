@@ -5,9 +5,8 @@ import io.nvmeof4j.protocol.command.SglDescriptor;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.host.HostCommandCallback;
-import io.nvmeof4j.protocol.spi.host.HostCommandSlots;
+import io.nvmeof4j.protocol.spi.host.AbstractHostQueue;
 import io.nvmeof4j.protocol.spi.host.HostPollGroup;
-import io.nvmeof4j.protocol.spi.host.HostQueue;
 import io.nvmeof4j.protocol.spi.host.HostQueueListener;
 import io.nvmeof4j.protocol.spi.host.HostQueueOptions;
 import io.nvmeof4j.protocol.spi.host.HostStatus;
@@ -53,7 +52,7 @@ import static io.nvmeof4j.protocol.tcp.PduFlyweight.FLAG_SUCCESS;
  * closes the queue: outstanding commands complete with {@link HostStatus#HOST_PATH_ERROR}, then the listener hears
  * the reason.
  */
-final class TcpHostQueue implements HostQueue {
+final class TcpHostQueue extends AbstractHostQueue<TcpHostCommand> {
     private static final Logger LOG = LoggerFactory.getLogger(TcpHostQueue.class);
 
     private static final int RECV_HEADER = 0;
@@ -72,20 +71,13 @@ final class TcpHostQueue implements HostQueue {
     /** The socket, or TLS records over it. */
     private final TcpStream stream;
     private final Runnable readAgain = this::onReadable;
-    private final TransportAddress address;
-    private final String peer;
-    private final HostQueueListener listener;
-    private final int depth;
-    private final int inCapsuleDataSize;
     private final int headerDigestLength;
     private final int dataDigestLength;
     private final int maxH2CDataSize;
     SelectionKey key;
-    private volatile boolean open = true;
     boolean inFlushList;
     private boolean writeInterest;
 
-    private final HostCommandSlots<TcpHostCommand> slots;
 
     // Receive.
     private final ByteBuffer receiveBuffer = ByteBuffer.allocateDirect(RECEIVE_BUFFER_SIZE).order(ByteOrder.LITTLE_ENDIAN);
@@ -105,50 +97,29 @@ final class TcpHostQueue implements HostQueue {
 
     TcpHostQueue(TcpHostPollGroup group, TcpStream stream, TransportAddress address, String peer,
                  HostQueueOptions options, int maxH2CDataSize, HostQueueListener listener) {
+        super("NVMe/TCP", address, peer, options.inCapsuleDataSize(), commands(options.depth()), listener);
         this.group = group;
         this.stream = stream;
         this.channel = stream.channel();
-        this.address = address;
-        this.peer = peer;
-        this.listener = listener;
-        this.depth = options.depth();
-        this.inCapsuleDataSize = options.inCapsuleDataSize();
         this.headerDigestLength = options.headerDigest() ? PduFlyweight.DIGEST_LENGTH : 0;
         this.dataDigestLength = options.dataDigest() ? PduFlyweight.DIGEST_LENGTH : 0;
         this.maxH2CDataSize = maxH2CDataSize;
+    }
+
+    private static TcpHostCommand[] commands(int depth) {
         ByteBuffer memory = ByteBuffer.allocateDirect(depth * TcpHostCommand.SLOT_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         TcpHostCommand[] commands = new TcpHostCommand[depth];
         for (int tag = 0; tag < depth; tag++) {
             commands[tag] = new TcpHostCommand(tag, memory, tag * TcpHostCommand.SLOT_BYTES);
         }
-        this.slots = new HostCommandSlots<>("NVMe/TCP host " + peer, commands);
+        return commands;
     }
 
     // ---- HostQueue ---------------------------------------------------------------------------------------------
 
     @Override
-    public TransportAddress address() {
-        return address;
-    }
-
-    @Override
-    public String peer() {
-        return peer;
-    }
-
-    @Override
     public HostPollGroup pollGroup() {
         return group;
-    }
-
-    @Override
-    public int depth() {
-        return depth;
-    }
-
-    @Override
-    public int inCapsuleDataSize() {
-        return inCapsuleDataSize;
     }
 
     /** MAXH2CDATA the controller announced in ICResp. */
@@ -157,22 +128,9 @@ final class TcpHostQueue implements HostQueue {
     }
 
     @Override
-    public int commandsOutstanding() {
-        return slots.outstandingCount();
-    }
-
-    @Override
-    public boolean isOpen() {
-        return open;
-    }
-
-    @Override
     public int submit(SubmissionQueueEntry sqe, ByteBuffer data, int dataOffset, int dataLength,
                       HostCommandCallback callback, Object context) {
-        if (!open) {
-            return -1;
-        }
-        TcpHostCommand command = slots.take(sqe, data, dataOffset, dataLength, callback, context);
+        TcpHostCommand command = take(sqe, data, dataOffset, dataLength, callback, context);
         if (command == null) {
             return -1;
         }
@@ -180,8 +138,8 @@ final class TcpHostQueue implements HostQueue {
         command.h2cSent = 0;
         command.r2tRemaining = 0;
         command.completionDeferred = false;
-        int limit = sqe.isFabrics() ? Math.max(HostQueueOptions.ADMIN_IN_CAPSULE_DATA_SIZE, inCapsuleDataSize)
-            : inCapsuleDataSize;
+        int limit = sqe.isFabrics() ? Math.max(HostQueueOptions.ADMIN_IN_CAPSULE_DATA_SIZE, inCapsuleDataSize())
+            : inCapsuleDataSize();
         command.inCapsule = command.hostToController && dataLength > 0 && dataLength <= limit;
 
         ByteBuffer header = command.capsuleHeader;
@@ -223,24 +181,6 @@ final class TcpHostQueue implements HostQueue {
         return command.cid;
     }
 
-    @Override
-    public void close(String reason) {
-        if (group.inPollGroupThread() || group.isClosed()) {
-            closeNow(reason);
-        } else {
-            try {
-                group.execute(() -> closeNow(reason));
-            } catch (IllegalStateException e) {
-                closeNow(reason); // the group closed meanwhile: nobody polls it any more
-            }
-        }
-    }
-
-    @Override
-    public String toString() {
-        return "TcpHostQueue[" + peer + "]";
-    }
-
     // ---- send --------------------------------------------------------------------------------------------------
 
     private void enqueueSend(TcpHostCommand command) {
@@ -259,7 +199,7 @@ final class TcpHostQueue implements HostQueue {
 
     /** Writes queued PDUs until the socket is full, nothing is left, or the budget is spent. */
     int flush() {
-        if (!open) {
+        if (!isOpen()) {
             return 0;
         }
         try {
@@ -268,7 +208,7 @@ final class TcpHostQueue implements HostQueue {
                 return 1;
             }
         } catch (IOException e) {
-            closeNow("send to " + peer + " failed: " + e.getMessage());
+            closeNow("send to " + peer() + " failed: " + e.getMessage());
             return 1;
         }
         ByteBuffer[] iov = group.iov;
@@ -298,7 +238,7 @@ final class TcpHostQueue implements HostQueue {
                 written = stream.write(iov, 0, count);
             } catch (IOException e) {
                 Arrays.fill(iov, 0, count, null);
-                closeNow("send to " + peer + " failed: " + e.getMessage());
+                closeNow("send to " + peer() + " failed: " + e.getMessage());
                 return work + 1;
             }
             Arrays.fill(iov, 0, count, null);
@@ -321,7 +261,7 @@ final class TcpHostQueue implements HostQueue {
                 }
                 popSendHead();
                 onSent(job);
-                if (!open) {
+                if (!isOpen()) {
                     return work;
                 }
             }
@@ -410,7 +350,7 @@ final class TcpHostQueue implements HostQueue {
     // ---- receive -----------------------------------------------------------------------------------------------
 
     void onReadable() {
-        for (int reads = 0; open; reads++) {
+        for (int reads = 0; isOpen(); reads++) {
             if (!processReceived()) {
                 return;
             }
@@ -444,11 +384,11 @@ final class TcpHostQueue implements HostQueue {
                     }
                 }
             } catch (IOException e) {
-                closeNow("receive from " + peer + " failed: " + e.getMessage());
+                closeNow("receive from " + peer() + " failed: " + e.getMessage());
                 return;
             }
             if (n < 0) {
-                closeNow("controller " + peer + " closed the connection");
+                closeNow("controller " + peer() + " closed the connection");
                 return;
             }
             if (n == 0) {
@@ -476,7 +416,7 @@ final class TcpHostQueue implements HostQueue {
 
     /** Parses buffered bytes; false once the queue closed. */
     private boolean processReceived() {
-        while (open) {
+        while (isOpen()) {
             boolean progressed;
             switch (receiveState) {
                 case RECV_HEADER:
@@ -490,7 +430,7 @@ final class TcpHostQueue implements HostQueue {
                     break;
             }
             if (!progressed) {
-                return open;
+                return isOpen();
             }
         }
         return false;
@@ -696,7 +636,7 @@ final class TcpHostQueue implements HostQueue {
 
     private boolean receiveC2HTermReq(int base, int hlen, long plen, int available) {
         if (hlen != TermReqPdu.HEADER_LENGTH || plen < TermReqPdu.HEADER_LENGTH || plen > TermReqPdu.MAX_PDU_LENGTH) {
-            closeNow("controller " + peer + " sent a malformed C2HTermReq (HLEN " + hlen + ", PLEN " + plen + ")");
+            closeNow("controller " + peer() + " sent a malformed C2HTermReq (HLEN " + hlen + ", PLEN " + plen + ")");
             return false;
         }
         if (available < TermReqPdu.HEADER_LENGTH) {
@@ -704,32 +644,28 @@ final class TcpHostQueue implements HostQueue {
         }
         int fes = u16(base + TermReqPdu.FES_OFFSET);
         long fei = u32(base + TermReqPdu.FEI_OFFSET);
-        closeNow("controller " + peer + " terminated the connection with C2HTermReq: " + TermReqPdu.fesName(fes)
+        closeNow("controller " + peer() + " terminated the connection with C2HTermReq: " + TermReqPdu.fesName(fes)
             + " (FES " + fes + ", FEI " + fei + ")");
         return false;
     }
 
     private boolean protocolError(String what) {
-        LOG.warn("NVMe/TCP host {}: protocol error: {}; closing the queue", peer, what);
-        closeNow("protocol error from " + peer + ": " + what);
+        LOG.warn("NVMe/TCP host {}: protocol error: {}; closing the queue", peer(), what);
+        closeNow("protocol error from " + peer() + ": " + what);
         return false;
     }
 
     // ---- completion and close ----------------------------------------------------------------------------------
 
-    /** Closes the connection now (poll-group thread). Idempotent. */
-    void closeNow(String reason) {
-        if (!open) {
-            return;
-        }
-        open = false;
+    @Override
+    protected void stopIo(String reason) {
         if (key != null) {
             key.cancel();
         }
         try {
             stream.close();
         } catch (IOException e) {
-            LOG.debug("NVMe/TCP host {}: error closing the socket", peer, e);
+            LOG.debug("NVMe/TCP host {}: error closing the socket", peer(), e);
         }
         TcpHostCommand job = sendHead;
         sendHead = null;
@@ -742,14 +678,5 @@ final class TcpHostQueue implements HostQueue {
         }
         payloadCommand = null;
         group.unregister(this);
-        LOG.debug("NVMe/TCP host queue {} closed: {}", peer, reason);
-        slots.failAll(HostStatus.HOST_PATH_ERROR);
-        if (listener != null) {
-            try {
-                listener.onClosed(this, reason);
-            } catch (RuntimeException e) {
-                LOG.warn("NVMe/TCP host {}: queue listener failed", peer, e);
-            }
-        }
     }
 }

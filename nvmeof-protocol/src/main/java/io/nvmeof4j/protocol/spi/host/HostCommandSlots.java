@@ -109,6 +109,10 @@ public final class HostCommandSlots<S extends HostCommandSlot> {
         return tag >= 0 && tag < slots.length ? slots[tag] : null;
     }
 
+    public int depth() {
+        return slots.length;
+    }
+
     public int outstandingCount() {
         return outstanding;
     }
