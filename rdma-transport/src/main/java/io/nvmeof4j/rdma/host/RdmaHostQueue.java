@@ -1,13 +1,13 @@
 package io.nvmeof4j.rdma.host;
 
 import io.nvmeof4j.protocol.command.CompletionQueueEntry;
-import io.nvmeof4j.protocol.command.DataDirection;
 import io.nvmeof4j.protocol.command.SglDescriptor;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
 import io.nvmeof4j.protocol.spi.TransportAddress;
+import io.nvmeof4j.protocol.spi.host.AbstractHostQueue;
 import io.nvmeof4j.protocol.spi.host.HostCommandCallback;
+import io.nvmeof4j.protocol.spi.host.HostCommandSlot;
 import io.nvmeof4j.protocol.spi.host.HostPollGroup;
-import io.nvmeof4j.protocol.spi.host.HostQueue;
 import io.nvmeof4j.protocol.spi.host.HostQueueListener;
 import io.nvmeof4j.protocol.spi.host.HostStatus;
 import io.nvmeof4j.rdma.MemoryKeys;
@@ -39,7 +39,7 @@ import java.util.concurrent.TimeUnit;
  * memory), outstanding commands complete with {@link HostStatus#HOST_PATH_ERROR}, the listener hears why, and the
  * queue is polled until its flushed work requests are back, then destroyed.
  */
-final class RdmaHostQueue implements HostQueue {
+final class RdmaHostQueue extends AbstractHostQueue<RdmaHostCommand> {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaHostQueue.class);
 
     static final long WR_RECV = 1L << 32;
@@ -50,26 +50,12 @@ final class RdmaHostQueue implements HostQueue {
     final RdmaHostPollGroup group;
     private final HostMemory memory;
     private final QueuePairVerbs verbs;
-    private final TransportAddress address;
-    private final String peer;
-    private final int depth;
-    private final int inCapsuleDataSize;
     private final int receiveCount;
     private final ByteBuffer queueMemory;
     private final MemoryKeys queueKeys;
-    private final HostQueueListener listener;
     private final Runnable onDestroyed;
     private final int receivesAt;
 
-    private final RdmaHostCommand[] slots;
-    private final int[] freeTags;
-    private int freeCount;
-    private int outstanding;
-    private final ByteBuffer syntheticCqeBuffer = ByteBuffer.allocateDirect(CompletionQueueEntry.LENGTH)
-        .order(ByteOrder.LITTLE_ENDIAN);
-    private final CompletionQueueEntry syntheticCqe = new CompletionQueueEntry().wrap(syntheticCqeBuffer, 0);
-
-    private volatile boolean open = true;
     private boolean closing;
     private boolean destroyed;
     private int postedReceives;
@@ -92,70 +78,42 @@ final class RdmaHostQueue implements HostQueue {
     RdmaHostQueue(RdmaHostPollGroup group, HostMemory memory, QueuePairVerbs verbs, TransportAddress address,
                   String peer, int depth, int inCapsuleDataSize, int receiveCount, ByteBuffer queueMemory,
                   MemoryKeys queueKeys, HostQueueListener listener, Runnable onDestroyed) {
+        super("NVMe/RDMA", address, peer, inCapsuleDataSize,
+            commands(memory, depth, inCapsuleDataSize, receiveCount, queueMemory, queueKeys), listener);
         this.group = group;
         this.memory = memory;
         this.verbs = verbs;
-        this.address = address;
-        this.peer = peer;
-        this.depth = depth;
-        this.inCapsuleDataSize = inCapsuleDataSize;
         this.receiveCount = receiveCount;
         this.queueMemory = queueMemory.order(ByteOrder.LITTLE_ENDIAN);
         this.queueKeys = queueKeys;
-        this.listener = listener;
         this.onDestroyed = onDestroyed;
-        int stride = stride(inCapsuleDataSize);
-        this.receivesAt = depth * stride;
-        int cqesAt = receivesAt + receiveCount * CompletionQueueEntry.LENGTH;
+        this.receivesAt = depth * stride(inCapsuleDataSize());
+    }
+
+    /** The slots over the queue memory: capsule buffers first, then the receives, then each slot's CQE copy. */
+    private static RdmaHostCommand[] commands(HostMemory memory, int depth, int inCapsuleDataSize, int receiveCount,
+                                              ByteBuffer queueMemory, MemoryKeys queueKeys) {
         if (queueMemory.capacity() < memoryBytes(depth, inCapsuleDataSize, receiveCount)) {
             throw new IllegalArgumentException("queue memory too small");
         }
-        slots = new RdmaHostCommand[depth];
-        freeTags = new int[depth];
-        for (int tag = depth - 1; tag >= 0; tag--) {
-            slots[tag] = new RdmaHostCommand(tag, queueMemory.slice(tag * stride, stride).order(ByteOrder.LITTLE_ENDIAN),
+        int stride = stride(inCapsuleDataSize);
+        int cqesAt = depth * stride + receiveCount * CompletionQueueEntry.LENGTH;
+        RdmaHostCommand[] commands = new RdmaHostCommand[depth];
+        for (int tag = 0; tag < depth; tag++) {
+            commands[tag] = new RdmaHostCommand(tag, memory,
+                queueMemory.slice(tag * stride, stride).order(ByteOrder.LITTLE_ENDIAN),
                 queueKeys.address() + (long) tag * stride,
                 queueMemory.slice(cqesAt + tag * CompletionQueueEntry.LENGTH, CompletionQueueEntry.LENGTH)
                     .order(ByteOrder.LITTLE_ENDIAN));
-            freeTags[freeCount++] = tag;
         }
+        return commands;
     }
 
     // ---- HostQueue ---------------------------------------------------------------------------------------------
 
     @Override
-    public TransportAddress address() {
-        return address;
-    }
-
-    @Override
-    public String peer() {
-        return peer;
-    }
-
-    @Override
     public HostPollGroup pollGroup() {
         return group;
-    }
-
-    @Override
-    public int depth() {
-        return depth;
-    }
-
-    @Override
-    public int inCapsuleDataSize() {
-        return inCapsuleDataSize;
-    }
-
-    @Override
-    public int commandsOutstanding() {
-        return outstanding;
-    }
-
-    @Override
-    public boolean isOpen() {
-        return open;
     }
 
     /** Posts every receive; before the CM connect, so the first response always finds one. */
@@ -181,40 +139,27 @@ final class RdmaHostQueue implements HostQueue {
     @Override
     public int submit(SubmissionQueueEntry sqe, ByteBuffer data, int dataOffset, int dataLength,
                       HostCommandCallback callback, Object context) {
-        if (!open || freeCount == 0) {
+        RdmaHostCommand command = take(sqe, data, dataOffset, dataLength, callback, context);
+        if (command == null) {
             return -1;
         }
-        DataDirection direction = sqe.dataDirection();
-        if (dataLength > 0) {
-            if (data == null || dataOffset < 0 || dataOffset > data.capacity() - dataLength) {
-                throw new IllegalArgumentException("data range [" + dataOffset + ", +" + dataLength
-                    + ") outside the buffer " + data);
-            }
-            if (direction != DataDirection.HOST_TO_CONTROLLER && direction != DataDirection.CONTROLLER_TO_HOST) {
-                throw new IllegalArgumentException("command " + sqe + " moves no data (direction " + direction
-                    + ") but " + dataLength + " bytes were given");
-            }
-            if (dataLength > SglDescriptor.MAX_KEYED_LENGTH) {
-                throw new IllegalArgumentException(dataLength + " bytes exceed a keyed SGL's 24-bit length");
-            }
-        } else if (dataLength < 0) {
-            throw new IllegalArgumentException("negative data length " + dataLength);
+        if (dataLength > SglDescriptor.MAX_KEYED_LENGTH) {
+            slots.untake(command);
+            throw new IllegalArgumentException(dataLength + " bytes exceed a keyed SGL's 24-bit length");
         }
-        RdmaHostCommand command = slots[freeTags[freeCount - 1]];
         ByteBuffer capsule = command.capsule;
         ByteBuffer source = sqe.buffer();
         int from = sqe.offset();
         for (int i = 0; i < SubmissionQueueEntry.LENGTH; i += 8) {
             capsule.putLong(i, source.getLong(from + i));
         }
-        command.hostToController = direction == DataDirection.HOST_TO_CONTROLLER;
         int sendLength = SubmissionQueueEntry.LENGTH;
         SglDescriptor sgl = command.sqe.sgl1();
         command.cacheEntry = -1;
         command.bounce = null;
         if (dataLength == 0) {
             sgl.address(0).keyedLength(0).key(0).id(SglDescriptor.ID_KEYED_ADDRESS);
-        } else if (command.hostToController && dataLength <= inCapsuleDataSize) {
+        } else if (command.hostToController && dataLength <= inCapsuleDataSize()) {
             capsule.put(SubmissionQueueEntry.LENGTH, data, dataOffset, dataLength);
             sgl.address(0).length(dataLength).id(SglDescriptor.ID_IN_CAPSULE);
             sendLength += dataLength;
@@ -230,6 +175,7 @@ final class RdmaHostQueue implements HostQueue {
             } else {
                 ByteBuffer bounce = memory.bounce().acquire(dataLength);
                 if (bounce == null) {
+                    slots.untake(command);
                     return -1; // retried when a command completes and returns its bounce buffer
                 }
                 if (command.hostToController) {
@@ -241,50 +187,23 @@ final class RdmaHostQueue implements HostQueue {
             }
             sgl.address(dataAddress).keyedLength(dataLength).key(rkey).id(SglDescriptor.ID_KEYED_ADDRESS);
         }
-        command.generation = (command.generation + 1) & 0xF;
-        command.cid = command.generation << 12 | command.tag;
         command.sqe.commandId(command.cid);
         // Staged: the poll group posts every capsule of the round in one chained post (flushSends).
         int rc = verbs.postSend(WR_SEND | command.tag, command.capsuleAddress, sendLength, queueKeys.lkey(), 0);
         if (rc < 0) {
-            releaseData(command);
-            closeNow("posting command capsules to " + peer + " failed: errno " + -rc);
+            command.releaseData();
+            slots.untake(command); // submit fails: its callback must not run as well
+            closeNow("posting command capsules to " + peer() + " failed: errno " + -rc);
             return -1;
         }
         if (!flushQueued) {
             flushQueued = true;
             group.requestFlush(this);
         }
-        freeCount--;
-        outstanding++;
         postedSends++;
-        command.data = dataLength > 0 ? data : null;
-        command.dataOffset = dataOffset;
-        command.dataLength = dataLength;
-        command.callback = callback;
-        command.context = context;
         command.sendDone = false;
         command.responseReceived = false;
-        command.state = RdmaHostCommand.IN_FLIGHT;
         return command.cid;
-    }
-
-    @Override
-    public void close(String reason) {
-        if (group.inPollGroupThread() || group.isClosed()) {
-            closeNow(reason);
-        } else {
-            try {
-                group.execute(() -> closeNow(reason));
-            } catch (IllegalStateException e) {
-                closeNow(reason);
-            }
-        }
-    }
-
-    @Override
-    public String toString() {
-        return "RdmaHostQueue[" + peer + "]";
     }
 
     // ---- completions ---------------------------------------------------------------------------------------------
@@ -292,13 +211,13 @@ final class RdmaHostQueue implements HostQueue {
     /** Posts the capsules staged since the last flush in one chained post. Poll-group thread. */
     int flushSends() {
         flushQueued = false;
-        if (destroyed || !open || verbs.stagedSends() == 0) {
+        if (destroyed || !isOpen() || verbs.stagedSends() == 0) {
             return 0;
         }
         int n = verbs.stagedSends();
         int rc = verbs.flushSends();
         if (rc < 0) {
-            closeNow("posting " + n + " command capsules to " + peer + " failed: errno " + -rc);
+            closeNow("posting " + n + " command capsules to " + peer() + " failed: errno " + -rc);
         }
         return 1;
     }
@@ -344,16 +263,13 @@ final class RdmaHostQueue implements HostQueue {
             onError("command SEND", status, vendorError);
             return;
         }
-        if (closing || index < 0 || index >= slots.length) {
-            return;
-        }
-        RdmaHostCommand command = slots[index];
-        if (command.state != RdmaHostCommand.IN_FLIGHT) {
+        RdmaHostCommand command = slots.at(index);
+        if (closing || command == null || command.state == HostCommandSlot.FREE) {
             return;
         }
         command.sendDone = true;
         if (command.responseReceived) {
-            complete(command, command.cqe);
+            slots.complete(command, command.cqe);
         }
     }
 
@@ -368,14 +284,12 @@ final class RdmaHostQueue implements HostQueue {
     private void onResponse(int receive, int byteLength) {
         int at = receivesAt + receive * CompletionQueueEntry.LENGTH;
         if (byteLength < CompletionQueueEntry.LENGTH) {
-            closeNow("response capsule of " + byteLength + " bytes from " + peer);
+            closeNow("response capsule of " + byteLength + " bytes from " + peer());
             return;
         }
         int cid = queueMemory.getShort(at + CompletionQueueEntry.CID_OFFSET) & 0xFFFF;
-        int tag = cid & 0xFFF;
-        RdmaHostCommand command = tag < slots.length ? slots[tag] : null;
-        if (command == null || command.state != RdmaHostCommand.IN_FLIGHT || command.cid != cid
-            || command.responseReceived) {
+        RdmaHostCommand command = slots.outstanding(cid);
+        if (command == null || command.responseReceived) {
             closeNow("response for CID " + cid + ", which is not outstanding");
             return;
         }
@@ -389,71 +303,26 @@ final class RdmaHostQueue implements HostQueue {
         }
         command.responseReceived = true;
         if (command.sendDone) {
-            complete(command, command.cqe);
-        }
-    }
-
-    private void complete(RdmaHostCommand command, CompletionQueueEntry cqe) {
-        if (command.bounce != null && !command.hostToController && command.dataLength > 0
-            && cqe.status() == 0) {
-            command.data.put(command.dataOffset, command.bounce, 0, command.dataLength);
-        }
-        releaseData(command);
-        HostCommandCallback callback = command.callback;
-        Object context = command.context;
-        command.state = RdmaHostCommand.FREE;
-        command.callback = null;
-        command.context = null;
-        command.data = null;
-        freeTags[freeCount++] = command.tag;
-        outstanding--;
-        try {
-            callback.onCompletion(cqe, context);
-        } catch (RuntimeException e) {
-            LOG.warn("NVMe/RDMA host {}: a completion callback failed", peer, e);
-        }
-    }
-
-    private void releaseData(RdmaHostCommand command) {
-        if (command.cacheEntry >= 0) {
-            memory.cache().release(command.cacheEntry);
-            command.cacheEntry = -1;
-        }
-        if (command.bounce != null) {
-            memory.bounce().release(command.bounce);
-            command.bounce = null;
+            slots.complete(command, command.cqe);
         }
     }
 
     // ---- closing -------------------------------------------------------------------------------------------------
 
-    /** Closes now (poll-group thread): error state, path errors for what is outstanding, the listener. */
-    void closeNow(String reason) {
-        if (!open) {
-            return;
-        }
-        open = false;
+    /** The queue pair to error, so that no more DMA reaches host memory before the commands are failed. */
+    @Override
+    protected void stopIo(String reason) {
         closing = true;
         drainDeadline = System.nanoTime() + DRAIN_TIMEOUT_NANOS;
         postedSends -= verbs.discardStagedSends(); // never posted: nothing will complete them
         verbs.disconnect(); // the queue pair is in error when this returns: no more DMA into host memory
-        LOG.debug("NVMe/RDMA host queue {} closed: {}", peer, reason);
-        for (RdmaHostCommand command : slots) {
-            if (command.state != RdmaHostCommand.FREE) {
-                syntheticCqe.clear().commandId(command.cid).status(HostStatus.HOST_PATH_ERROR);
-                complete(command, syntheticCqe);
-            }
-        }
         if (!registered) {
-            group.register(this);
+            group.register(this); // polled until its flushed work requests are back
         }
-        if (listener != null) {
-            try {
-                listener.onClosed(this, reason);
-            } catch (RuntimeException e) {
-                LOG.warn("NVMe/RDMA host {}: queue listener failed", peer, e);
-            }
-        }
+    }
+
+    @Override
+    protected void closed() {
         checkDrained();
     }
 
@@ -473,7 +342,7 @@ final class RdmaHostQueue implements HostQueue {
         if (destroyed) {
             return;
         }
-        if (open) {
+        if (isOpen()) {
             closeNow("poll group closed");
             if (destroyed) {
                 return;
@@ -485,7 +354,7 @@ final class RdmaHostQueue implements HostQueue {
         try {
             onDestroyed.run();
         } catch (RuntimeException e) {
-            LOG.warn("NVMe/RDMA host {}: releasing the queue's resources failed", peer, e);
+            LOG.warn("NVMe/RDMA host {}: releasing the queue's resources failed", peer(), e);
         }
     }
 

@@ -163,6 +163,50 @@ class RdmaHostQueueTest {
     }
 
     @Test
+    void shouldGiveTheSlotBackWithoutACallbackWhenNoBounceBufferIsFree() {
+        open(1, 32, 4096);
+        int size = 1 << 20;
+        byte[] pattern = new byte[size];
+        new Random(11).nextBytes(pattern);
+        queue.submit(sqe(0x01, 0), randomDirect(size, 11), 0, size, record, null);
+        pump();
+        assertThat(completions).hasSize(1);
+        completions.clear();
+        // Heap reads go through 1 MiB bounce buffers from a 4 MiB region: submitted without polling, they run out
+        // of bounce buffers before they run out of the 32 slots.
+        List<ByteBuffer> reads = new ArrayList<>();
+        List<Integer> cids = new ArrayList<>();
+        int refused = 0;
+        for (int i = 0; i < 32 && refused == 0; i++) {
+            ByteBuffer in = ByteBuffer.allocate(size);
+            int cid = queue.submit(sqe(0x02, 0), in, 0, size, record, null);
+            if (cid < 0) {
+                refused++;
+            } else {
+                reads.add(in);
+                cids.add(cid);
+            }
+        }
+        assertThat(refused).isEqualTo(1);
+        assertThat(reads).isNotEmpty().hasSizeLessThan(32);
+        assertThat(queue.commandsOutstanding()).isEqualTo(reads.size());
+        for (int i = 0; i < 10 && completions.size() < reads.size(); i++) {
+            pump();
+        }
+        // Only the accepted reads complete, each once, with the data written; the refused submit has no callback.
+        assertThat(completions).extracting(c -> c[0]).containsExactlyInAnyOrderElementsOf(cids);
+        assertThat(completions).allSatisfy(c -> assertThat(c[1]).isZero());
+        assertThat(reads).allSatisfy(in -> assertThat(in.array()).isEqualTo(pattern));
+        assertThat(queue.commandsOutstanding()).isZero();
+        ByteBuffer again = ByteBuffer.allocate(size);
+        int cid = queue.submit(sqe(0x02, 0), again, 0, size, record, null);
+        assertThat(cid).isPositive();
+        pump();
+        assertThat(completions.get(completions.size() - 1)).containsExactly(cid, 0);
+        assertThat(again.array()).isEqualTo(pattern);
+    }
+
+    @Test
     void shouldFailOutstandingCommandsWithPathErrorWhenTheControllerDisconnects() {
         open(1, 32, 4096);
         controller.handlers.hold = true;

@@ -1,7 +1,7 @@
 package io.nvmeof4j.tcp.host;
 
 import io.nvmeof4j.protocol.command.CompletionQueueEntry;
-import io.nvmeof4j.protocol.spi.host.HostCommandCallback;
+import io.nvmeof4j.protocol.spi.host.HostCommandSlot;
 import io.nvmeof4j.protocol.tcp.CapsuleCmdPdu;
 import io.nvmeof4j.protocol.tcp.H2CDataPdu;
 import io.nvmeof4j.protocol.tcp.PduFlyweight;
@@ -10,16 +10,15 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
 /**
- * One command slot of a {@link TcpHostQueue}, reused for every command with its tag (CID bits 11:0). It owns
- * preallocated views of the queue's slot memory: the CapsuleCmd header (with the SQE), the H2CData header, a data
+ * One command slot of a {@link TcpHostQueue} (the common part, CID and data range, is {@link HostCommandSlot}'s). It
+ * owns preallocated views of the queue's slot memory: the CapsuleCmd header (with the SQE), the H2CData header, a data
  * digest, and a CQE kept when a completion overtakes the command's own sends. It is also the send job for its own
  * PDUs: up to {@link #MAX_SEGMENTS} segments, each a buffer with its own position and limit kept here, so that
  * several commands can send disjoint ranges of one caller buffer. Poll-group thread only.
  */
-final class TcpHostCommand {
-    static final int FREE = 0;
+final class TcpHostCommand extends HostCommandSlot {
     /** The CapsuleCmd is queued or being written. */
-    static final int SENDING_CAPSULE = 1;
+    static final int SENDING_CAPSULE = SUBMITTED;
     /** Waiting for the controller: R2T, C2HData or CapsuleResp. */
     static final int IN_FLIGHT = 2;
 
@@ -33,7 +32,6 @@ final class TcpHostCommand {
     private static final int DIGEST_AT = 112;
     private static final int CQE_AT = 128;
 
-    final int tag;
     final ByteBuffer capsuleHeader;
     final CapsuleCmdPdu capsule = new CapsuleCmdPdu();
     final ByteBuffer h2cHeader;
@@ -42,16 +40,7 @@ final class TcpHostCommand {
     final ByteBuffer deferredCqeBuffer;
     final CompletionQueueEntry deferredCqe = new CompletionQueueEntry();
 
-    int state = FREE;
-    int generation;
-    int cid;
-    boolean hostToController;
     boolean inCapsule;
-    ByteBuffer data;
-    int dataOffset;
-    int dataLength;
-    HostCommandCallback callback;
-    Object context;
 
     /** C2H: bytes received so far. */
     int c2hReceived;
@@ -75,7 +64,7 @@ final class TcpHostCommand {
     int dataSegment = -1;
 
     TcpHostCommand(int tag, ByteBuffer slotMemory, int slotOffset) {
-        this.tag = tag;
+        super(tag);
         this.capsuleHeader = view(slotMemory, slotOffset + CAPSULE_AT,
             CapsuleCmdPdu.HEADER_LENGTH + PduFlyweight.DIGEST_LENGTH);
         this.h2cHeader = view(slotMemory, slotOffset + H2C_AT, H2CDataPdu.HEADER_LENGTH + PduFlyweight.DIGEST_LENGTH);
@@ -129,19 +118,11 @@ final class TcpHostCommand {
         return dataSegment >= segmentIndex && dataSegment >= 0 ? segments[dataSegment] : null;
     }
 
-    void release() {
-        state = FREE;
-        data = null;
-        callback = null;
-        context = null;
+    @Override
+    protected void onEnd(CompletionQueueEntry cqe) {
         completionDeferred = false;
         for (int i = 0; i < MAX_SEGMENTS; i++) {
             segments[i] = null;
         }
-    }
-
-    @Override
-    public String toString() {
-        return "TcpHostCommand[tag=" + tag + " cid=" + cid + " state=" + state + " length=" + dataLength + "]";
     }
 }

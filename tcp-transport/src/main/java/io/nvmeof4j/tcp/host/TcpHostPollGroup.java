@@ -119,10 +119,6 @@ public final class TcpHostPollGroup implements HostPollGroup {
         return thread == Thread.currentThread();
     }
 
-    boolean isClosed() {
-        return closed;
-    }
-
     /** Closes every queue (their commands complete with a path error) and the selector. */
     @Override
     public void close() {

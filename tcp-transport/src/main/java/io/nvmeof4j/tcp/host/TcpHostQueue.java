@@ -1,13 +1,12 @@
 package io.nvmeof4j.tcp.host;
 
 import io.nvmeof4j.protocol.command.CompletionQueueEntry;
-import io.nvmeof4j.protocol.command.DataDirection;
 import io.nvmeof4j.protocol.command.SglDescriptor;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
 import io.nvmeof4j.protocol.spi.TransportAddress;
+import io.nvmeof4j.protocol.spi.host.AbstractHostQueue;
 import io.nvmeof4j.protocol.spi.host.HostCommandCallback;
 import io.nvmeof4j.protocol.spi.host.HostPollGroup;
-import io.nvmeof4j.protocol.spi.host.HostQueue;
 import io.nvmeof4j.protocol.spi.host.HostQueueListener;
 import io.nvmeof4j.protocol.spi.host.HostQueueOptions;
 import io.nvmeof4j.protocol.spi.host.HostStatus;
@@ -53,7 +52,7 @@ import static io.nvmeof4j.protocol.tcp.PduFlyweight.FLAG_SUCCESS;
  * closes the queue: outstanding commands complete with {@link HostStatus#HOST_PATH_ERROR}, then the listener hears
  * the reason.
  */
-final class TcpHostQueue implements HostQueue {
+final class TcpHostQueue extends AbstractHostQueue<TcpHostCommand> {
     private static final Logger LOG = LoggerFactory.getLogger(TcpHostQueue.class);
 
     private static final int RECV_HEADER = 0;
@@ -72,24 +71,13 @@ final class TcpHostQueue implements HostQueue {
     /** The socket, or TLS records over it. */
     private final TcpStream stream;
     private final Runnable readAgain = this::onReadable;
-    private final TransportAddress address;
-    private final String peer;
-    private final HostQueueListener listener;
-    private final int depth;
-    private final int inCapsuleDataSize;
     private final int headerDigestLength;
     private final int dataDigestLength;
     private final int maxH2CDataSize;
     SelectionKey key;
-    private volatile boolean open = true;
     boolean inFlushList;
     private boolean writeInterest;
 
-    // Slots.
-    private final TcpHostCommand[] slots;
-    private final int[] freeTags;
-    private int freeCount;
-    private int outstanding;
 
     // Receive.
     private final ByteBuffer receiveBuffer = ByteBuffer.allocateDirect(RECEIVE_BUFFER_SIZE).order(ByteOrder.LITTLE_ENDIAN);
@@ -102,9 +90,6 @@ final class TcpHostQueue implements HostQueue {
     private int payloadEnd;
     private boolean payloadSuccess;
     private final CompletionQueueEntry receivedCqe = new CompletionQueueEntry();
-    private final ByteBuffer syntheticCqeBuffer = ByteBuffer.allocateDirect(CompletionQueueEntry.LENGTH)
-        .order(ByteOrder.LITTLE_ENDIAN);
-    private final CompletionQueueEntry syntheticCqe = new CompletionQueueEntry().wrap(syntheticCqeBuffer, 0);
 
     // Send queue (intrusive FIFO of slots).
     private TcpHostCommand sendHead;
@@ -112,51 +97,29 @@ final class TcpHostQueue implements HostQueue {
 
     TcpHostQueue(TcpHostPollGroup group, TcpStream stream, TransportAddress address, String peer,
                  HostQueueOptions options, int maxH2CDataSize, HostQueueListener listener) {
+        super("NVMe/TCP", address, peer, options.inCapsuleDataSize(), commands(options.depth()), listener);
         this.group = group;
         this.stream = stream;
         this.channel = stream.channel();
-        this.address = address;
-        this.peer = peer;
-        this.listener = listener;
-        this.depth = options.depth();
-        this.inCapsuleDataSize = options.inCapsuleDataSize();
         this.headerDigestLength = options.headerDigest() ? PduFlyweight.DIGEST_LENGTH : 0;
         this.dataDigestLength = options.dataDigest() ? PduFlyweight.DIGEST_LENGTH : 0;
         this.maxH2CDataSize = maxH2CDataSize;
+    }
+
+    private static TcpHostCommand[] commands(int depth) {
         ByteBuffer memory = ByteBuffer.allocateDirect(depth * TcpHostCommand.SLOT_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-        this.slots = new TcpHostCommand[depth];
-        this.freeTags = new int[depth];
-        for (int tag = depth - 1; tag >= 0; tag--) {
-            slots[tag] = new TcpHostCommand(tag, memory, tag * TcpHostCommand.SLOT_BYTES);
-            freeTags[freeCount++] = tag;
+        TcpHostCommand[] commands = new TcpHostCommand[depth];
+        for (int tag = 0; tag < depth; tag++) {
+            commands[tag] = new TcpHostCommand(tag, memory, tag * TcpHostCommand.SLOT_BYTES);
         }
+        return commands;
     }
 
     // ---- HostQueue ---------------------------------------------------------------------------------------------
 
     @Override
-    public TransportAddress address() {
-        return address;
-    }
-
-    @Override
-    public String peer() {
-        return peer;
-    }
-
-    @Override
     public HostPollGroup pollGroup() {
         return group;
-    }
-
-    @Override
-    public int depth() {
-        return depth;
-    }
-
-    @Override
-    public int inCapsuleDataSize() {
-        return inCapsuleDataSize;
     }
 
     /** MAXH2CDATA the controller announced in ICResp. */
@@ -165,50 +128,18 @@ final class TcpHostQueue implements HostQueue {
     }
 
     @Override
-    public int commandsOutstanding() {
-        return outstanding;
-    }
-
-    @Override
-    public boolean isOpen() {
-        return open;
-    }
-
-    @Override
     public int submit(SubmissionQueueEntry sqe, ByteBuffer data, int dataOffset, int dataLength,
                       HostCommandCallback callback, Object context) {
-        if (!open || freeCount == 0) {
+        TcpHostCommand command = take(sqe, data, dataOffset, dataLength, callback, context);
+        if (command == null) {
             return -1;
         }
-        DataDirection direction = sqe.dataDirection();
-        if (dataLength > 0) {
-            if (data == null || dataOffset < 0 || dataOffset > data.capacity() - dataLength) {
-                throw new IllegalArgumentException("data range [" + dataOffset + ", +" + dataLength
-                    + ") outside the buffer " + data);
-            }
-            if (direction != DataDirection.HOST_TO_CONTROLLER && direction != DataDirection.CONTROLLER_TO_HOST) {
-                throw new IllegalArgumentException("command " + sqe + " moves no data (direction " + direction
-                    + ") but " + dataLength + " bytes were given");
-            }
-        } else if (dataLength < 0) {
-            throw new IllegalArgumentException("negative data length " + dataLength);
-        }
-        TcpHostCommand command = slots[freeTags[--freeCount]];
-        outstanding++;
-        command.generation = (command.generation + 1) & 0xF;
-        command.cid = command.generation << 12 | command.tag;
-        command.hostToController = direction == DataDirection.HOST_TO_CONTROLLER;
-        command.data = dataLength > 0 ? data : null;
-        command.dataOffset = dataOffset;
-        command.dataLength = dataLength;
-        command.callback = callback;
-        command.context = context;
         command.c2hReceived = 0;
         command.h2cSent = 0;
         command.r2tRemaining = 0;
         command.completionDeferred = false;
-        int limit = sqe.isFabrics() ? Math.max(HostQueueOptions.ADMIN_IN_CAPSULE_DATA_SIZE, inCapsuleDataSize)
-            : inCapsuleDataSize;
+        int limit = sqe.isFabrics() ? Math.max(HostQueueOptions.ADMIN_IN_CAPSULE_DATA_SIZE, inCapsuleDataSize())
+            : inCapsuleDataSize();
         command.inCapsule = command.hostToController && dataLength > 0 && dataLength <= limit;
 
         ByteBuffer header = command.capsuleHeader;
@@ -250,24 +181,6 @@ final class TcpHostQueue implements HostQueue {
         return command.cid;
     }
 
-    @Override
-    public void close(String reason) {
-        if (group.inPollGroupThread() || group.isClosed()) {
-            closeNow(reason);
-        } else {
-            try {
-                group.execute(() -> closeNow(reason));
-            } catch (IllegalStateException e) {
-                closeNow(reason); // the group closed meanwhile: nobody polls it any more
-            }
-        }
-    }
-
-    @Override
-    public String toString() {
-        return "TcpHostQueue[" + peer + "]";
-    }
-
     // ---- send --------------------------------------------------------------------------------------------------
 
     private void enqueueSend(TcpHostCommand command) {
@@ -286,7 +199,7 @@ final class TcpHostQueue implements HostQueue {
 
     /** Writes queued PDUs until the socket is full, nothing is left, or the budget is spent. */
     int flush() {
-        if (!open) {
+        if (!isOpen()) {
             return 0;
         }
         try {
@@ -295,7 +208,7 @@ final class TcpHostQueue implements HostQueue {
                 return 1;
             }
         } catch (IOException e) {
-            closeNow("send to " + peer + " failed: " + e.getMessage());
+            closeNow("send to " + peer() + " failed: " + e.getMessage());
             return 1;
         }
         ByteBuffer[] iov = group.iov;
@@ -325,7 +238,7 @@ final class TcpHostQueue implements HostQueue {
                 written = stream.write(iov, 0, count);
             } catch (IOException e) {
                 Arrays.fill(iov, 0, count, null);
-                closeNow("send to " + peer + " failed: " + e.getMessage());
+                closeNow("send to " + peer() + " failed: " + e.getMessage());
                 return work + 1;
             }
             Arrays.fill(iov, 0, count, null);
@@ -348,7 +261,7 @@ final class TcpHostQueue implements HostQueue {
                 }
                 popSendHead();
                 onSent(job);
-                if (!open) {
+                if (!isOpen()) {
                     return work;
                 }
             }
@@ -392,7 +305,7 @@ final class TcpHostQueue implements HostQueue {
             command.state = TcpHostCommand.IN_FLIGHT;
         }
         if (command.completionDeferred) {
-            complete(command, command.deferredCqe);
+            slots.complete(command, command.deferredCqe);
         }
     }
 
@@ -437,7 +350,7 @@ final class TcpHostQueue implements HostQueue {
     // ---- receive -----------------------------------------------------------------------------------------------
 
     void onReadable() {
-        for (int reads = 0; open; reads++) {
+        for (int reads = 0; isOpen(); reads++) {
             if (!processReceived()) {
                 return;
             }
@@ -471,11 +384,11 @@ final class TcpHostQueue implements HostQueue {
                     }
                 }
             } catch (IOException e) {
-                closeNow("receive from " + peer + " failed: " + e.getMessage());
+                closeNow("receive from " + peer() + " failed: " + e.getMessage());
                 return;
             }
             if (n < 0) {
-                closeNow("controller " + peer + " closed the connection");
+                closeNow("controller " + peer() + " closed the connection");
                 return;
             }
             if (n == 0) {
@@ -503,7 +416,7 @@ final class TcpHostQueue implements HostQueue {
 
     /** Parses buffered bytes; false once the queue closed. */
     private boolean processReceived() {
-        while (open) {
+        while (isOpen()) {
             boolean progressed;
             switch (receiveState) {
                 case RECV_HEADER:
@@ -517,7 +430,7 @@ final class TcpHostQueue implements HostQueue {
                     break;
             }
             if (!progressed) {
-                return open;
+                return isOpen();
             }
         }
         return false;
@@ -589,7 +502,7 @@ final class TcpHostQueue implements HostQueue {
     private boolean receiveCapsuleResp(int base) {
         receivedCqe.wrap(receiveBuffer, base + CapsuleRespPdu.CQE_OFFSET);
         int cid = receivedCqe.commandId();
-        TcpHostCommand command = commandFor(cid);
+        TcpHostCommand command = slots.outstanding(cid);
         if (command == null) {
             return protocolError("CapsuleResp for CID " + cid + ", which is not outstanding");
         }
@@ -604,7 +517,7 @@ final class TcpHostQueue implements HostQueue {
             command.r2tRemaining = 0;
             return true;
         }
-        complete(command, receivedCqe);
+        slots.complete(command, receivedCqe);
         return true;
     }
 
@@ -613,7 +526,7 @@ final class TcpHostQueue implements HostQueue {
         int ttag = u16(base + R2TPdu.TTAG_OFFSET);
         long r2to = u32(base + R2TPdu.R2TO_OFFSET);
         long r2tl = u32(base + R2TPdu.R2TL_OFFSET);
-        TcpHostCommand command = commandFor(cid);
+        TcpHostCommand command = slots.outstanding(cid);
         if (command == null || !command.hostToController || command.inCapsule) {
             return protocolError("R2T for CID " + cid + ", which is no outstanding write waiting for R2T");
         }
@@ -652,7 +565,7 @@ final class TcpHostQueue implements HostQueue {
         if (writeIndex - readIndex < pdo) {
             return false;
         }
-        TcpHostCommand command = commandFor(cid);
+        TcpHostCommand command = slots.outstanding(cid);
         if (command == null || command.hostToController || command.state != TcpHostCommand.IN_FLIGHT) {
             return protocolError("C2HData for CID " + cid + ", which is no outstanding read");
         }
@@ -715,15 +628,15 @@ final class TcpHostQueue implements HostQueue {
         receiveState = RECV_HEADER;
         if (payloadSuccess) {
             // SUCCESS on the last C2HData stands for a CapsuleResp with status 0 (SQ flow control disabled).
-            syntheticCqe.clear().commandId(command.cid).sqHead(CompletionQueueEntry.SQHD_FLOW_CONTROL_DISABLED);
-            complete(command, syntheticCqe);
+            slots.complete(command,
+                slots.syntheticCqe(command.cid).sqHead(CompletionQueueEntry.SQHD_FLOW_CONTROL_DISABLED));
         }
         return true;
     }
 
     private boolean receiveC2HTermReq(int base, int hlen, long plen, int available) {
         if (hlen != TermReqPdu.HEADER_LENGTH || plen < TermReqPdu.HEADER_LENGTH || plen > TermReqPdu.MAX_PDU_LENGTH) {
-            closeNow("controller " + peer + " sent a malformed C2HTermReq (HLEN " + hlen + ", PLEN " + plen + ")");
+            closeNow("controller " + peer() + " sent a malformed C2HTermReq (HLEN " + hlen + ", PLEN " + plen + ")");
             return false;
         }
         if (available < TermReqPdu.HEADER_LENGTH) {
@@ -731,56 +644,28 @@ final class TcpHostQueue implements HostQueue {
         }
         int fes = u16(base + TermReqPdu.FES_OFFSET);
         long fei = u32(base + TermReqPdu.FEI_OFFSET);
-        closeNow("controller " + peer + " terminated the connection with C2HTermReq: " + TermReqPdu.fesName(fes)
+        closeNow("controller " + peer() + " terminated the connection with C2HTermReq: " + TermReqPdu.fesName(fes)
             + " (FES " + fes + ", FEI " + fei + ")");
         return false;
     }
 
-    private TcpHostCommand commandFor(int cid) {
-        int tag = cid & 0xFFF;
-        if (tag >= depth) {
-            return null;
-        }
-        TcpHostCommand command = slots[tag];
-        return command.state != TcpHostCommand.FREE && command.cid == cid ? command : null;
-    }
-
     private boolean protocolError(String what) {
-        LOG.warn("NVMe/TCP host {}: protocol error: {}; closing the queue", peer, what);
-        closeNow("protocol error from " + peer + ": " + what);
+        LOG.warn("NVMe/TCP host {}: protocol error: {}; closing the queue", peer(), what);
+        closeNow("protocol error from " + peer() + ": " + what);
         return false;
     }
 
     // ---- completion and close ----------------------------------------------------------------------------------
 
-    /** Frees the slot, then runs its callback (which may submit into the slot just freed). */
-    private void complete(TcpHostCommand command, CompletionQueueEntry cqe) {
-        HostCommandCallback callback = command.callback;
-        Object context = command.context;
-        command.release();
-        freeTags[freeCount++] = command.tag;
-        outstanding--;
-        try {
-            callback.onCompletion(cqe, context);
-        } catch (Throwable e) {
-            // A callback's failure (an Error too) must not end the poll-group thread that serves every queue on it.
-            LOG.error("NVMe/TCP host {}: completion callback failed for CID {}", peer, cqe.commandId(), e);
-        }
-    }
-
-    /** Closes the connection now (poll-group thread). Idempotent. */
-    void closeNow(String reason) {
-        if (!open) {
-            return;
-        }
-        open = false;
+    @Override
+    protected void stopIo(String reason) {
         if (key != null) {
             key.cancel();
         }
         try {
             stream.close();
         } catch (IOException e) {
-            LOG.debug("NVMe/TCP host {}: error closing the socket", peer, e);
+            LOG.debug("NVMe/TCP host {}: error closing the socket", peer(), e);
         }
         TcpHostCommand job = sendHead;
         sendHead = null;
@@ -793,19 +678,5 @@ final class TcpHostQueue implements HostQueue {
         }
         payloadCommand = null;
         group.unregister(this);
-        LOG.debug("NVMe/TCP host queue {} closed: {}", peer, reason);
-        for (TcpHostCommand command : slots) {
-            if (command.state != TcpHostCommand.FREE) {
-                syntheticCqe.clear().commandId(command.cid).status(HostStatus.HOST_PATH_ERROR);
-                complete(command, syntheticCqe);
-            }
-        }
-        if (listener != null) {
-            try {
-                listener.onClosed(this, reason);
-            } catch (RuntimeException e) {
-                LOG.warn("NVMe/TCP host {}: queue listener failed", peer, e);
-            }
-        }
     }
 }

@@ -11,6 +11,11 @@
  *       and an optional data range; the transport owns the CID, the SGL and the data movement (in-capsule, R2T,
  *       C2H, RDMA), and calls the command's {@link io.nvmeof4j.protocol.spi.host.HostCommandCallback} with the CQE
  *       on the group thread. Command slots are preallocated per CID: nothing allocates per command.</li>
+ *   <li>{@link io.nvmeof4j.protocol.spi.host.AbstractHostQueue} with its
+ *       {@link io.nvmeof4j.protocol.spi.host.HostCommandSlots}: what every binding's host queue shares (command
+ *       slots, CID generation, the submit checks, CID lookup, completion, the close sequence that fails every
+ *       outstanding command). A binding subclasses it with its own {@link io.nvmeof4j.protocol.spi.host.HostCommandSlot}
+ *       type and keeps only its wire work (NVMe/TCP PDUs, R2T, H2C/C2H, digests; RDMA capsules, keyed SGLs, WRs).</li>
  * </ul>
  * Errors on the data path are status codes ({@link io.nvmeof4j.protocol.spi.host.HostStatus}); a queue that fails
  * completes every outstanding command with {@link io.nvmeof4j.protocol.spi.host.HostStatus#HOST_PATH_ERROR} and
