@@ -761,7 +761,7 @@ class SpdkRpcTest {
 
     /**
      * RDMA listeners go through the same control-plane path as TCP ones, live on any machine with RDMA (the first
-     * gives the reactors their RDMA poll groups: proven in the guest by kernel-host-vs-our-rdma-target.sh). The build
+     * gives the reactors their RDMA poll groups: checked in the guest by kernel-host-vs-our-rdma-target.sh). The build
      * machine has no RDMA device, so the path checked here is the refusal: named, and nothing changed.
      */
     @Test
