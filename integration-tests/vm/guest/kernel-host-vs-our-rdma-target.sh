@@ -7,7 +7,10 @@
 # a loop device with 4096-byte sectors opened O_DIRECT: fio write + verify with 4 KiB writes, whose data arrives
 # in-capsule and goes to the device straight from the receive buffer (O_DIRECT refuses it unless that data is
 # aligned: EINVAL, an Internal Error for the host), and a discard (on this kernel, before 6.12, BLKDISCARD runs on
-# the daemon's worker threads). Last, our daemon is stopped with SIGTERM and must exit cleanly with a clean log.
+# the daemon's worker threads). Then our daemon is stopped with SIGTERM and must exit cleanly with a clean log.
+# Last, the live phase: a second daemon starts with one NVMe/TCP port only; an RDMA listener is added to it through
+# the management API (its reactors get their RDMA poll groups then), the kernel host connects over RDMA, fio writes
+# and verifies, disconnects, the listener is removed through the API, and that daemon stops cleanly too.
 # Prints PASS/FAIL lines and a SUMMARY; exits non-zero on any failure. LinuxKernelHostRdmaIT runs it with:
 #   integration-tests/vm/run-guest.sh --results DIR integration-tests/vm/guest/kernel-host-vs-our-rdma-target.sh
 # Environment: SUBNQN [nqn.2014-08.io.nvmeof4j:rdma-it], FIO_JOBS, CONNECTS ["1:off 2:off"], GUEST_JAVA_OPTS.
@@ -62,6 +65,93 @@ else
 fi
 tail -n 15 "$RES/ours-daemon.log" | sed 's/^/INFO daemon: /'
 [ -n "$LOOP" ] && losetup -d "$LOOP"
+
+# ---- live: an RDMA listener added through the management API to a daemon that started with NVMe/TCP only ---------
+# Its reactors have no RDMA poll group at start; the first RDMA listener gives each one (on its buffer pool) while
+# they run. The kernel host then connects over RDMA and fio verifies; the listener is removed again (the groups stay).
+LIVE_NQN="nqn.2014-08.io.nvmeof4j:rdma-live"
+LIVE_PORT=4421
+LIVE_HTTP="127.0.0.1:9481"
+LIVE_TOKEN="$TMPFS/rdma-live.token"
+LIVE_LOG="$RES/ours-live-daemon.log"
+cat > "$TMPFS/rdma-live.json" <<J
+{ "nvmeof4j": {"http": "$LIVE_HTTP", "api_token_file": "$LIVE_TOKEN"},
+  "hosts": [],
+  "ports": [ {"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "4430"},
+              "referrals": [], "subsystems": ["$LIVE_NQN"]} ],
+  "subsystems": [ {"nqn": "$LIVE_NQN",
+      "attr": {"allow_any_host": "1", "serial": "nvmeof4jrdmalive", "model": "nvmeof4j", "version": "1.3"},
+      "allowed_hosts": [],
+      "namespaces": [ {"nsid": 1, "enable": 1, "device": {"backend": "ram", "size": "32M", "block_size": 512}} ] } ] }
+J
+# api METHOD PATH [BODY]: prints "BODY HTTPnnn"; the token goes in a header file, never on a command line.
+live_api() {
+    local method="$1" path="$2" body="${3:-}"
+    if [ -n "$body" ]; then
+        curl -sS --max-time 30 -X "$method" -H @/tmp/rdma-live-auth.header -H 'Content-Type: application/json' \
+            -d "$body" -w ' HTTP%{http_code}' "http://$LIVE_HTTP/api/v1$path" 2>&1 | tr '\n' ' '
+    else
+        curl -sS --max-time 30 -X "$method" -H @/tmp/rdma-live-auth.header -w ' HTTP%{http_code}' \
+            "http://$LIVE_HTTP/api/v1$path" 2>&1 | tr '\n' ' '
+    fi
+}
+if ours_start "$TMPFS/rdma-live.json" "$LIVE_LOG" && [ -s "$LIVE_TOKEN" ] && ! grep -q "NVMe/RDMA listening" "$LIVE_LOG"; then
+    pass live-tcp-only-start
+    printf 'Authorization: Bearer %s\n' "$(cat "$LIVE_TOKEN")" > /tmp/rdma-live-auth.header
+    chmod 600 /tmp/rdma-live-auth.header
+    added="$(live_api POST "/subsystems/$LIVE_NQN/listeners" \
+        "{\"trtype\": \"rdma\", \"adrfam\": \"ipv4\", \"traddr\": \"10.0.2.15\", \"trsvcid\": \"$LIVE_PORT\"}")"
+    info "POST listeners (rdma): $added"
+    LIVE_PORTID="$(echo "$added" | sed -n 's/.*"portid" *: *\([0-9]*\).*/\1/p')"
+    if [[ "$added" == *HTTP201* ]] && [ -n "$LIVE_PORTID" ] \
+        && grep -q "NVMe/RDMA listening on rdma://10.0.2.15:$LIVE_PORT" "$LIVE_LOG" \
+        && grep -q "NVMe-oF/RDMA served from now on" "$LIVE_LOG" && grep -q '"rdma"' "$TMPFS/rdma-live.json"; then
+        pass live-rdma-listener-added
+    else
+        fail live-rdma-listener-added "answer: $added; log: $(grep -m3 -iE 'rdma|ERROR' "$LIVE_LOG" | tr '\n' ' ')"
+    fi
+    if out="$(timeout 90 nvme connect -t rdma -a 10.0.2.15 -s "$LIVE_PORT" -n "$LIVE_NQN" --nr-io-queues=1 2>&1)" \
+        && wait_for 30 ns_blockdev "$LIVE_NQN" 1; then
+        pass live-rdma-connect
+        DEV="$(ns_blockdev "$LIVE_NQN" 1)"
+        for job in 4k:16:8M 128k:4:16M; do
+            IFS=: read -r bs qd size <<< "$job"
+            fout="$(timeout 300 fio --name="live-$bs" --filename="$DEV" --ioengine=libaio --direct=1 --rw=randwrite \
+                --bs="$bs" --iodepth="$qd" --size="$size" --offset=0 --numjobs=1 --verify=crc32c --do_verify=1 \
+                --verify_fatal=1 --verify_backlog=0 --randrepeat=0 --group_reporting 2>&1)"
+            if [ $? = 0 ] && echo "$fout" | grep -q 'err= 0' \
+                && ! echo "$fout" | grep -qiE 'verify.*(fail|bad|error)|bad magic|crc32c.*(fail|wanted)'; then
+                pass "live-rdma-fio-verify-bs$bs-qd$qd"
+                info "live-rdma-fio-verify-bs$bs-qd$qd: $(echo "$fout" | grep -E '^ *(write|read):' | sed 's/^ *//' | tr '\n' ' ')"
+            else
+                fail "live-rdma-fio-verify-bs$bs-qd$qd" "$(echo "$fout" | grep -iE 'err|verify|fail' | head -n 5 | tr '\n' '|')"
+            fi
+        done
+        if timeout 60 nvme disconnect -n "$LIVE_NQN" >/dev/null 2>&1 \
+            && wait_for 30 bash -c "! grep -qsx '$LIVE_NQN' /sys/class/nvme/*/subsysnqn"; then
+            pass live-rdma-disconnect
+        else
+            fail live-rdma-disconnect "controllers left: $(cat /sys/class/nvme/*/subsysnqn 2>/dev/null | tr '\n' ' ')"
+        fi
+    else
+        fail live-rdma-connect "nvme connect -t rdma to 10.0.2.15:$LIVE_PORT: $out"
+    fi
+    removed="$(live_api DELETE "/subsystems/$LIVE_NQN/listeners/$LIVE_PORTID")"
+    if [[ "$removed" == *HTTP200* ]] && ! grep -q '"rdma"' "$TMPFS/rdma-live.json"; then
+        pass live-rdma-listener-removed
+    else
+        fail live-rdma-listener-removed "DELETE listeners/$LIVE_PORTID: $removed"
+    fi
+    if ours_stop "$LIVE_LOG"; then pass live-daemon-stop; else fail live-daemon-stop "exit code not 0/143"; fi
+    if ours_log_clean "$LIVE_LOG"; then
+        pass live-daemon-log-clean
+    else
+        fail live-daemon-log-clean "$(grep -m3 -E ' ERROR |Exception' "$LIVE_LOG" | tr '\n' ' ')"
+    fi
+    tail -n 12 "$LIVE_LOG" | sed 's/^/INFO live daemon: /'
+else
+    fail live-tcp-only-start "our TCP-only daemon did not start (or listened on RDMA already); log: $(tail -n 5 "$LIVE_LOG" | tr '\n' ' ')"
+fi
 summary
 rc=$?
 [ "$interop" = 0 ] && exit $rc

@@ -16,7 +16,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * guest (RDMA needs both ends on the guest's rxe0 at 10.0.2.15): {@code nvme discover -t rdma}, {@code nvme connect
  * -t rdma} with 1 I/O queue and the full fio matrix (write + verify=crc32c and read back at 4 KiB in-capsule, 128 KiB
  * and 1 MiB by keyed SGLs, QD 1 and QD 32), {@code blkdiscard}, flush, disconnect, then a reconnect with 2 I/O queues
- * (dd write/read/compare) and disconnect; last, the daemon stops on SIGTERM with a clean log.
+ * (dd write/read/compare) and disconnect; the daemon stops on SIGTERM with a clean log. Last, a second daemon
+ * started with one NVMe/TCP port only gets an RDMA listener through the management API (its running reactors get
+ * their RDMA poll groups then): the kernel host connects to it over RDMA, fio writes and verifies, disconnects, and
+ * the listener is removed through the API again.
  *
  * <p>Checks run in {@code integration-tests/vm/guest/kernel-host-vs-our-rdma-target.sh} (which starts our daemon in
  * the guest and drives {@code kernel-host-vs-target.sh} with {@code TRTYPE=rdma}); this class asserts on its
@@ -42,7 +45,11 @@ class LinuxKernelHostRdmaIT {
         "PASS loop-4k-sectors", "PASS connect-fio-namespaces",
         "PASS fio-verify-ns3-bs4k-qd1", "PASS fio-verify-ns3-bs4k-qd32", "PASS discard-zeroes-ns3",
         "PASS disconnect-fio-namespaces",
-        "PASS ours-target-stop", "PASS ours-log-clean");
+        "PASS ours-target-stop", "PASS ours-log-clean",
+        // A daemon started with NVMe/TCP only: an RDMA listener added live through the management API.
+        "PASS live-tcp-only-start", "PASS live-rdma-listener-added", "PASS live-rdma-connect",
+        "PASS live-rdma-fio-verify-bs4k-qd16", "PASS live-rdma-fio-verify-bs128k-qd4", "PASS live-rdma-disconnect",
+        "PASS live-rdma-listener-removed", "PASS live-daemon-stop", "PASS live-daemon-log-clean");
 
     private static Path repo;
     private static Path vm;
@@ -78,5 +85,8 @@ class LinuxKernelHostRdmaIT {
         String daemonLog = Files.readString(results.resolve("ours-daemon.log"));
         assertThat(daemonLog).as("our daemon's log").contains("NVMe/RDMA listening on rdma://10.0.2.15:4420")
             .contains("registered once");
+        assertThat(Files.readString(results.resolve("ours-live-daemon.log"))).as("the TCP-only daemon's log")
+            .contains("NVMe-oF/RDMA served from now on")
+            .contains("NVMe/RDMA listening on rdma://10.0.2.15:4421");
     }
 }

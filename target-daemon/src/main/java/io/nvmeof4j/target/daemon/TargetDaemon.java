@@ -87,7 +87,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * TCP ports are served, and one block-device poll group ({@link BdevChannels}: the reactor's io_uring); starts the
  * reactors, then binds every port in configuration order (port 0: any free port; the model's port is replaced by its
  * bound form), each with its own {@link ControllerQueueHandlerFactory}. Without RDMA (no rdma-core, no device) RDMA
- * ports are skipped with a warning giving {@code Rdma.unavailabilityCause()}, and the rest is served. If any step
+ * ports are skipped with a warning giving {@code Rdma.unavailabilityCause()}, and the rest is served. A daemon that
+ * started without an RDMA port gets its NVMe-oF/RDMA transport and one RDMA poll group per reactor (on that
+ * reactor's pool, handed to the running reactor) with the first RDMA port added live ({@link #addPort}); they stay
+ * when the last RDMA port is removed (idle groups cost one empty completion poll per reactor round). If any step
  * fails, everything done so far is undone (listeners closed, reactors stopped, devices closed, files this start
  * created removed) and the error is thrown: the daemon never half-starts. With {@code metrics} on (the default) every
  * subsystem and namespace is bound to a {@link TargetMetrics} before the first Connect; with {@code http} set (default
@@ -132,11 +135,20 @@ public final class TargetDaemon implements AutoCloseable {
     /** Every reactor's NVMe/TCP and NVMe-oF/RDMA poll group: what a port added live listens with. */
     private final List<PollGroup> tcpGroups = new ArrayList<>();
     private final List<PollGroup> rdmaGroups = new ArrayList<>();
+    /** Each reactor's buffer pool, by reactor index: what a poll group created live draws from. */
+    private final List<OffHeapBufferPool> pools = new ArrayList<>();
+    /**
+     * Each reactor's buffer-wait counters, summed by its resource-wait meter; a poll group created live adds its own
+     * (copy-on-write: the meter reads from a scrape thread).
+     */
+    private final List<List<java.util.function.LongSupplier>> bufferWaits = new ArrayList<>();
     private NvmCommands nvm;
     private TcpControllerTransport transport;
     /** Each host's TLS PSK ({@code hosts[].tls_key}), as every TLS port's handshakes look them up; changed live. */
     private HostPskStore tlsKeys;
+    /** Created with the first RDMA port (at start or live); serving once every reactor has its RDMA group. */
     private RdmaControllerTransport rdmaTransport;
+    private volatile boolean rdmaServed;
     /** The ports started: every configured port, less RDMA ports when RDMA is unavailable. */
     private List<PortConfig> servedPorts = List.of();
     private ControllerRegistry registry;
@@ -198,35 +210,31 @@ public final class TargetDaemon implements AutoCloseable {
         tlsKeys = new HostPskStore(config.tlsKeys());
         transport.pskResolver(tlsKeys);
         boolean rdma = servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.RDMA);
-        if (rdma) {
-            rdmaTransport = new RdmaControllerTransport();
-        }
         List<PollGroup> groups = tcpGroups;
         int largestBuffer = config.largestBuffer();
         for (int i = 0; i < settings.reactors(); i++) {
             Reactor reactor = new Reactor("nvmeof-reactor-" + i, settings.idleStrategy(), settings.idleSpinNanos());
             reactors.add(reactor);
             OffHeapBufferPool pool = new OffHeapBufferPool(largestBuffer, poolRegion(reactor, settings));
+            pools.add(pool);
             if (metrics != null) {
                 metrics.bindPool(i, pool);
             }
-            List<java.util.function.LongSupplier> bufferWaits = new ArrayList<>();
+            List<java.util.function.LongSupplier> waits = new java.util.concurrent.CopyOnWriteArrayList<>();
+            bufferWaits.add(waits);
             if (rdma) {
                 // First: an idle reactor blocks on its first group's wait primitive (here the completion channel).
-                io.nvmeof4j.rdma.RdmaPollGroup rdmaGroup = rdmaTransport.createPollGroup(pool);
-                bufferWaits.add(rdmaGroup::bufferWaits);
-                reactor.add(rdmaGroup);
-                rdmaGroups.add(rdmaGroup);
+                addRdmaGroup(i);
             }
             if (!rdma || servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.TCP)) {
                 // Only when TCP ports exist: an idle group still costs a selectNow per reactor round.
                 io.nvmeof4j.tcp.TcpPollGroup group = transport.createPollGroup(pool);
-                bufferWaits.add(group::bufferWaits);
+                waits.add(group::bufferWaits);
                 reactor.add(group);
                 groups.add(group);
             }
             if (metrics != null) {
-                metrics.bindResourceWaits(i, TargetMeterNames.RESOURCE_BUFFER_POOL, bufferWaits,
+                metrics.bindResourceWaits(i, TargetMeterNames.RESOURCE_BUFFER_POOL, waits,
                     ws -> ws.stream().mapToLong(java.util.function.LongSupplier::getAsLong).sum());
             }
             // Every reactor: a RAM namespace's I/O waits for its QoS budget as a file namespace's does.
@@ -251,6 +259,7 @@ public final class TargetDaemon implements AutoCloseable {
                 }
             }
         }
+        rdmaServed = rdma;
         for (Reactor reactor : reactors) {
             reactor.start();
         }
@@ -280,9 +289,7 @@ public final class TargetDaemon implements AutoCloseable {
         TransportListener listener;
         try {
             if (pc.transportType() == TransportType.RDMA) {
-                if (rdmaTransport == null) {
-                    throw new IOException(rdmaUnavailableReason());
-                }
+                serveRdma();
                 listener = rdmaTransport.listen(port.address(), port.options(), rdmaGroups, handlers);
             } else {
                 listener = transport.listen(port.address(), port.options(), tcpGroups, handlers);
@@ -296,11 +303,57 @@ public final class TargetDaemon implements AutoCloseable {
         listenAddresses.add(listener.address());
     }
 
+    /**
+     * Makes every reactor serve NVMe-oF/RDMA, for the first RDMA port added live to a daemon that started without
+     * one (a no-op once served). Creates the transport and, per reactor that has none yet, an RDMA poll group on that
+     * reactor's pool, handed to the running reactor. A failure part-way leaves the groups already handed over (idle:
+     * no listener feeds them) and serves nothing: the port is refused, and the next RDMA port completes the set.
+     * Under the daemon's lock (start, or a live change).
+     */
+    private void serveRdma() throws IOException {
+        if (rdmaServed) {
+            return;
+        }
+        if (!Rdma.isAvailable()) {
+            throw new IOException(rdmaUnavailableReason());
+        }
+        for (int i = rdmaGroups.size(); i < reactors.size(); i++) {
+            try {
+                addRdmaGroup(i);
+            } catch (RuntimeException e) {
+                throw new IOException(reactors.get(i) + ": cannot add an NVMe-oF/RDMA poll group: " + e.getMessage(), e);
+            }
+        }
+        rdmaServed = true;
+        LOG.info("NVMe-oF/RDMA served from now on: one poll group added to each of the {} running reactor(s)",
+            reactors.size());
+    }
+
+    /** Creates reactor {@code index}'s RDMA poll group on its pool and hands it to the reactor (started or not). */
+    private void addRdmaGroup(int index) {
+        if (rdmaTransport == null) {
+            rdmaTransport = new RdmaControllerTransport();
+        }
+        io.nvmeof4j.rdma.RdmaPollGroup group = rdmaTransport.createPollGroup(pools.get(index));
+        try {
+            reactors.get(index).add(group);
+        } catch (RuntimeException e) {
+            group.close(); // never polled: it has no queue and no device yet
+            throw e;
+        }
+        rdmaGroups.add(group);
+        bufferWaits.get(index).add(group::bufferWaits);
+    }
+
     /** Every subsystem, the discovery subsystem and every namespace get their meters before the first Connect. */
     private void bindMetrics() {
         Set<io.nvmeof4j.protocol.spi.TransportType> types = EnumSet.noneOf(io.nvmeof4j.protocol.spi.TransportType.class);
         for (PortConfig pc : config.servablePorts()) {
             types.add(pc.address().type());
+        }
+        if (Rdma.isAvailable()) {
+            // An RDMA port may be added live: its queues are timed like those of a configured one.
+            types.add(io.nvmeof4j.protocol.spi.TransportType.RDMA);
         }
         metrics = TargetMetrics.prometheus(types);
         metrics.bindSubsystem(Port.DISCOVERY_NQN);
@@ -875,19 +928,17 @@ public final class TargetDaemon implements AutoCloseable {
     }
 
     /**
-     * True when NVMe-oF/RDMA listeners can be added live: the daemon started with an RDMA port on a machine with
-     * RDMA, so every reactor has an RDMA poll group (poll groups are added to a reactor before it starts only).
+     * True when NVMe-oF/RDMA listeners can be added live: the machine has RDMA (the first RDMA port added live gives
+     * every running reactor its RDMA poll group, if the start did not).
      */
     public boolean servesRdma() {
-        return rdmaTransport != null;
+        return Rdma.isAvailable();
     }
 
-    /** Why an RDMA listener cannot be added live (see {@link #servesRdma()}). */
+    /** Why an RDMA listener cannot be added (see {@link #servesRdma()}). */
     public String rdmaUnavailableReason() {
         Throwable cause = Rdma.unavailabilityCause();
-        return cause != null ? "NVMe-oF/RDMA is unavailable on this machine: " + cause.getMessage()
-            : "NVMe-oF/RDMA is not served by this daemon: RDMA listeners can be added live only when it started with "
-                + "an RDMA port (its reactors then have RDMA poll groups)";
+        return "NVMe-oF/RDMA is unavailable on this machine: " + (cause == null ? "?" : cause.getMessage());
     }
 
     /** Takes {@code device} off the list of devices to close at shutdown; returns its entry, or null. */

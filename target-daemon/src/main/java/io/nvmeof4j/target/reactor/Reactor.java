@@ -53,7 +53,9 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <h2>Lifecycle</h2>
  * Add poll groups and owned resources, {@link #start()}, later {@link #stop(Duration)} (bounded join, never an
- * interrupt: an interrupt closes NIO channels). On its way out the reactor thread runs the tasks still queued,
+ * interrupt: an interrupt closes NIO channels). A poll group can also be added to a running reactor (a transport
+ * first served by a live change): the reactor thread takes it from its task queue, so the group arrays keep one
+ * writer, and the idle bounds above follow the new set of groups from the next block on. On its way out the reactor thread runs the tasks still queued,
  * then closes what it owns in reverse order of registration (so a poll group closes before the buffer pool it
  * draws from).
  * <p>CPU pinning is not done: pure Java cannot set a thread's affinity. Run the daemon under {@code taskset} to
@@ -81,14 +83,14 @@ public final class Reactor implements Executor, AutoCloseable {
     private final List<AutoCloseable> owned = new ArrayList<>();
     private final Thread thread;
 
-    /** Written before start or by the reactor thread only. */
-    private PollGroup[] groups = new PollGroup[0];
+    /** Written before start or by the reactor thread only; volatile for the readers on other threads. */
+    private volatile PollGroup[] groups = new PollGroup[0];
     /**
      * The groups an idle reactor blocks on: those that are not {@link InFlightAware} (an in-flight-aware group with
      * nothing in flight has nothing that could arrive, so a reactor with one selector and an io_uring or QoS group
      * still blocks the full bound on that selector). Same writers as {@link #groups}.
      */
-    private PollGroup[] waitGroups = new PollGroup[0];
+    private volatile PollGroup[] waitGroups = new PollGroup[0];
     private int[] consecutiveFailures = new int[0];
 
     private volatile Lifecycle lifecycle = Lifecycle.NEW;
@@ -121,15 +123,47 @@ public final class Reactor implements Executor, AutoCloseable {
         return idleMode;
     }
 
-    /** Adds a poll group this reactor polls and owns (closes when it stops). Before {@link #start()} only. */
+    /**
+     * Adds a poll group this reactor polls and owns (closes when it stops, before what was owned earlier). Before
+     * {@link #start()} it is polled from the first round; on a running reactor (a transport served from a live
+     * change) it is handed to the reactor thread through the task queue, which alone writes the group arrays, and is
+     * polled from the round after: the caller may hand it work at once, the group holds that work until polled.
+     * Any thread.
+     *
+     * @throws IllegalStateException      when the reactor has stopped
+     * @throws RejectedExecutionException when the running reactor's task queue is full; the caller still owns
+     *                                    {@code group} then
+     */
     public synchronized Reactor add(PollGroup group) {
-        requireNew();
-        groups = Arrays.copyOf(groups, groups.length + 1);
-        groups[groups.length - 1] = Objects.requireNonNull(group, "group");
-        waitGroups = waitGroups(groups);
-        consecutiveFailures = new int[groups.length];
+        Objects.requireNonNull(group, "group");
+        if (lifecycle == Lifecycle.NEW) {
+            append(group);
+            owned.add(group);
+            return this;
+        }
+        if (lifecycle != Lifecycle.RUNNING || !running) {
+            throw new IllegalStateException("reactor " + name + " has stopped: cannot add poll group " + group);
+        }
+        // Owned first: a reactor stopping before the hand-over runs still closes it (it runs queued tasks, then
+        // closes what it owns, under this lock, which we hold).
         owned.add(group);
+        try {
+            execute(() -> append(group));
+        } catch (RejectedExecutionException e) {
+            owned.remove(group);
+            throw e;
+        }
         return this;
+    }
+
+    /** Before start (under the lock) or on the reactor thread: the only writers of the group arrays. */
+    private void append(PollGroup group) {
+        PollGroup[] next = Arrays.copyOf(groups, groups.length + 1);
+        next[next.length - 1] = group;
+        consecutiveFailures = Arrays.copyOf(consecutiveFailures, next.length);
+        waitGroups = waitGroups(next);
+        groups = next;
+        LOG.debug("reactor {}: poll group {} added ({} in all)", name, group, next.length);
     }
 
     /** Registers a resource closed by the reactor thread when it stops, in reverse order. Before start only. */

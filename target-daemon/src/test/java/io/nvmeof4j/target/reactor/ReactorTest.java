@@ -288,10 +288,64 @@ class ReactorTest {
     }
 
     @Test
-    void shouldRefuseNewGroupsOnceStarted() {
-        Reactor reactor = reactor("reactor-started", IdleMode.ADAPTIVE).add(new FakeGroup("a"));
+    void shouldPollAGroupAddedWhileRunningAndCloseItOnStop() throws Exception {
+        FakeGroup first = new FakeGroup("first");
+        Reactor reactor = reactor("reactor-live", IdleMode.ADAPTIVE)
+            .add(first)
+            .own(() -> closeLog.add("pool"));
         reactor.start();
-        assertThatThrownBy(() -> reactor.add(new FakeGroup("late"))).isInstanceOf(IllegalStateException.class);
+        await("backed off to the one-group bound",
+            () -> first.lastAwaitTimeoutNanos.get() == TimeUnit.MILLISECONDS.toNanos(Reactor.AWAIT_MILLIS_ONE_GROUP));
+
+        FakeGroup late = new FakeGroup("late");
+        assertThat(reactor.add(late)).isSameAs(reactor);
+        await("the late group is polled", () -> late.polls.get() > 0);
+        assertThat(late.pollThread.get().getName()).isEqualTo("reactor-live");
+        assertThat(reactor.pollGroups()).containsExactly(first, late);
+        assertThat(reactor.pollGroup(FakeGroup.class)).isSameAs(first);
+        // Two groups to wait on now: the block is bounded so work on the second is noticed within a millisecond.
+        await("the idle bound follows the groups",
+            () -> first.lastAwaitTimeoutNanos.get() == TimeUnit.MILLISECONDS.toNanos(Reactor.AWAIT_MILLIS_SEVERAL_GROUPS));
+        late.pendingWork.set(5);
+        await("work on the late group is done", () -> late.workDone.get() == 5);
+
+        assertThat(reactor.stop(STOP)).isTrue();
+        assertThat(closeLog).as("the late group closes first, before what was owned earlier")
+            .containsExactly("late", "pool", "first");
+        assertThat(late.closeThread.get().getName()).isEqualTo("reactor-live");
+        assertThatThrownBy(() -> reactor.add(new FakeGroup("after-stop")))
+            .isInstanceOf(IllegalStateException.class)
+            .hasMessageContaining("reactor-live has stopped");
+        assertThat(closeLog).hasSize(3);
+    }
+
+    @Test
+    void shouldCloseAGroupAddedWhileRunningEvenIfStoppedBeforeItWasPolled() throws Exception {
+        FakeGroup first = new FakeGroup("first");
+        Reactor reactor = reactor("reactor-live-stop", IdleMode.ADAPTIVE).add(first);
+        reactor.start();
+        CountDownLatch blocked = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        // Hold the reactor thread in a task, so the hand-over is still queued when stop() is called.
+        reactor.execute(() -> {
+            blocked.countDown();
+            try {
+                release.await(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        assertThat(blocked.await(10, TimeUnit.SECONDS)).isTrue();
+        FakeGroup late = new FakeGroup("late");
+        reactor.add(late);
+        Thread stopper = new Thread(() -> reactor.stop(STOP), "stopper");
+        stopper.start();
+        await("stop requested", () -> !reactor.isRunning());
+        release.countDown();
+        stopper.join(10_000);
+        assertThat(stopper.isAlive()).isFalse();
+        assertThat(late.polls.get()).as("stopped before the round that would poll it").isZero();
+        assertThat(closeLog).containsExactly("late", "first");
     }
 
     @Test

@@ -303,8 +303,8 @@ final class SpdkRpcMethods {
 
     /**
      * NVMe/TCP is always there: creating it again succeeds (scripts create it first thing). NVMe-oF/RDMA succeeds when
-     * the daemon serves it (started with an RDMA port, so its reactors have RDMA poll groups); otherwise -32602
-     * naming why (no RDMA on the machine, or not started with it).
+     * the machine has RDMA (the first RDMA listener gives the reactors their RDMA poll groups); otherwise -32602
+     * naming why.
      */
     private JsonNode createTransport(JsonNode p) throws RpcError {
         ObjectNode o = p != null && p.isObject() ? (ObjectNode) p : null;
