@@ -1,15 +1,11 @@
 package io.nvmeof4j.it.tcp;
 
 import io.nvmeof4j.protocol.command.NvmeStatus;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.net.InetSocketAddress;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -26,22 +22,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * The discovery controller (wire reference 2.10) reached on the discovery port and on the I/O port, its log read
  * the way libnvme reads it (2.8), with the entries each host may see.
  */
-class DiscoveryIT {
-    @TempDir
-    static Path dir;
-    static TestTarget target;
-
-    @BeforeAll
-    static void startTarget() throws Exception {
-        target = TestTarget.start(dir);
-    }
-
-    @AfterAll
-    static void stopTarget() throws Exception {
-        if (target != null) {
-            target.close();
-        }
-    }
+class DiscoveryIT extends SharedTestTarget {
 
     static Stream<Arguments> portsAndHosts() {
         return Stream.of(

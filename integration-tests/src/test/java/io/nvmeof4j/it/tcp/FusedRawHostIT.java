@@ -1,12 +1,8 @@
 package io.nvmeof4j.it.tcp;
 
 import io.nvmeof4j.protocol.command.NvmeStatus;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
-import java.nio.file.Path;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -16,27 +12,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Statuses as numbers: 0x285 Compare Failure, 0x009 Aborted – Failed Fused Command, 0x00A Aborted – Missing Fused
  * Command, 0x002 Invalid Field; DNR 0x8000. Namespace 1 of subsystem a: RAM, 512-byte blocks.
  */
-class FusedRawHostIT {
+class FusedRawHostIT extends SharedTestTarget {
     private static final int FIRST = 0x41;   // PSDT 01b, FUSE 01b
     private static final int SECOND = 0x42;  // PSDT 01b, FUSE 10b
     private static final int OPC_COMPARE = 0x05;
     private static final int OPC_WRITE = 0x01;
-
-    @TempDir
-    static Path dir;
-    static TestTarget target;
-
-    @BeforeAll
-    static void startTarget() throws Exception {
-        target = TestTarget.start(dir);
-    }
-
-    @AfterAll
-    static void stopTarget() throws Exception {
-        if (target != null) {
-            target.close();
-        }
-    }
 
     /** Admin plus {@code queues} I/O queues of one controller of subsystem a. */
     static final class Session implements AutoCloseable {

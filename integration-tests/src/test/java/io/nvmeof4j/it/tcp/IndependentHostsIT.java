@@ -1,13 +1,9 @@
 package io.nvmeof4j.it.tcp;
 
 import io.nvmeof4j.protocol.command.NvmeStatus;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.UUID;
@@ -22,24 +18,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * ESXi's, Windows', small NVMe/TCP libraries) and which the Linux target (nvmet) or SPDK's target serves, then
  * checks statuses and bytes read back. docs/hosts.md lists these behaviours and the reference each one follows.
  */
-class IndependentHostsIT {
+class IndependentHostsIT extends SharedTestTarget {
     private static final int OPC_READ_SIZE = 512;
-
-    @TempDir
-    static Path dir;
-    static TestTarget target;
-
-    @BeforeAll
-    static void startTarget() throws Exception {
-        target = TestTarget.start(dir);
-    }
-
-    @AfterAll
-    static void stopTarget() throws Exception {
-        if (target != null) {
-            target.close();
-        }
-    }
 
     /**
      * A host that writes CC.CSS = 110b ("all supported I/O command sets") without reading CAP first, then asks what

@@ -1,13 +1,8 @@
 package io.nvmeof4j.it.tcp;
 
 import io.nvmeof4j.protocol.command.NvmeStatus;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
-
-import java.nio.file.Path;
 import java.time.Duration;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -16,26 +11,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Keep-alive (wire reference 2.9): missing traffic for KATO tears the controller down, all its queues with it;
  * Keep Alive more often than KATO keeps it.
  */
-class KeepAliveIT {
+class KeepAliveIT extends SharedTestTarget {
     static final int KATO_MS = 1000;
     /** How long after KATO expiry the teardown may take (timer granularity, reactor latency). */
     static final Duration TEARDOWN_SLACK = Duration.ofSeconds(4);
-
-    @TempDir
-    static Path dir;
-    static TestTarget target;
-
-    @BeforeAll
-    static void startTarget() throws Exception {
-        target = TestTarget.start(dir);
-    }
-
-    @AfterAll
-    static void stopTarget() throws Exception {
-        if (target != null) {
-            target.close();
-        }
-    }
 
     @Test
     void shouldTearDownASilentControllerWithAllItsQueues() throws Exception {

@@ -1,14 +1,10 @@
 package io.nvmeof4j.it.tcp;
 
 import io.nvmeof4j.protocol.command.NvmeStatus;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -33,22 +29,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * The Linux host's controller bring-up (wire reference 2.5), step by step, with every value it checks
  * (2.6, 2.7, 5, 7) asserted at its offset.
  */
-class LinuxHostBringUpIT {
-    @TempDir
-    static Path dir;
-    static TestTarget target;
-
-    @BeforeAll
-    static void startTarget() throws Exception {
-        target = TestTarget.start(dir);
-    }
-
-    @AfterAll
-    static void stopTarget() throws Exception {
-        if (target != null) {
-            target.close();
-        }
-    }
+class LinuxHostBringUpIT extends SharedTestTarget {
 
     @ParameterizedTest(name = "HDGST {0} DDGST {1}")
     @CsvSource({"false,false", "true,false", "false,true", "true,true"})
