@@ -10,7 +10,8 @@
 #   busy              idle_strategy busy: spins always (for dedicated cores)
 # Prints one line per run and a table of ratios "with competitor / without", per setting and queue depth.
 # Usage: benchmarks/run-shared-cpu-benchmark.sh [seconds per run, default 5] [settings, default "adaptive adaptive-spin busy"]
-#        [competitor CPUs, default "0" (the target's); "1" the host's; "0 1" each in turn]
+#        [competitors, default "0": a busy loop on CPU 0 (the target's); "1" on the host's; "peer": no busy loop,
+#         perf on CPU 0 beside the daemon (the two ends of the I/O share one CPU); "0 1 peer" each in turn]
 # Bounded: every run is --time SECONDS; the competitor and the daemon are killed by PID; a whole run <= ~3 min.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -34,8 +35,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-perf() { # perf QD: one JSON line
-    NVMEOF4J_JAVA_OPTS="$opts" taskset -c 1 timeout $((seconds + 60)) bin/nvmeof perf -a 127.0.0.1 -s "$port" -n "$nqn" --namespace-id 1 \
+perf() { # perf QD [CPU]: one JSON line
+    NVMEOF4J_JAVA_OPTS="$opts" taskset -c "${2:-1}" timeout $((seconds + 60)) bin/nvmeof perf -a 127.0.0.1 -s "$port" -n "$nqn" --namespace-id 1 \
         --workload randread --io-size 4K --queue-depth "$1" --time "$seconds" --json 2>/dev/null | tail -n1
 }
 field() { sed -n "s/.*\"$1\":\\([0-9.]*\\).*/\\1/p"; }
@@ -66,12 +67,13 @@ JSON
     perf 32 >/dev/null
     for qd in 1 32; do
         for load in idle $(printf 'cpu%s ' $competitor_cpus); do
-            if [ "$load" != idle ]; then
+            if [ "$load" != idle ] && [ "$load" != cpupeer ]; then
                 taskset -c "${load#cpu}" timeout $((seconds + 30)) bash -c 'while :; do :; done' &
                 competitor=$!
                 sleep 0.5
             fi
-            out=$(perf "$qd")
+            perf_cpu=1; [ "$load" = cpupeer ] && perf_cpu=0
+            out=$(perf "$qd" "$perf_cpu")
             if [ -n "$competitor" ]; then kill "$competitor" 2>/dev/null; wait "$competitor" 2>/dev/null || true; competitor=""; fi
             k="$setting/$qd/$load"
             iops[$k]=$(echo "$out" | field iops)
@@ -90,7 +92,7 @@ for setting in $settings; do
         for cpu in $competitor_cpus; do
             a="$setting/$qd/idle"; b="$setting/$qd/cpu$cpu"
             awk -v s="$setting" -v q="$qd" -v c="$cpu" -v ia="${iops[$a]:-0}" -v ib="${iops[$b]:-0}" \
-                -v la="${p50[$a]:-0}" -v lb="${p50[$b]:-0}" 'BEGIN { printf "%-14s QD%-3s competitor on CPU %s  IOPS %.2fx   p50 %.2fx\n", s, q, c,
+                -v la="${p50[$a]:-0}" -v lb="${p50[$b]:-0}" 'BEGIN { printf "%-14s QD%-3s competitor %-8s  IOPS %.2fx   p50 %.2fx\n", s, q, (c == "peer" ? "perf" : "on CPU " c),
                     (ia > 0 ? ib / ia : 0), (la > 0 ? lb / la : 0) }'
         done
     done

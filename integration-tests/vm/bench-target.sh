@@ -14,6 +14,10 @@
 #     --ours-backend file|ram   backend of our namespace (default file, on the guest's tmpfs / host /dev/shm)
 #     --ours-settings JSON the daemon's own settings object (config key "nvmeof4j"), e.g. '{"idle_strategy": "busy"}'
 #     --no-prebuild        do not start bin/nvmeof-target once on the host first (that builds the project if needed)
+#     --competitor         shared-CPU mode (issue 16): 4 KiB random reads at QD1 and QD32, each without and then with a
+#                          CPU-bound busy loop pinned to guest CPU 0; fio runs on CPU 1, our daemon (ours in the guest)
+#                          on CPU 0, the kernel target's workers where the kernel schedules them. Prints the ratios
+#                          "with competitor / without" per target.
 #
 # NVMEOF4J_TARGET_LAUNCHER=PATH runs another launcher than bin/nvmeof-target (same "--config FILE" command line).
 # Software emulation (TCG): absolute numbers mean little; compare the two columns of one run.
@@ -25,6 +29,7 @@ SUBNQN_KERNEL="nqn.2014-08.io.nvmeof4j:bench-kernel"
 SUBNQN_OURS="nqn.2014-08.io.nvmeof4j:bench"
 # workload name : rw : bs : iodepth
 WORKLOADS="4k-randread-qd1:randread:4k:1 4k-randread-qd16:randread:4k:16 128k-seqread-qd8:read:128k:8"
+COMPETITOR_WORKLOADS="4k-randread-qd1:randread:4k:1 4k-randread-qd32:randread:4k:32"
 
 # =================================================================================================================
 # Guest side
@@ -37,7 +42,8 @@ guest_main() {
     local res="${RESULTS_DIR:-/tmp}" tmpfs="${NVMEOF4J_GUEST_TMPFS:-/nvmeof4j-tmpfs}"
     local hostid; hostid="$(cat /proc/sys/kernel/random/uuid)"
     local hostnqn="nqn.2014-08.org.nvmexpress:uuid:$hostid"
-    local rc=0
+    local rc=0 competitor="${BENCH_COMPETITOR:-0}" pin=()
+    if [ "$competitor" = 1 ]; then WORKLOADS="$COMPETITOR_WORKLOADS"; pin=(taskset -c 1); fi
     echo "BENCH kernel $(uname -r), $(nproc) vCPUs, runtime ${runtime}s per job, namespace $size, ours in the $ours_where"
 
     fill() { # fill FILE SIZE: non-zero data, so reads touch real pages on both targets
@@ -49,11 +55,20 @@ guest_main() {
         wait_for 30 ns_blockdev "$3" 1 || return 1
         ns_blockdev "$3" 1
     }
-    run_jobs() { # run_jobs LABEL DEV
+    run_jobs() { # run_jobs LABEL DEV: every workload; in competitor mode once more as LABEL-busy beside a busy loop
+        run_workloads "$1" "$2"
+        [ "$competitor" = 1 ] || return 0
+        taskset -c 0 sh -c 'while :; do :; done' &
+        local busy=$!
+        run_workloads "$1-busy" "$2"
+        kill "$busy"; wait "$busy" 2>/dev/null
+        return 0
+    }
+    run_workloads() { # run_workloads LABEL DEV
         local label="$1" dev="$2" w name rw bs qd
         for w in $WORKLOADS; do
             IFS=: read -r name rw bs qd <<< "$w"
-            if ! timeout $((runtime + 120)) fio --name="$name" --filename="$dev" --ioengine=libaio --direct=1 \
+            if ! timeout $((runtime + 120)) "${pin[@]}" fio --name="$name" --filename="$dev" --ioengine=libaio --direct=1 \
                     --rw="$rw" --bs="$bs" --iodepth="$qd" --numjobs=1 --time_based --runtime="$runtime" \
                     --ramp_time=1 --norandommap --randrepeat=0 --lat_percentiles=1 --clat_percentiles=1 --output-format=json \
                     --output="$res/bench-$label-$name.json" >/dev/null 2>"$res/bench-$label-$name.err"; then
@@ -116,7 +131,11 @@ guest_main() {
       "namespaces": [ {"nsid": 1, "enable": 1, "device": $device} ] } ]$extra }
 EOF
         echo "BENCH starting $LAUNCHER --config $cfg (log: $res/ours-daemon.log)"
-        "$LAUNCHER" --config "$cfg" > "$res/ours-daemon.log" 2>&1 &
+        if [ "$competitor" = 1 ]; then
+            taskset -c 0 "$LAUNCHER" --config "$cfg" > "$res/ours-daemon.log" 2>&1 &
+        else
+            "$LAUNCHER" --config "$cfg" > "$res/ours-daemon.log" 2>&1 &
+        fi
         daemon_pid=$!
         local t0; t0=$(date +%s)
         local deadline=$(( t0 + ${BENCH_STARTUP_TIMEOUT:-300} ))
@@ -154,9 +173,9 @@ EOF
     fi
 
     # ---- 3. the table ----
-    python3 - "$res" "$runtime" "$ours_where" "$backend" "$size" "$(uname -r)" "$WORKLOADS" "${BENCH_OURS_SETTINGS:-}" <<'PY' || rc=1
+    python3 - "$res" "$runtime" "$ours_where" "$backend" "$size" "$(uname -r)" "$WORKLOADS" "${BENCH_OURS_SETTINGS:-}" "$competitor" <<'PY' || rc=1
 import json, os, sys
-res, runtime, where, backend, size, kver, workloads, settings = sys.argv[1:9]
+res, runtime, where, backend, size, kver, workloads, settings, competitor = sys.argv[1:10]
 def load(label, name):
     p = os.path.join(res, "bench-%s-%s.json" % (label, name))
     if not os.path.exists(p):
@@ -185,6 +204,20 @@ for w in workloads.split():
     print("%-18s %12s %12s %8s %18s %18s" % (name, fmt(k and k["iops"]), fmt(o and o["iops"]), fmt(ratio, "%.2f"),
           "%s/%s" % (fmt(k and k["p50_us"], "%.1f"), fmt(k and k["p99_us"], "%.1f")),
           "%s/%s" % (fmt(o and o["p50_us"], "%.1f"), fmt(o and o["p99_us"], "%.1f"))))
+if competitor == "1":
+    print("with a busy loop on CPU 0 (fio on CPU 1; ours on CPU 0): IOPS, and with/without ratio per target")
+    print("%-18s %14s %8s %14s %8s %18s %18s" % ("workload", "kernel busy", "k ratio", "ours busy", "o ratio", "kernel p50/p99 us", "ours p50/p99 us"))
+    out["competitor"] = {}
+    for w in workloads.split():
+        name = w.split(":")[0]
+        k, o = load("kernel", name), load("ours", name)
+        kb, ob = load("kernel-busy", name), load("ours-busy", name)
+        kr = round(kb["iops"] / k["iops"], 3) if k and kb and k["iops"] else None
+        orr = round(ob["iops"] / o["iops"], 3) if o and ob and o["iops"] else None
+        out["competitor"][name] = {"kernel": kb, "ours": ob, "kernel_busy_over_idle": kr, "ours_busy_over_idle": orr}
+        print("%-18s %14s %8s %14s %8s %18s %18s" % (name, fmt(kb and kb["iops"]), fmt(kr, "%.2f"), fmt(ob and ob["iops"]),
+              fmt(orr, "%.2f"), "%s/%s" % (fmt(kb and kb["p50_us"], "%.1f"), fmt(kb and kb["p99_us"], "%.1f")),
+              "%s/%s" % (fmt(ob and ob["p50_us"], "%.1f"), fmt(ob and ob["p99_us"], "%.1f"))))
 json.dump(out, open(os.path.join(res, "bench-summary.json"), "w"), indent=2)
 print("BENCH summary written to %s" % os.path.join(res, "bench-summary.json"))
 PY
@@ -199,7 +232,7 @@ fi
 # =================================================================================================================
 # Host side
 # =================================================================================================================
-OURS=guest; RUNTIME=8; WARMUP=15; SIZE=256M; TIMEOUT=900; BACKEND="file"; PREBUILD=1; SETTINGS=""
+OURS=guest; RUNTIME=8; WARMUP=15; SIZE=256M; TIMEOUT=900; BACKEND="file"; PREBUILD=1; SETTINGS=""; COMPETITOR=0
 RESULTS="$PROJECT/integration-tests/target/bench-results/$(date +%Y%m%d-%H%M%S)"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -212,6 +245,7 @@ while [ $# -gt 0 ]; do
         --ours-backend) BACKEND="$2"; shift 2 ;;
         --ours-settings) SETTINGS="$2"; shift 2 ;;
         --no-prebuild) PREBUILD=0; shift ;;
+        --competitor) COMPETITOR=1; shift ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "bench-target.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -284,7 +318,7 @@ fi
 
 ARGS=(--timeout "$TIMEOUT" --results "$RESULTS" --env BENCH_GUEST=1 --env BENCH_OURS="$OURS"
       --env BENCH_RUNTIME="$RUNTIME" --env BENCH_WARMUP="$WARMUP" --env BENCH_SIZE="$SIZE"
-      --env BENCH_OURS_BACKEND="$BACKEND")
+      --env BENCH_OURS_BACKEND="$BACKEND" --env BENCH_COMPETITOR="$COMPETITOR")
 [ -n "$SETTINGS" ] && ARGS+=(--env BENCH_OURS_SETTINGS="$SETTINGS")
 [ -n "${NVMEOF4J_TARGET_LAUNCHER:-}" ] && ARGS+=(--env NVMEOF4J_TARGET_LAUNCHER="$LAUNCHER")
 [ "$OURS" = host ] && ARGS+=(--env BENCH_OURS_PORT="$PORT")

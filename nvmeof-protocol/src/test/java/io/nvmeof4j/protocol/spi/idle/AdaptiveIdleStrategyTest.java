@@ -80,44 +80,107 @@ class AdaptiveIdleStrategyTest {
         assertThat(blocks).containsExactly(MS);
     }
 
+    /** One 50 ms window: a round with {@code work} items, then an empty round at the window's end. */
+    private void window(AdaptiveIdleStrategy s, long delayMillis, int work) {
+        if (work > 0) {
+            s.idle(work);
+        }
+        runDelay += delayMillis * MS;
+        idleAt(s, now + 50 * MS);
+    }
+
+    /** Windows at 50 % run delay until a trial ends; the work per window for each way of idling. */
+    private void trials(AdaptiveIdleStrategy s, int workBlocking, int workSpinning) {
+        long windowsPerTrial = AdaptiveIdleStrategy.TRIAL_MILLIS / 50;
+        for (int i = 0; i < windowsPerTrial; i++) {
+            assertThat(s.contended()).as("blocking trial, window %d", i).isTrue();
+            window(s, 25, workBlocking);
+        }
+        for (int i = 0; i < windowsPerTrial; i++) {
+            assertThat(s.contended()).as("spinning trial, window %d", i).isFalse();
+            window(s, 25, workSpinning);
+        }
+    }
+
     @Test
-    void shouldBlockAtOnceWhileTheRunDelayShowsASharedCpu() {
+    void shouldStartWithABlockingTrialWhenTheRunDelayShowsASharedCpu() {
         AdaptiveIdleStrategy s = strategy(5, true);
-        long start = now;
-        idleAt(s, start + 10 * MS);
+        idleAt(s, now + 10 * MS);
         assertThat(s.state()).as("a CPU of its own: spins").isEqualTo(State.SPINNING);
-        s.idle(1);
-        runDelay = 20 * MS; // runnable without a CPU for 40 % of the 50 ms window
-        idleAt(s, start + 50 * MS);
-        assertThat(s.contended()).isTrue();
+        window(s, 25, 1); // runnable without a CPU for half the window
+        assertThat(s.cpuShared()).isTrue();
+        assertThat(s.contended()).as("the blocking trial").isTrue();
         assertThat(s.state()).as("the first empty round blocks: no spin, no yield").isEqualTo(State.PARKING);
         assertThat(blocks).containsExactly(MS);
 
         s.idle(1);
-        idleAt(s, start + 51 * MS);
+        idleAt(s, now + MS);
         assertThat(s.state()).isEqualTo(State.PARKING);
         assertThat(blocks).containsExactly(MS, MS);
     }
 
     @Test
-    void shouldStopSpinningWhenContentionIsMeasuredMidStretch() {
+    void shouldSmoothOutABurstOfOneWindow() {
         AdaptiveIdleStrategy s = strategy(5, true);
-        long start = now;
-        idleAt(s, start + 49 * MS + 990 * US);
+        window(s, 20, 1); // 40 %: a JIT compilation on a pinned CPU, say
+        assertThat(s.cpuShared()).isFalse();
+        window(s, 0, 1);
+        assertThat(s.contended()).isFalse();
+        s.idle(1);
+        idleAt(s, now + US);
         assertThat(s.state()).isEqualTo(State.SPINNING);
-        runDelay = 6 * MS; // 12 % of the window
-        idleAt(s, start + 50 * MS);
-        assertThat(s.contended()).isTrue();
-        assertThat(s.state()).isEqualTo(State.PARKING);
-        assertThat(blocks).as("blocked in the round that measured it").containsExactly(MS);
     }
 
     @Test
     void shouldTreatTenPercentOrLessAsNotShared() {
         AdaptiveIdleStrategy s = strategy(5, true);
-        runDelay = 5 * MS; // exactly 10 % of a 50 ms window
-        idleAt(s, now + 50 * MS);
+        for (int i = 0; i < 20; i++) {
+            window(s, 5, 1); // exactly 10 % of every window
+        }
+        assertThat(s.cpuShared()).isFalse();
         assertThat(s.contended()).isFalse();
+    }
+
+    @Test
+    void shouldKeepSpinningOnASharedCpuWhenSpinningDidMoreWork() {
+        AdaptiveIdleStrategy s = strategy(0, true);
+        window(s, 25, 1);
+        trials(s, 10, 20); // a CPU-bound competitor: the scheduler's slices serve a spinning reactor better
+        assertThat(s.cpuShared()).isTrue();
+        assertThat(s.contended()).as("spinning kept").isFalse();
+        long decided = now;
+        while (now + 50 * MS - decided < AdaptiveIdleStrategy.CONTENDED_HOLD_MILLIS * MS) {
+            window(s, 25, 20);
+            assertThat(s.contended()).as("held at %d ms", (now - decided) / MS).isFalse();
+        }
+        window(s, 25, 20);
+        assertThat(s.contended()).as("the hold is over and the CPU still shared: a new blocking trial").isTrue();
+    }
+
+    @Test
+    void shouldBlockOnASharedCpuWhenBlockingDidAsMuchWork() {
+        AdaptiveIdleStrategy s = strategy(0, true);
+        window(s, 25, 1);
+        trials(s, 100, 104); // within SPIN_WINS_PERCENT: a tie goes to blocking, which leaves the CPU to others
+        assertThat(s.contended()).isTrue();
+        assertThat(s.state()).isEqualTo(State.PARKING);
+    }
+
+    @Test
+    void shouldSpinAgainWhenTheCompetitorLeaves() {
+        AdaptiveIdleStrategy s = strategy(5, true);
+        window(s, 25, 1);
+        trials(s, 40, 10); // the other end of the I/O on this CPU: blocking wins
+        assertThat(s.contended()).isTrue();
+        long decided = now;
+        while (now - decided < AdaptiveIdleStrategy.CONTENDED_HOLD_MILLIS * MS) {
+            window(s, 0, 40);
+        }
+        window(s, 0, 40);
+        assertThat(s.cpuShared()).isFalse();
+        assertThat(s.contended()).as("no run delay any more, the hold over: spins").isFalse();
+        s.idle(1);
+        idleAt(s, now + US);
         assertThat(s.state()).isEqualTo(State.SPINNING);
     }
 
@@ -134,41 +197,6 @@ class AdaptiveIdleStrategyTest {
         assertThat(blocks).hasSize(5);
         assertThat(s.wakeupCostNanos()).as("2 ms over the 4 blocks of the window").isEqualTo(500 * US);
         assertThat(s.contended()).isFalse();
-    }
-
-    @Test
-    void shouldHoldTheContendedStateThenProbeSpinningWhenTheCompetitorLeaves() {
-        AdaptiveIdleStrategy s = strategy(5, true);
-        long start = now;
-        runDelay = 10 * MS;
-        idleAt(s, start + 50 * MS);
-        assertThat(s.contended()).isTrue();
-
-        // The competitor leaves: no more run delay, but the state holds for CONTENDED_HOLD_MILLIS.
-        long t = start + 50 * MS;
-        while (t + 50 * MS < start + 50 * MS + AdaptiveIdleStrategy.CONTENDED_HOLD_MILLIS * MS) {
-            t += 50 * MS;
-            idleAt(s, t);
-            assertThat(s.contended()).as("held at %d ms", (t - start) / MS).isTrue();
-        }
-        idleAt(s, start + 50 * MS + AdaptiveIdleStrategy.CONTENDED_HOLD_MILLIS * MS);
-        assertThat(s.contended()).as("a quiet window after the hold: back to spinning").isFalse();
-        s.idle(1);
-        idleAt(s, now + US);
-        assertThat(s.state()).isEqualTo(State.SPINNING);
-    }
-
-    @Test
-    void shouldExtendTheHoldWhileTheCompetitorStays() {
-        AdaptiveIdleStrategy s = strategy(5, true);
-        long start = now;
-        long t = start;
-        for (int i = 1; i <= 30; i++) { // 1.5 s, contended in every window
-            t += 50 * MS;
-            runDelay += 10 * MS;
-            idleAt(s, t);
-            assertThat(s.contended()).as("window %d", i).isTrue();
-        }
     }
 
     @Test
