@@ -90,6 +90,11 @@ final class PerfCommand extends CliCommand {
         description = "Run time. Default: ${DEFAULT-VALUE}.")
     int seconds;
 
+    @Option(names = "--warmup", paramLabel = "SECONDS", defaultValue = "0",
+        description = {"Run the workload this long first and leave it out of every figure (IOPS, latency, the",
+            "allocation per I/O, the histogram log), as spdk_nvme_perf's warm-up. Default: ${DEFAULT-VALUE}."})
+    int warmupSeconds;
+
     @Option(names = "--queues", paramLabel = "N", defaultValue = "1",
         description = "I/O queues, each with its own host reactor thread. Default: ${DEFAULT-VALUE}.")
     int queues;
@@ -127,6 +132,9 @@ final class PerfCommand extends CliCommand {
         if (seconds < 1 || seconds > 86_400) { // not range(): this message names the unit
             throw new CliUsageException("--time " + seconds + " outside 1..86400 seconds");
         }
+        if (warmupSeconds < 0 || warmupSeconds > 3_600) {
+            throw new CliUsageException("--warmup " + warmupSeconds + " outside 0..3600 seconds");
+        }
         range(queues, 1, 64, "--queues");
         if (ioSize < 1 || ioSize > (64 << 20)) {
             throw new CliUsageException("--io-size " + ioSize + " outside 1 byte..64 MiB");
@@ -161,12 +169,13 @@ final class PerfCommand extends CliCommand {
             if (histogramFile != null) {
                 run.logTo(histogramFile);
             }
-            progress.printf(Locale.ROOT, "nvmeof perf: %s, %d-byte I/O, queue depth %d x %d queue(s), %d s, "
+            progress.printf(Locale.ROOT, "nvmeof perf: %s, %d-byte I/O, queue depth %d x %d queue(s), %d s%s, "
                     + "namespace %d (%d x %d B) of %s%n", workload == Workload.RANDRW
                     ? "randrw " + readPercent + "% reads" : workload.label(), ioBytes, queueDepth, queues,
-                seconds, ns.nsid(), ns.blockCount(), ns.blockSize(), t.peer);
+                seconds, warmupSeconds > 0 ? " after a " + warmupSeconds + " s warm-up" : "", ns.nsid(),
+                ns.blockCount(), ns.blockSize(), t.peer);
             progress.flush();
-            Result result = run.execute(seconds, progress, ioBytes);
+            Result result = run.execute(warmupSeconds, seconds, progress, ioBytes);
             if (histogramFile != null) {
                 Path svg = svgPath(histogramFile);
                 Files.writeString(svg, LatencyChart.svg(result.latency, String.format(Locale.ROOT,
@@ -281,7 +290,8 @@ final class PerfCommand extends CliCommand {
             this.driverAllocated = new long[workers.length];
         }
 
-        Result execute(int seconds, PrintWriter progress, int ioBytes) throws Exception {
+        /** {@code warmup} seconds of the workload, left out of the result, then {@code seconds} measured. */
+        Result execute(int warmup, int seconds, PrintWriter progress, int ioBytes) throws Exception {
             long waitMillis = options.commandTimeout().toMillis() + 5_000;
             CountDownLatch probed = new CountDownLatch(workers.length);
             int[][] probeStatus = new int[workers.length][1];
@@ -305,7 +315,7 @@ final class PerfCommand extends CliCommand {
                         w.start();
                         long after = THREADS.getCurrentThreadAllocatedBytes();
                         // Kept alive (and measured) until the run ends; it does nothing more meanwhile.
-                        stopped.await(seconds * 1000L + 2 * waitMillis, TimeUnit.MILLISECONDS);
+                        stopped.await((warmup + seconds) * 1000L + 2 * waitMillis, TimeUnit.MILLISECONDS);
                         driverAllocated[index] = after - before;
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
@@ -351,9 +361,37 @@ final class PerfCommand extends CliCommand {
                     log.setBaseTime(nowMs);
                     log.outputLegend();
                 }
-                long intervalStartMs = System.currentTimeMillis();
-                long start = System.nanoTime();
+                for (PerfWorker w : workers) {
+                    w.warmingUp = warmup > 0;
+                }
                 go.countDown();
+                long warmupStart = System.nanoTime();
+                long warmupIos = 0;
+                for (int tick = 1; tick <= warmup; tick++) {
+                    long due = warmupStart + TimeUnit.SECONDS.toNanos(tick);
+                    for (long left = due - System.nanoTime(); left > 0; left = due - System.nanoTime()) {
+                        LockSupport.parkNanos(left);
+                    }
+                    long sum = 0;
+                    for (PerfWorker w : workers) {
+                        sum += w.warmupIos; // a racy read, for this line only
+                    }
+                    progress.printf(Locale.ROOT, "[warm-up %3d s] %,10d IOPS (not counted)%n", tick, sum - warmupIos);
+                    progress.flush();
+                    warmupIos = sum;
+                }
+                // The measured run starts here; the workers start counting at their next completion.
+                if (warmup > 0) {
+                    reactorBefore = allocated(reactors);
+                    for (PerfWorker w : workers) {
+                        w.warmingUp = false;
+                    }
+                }
+                long intervalStartMs = System.currentTimeMillis();
+                if (log != null) {
+                    log.setBaseTime(intervalStartMs);
+                }
+                long start = System.nanoTime();
                 for (int tick = 1; tick <= seconds; tick++) {
                     long due = start + TimeUnit.SECONDS.toNanos(tick);
                     for (long left = due - System.nanoTime(); left > 0; left = due - System.nanoTime()) {
@@ -423,8 +461,8 @@ final class PerfCommand extends CliCommand {
                 }
                 result.latency = total;
                 for (PerfWorker w : workers) {
-                    result.reads += w.reads;
-                    result.writes += w.writes;
+                    result.reads += w.measuredReads();
+                    result.writes += w.measuredWrites();
                     if (w.errors.get() > 0 && result.errors == 0) {
                         result.firstErrorStatus = w.firstErrorStatus;
                     }

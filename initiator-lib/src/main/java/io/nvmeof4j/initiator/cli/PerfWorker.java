@@ -63,9 +63,16 @@ final class PerfWorker implements IoCallback {
     private final long ioSlotsInNamespace;
     private final Slot[] slots;
     private volatile boolean stop;
+    /** Set by the run during --warmup: completions are counted in {@link #warmupIos} only. */
+    volatile boolean warmingUp;
     // Reactor thread only, after start():
     private long rng;
     private long cursor;
+    private boolean measuring;
+    private long readsBeforeMeasuring;
+    private long writesBeforeMeasuring;
+    /** Read by the run for its progress lines only. */
+    long warmupIos;
     long reads;
     long writes;
 
@@ -100,6 +107,16 @@ final class PerfWorker implements IoCallback {
         }
     }
 
+    /** Reads completed since the measurement began (after any warm-up). Once the worker has stopped. */
+    long measuredReads() {
+        return measuring ? reads - readsBeforeMeasuring : 0;
+    }
+
+    /** Writes completed since the measurement began. Once the worker has stopped. */
+    long measuredWrites() {
+        return measuring ? writes - writesBeforeMeasuring : 0;
+    }
+
     void requestStop() {
         stop = true;
     }
@@ -116,7 +133,17 @@ final class PerfWorker implements IoCallback {
             active.decrementAndGet();
             return;
         }
-        recorder.recordValue(Math.min(Math.max(1, latency), HIGHEST_TRACKABLE_NANOS));
+        if (warmingUp) {
+            warmupIos++;
+        } else {
+            if (!measuring) {
+                // The first measured completion: the counters' start, taken on the thread that counts.
+                measuring = true;
+                readsBeforeMeasuring = reads;
+                writesBeforeMeasuring = writes;
+            }
+            recorder.recordValue(Math.min(Math.max(1, latency), HIGHEST_TRACKABLE_NANOS));
+        }
         if (slot.readBack) {
             reads++;
             slot.readBack = false;

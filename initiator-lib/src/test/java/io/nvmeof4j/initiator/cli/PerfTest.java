@@ -98,6 +98,29 @@ class PerfTest {
     }
 
     @Test
+    void shouldLeaveTheWarmupOutOfEveryFigure() throws Exception {
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
+            "--workload", "randrw", "--queue-depth", "4", "--warmup", "1", "--time", "1", "--json"));
+        assertThat(r.status()).as(r.toString()).isZero();
+        assertThat(r.err()).contains("[warm-up   1 s]").contains("(not counted)").contains("[  1 s]");
+        JsonNode s = new ObjectMapper().readTree(r.out());
+        assertThat(s.get("time_s").asDouble()).as("the measured time only").isBetween(0.9, 1.6);
+        // The counters run through the warm-up too: what it did is counted off, so they add up to the
+        // histogram's I/Os, which starts after it.
+        assertThat(s.get("reads").asLong() + s.get("writes").asLong()).isEqualTo(s.get("ios").asLong())
+            .isPositive();
+        assertThat(s.get("errors").asLong()).isZero();
+    }
+
+    @Test
+    void shouldRejectANegativeWarmup() {
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
+            "--warmup", "-1", "--time", "1"));
+        assertThat(r.status()).isEqualTo(NvmeofCli.EXIT_USAGE);
+        assertThat(r.err()).contains("--warmup -1 outside 0..3600 seconds");
+    }
+
+    @Test
     void shouldRejectAnIoSizeThatIsNotWholeBlocks() {
         Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
             "--io-size", "512", "--time", "1"));
