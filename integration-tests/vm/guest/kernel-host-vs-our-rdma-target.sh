@@ -40,7 +40,10 @@ if [ -b "$LOOP" ] && [ "$(blockdev --getss "$LOOP")" = 4096 ]; then
 else
     fail loop-4k-sectors "losetup --sector-size 4096: $LOOP"; LOOP=""
 fi
-ours_config "$TMPFS/rdma-it.json" 4420 "$SUBNQN" "$TMPFS/rdma-it-ns1.img" "$LOOP"
+MAIN_HTTP="127.0.0.1:9482"
+MAIN_TOKEN="$TMPFS/rdma-main.token"
+OURS_SETTINGS="{\"http\": \"$MAIN_HTTP\", \"api_token_file\": \"$MAIN_TOKEN\"}" \
+    ours_config "$TMPFS/rdma-it.json" 4420 "$SUBNQN" "$TMPFS/rdma-it-ns1.img" "$LOOP"
 if ours_start "$TMPFS/rdma-it.json" "$RES/ours-daemon.log" \
     && grep -q "NVMe/RDMA listening on rdma://10.0.2.15:4420" "$RES/ours-daemon.log"; then
     pass ours-target-start
@@ -56,6 +59,42 @@ TRTYPE=rdma TARGET_ADDR=10.0.2.15 TARGET_PORT=4420 DISCOVERY_PORT=4420 SUBNQN="$
     "$HERE/kernel-host-vs-target.sh"
 interop=$?
 info "kernel-host-vs-target.sh exit code $interop"
+
+# ---- live: an NVMe/TCP listener added to this daemon, which started with RDMA ports only (so with no TCP poll
+# groups: the first TCP listener gives each running reactor one) ---------------------------------------------------
+printf 'Authorization: Bearer %s\n' "$(cat "$MAIN_TOKEN" 2>/dev/null)" > /tmp/rdma-main-auth.header
+chmod 600 /tmp/rdma-main-auth.header
+main_api() { # main_api METHOD PATH [JSON]
+    curl -sS --max-time 30 -X "$1" -H @/tmp/rdma-main-auth.header -H 'Content-Type: application/json' \
+        ${3:+-d "$3"} -w ' HTTP%{http_code}' "http://$MAIN_HTTP/api/v1$2" 2>&1 | tr '\n' ' '
+}
+added="$(main_api POST "/subsystems/$SUBNQN/listeners" \
+    '{"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "4430"}')"
+TCP_PORTID="$(echo "$added" | sed -n 's/.*"portid" *: *\([0-9]*\).*/\1/p')"
+if [[ "$added" == *HTTP201* ]] && [ -n "$TCP_PORTID" ] && grep -q "NVMe/TCP served from now on" "$RES/ours-daemon.log"; then
+    pass live-tcp-listener-on-rdma-daemon
+else
+    fail live-tcp-listener-on-rdma-daemon "answer: $added; log: $(grep -m3 -iE 'tcp|ERROR' "$RES/ours-daemon.log" | tr '\n' ' ')"
+fi
+if out="$(timeout 90 nvme connect -t tcp -a 127.0.0.1 -s 4430 -n "$SUBNQN" --nr-io-queues=1 2>&1)" \
+    && wait_for 30 ns_blockdev "$SUBNQN" 2; then
+    DEV="$(ns_blockdev "$SUBNQN" 2)"
+    fout="$(timeout 300 fio --name=live-tcp --filename="$DEV" --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
+        --iodepth=16 --size=8M --offset=0 --numjobs=1 --verify=crc32c --do_verify=1 --verify_fatal=1 \
+        --verify_backlog=0 --randrepeat=0 --group_reporting 2>&1)"
+    if [ $? = 0 ] && echo "$fout" | grep -q 'err= 0' \
+        && ! echo "$fout" | grep -qiE 'verify.*(fail|bad|error)|bad magic|crc32c.*(fail|wanted)'; then
+        pass live-tcp-fio-verify
+    else
+        fail live-tcp-fio-verify "$(echo "$fout" | grep -iE 'err|verify|fail' | head -n 5 | tr '\n' '|')"
+    fi
+    timeout 60 nvme disconnect -n "$SUBNQN" >/dev/null 2>&1
+    wait_for 30 bash -c "! grep -qsx '$SUBNQN' /sys/class/nvme/*/subsysnqn"
+else
+    fail live-tcp-fio-verify "nvme connect -t tcp to 127.0.0.1:4430: $out"
+fi
+removed="$(main_api DELETE "/subsystems/$SUBNQN/listeners/$TCP_PORTID")"
+if [[ "$removed" == *HTTP200* ]]; then pass live-tcp-listener-removed; else fail live-tcp-listener-removed "$removed"; fi
 
 if ours_stop "$RES/ours-daemon.log"; then pass ours-target-stop; else fail ours-target-stop "exit code not 0/143"; fi
 if ours_log_clean "$RES/ours-daemon.log"; then

@@ -40,8 +40,10 @@ ours_stop() {
 # ours_config FILE PORT SUBNQN NSFILE [BLOCKDEV]: an nvmetcli-shaped config with one RDMA port on 10.0.2.15:PORT
 # (which also answers discovery), a 64 MiB file namespace (4 KiB blocks), a 64 MiB RAM namespace (512-byte blocks)
 # and, when BLOCKDEV is given, namespace 3 on that block device (O_DIRECT, the device's own block size).
+# OURS_SETTINGS, when set, is the daemon's settings object (config key "nvmeof4j").
 ours_config() {
-    local ns3=""
+    local ns3="" settings=""
+    [ -n "${OURS_SETTINGS:-}" ] && settings=", \"nvmeof4j\": $OURS_SETTINGS"
     [ -n "${5:-}" ] && ns3=",
                       {\"nsid\": 3, \"enable\": 1, \"device\": {\"path\": \"$5\"}}"
     cat > "$1" <<J
@@ -52,7 +54,7 @@ ours_config() {
       "attr": {"allow_any_host": "1", "serial": "nvmeof4jrdmait01", "model": "nvmeof4j", "version": "1.3"},
       "allowed_hosts": [],
       "namespaces": [ {"nsid": 1, "enable": 1, "device": {"path": "$4", "size": "64M", "block_size": 4096}},
-                      {"nsid": 2, "enable": 1, "device": {"backend": "ram", "size": "64M", "block_size": 512}}$ns3 ] } ] }
+                      {"nsid": 2, "enable": 1, "device": {"backend": "ram", "size": "64M", "block_size": 512}}$ns3 ] } ]$settings }
 J
 }
 

@@ -149,6 +149,8 @@ public final class TargetDaemon implements AutoCloseable {
     /** Created with the first RDMA port (at start or live); serving once every reactor has its RDMA group. */
     private RdmaControllerTransport rdmaTransport;
     private volatile boolean rdmaServed;
+    /** TCP poll groups exist (always, unless the daemon started with RDMA ports only). */
+    private volatile boolean tcpServed;
     /** The ports started: every configured port, less RDMA ports when RDMA is unavailable. */
     private List<PortConfig> servedPorts = List.of();
     private ControllerRegistry registry;
@@ -210,7 +212,7 @@ public final class TargetDaemon implements AutoCloseable {
         tlsKeys = new HostPskStore(config.tlsKeys());
         transport.pskResolver(tlsKeys);
         boolean rdma = servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.RDMA);
-        List<PollGroup> groups = tcpGroups;
+        boolean tcp = !rdma || servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.TCP);
         int largestBuffer = config.largestBuffer();
         for (int i = 0; i < settings.reactors(); i++) {
             Reactor reactor = new Reactor("nvmeof-reactor-" + i, settings.idleStrategy(), settings.idleSpinNanos());
@@ -226,12 +228,9 @@ public final class TargetDaemon implements AutoCloseable {
                 // First: an idle reactor blocks on its first group's wait primitive (here the completion channel).
                 addRdmaGroup(i);
             }
-            if (!rdma || servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.TCP)) {
+            if (tcp) {
                 // Only when TCP ports exist: an idle group still costs a selectNow per reactor round.
-                io.nvmeof4j.tcp.TcpPollGroup group = transport.createPollGroup(pool);
-                waits.add(group::bufferWaits);
-                reactor.add(group);
-                groups.add(group);
+                addTcpGroup(i);
             }
             if (metrics != null) {
                 metrics.bindResourceWaits(i, TargetMeterNames.RESOURCE_BUFFER_POOL, waits,
@@ -260,6 +259,7 @@ public final class TargetDaemon implements AutoCloseable {
             }
         }
         rdmaServed = rdma;
+        tcpServed = tcp;
         for (Reactor reactor : reactors) {
             reactor.start();
         }
@@ -292,6 +292,7 @@ public final class TargetDaemon implements AutoCloseable {
                 serveRdma();
                 listener = rdmaTransport.listen(port.address(), port.options(), rdmaGroups, handlers);
             } else {
+                serveTcp();
                 listener = transport.listen(port.address(), port.options(), tcpGroups, handlers);
             }
         } catch (IOException e) {
@@ -329,6 +330,39 @@ public final class TargetDaemon implements AutoCloseable {
             reactors.size());
     }
 
+    /**
+     * A daemon started with RDMA ports only has no TCP poll groups (each would cost a selectNow per reactor round);
+     * the first TCP port added live gives every running reactor one, as {@link #serveRdma()} does for RDMA.
+     */
+    private void serveTcp() throws IOException {
+        if (tcpServed) {
+            return;
+        }
+        for (int i = tcpGroups.size(); i < reactors.size(); i++) {
+            try {
+                addTcpGroup(i);
+            } catch (RuntimeException e) {
+                throw new IOException(reactors.get(i) + ": cannot add an NVMe/TCP poll group: " + e.getMessage(), e);
+            }
+        }
+        tcpServed = true;
+        LOG.info("NVMe/TCP served from now on: one poll group added to each of the {} running reactor(s)",
+            reactors.size());
+    }
+
+    /** Creates reactor {@code index}'s TCP poll group on its pool and hands it to the reactor (started or not). */
+    private void addTcpGroup(int index) {
+        io.nvmeof4j.tcp.TcpPollGroup group = transport.createPollGroup(pools.get(index));
+        try {
+            reactors.get(index).add(group);
+        } catch (RuntimeException e) {
+            group.close(); // never polled: it has no connection yet
+            throw e;
+        }
+        tcpGroups.add(group);
+        bufferWaits.get(index).add(group::bufferWaits);
+    }
+
     /** Creates reactor {@code index}'s RDMA poll group on its pool and hands it to the reactor (started or not). */
     private void addRdmaGroup(int index) {
         if (rdmaTransport == null) {
@@ -351,6 +385,8 @@ public final class TargetDaemon implements AutoCloseable {
         for (PortConfig pc : config.servablePorts()) {
             types.add(pc.address().type());
         }
+        // A TCP port may be added live, to an RDMA-only daemon too.
+        types.add(io.nvmeof4j.protocol.spi.TransportType.TCP);
         if (Rdma.isAvailable()) {
             // An RDMA port may be added live: its queues are timed like those of a configured one.
             types.add(io.nvmeof4j.protocol.spi.TransportType.RDMA);
