@@ -808,8 +808,10 @@ final class ConfigParser {
 
     private List<PortConfig> ports(JsonNode node, String where, List<SubsystemConfig> subsystems,
                                    DaemonSettings settings) throws ConfigException {
-        if (node == null || node.isNull() || (node.isArray() && node.isEmpty())) {
-            throw new ConfigException(where, "no port is configured: nothing to serve");
+        if (node == null || node.isNull()) {
+            // No port yet: SPDK's nvmf_tgt starts so and is configured over its control plane. The daemon refuses
+            // to start empty without one (Main: no HTTP API, no rpc_socket).
+            return List.of();
         }
         requireArray(node, where);
         Set<String> nqns = new LinkedHashSet<>();

@@ -202,6 +202,11 @@ public final class Main implements Callable<Integer> {
                 return fail(err, e.getMessage(), EXIT_START_FAILED);
             }
         }
+        if (started.model().ports().isEmpty() && started.httpAddress() == null && started.rpcSocket() == null) {
+            started.close();
+            return fail(err, "no port is configured and no control plane could add one (HTTP is off, no rpc_socket):"
+                + " nothing to serve", EXIT_BAD_CONFIG);
+        }
         daemon = started;
         Thread hook = new Thread(() -> {
             // The JVM is going down without our signal handler (another signal, System.exit elsewhere): stop

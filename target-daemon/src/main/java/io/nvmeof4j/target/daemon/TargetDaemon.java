@@ -460,7 +460,7 @@ public final class TargetDaemon implements AutoCloseable {
             }
             served.add(p);
         }
-        if (served.isEmpty()) {
+        if (served.isEmpty() && !config.servablePorts().isEmpty()) {
             throw new IOException("nothing to serve: every port is RDMA and RDMA is unavailable: "
                 + (rdmaCause == null ? "?" : rdmaCause.getMessage()));
         }

@@ -56,6 +56,38 @@ class SpdkRpcTest extends RpcDaemonFixture {
     }
 
     @Test
+    void shouldStartWithNoPortAsNvmfTgtDoesAndServeWhatRpcAdds() throws Exception {
+        Path file = dir.resolve("conf").resolve("target.json");
+        Files.createDirectories(file.getParent());
+        Files.writeString(file, """
+            {"nvmeof4j": {"reactors": 1, "buffer_pool_mib": 4, "http": "off", "shutdown_timeout_ms": 1000,
+                          "ram_budget_mib": 64, "rpc_socket": "../rpc.sock"}}
+            """);
+        int port = freePort();
+        try (RpcClient rpc = start()) {
+            assertThat(daemon.listenAddresses()).isEmpty();
+            // What benchmarks/run-spdk-comparison.sh sends SPDK's nvmf_tgt through scripts/rpc.py.
+            assertThat(rpc.result("nvmf_create_transport", "{\"trtype\": \"TCP\"}").asBoolean()).isTrue();
+            assertThat(rpc.result("bdev_malloc_create", "{\"name\": \"Malloc0\", \"num_blocks\": 1024, "
+                + "\"block_size\": 4096}").asText()).isEqualTo("Malloc0");
+            assertThat(rpc.result("nvmf_create_subsystem", "{\"nqn\": \"" + NQN + "\", \"allow_any_host\": true, "
+                + "\"serial_number\": \"SPDK00000000000001\"}").asBoolean()).isTrue();
+            assertThat(rpc.result("nvmf_subsystem_add_ns", "{\"nqn\": \"" + NQN + "\", \"namespace\": "
+                + "{\"bdev_name\": \"Malloc0\"}}").asInt()).isEqualTo(1);
+            assertThat(accepts(port)).isFalse();
+            assertThat(rpc.result("nvmf_subsystem_add_listener", "{\"nqn\": \"" + NQN + "\", \"listen_address\": "
+                + "{\"trtype\": \"tcp\", \"adrfam\": \"ipv4\", \"traddr\": \"127.0.0.1\", \"trsvcid\": \""
+                + port + "\"}}").asBoolean()).isTrue();
+            assertThat(accepts(port)).isTrue();
+            assertThat(daemon.model().subsystem(NQN).namespace(1).blockCount()).isEqualTo(1024);
+        }
+        daemon.close();
+        // The file now has the port: a restart serves it without any call.
+        daemon = TargetDaemon.start(TargetConfig.load(file));
+        assertThat(accepts(port)).isTrue();
+    }
+
+    @Test
     void shouldCreateServeAndPersistASubsystemLive() throws Exception {
         int port = freePort();
         try (RpcClient rpc = start()) {

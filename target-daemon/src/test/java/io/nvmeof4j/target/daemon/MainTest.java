@@ -67,6 +67,16 @@ class MainTest {
     }
 
     @Test
+    void shouldRefuseToStartEmptyWithoutAControlPlane() throws Exception {
+        Path empty = dir.resolve("empty.json");
+        Files.writeString(empty, "{\"subsystems\": [], \"nvmeof4j\": {\"http\": \"off\"}}");
+        assertThat(run("--config", empty.toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("no port is configured and no control plane could add one",
+            "nothing to serve");
+        assertThat(out.toString()).isEmpty();
+    }
+
+    @Test
     void shouldExitWith2ForAMissingConfigurationFile() {
         Path missing = dir.resolve("missing.json");
         assertThat(run("-c", missing.toString())).isEqualTo(2);
