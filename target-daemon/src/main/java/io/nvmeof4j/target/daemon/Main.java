@@ -257,6 +257,10 @@ public final class Main implements Callable<Integer> {
     static void printUsage(PrintWriter out, TargetDaemon daemon) {
         List<Port> ports = daemon.model().ports();
         out.println("nvmeof-target " + BuildVersion.version() + " running; listening on:");
+        if (ports.isEmpty()) {
+            out.println("  no port yet: add one through the management API or SPDK JSON-RPC "
+                + "(nvmf_subsystem_add_listener)");
+        }
         for (Port p : ports) {
             List<String> subsystems = p.subsystems().stream().filter(n -> !Port.DISCOVERY_NQN.equals(n)).toList();
             out.println("  " + p.address() + " (portid " + p.portId() + "): "
