@@ -560,6 +560,7 @@ public final class NvmeofController implements AutoCloseable {
     }
 
     private AdminConnection liveAdmin(String step) throws NvmeofException {
+        host.checkNotOnReactor(step + " on " + peer);
         AdminConnection a = admin;
         if (state != ControllerState.LIVE || a == null) {
             throw new NvmeofException(peer, step, NvmeofException.NO_STATUS, "controller is " + state

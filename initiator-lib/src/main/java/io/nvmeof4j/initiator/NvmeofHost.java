@@ -145,6 +145,7 @@ public final class NvmeofHost implements AutoCloseable {
      */
     public List<DiscoveryEntry> discover(TransportAddress address, ConnectOptions options) throws IOException {
         checkOpen();
+        checkNotOnReactor("discover " + address);
         String step = "Get Log Page (discovery)";
         AdminConnection a = AdminConnection.open(transport(address.type()), reactor(address.type(), 0).group, address,
             DISCOVERY_NQN, identity, options, null);
@@ -221,6 +222,7 @@ public final class NvmeofHost implements AutoCloseable {
         Objects.requireNonNull(address, "address");
         Objects.requireNonNull(subsystemNqn, "subsystemNqn");
         Objects.requireNonNull(options, "options");
+        checkNotOnReactor("connect to " + address + " (" + subsystemNqn + ")");
         fabric(address.type()); // fails early, saying why, for a transport this machine cannot use
         NvmeofController controller = NvmeofController.connect(this, address, subsystemNqn, options);
         controllers.add(controller);
@@ -240,6 +242,7 @@ public final class NvmeofHost implements AutoCloseable {
         Objects.requireNonNull(subsystemNqn, "subsystemNqn");
         Objects.requireNonNull(options, "options");
         Objects.requireNonNull(policy, "policy");
+        checkNotOnReactor("connect to " + addresses + " (" + subsystemNqn + ")");
         for (TransportAddress a : addresses) {
             fabric(a.type());
         }
@@ -375,6 +378,19 @@ public final class NvmeofHost implements AutoCloseable {
 
     ExecutorService control() {
         return control;
+    }
+
+    /**
+     * The blocking calls (connect, discover, admin commands) wait for completions that the host reactors deliver:
+     * on a reactor thread (an I/O callback) such a call could only time out, and its timeout closes the queue.
+     * Refused at once instead, naming the thread.
+     */
+    void checkNotOnReactor(String what) {
+        if (isReactorThread()) {
+            throw new IllegalStateException(what + " blocks until the target answers and was called on host reactor"
+                + " thread " + Thread.currentThread().getName() + ", which delivers those answers: call it from"
+                + " another thread (a callback can hand it to an executor)");
+        }
     }
 
     boolean isReactorThread() {

@@ -301,6 +301,45 @@ class BlockIoTest {
     }
 
     @Test
+    void shouldRefuseBlockingCallsOnAReactorThreadAndKeepTheQueues() throws Exception {
+        NvmeofNamespace ns = ns(2);
+        ByteBuffer buffer = ByteBuffer.allocateDirect(4096);
+        CompletableFuture<List<Throwable>> refused = new CompletableFuture<>();
+        assertThat(ns.submitRead(0, 1, buffer, (status, context) -> {
+            // An application's I/O callback, on the host reactor thread, trying the blocking calls.
+            List<Throwable> thrown = new ArrayList<>();
+            for (java.util.concurrent.Callable<?> call : List.<java.util.concurrent.Callable<?>>of(
+                controller::rescanNamespaces,
+                () -> host.discover(target.ioAddress()),
+                () -> host.connect(target.ioAddress(), InJvmTarget.NQN_A))) {
+                try {
+                    call.call();
+                    thrown.add(null);
+                } catch (Throwable t) {
+                    thrown.add(t);
+                }
+            }
+            refused.complete(thrown);
+        }, null)).isTrue();
+        List<Throwable> thrown = refused.get(TIMEOUT_S, TimeUnit.SECONDS);
+        assertThat(thrown).hasSize(3).allSatisfy(t -> assertThat(t).isInstanceOf(IllegalStateException.class)
+            .hasMessageContaining("was called on host reactor thread nvmeof-host-reactor-")
+            .hasMessageContaining("call it from another thread"));
+        assertThat(thrown.get(0)).hasMessageStartingWith("namespace scan on ");
+        // Nothing waited, nothing timed out: the controller and its queues serve as before.
+        assertThat(controller.state()).isEqualTo(ControllerState.LIVE);
+        ByteBuffer pattern = ByteBuffer.allocateDirect(4096);
+        for (int i = 0; i < 4096; i += 4) {
+            pattern.putInt(i, 0x5EED_0000 + i);
+        }
+        ns.write(7, pattern).get(TIMEOUT_S, TimeUnit.SECONDS);
+        ByteBuffer again = ByteBuffer.allocateDirect(4096);
+        ns.read(7, again).get(TIMEOUT_S, TimeUnit.SECONDS);
+        assertThat(again.getInt(4092)).as("read back after the refusals").isEqualTo(0x5EED_0000 + 4092);
+        assertThat(controller.rescanNamespaces()).extracting(NvmeofNamespace::nsid).containsExactly(1, 2);
+    }
+
+    @Test
     void shouldRescanToTheSameNamespaces() throws Exception {
         List<NvmeofNamespace> before = controller.namespaces();
         List<NvmeofNamespace> after = controller.rescanNamespaces();
