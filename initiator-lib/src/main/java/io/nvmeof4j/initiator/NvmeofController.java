@@ -12,6 +12,7 @@ import io.nvmeof4j.protocol.admin.LogPageIdentifier;
 import io.nvmeof4j.protocol.admin.NamespaceIdDescriptorList;
 import io.nvmeof4j.protocol.auth.Dhchap;
 import io.nvmeof4j.protocol.auth.GeneratedPsk;
+import io.nvmeof4j.protocol.auth.HostAuthentication;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.fabrics.ControllerRegisters;
 import io.nvmeof4j.protocol.spi.TransportAddress;
@@ -144,6 +145,26 @@ public final class NvmeofController implements AutoCloseable {
     public int controllerId() {
         AdminConnection a = admin;
         return a == null ? -1 : a.controllerId;
+    }
+
+    /**
+     * Re-authenticates the admin queue with DH-HMAC-CHAP, a re-authentication the host requests (NVMe Base 2.1
+     * 8.3.5; the Linux host runs one when its dhchap secret is rewritten through sysfs). Under secure channel
+     * concatenation the Negotiate carries SC_C REPLACETLSPSK, as the Linux host's does: the controller replaces the
+     * PSK this association runs under, for its later connections; the queues already up keep their TLS sessions,
+     * and a reconnect generates a new PSK anyway, so the host keeps none. Each step is bounded by the admin timeout.
+     *
+     * @throws NvmeofException naming the step and the reason when either side refuses (a Failure1 also ends the
+     *                         controller on the target, and recovery follows)
+     */
+    public void reauthenticate() throws NvmeofException {
+        AdminConnection a = liveAdmin("DH-HMAC-CHAP re-authentication");
+        HostAuthentication.Result r = DhchapAuthenticator.authenticate(a.queue, peer, 0, options,
+            host.identity().hostNqn().value(), subsystemNqn, options.adminTimeout(),
+            options.secureChannelConcat() ? Dhchap.SC_C_REPLACETLSPSK : Dhchap.SC_C_NOSC);
+        if (r.generatedPsk() != null) {
+            r.generatedPsk().clear();
+        }
     }
 
     /** Identify Controller as read at the last (re)connect. */

@@ -195,6 +195,24 @@ class SecureConcatIT {
     }
 
     @Test
+    void shouldReplaceTheGeneratedPskWhenTheHostReauthenticates() throws Exception {
+        try (NvmeofHost host = NvmeofHost.create(HOST, 1);
+             NvmeofController c = host.connect(tlsOptional, NQN, concat(HOST_KEY))) {
+            Map<String, Integer> before = generatedFor(HOST);
+            assertThat(before).hasSize(1);
+            double replaced = authentications("success", DhchapHash.SHA256, DhchapGroup.FFDHE2048);
+            // REPLACETLSPSK on the TLS admin queue under the generated PSK (the queue needed no authentication).
+            c.reauthenticate();
+            Map<String, Integer> after = generatedFor(HOST);
+            assertThat(after).hasSize(1).doesNotContainKeys(before.keySet().toArray(String[]::new));
+            assertThat(after.values()).containsExactly(c.controllerId());
+            assertThat(authentications("success", DhchapHash.SHA256, DhchapGroup.FFDHE2048) - replaced).isEqualTo(1);
+            writeAndVerify(c.namespace(1), 5120, 5);
+        }
+        awaitNoGeneratedPsk(HOST);
+    }
+
+    @Test
     void shouldTakeAnFfdheGroupForAHostConfiguredWithTheNullGroup() throws Exception {
         double before = authentications("success", DhchapHash.SHA256, DhchapGroup.FFDHE2048);
         try (NvmeofHost host = NvmeofHost.create(NULL_GROUP_HOST, 1);
