@@ -41,8 +41,8 @@ public final class HostPskStore implements PskResolver {
     /** A generated PSK; {@link #psk} is never handed out itself (a handshake clears what it gets). */
     private static final class Generated {
         final DerivedPsk psk;
-        /** The controller it belongs to, null until a TLS admin Connect binds it. */
-        Object owner;
+        /** The controller it belongs to, null until a TLS admin Connect binds it; written under the store's lock. */
+        volatile Object owner;
         /** Unbound, it is refused after this ({@link System#nanoTime()}). */
         final long unusedDeadlineNanos;
 
