@@ -4,6 +4,9 @@ import io.nvmeof4j.protocol.admin.AdminOpcode;
 import io.nvmeof4j.protocol.admin.GetLogPageCommand;
 import io.nvmeof4j.protocol.admin.IdentifyCommand;
 import io.nvmeof4j.protocol.admin.IdentifyController;
+import io.nvmeof4j.protocol.auth.Dhchap;
+import io.nvmeof4j.protocol.auth.GeneratedPsk;
+import io.nvmeof4j.protocol.auth.HostAuthentication;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.command.SglDescriptor;
 import io.nvmeof4j.protocol.fabrics.ConnectCommand;
@@ -17,6 +20,7 @@ import io.nvmeof4j.protocol.spi.host.HostPollGroup;
 import io.nvmeof4j.protocol.spi.host.HostQueue;
 import io.nvmeof4j.protocol.spi.host.HostQueueListener;
 import io.nvmeof4j.protocol.spi.host.HostQueueOptions;
+import io.nvmeof4j.protocol.spi.host.HostTlsPsk;
 import io.nvmeof4j.protocol.spi.host.HostTransport;
 import io.nvmeof4j.protocol.spi.host.TransportConnectException;
 import io.nvmeof4j.protocol.spi.TransportType;
@@ -46,12 +50,18 @@ final class AdminConnection {
     final long capabilities;
     final int version;
     final ControllerInfo info;
+    /**
+     * With secure channel concatenation: the PSK a REPLACETLSPSK on this admin queue generated (when the controller
+     * asked for authentication under TLS, as the Linux host answers it), which the I/O queues must use; else null.
+     */
+    final GeneratedPsk replacedPsk;
     /** Bound on each admin command after bring-up (bring-up itself uses the connect timeout). */
     private final Duration timeout;
 
     private AdminConnection(HostQueue queue, String peer, int controllerId, long capabilities, int version,
-                            ControllerInfo info, Duration timeout) {
+                            ControllerInfo info, GeneratedPsk replacedPsk, Duration timeout) {
         this.queue = queue;
+        this.replacedPsk = replacedPsk;
         this.peer = peer;
         this.controllerId = controllerId;
         this.capabilities = capabilities;
@@ -60,20 +70,29 @@ final class AdminConnection {
         this.timeout = timeout;
     }
 
+    /**
+     * @param generatedTls with secure channel concatenation the TLS PSK that DH-HMAC-CHAP generated
+     *                     ({@link #generateTlsPsk}), which replaces {@code options}' TLS settings; else null
+     */
     static AdminConnection open(HostTransport transport, HostPollGroup group, TransportAddress address,
                                 String subsystemNqn, HostIdentity identity, ConnectOptions options,
-                                HostQueueListener listener) throws IOException {
+                                HostTlsPsk generatedTls, HostQueueListener listener) throws IOException {
         String peer = address + " (" + subsystemNqn + ")";
         Duration timeout = options.connectTimeout();
-        HostQueue queue = openTransport(transport, group, address, peer,
-            options.queueOptions(HostQueueOptions.admin(options.headerDigest(), options.dataDigest(), timeout),
-                identity, subsystemNqn), 0, 0xFFFF, listener);
+        HostQueueOptions admin = HostQueueOptions.admin(options.headerDigest(), options.dataDigest(), timeout);
+        HostQueue queue = openTransport(transport, group, address, peer, generatedTls != null
+            ? admin.withTls(generatedTls) : options.queueOptions(admin, identity, subsystemNqn), 0, 0xFFFF, listener);
+        GeneratedPsk replaced = null;
         try {
             Cqe connect = fabricsConnect(queue, peer, "Connect (admin queue)", 0, ADMIN_QUEUE_SIZE,
                 options.keepAliveTimeout().toMillis(), ConnectData.CNTLID_DYNAMIC, subsystemNqn, identity,
                 options.disableSqFlowControl(), timeout);
             int cntlid = ConnectResponse.controllerId(connect.dw0());
-            authenticateIfRequired(queue, peer, 0, connect, options, subsystemNqn, identity);
+            // Under a generated PSK nvmet asks for no authentication; should a controller ask, the Linux host
+            // answers with REPLACETLSPSK (nvme_auth_set_dhchap_negotiate_data), and so do we.
+            HostAuthentication.Result auth = authenticateIfRequired(queue, peer, 0, connect, options, subsystemNqn,
+                identity, generatedTls != null ? Dhchap.SC_C_REPLACETLSPSK : Dhchap.SC_C_NOSC);
+            replaced = auth == null ? null : auth.generatedPsk();
             long cap = propertyGet(queue, peer, ControllerRegisters.CAP, true, timeout);
             int css = (cap & ControllerRegisters.CAP_CSS_IO_COMMAND_SETS) != 0 ? 6 : ControllerRegisters.CC_CSS_NVM;
             int mps = ControllerRegisters.capMpsMin(cap);
@@ -96,10 +115,55 @@ final class AdminConnection {
                 throw new NvmeofException(peer, "Identify Controller", NvmeofException.NO_STATUS,
                     "CNTLID " + info.controllerId() + " differs from the " + cntlid + " Connect returned", null);
             }
-            return new AdminConnection(queue, peer, cntlid, cap, vs, info, options.adminTimeout());
+            return new AdminConnection(queue, peer, cntlid, cap, vs, info, replaced, options.adminTimeout());
         } catch (IOException | RuntimeException e) {
+            if (replaced != null) {
+                replaced.clear();
+            }
             queue.close("admin queue bring-up failed: " + e.getMessage());
             throw e;
+        }
+    }
+
+    /**
+     * Secure channel concatenation, first half (the Linux host's {@code nvme connect --concat}): an admin queue
+     * without TLS, Connect, DH-HMAC-CHAP with SC_C NEWTLSPSK, then the connection is dropped (the controller goes
+     * with it). The caller connects again with TLS under the returned PSK and clears it when done.
+     */
+    static GeneratedPsk generateTlsPsk(HostTransport transport, HostPollGroup group, TransportAddress address,
+                                       String subsystemNqn, HostIdentity identity, ConnectOptions options)
+        throws NvmeofException {
+        String peer = address + " (" + subsystemNqn + ")";
+        String step = "secure channel concatenation";
+        if (address.type() != TransportType.TCP) {
+            throw new NvmeofException(peer, step, NvmeofException.NO_STATUS,
+                "secure channel concatenation generates a TLS PSK, which only NVMe/TCP uses", null);
+        }
+        if (options.dhchapSecret() == null || options.tls() != null) {
+            throw new NvmeofException(peer, step, NvmeofException.NO_STATUS, options.tls() != null
+                ? "secure channel concatenation brings its own TLS PSK: not together with a configured one (--tls)"
+                : "secure channel concatenation needs a DH-HMAC-CHAP host secret (--dhchap-secret)", null);
+        }
+        Duration timeout = options.connectTimeout();
+        HostQueue queue = openTransport(transport, group, address, peer,
+            HostQueueOptions.admin(options.headerDigest(), options.dataDigest(), timeout), 0, 0xFFFF,
+            (q, reason) -> { });
+        try {
+            Cqe connect = fabricsConnect(queue, peer, "Connect (admin queue without TLS, " + step + ")", 0,
+                ADMIN_QUEUE_SIZE, options.keepAliveTimeout().toMillis(), ConnectData.CNTLID_DYNAMIC, subsystemNqn,
+                identity, options.disableSqFlowControl(), timeout);
+            if (!ConnectResponse.authenticationRequired(connect.dw0())) {
+                throw new NvmeofException(peer, step, NvmeofException.NO_STATUS, "the controller asks for no "
+                    + "DH-HMAC-CHAP (no ATR in the Connect response; no key for this host?), and only an "
+                    + "authentication transaction generates the TLS PSK", null);
+            }
+            HostAuthentication.Result auth = DhchapAuthenticator.authenticate(queue, peer, 0, options,
+                identity.hostNqn().value(), subsystemNqn, timeout, Dhchap.SC_C_NEWTLSPSK);
+            LOG.info("{}: DH-HMAC-CHAP ({}, {}) generated a TLS PSK; reconnecting with TLS under it", peer,
+                auth.hash().linuxName(), auth.group().linuxName());
+            return auth.generatedPsk();
+        } finally {
+            queue.close(step + ": the admin queue without TLS is done");
         }
     }
 
@@ -128,12 +192,15 @@ final class AdminConnection {
      * DH-HMAC-CHAP on queue {@code qid} when its Connect answered ATR (wire reference 2.5 step 2), before any other
      * command: the Linux host does the same on the admin queue and on every I/O queue.
      */
-    static void authenticateIfRequired(HostQueue queue, String peer, int qid, Cqe connect, ConnectOptions options,
-                                       String subsystemNqn, HostIdentity identity) throws NvmeofException {
+    static HostAuthentication.Result authenticateIfRequired(HostQueue queue, String peer, int qid, Cqe connect,
+                                                            ConnectOptions options, String subsystemNqn,
+                                                            HostIdentity identity, int secureChannel)
+        throws NvmeofException {
         if (ConnectResponse.authenticationRequired(connect.dw0())) {
-            DhchapAuthenticator.authenticate(queue, peer, qid, options, identity.hostNqn().value(), subsystemNqn,
-                options.connectTimeout());
+            return DhchapAuthenticator.authenticate(queue, peer, qid, options, identity.hostNqn().value(),
+                subsystemNqn, options.connectTimeout(), secureChannel);
         }
+        return null;
     }
 
     /** Fabrics Connect; any failure becomes an {@link NvmeofException} naming what the status means here. */

@@ -35,13 +35,18 @@ import java.util.Objects;
  * @param dhchapControllerSecret DH-HMAC-CHAP controller secret (bidirectional), or null; needs a host secret
  * @param tls                   NVMe/TCP TLS 1.3 with a configured PSK on every queue ({@code nvme connect --tls
  *                              --tls-key}), or null for plain NVMe/TCP
+ * @param secureChannelConcat   secure channel concatenation ({@code nvme connect --concat}, NVMe/TCP only): the
+ *                              admin queue connects without TLS and authenticates with DH-HMAC-CHAP (SC_C
+ *                              NEWTLSPSK, a DH group, the host secret), which generates a TLS PSK; then the admin
+ *                              and every I/O queue connect again, TLS 1.3 under that PSK. Needs {@code dhchapSecret};
+ *                              excludes {@code tls}. Each (re)connect generates a new PSK
  */
 public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTimeout, boolean headerDigest,
                              boolean dataDigest, boolean disableSqFlowControl, Duration connectTimeout,
                              Duration commandTimeout, Duration adminTimeout, Duration reconnectDelay,
                              Duration maxReconnectDelay, Duration controllerLossTimeout, int maxOutstandingRequests,
                              DhchapSecret dhchapSecret, DhchapSecret dhchapControllerSecret,
-                             Tls tls) {
+                             Tls tls, boolean secureChannelConcat) {
     public static final int QUEUE_DEPTH_DEFAULT = 128;
     public static final Duration KEEP_ALIVE_TIMEOUT_DEFAULT = Duration.ofSeconds(5);
     public static final Duration COMMAND_TIMEOUT_DEFAULT = Duration.ofSeconds(30);
@@ -90,7 +95,7 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
         return new ConnectOptions(Math.min(4, Runtime.getRuntime().availableProcessors()), QUEUE_DEPTH_DEFAULT,
             KEEP_ALIVE_TIMEOUT_DEFAULT, false, false, false, HostQueueOptions.CONNECT_TIMEOUT_DEFAULT,
             COMMAND_TIMEOUT_DEFAULT, ADMIN_TIMEOUT_DEFAULT, RECONNECT_DELAY_DEFAULT, MAX_RECONNECT_DELAY_DEFAULT,
-            CONTROLLER_LOSS_TIMEOUT_DEFAULT, 1024, null, null, null);
+            CONTROLLER_LOSS_TIMEOUT_DEFAULT, 1024, null, null, null, false);
     }
 
     /** For {@link NvmeofHost#discover}: no keep-alive, as {@code nvme discover} without {@code --persistent}. */
@@ -101,55 +106,58 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
     public ConnectOptions withIoQueues(int n) {
         return new ConnectOptions(n, queueDepth, keepAliveTimeout, headerDigest, dataDigest, disableSqFlowControl,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls, secureChannelConcat);
     }
 
     public ConnectOptions withQueueDepth(int depth) {
         return new ConnectOptions(ioQueues, depth, keepAliveTimeout, headerDigest, dataDigest, disableSqFlowControl,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls, secureChannelConcat);
     }
 
     public ConnectOptions withKeepAliveTimeout(Duration kato) {
         return new ConnectOptions(ioQueues, queueDepth, kato, headerDigest, dataDigest, disableSqFlowControl,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls, secureChannelConcat);
     }
 
     public ConnectOptions withDigests(boolean header, boolean data) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, header, data, disableSqFlowControl,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls, secureChannelConcat);
     }
 
     public ConnectOptions withDisableSqFlowControl(boolean disable) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest, disable,
             connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay, controllerLossTimeout,
-            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls, secureChannelConcat);
     }
 
     public ConnectOptions withConnectTimeout(Duration timeout) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, timeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
+            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls,
+            secureChannelConcat);
     }
 
     public ConnectOptions withCommandTimeout(Duration timeout) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, timeout, adminTimeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
+            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls,
+            secureChannelConcat);
     }
 
     public ConnectOptions withAdminTimeout(Duration timeout) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, commandTimeout, timeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
+            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls,
+            secureChannelConcat);
     }
 
     public ConnectOptions withReconnect(Duration delay, Duration maxDelay, Duration lossTimeout) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, commandTimeout, adminTimeout, delay, maxDelay, lossTimeout,
-            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls);
+            maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls, secureChannelConcat);
     }
 
     /** {@code queue} with this connection's TLS settings for {@code host} and {@code subsystemNqn}. */
@@ -165,7 +173,8 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
     public ConnectOptions withTls(Tls settings) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, settings);
+            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, settings,
+            secureChannelConcat);
     }
 
     /**
@@ -192,10 +201,20 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
         }
     }
 
+    /**
+     * Secure channel concatenation ({@code nvme connect --concat}): TLS under a PSK that DH-HMAC-CHAP generates on
+     * a first admin connection without TLS. Needs {@link #withDhchap}; not with {@link #withTls}.
+     */
+    public ConnectOptions withSecureChannelConcat(boolean concat) {
+        return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
+            disableSqFlowControl, connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay,
+            controllerLossTimeout, maxOutstandingRequests, dhchapSecret, dhchapControllerSecret, tls, concat);
+    }
+
     public ConnectOptions withMaxOutstandingRequests(int n) {
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, n, dhchapSecret, dhchapControllerSecret, tls);
+            controllerLossTimeout, n, dhchapSecret, dhchapControllerSecret, tls, secureChannelConcat);
     }
 
     /**
@@ -209,6 +228,6 @@ public record ConnectOptions(int ioQueues, int queueDepth, Duration keepAliveTim
         DhchapSecret ctrl = controllerSecret == null ? null : DhchapSecret.parse(controllerSecret);
         return new ConnectOptions(ioQueues, queueDepth, keepAliveTimeout, headerDigest, dataDigest,
             disableSqFlowControl, connectTimeout, commandTimeout, adminTimeout, reconnectDelay, maxReconnectDelay,
-            controllerLossTimeout, maxOutstandingRequests, host, ctrl, tls);
+            controllerLossTimeout, maxOutstandingRequests, host, ctrl, tls, secureChannelConcat);
     }
 }

@@ -1,6 +1,7 @@
 package io.nvmeof4j.initiator;
 
 import io.nvmeof4j.protocol.auth.AuthenticationCommand;
+import io.nvmeof4j.protocol.auth.Dhchap;
 import io.nvmeof4j.protocol.auth.DhchapException;
 import io.nvmeof4j.protocol.auth.HostAuthentication;
 import io.nvmeof4j.protocol.fabrics.FabricsCommandType;
@@ -26,17 +27,24 @@ final class DhchapAuthenticator {
     private DhchapAuthenticator() {
     }
 
+    /**
+     * @param secureChannel SC_C: {@link Dhchap#SC_C_NOSC}, or on the admin queue NEWTLSPSK / REPLACETLSPSK (secure
+     *                      channel concatenation; the result then carries the generated PSK)
+     */
     static HostAuthentication.Result authenticate(HostQueue queue, String peer, int qid, ConnectOptions options,
-                                                  String hostNqn, String subsystemNqn, Duration timeout)
+                                                  String hostNqn, String subsystemNqn, Duration timeout,
+                                                  int secureChannel)
         throws NvmeofException {
-        String step = "DH-HMAC-CHAP (queue " + qid + ")";
+        String step = "DH-HMAC-CHAP (queue " + qid + (secureChannel == Dhchap.SC_C_NOSC ? ""
+            : secureChannel == Dhchap.SC_C_NEWTLSPSK ? ", secure channel concatenation NEWTLSPSK"
+            : ", secure channel concatenation REPLACETLSPSK") + ")";
         if (options.dhchapSecret() == null) {
             throw new NvmeofException(peer, step, NvmeofException.NO_STATUS,
                 "the controller requires in-band authentication (ATR) but no host secret (--dhchap-secret) is set",
                 null);
         }
         HostAuthentication auth = new HostAuthentication(options.dhchapSecret(), options.dhchapControllerSecret(),
-            hostNqn, subsystemNqn, RANDOM);
+            hostNqn, subsystemNqn, RANDOM, secureChannel);
         HostAuthentication.Exchange exchange = new HostAuthentication.Exchange() {
             @Override
             public int send(ByteBuffer message, int length) throws IOException {

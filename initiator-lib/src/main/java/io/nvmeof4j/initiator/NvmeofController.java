@@ -10,6 +10,9 @@ import io.nvmeof4j.protocol.admin.IdentifyNamespace;
 import io.nvmeof4j.protocol.admin.KeepAlive;
 import io.nvmeof4j.protocol.admin.LogPageIdentifier;
 import io.nvmeof4j.protocol.admin.NamespaceIdDescriptorList;
+import io.nvmeof4j.protocol.auth.Dhchap;
+import io.nvmeof4j.protocol.auth.GeneratedPsk;
+import io.nvmeof4j.protocol.auth.HostAuthentication;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.fabrics.ControllerRegisters;
 import io.nvmeof4j.protocol.spi.TransportAddress;
@@ -17,6 +20,7 @@ import io.nvmeof4j.protocol.spi.host.HostQueue;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.protocol.spi.host.HostQueueOptions;
 import io.nvmeof4j.protocol.spi.host.HostStatus;
+import io.nvmeof4j.protocol.spi.host.HostTlsPsk;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -143,6 +147,26 @@ public final class NvmeofController implements AutoCloseable {
         return a == null ? -1 : a.controllerId;
     }
 
+    /**
+     * Re-authenticates the admin queue with DH-HMAC-CHAP, a re-authentication the host requests (NVMe Base 2.1
+     * 8.3.5; the Linux host runs one when its dhchap secret is rewritten through sysfs). Under secure channel
+     * concatenation the Negotiate carries SC_C REPLACETLSPSK, as the Linux host's does: the controller replaces the
+     * PSK this association runs under, for its later connections; the queues already up keep their TLS sessions,
+     * and a reconnect generates a new PSK anyway, so the host keeps none. Each step is bounded by the admin timeout.
+     *
+     * @throws NvmeofException naming the step and the reason when either side refuses (a Failure1 also ends the
+     *                         controller on the target, and recovery follows)
+     */
+    public void reauthenticate() throws NvmeofException {
+        AdminConnection a = liveAdmin("DH-HMAC-CHAP re-authentication");
+        HostAuthentication.Result r = DhchapAuthenticator.authenticate(a.queue, peer, 0, options,
+            host.identity().hostNqn().value(), subsystemNqn, options.adminTimeout(),
+            options.secureChannelConcat() ? Dhchap.SC_C_REPLACETLSPSK : Dhchap.SC_C_NOSC);
+        if (r.generatedPsk() != null) {
+            r.generatedPsk().clear();
+        }
+    }
+
     /** Identify Controller as read at the last (re)connect. */
     public ControllerInfo identifyController() {
         AdminConnection a = admin;
@@ -245,8 +269,29 @@ public final class NvmeofController implements AutoCloseable {
     // ---- bring-up ------------------------------------------------------------------------------------------------
 
     private void bringUp(boolean first) throws IOException {
+        // Secure channel concatenation: every (re)connect generates a new PSK first, as the Linux host revokes the
+        // generated key when it resets a controller; it serves this bring-up's queues and is cleared after.
+        GeneratedPsk generated = !options.secureChannelConcat() ? null : AdminConnection.generateTlsPsk(
+            host.transport(address.type()), host.reactor(address.type(), 0).group, address, subsystemNqn,
+            host.identity(), options);
+        try {
+            bringUp(first, generated);
+        } finally {
+            if (generated != null) {
+                generated.clear();
+            }
+        }
+    }
+
+    private void bringUp(boolean first, GeneratedPsk generated) throws IOException {
+        String hostNqn = host.identity().hostNqn().value();
+        HostTlsPsk generatedTls = generated == null ? null : HostTlsPsk.generated(generated, hostNqn, subsystemNqn);
         AdminConnection a = AdminConnection.open(host.transport(address.type()), host.reactor(address.type(), 0).group,
-            address, subsystemNqn, host.identity(), options, (q, reason) -> onAdminClosed(q, reason));
+            address, subsystemNqn, host.identity(), options, generatedTls,
+            (q, reason) -> onAdminClosed(q, reason));
+        if (a.replacedPsk != null) {
+            generatedTls = HostTlsPsk.generated(a.replacedPsk, hostNqn, subsystemNqn);
+        }
         List<HostQueue> opened = new ArrayList<>();
         try {
             ControllerInfo info = a.info;
@@ -293,15 +338,17 @@ public final class NvmeofController implements AutoCloseable {
             }
             for (IoQueue ioQueue : ioQueues) {
                 String step = "Connect (I/O queue " + ioQueue.qid + ")";
+                HostQueueOptions queueOptions = new HostQueueOptions(size, options.headerDigest(),
+                    options.dataDigest(), info.inCapsuleDataSize(), options.connectTimeout());
                 HostQueue q = AdminConnection.openTransport(host.transport(address.type()), ioQueue.reactor.group,
-                    address, peer, options.queueOptions(new HostQueueOptions(size, options.headerDigest(),
-                        options.dataDigest(), info.inCapsuleDataSize(), options.connectTimeout()), host.identity(),
-                        subsystemNqn), ioQueue.qid, a.controllerId, ioQueue);
+                    address, peer, generatedTls != null ? queueOptions.withTls(generatedTls)
+                        : options.queueOptions(queueOptions, host.identity(), subsystemNqn), ioQueue.qid,
+                    a.controllerId, ioQueue);
                 opened.add(q);
                 Cqe connect = AdminConnection.fabricsConnect(q, peer, step, ioQueue.qid, size, 0, a.controllerId,
                     subsystemNqn, host.identity(), options.disableSqFlowControl(), options.connectTimeout());
                 AdminConnection.authenticateIfRequired(q, peer, ioQueue.qid, connect, options, subsystemNqn,
-                    host.identity());
+                    host.identity(), Dhchap.SC_C_NOSC);
             }
             if (first) {
                 namespaces = scanNamespaces(a);
@@ -324,6 +371,10 @@ public final class NvmeofController implements AutoCloseable {
             }
             a.queue.close("controller bring-up failed: " + e.getMessage());
             throw e;
+        } finally {
+            if (a.replacedPsk != null) {
+                a.replacedPsk.clear();
+            }
         }
     }
 

@@ -148,7 +148,7 @@ public final class NvmeofHost implements AutoCloseable {
         checkNotOnReactor("discover " + address);
         String step = "Get Log Page (discovery)";
         AdminConnection a = AdminConnection.open(transport(address.type()), reactor(address.type(), 0).group, address,
-            DISCOVERY_NQN, identity, options, null);
+            DISCOVERY_NQN, identity, options, null, null);
         try {
             boolean extended = (a.info.logPageAttributes() & IdentifyController.LPA_EXTENDED_DATA) != 0;
             ByteBuffer header = Commands.direct(DiscoveryLogPage.HEADER_FIELDS_LENGTH);

@@ -1081,6 +1081,11 @@ final class TcpConnection implements TransportQueue {
         return stream instanceof TlsStream tls && tls.identity() != null ? tls.identity().hostNqn() : null;
     }
 
+    @Override
+    public String secureChannelPskIdentity() {
+        return stream instanceof TlsStream tls && tls.identity() != null ? tls.identity().toString() : null;
+    }
+
     /** "plain" or "TLS 1.3 (suite)". */
     public String security() {
         return stream.security();

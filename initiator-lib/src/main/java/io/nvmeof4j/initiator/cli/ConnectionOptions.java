@@ -117,6 +117,12 @@ public final class ConnectionOptions {
             + "'nvme check-tls-key --insert' put into its keyring).")
     boolean tlsCompat;
 
+    @Option(names = "--concat",
+        description = {"Secure channel concatenation, as 'nvme connect --concat': DH-HMAC-CHAP (needs",
+            "--dhchap-secret) on an admin connection without TLS generates a TLS PSK; then every queue connects",
+            "with TLS 1.3 under it. NVMe/TCP, a port with tsas tls1.3 and treq 'not required'; not with --tls."})
+    boolean concat;
+
     @Option(names = "--reconnect-delay", paramLabel = "SECONDS",
         description = "First wait before reconnecting a lost controller (doubling up to 60). Default: 10.")
     Integer reconnectDelaySeconds;
@@ -272,6 +278,19 @@ public final class ConnectionOptions {
             }
             if (tls) {
                 o = o.withTls(new ConnectOptions.Tls(readTlsKey(), tlsIdentity, tlsCompat));
+            }
+            if (concat) {
+                if (discovery) {
+                    throw new CliUsageException("--concat: discovery controllers do not authenticate");
+                }
+                if (tls) {
+                    throw new CliUsageException("--concat generates its own TLS PSK: not together with --tls");
+                }
+                if (o.dhchapSecret() == null) {
+                    throw new CliUsageException("--concat needs a DH-HMAC-CHAP host secret (--dhchap-secret or "
+                        + "NVMEOF_DHCHAP_SECRET)");
+                }
+                o = o.withSecureChannelConcat(true);
             }
             return o;
         } catch (IllegalArgumentException e) {

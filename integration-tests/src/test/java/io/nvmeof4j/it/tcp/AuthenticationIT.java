@@ -211,7 +211,7 @@ class AuthenticationIT {
     }
 
     /** AUTH_Send / AUTH_Receive over a raw NVMe/TCP connection, for a host that plays by the rules or not. */
-    private static HostAuthentication.Exchange raw(RawNvmeTcpHost h) {
+    static HostAuthentication.Exchange raw(RawNvmeTcpHost h) {
         return new HostAuthentication.Exchange() {
             @Override
             public int send(ByteBuffer message, int length) throws IOException {

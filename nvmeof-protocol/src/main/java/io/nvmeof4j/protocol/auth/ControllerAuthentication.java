@@ -26,6 +26,14 @@ import java.util.function.Supplier;
  * authenticated queue starts re-authentication; the queue stays usable until that fails. Credentials are read from
  * the supplier at each Negotiate, so a rotated key applies to the next (re-)authentication.
  *
+ * <p><b>Secure channel concatenation</b> (NVMe Base 2.1 8.3.5.5; TP 8011), as nvmet does it: a Negotiate's SC_C
+ * other than NOSC must be the one {@link SecureChannel} allows on this queue (otherwise Failure1 03h). The
+ * transaction then needs a DH group (a configured null group, nvmet's default, takes the host's first ffdhe offer;
+ * a host offering none gets Failure1 03h, as nvmet's "NULL DH group invalid for secure channel concatenation") and a
+ * hash with a TLS suite (SHA-256 or SHA-384, else Failure1 04h); the host must send C2 (CVALID 1, else Failure1
+ * 01h), with S2 0 unless it also wants the controller authenticated. R1 covers the SC_C byte. After Success1
+ * (S2 = 0) or Success2, {@link #takeGeneratedPsk()} hands out HMAC(Ks, C1 || C2).
+ *
  * <p>Not thread-safe: one queue's commands run on one thread. Nothing here logs; {@link #lastFailure()} explains the
  * last refusal without any key material.
  */
@@ -33,7 +41,23 @@ public final class ControllerAuthentication {
     private enum State { EXPECT_NEGOTIATE, SEND_CHALLENGE, EXPECT_REPLY, SEND_SUCCESS1, EXPECT_SUCCESS2, SEND_FAILURE1,
         IDLE, CLOSED }
 
+    /**
+     * The SC_C a Negotiate on this queue may carry besides NOSC, and why any other is refused (Failure1 03h):
+     * NEWTLSPSK on the admin queue of a connection without TLS to a port that speaks TLS, REPLACETLSPSK on an admin
+     * queue whose TLS connection runs under a generated PSK, nothing else (I/O queues, ports without TLS, TLS with a
+     * configured PSK).
+     *
+     * @param accepted {@link Dhchap#SC_C_NEWTLSPSK}, {@link Dhchap#SC_C_REPLACETLSPSK} or {@link Dhchap#SC_C_NOSC}
+     * @param refusal  why a different SC_C is refused here ("I/O queue 3")
+     */
+    public record SecureChannel(int accepted, String refusal) {
+        public static SecureChannel none(String why) {
+            return new SecureChannel(Dhchap.SC_C_NOSC, why);
+        }
+    }
+
     private final Supplier<DhchapCredentials> credentials;
+    private final SecureChannel secureChannelAllowed;
     private final String hostNqn;
     private final String subsystemNqn;
     private final SecureRandom random;
@@ -56,6 +80,11 @@ public final class ControllerAuthentication {
     private int s1;
     private byte[] c2;
     private int s2;
+    private boolean bidirectional;
+    /** SC_C of the running transaction. */
+    private int secureChannel;
+    /** Set by a finished concatenation transaction until {@link #takeGeneratedPsk()}. */
+    private GeneratedPsk generatedPsk;
 
     /**
      * @param credentials  the host's credentials, read at each Negotiate (null from the supplier: the host has none
@@ -65,12 +94,30 @@ public final class ControllerAuthentication {
      */
     public ControllerAuthentication(Supplier<DhchapCredentials> credentials, String hostNqn, String subsystemNqn,
                                     SecureRandom random, long timeoutNanos, long nowNanos) {
+        this(credentials, hostNqn, subsystemNqn, random, timeoutNanos, nowNanos,
+            SecureChannel.none("this queue does not take secure channel concatenation"), false);
+    }
+
+    /**
+     * @param secureChannel what SC_C a Negotiate here may carry
+     * @param authenticated the queue starts authenticated (a TLS queue under a PSK that DH-HMAC-CHAP generated):
+     *                      no deadline, and a host's Negotiate is a re-authentication (REPLACETLSPSK)
+     */
+    public ControllerAuthentication(Supplier<DhchapCredentials> credentials, String hostNqn, String subsystemNqn,
+                                    SecureRandom random, long timeoutNanos, long nowNanos, SecureChannel secureChannel,
+                                    boolean authenticated) {
         this.credentials = credentials;
         this.hostNqn = hostNqn;
         this.subsystemNqn = subsystemNqn;
         this.random = random;
         this.timeoutNanos = timeoutNanos;
-        this.deadlineNanos = nowNanos + timeoutNanos;
+        this.secureChannelAllowed = secureChannel;
+        this.authenticated = authenticated;
+        if (authenticated) {
+            state = State.IDLE;
+        } else {
+            this.deadlineNanos = nowNanos + timeoutNanos;
+        }
     }
 
     /** True once the host proved its key (and, bidirectionally, accepted ours); commands other than auth may run. */
@@ -119,6 +166,16 @@ public final class ControllerAuthentication {
 
     public DhchapGroup group() {
         return group;
+    }
+
+    /**
+     * The PSK the last transaction generated (secure channel concatenation), once: the caller owns it and clears
+     * it. Null when there is none.
+     */
+    public GeneratedPsk takeGeneratedPsk() {
+        GeneratedPsk p = generatedPsk;
+        generatedPsk = null;
+        return p;
     }
 
     /**
@@ -199,7 +256,6 @@ public final class ControllerAuthentication {
                 return size;
             }
             case SEND_SUCCESS1: {
-                boolean bidirectional = c2 != null;
                 int size = DhchapMessage.HEADER_LENGTH + (bidirectional ? hash.length() : 0);
                 if (allocationLength < size) {
                     return -1;
@@ -236,6 +292,11 @@ public final class ControllerAuthentication {
 
     private void negotiate(DhchapMessage m, int length, long nowNanos) {
         clearTransaction();
+        if (generatedPsk != null) {
+            generatedPsk.clear();
+            generatedPsk = null;
+        }
+        secureChannel = Dhchap.SC_C_NOSC;
         authenticatedBeforeNegotiate();
         transactionId = m.transactionId();
         deadlineNanos = nowNanos + timeoutNanos;
@@ -248,11 +309,14 @@ public final class ControllerAuthentication {
             fail(DhchapFailure.INCORRECT_PAYLOAD, "Negotiate of " + length + " bytes");
             return;
         }
-        if (m.secureChannel() != 0) {
-            fail(DhchapFailure.CONCAT_MISMATCH, "Negotiate asks for secure channel concatenation (SC_C "
-                + m.secureChannel() + "), which this target does not do");
+        int scC = m.secureChannel();
+        if (scC != Dhchap.SC_C_NOSC && scC != secureChannelAllowed.accepted()) {
+            fail(DhchapFailure.CONCAT_MISMATCH, "Negotiate asks for secure channel concatenation "
+                + secureChannelName(scC) + ", refused: " + secureChannelAllowed.refusal());
             return;
         }
+        secureChannel = scC;
+        boolean concat = scC != Dhchap.SC_C_NOSC;
         if (m.protocolCount() != 1 || m.descriptor(0, DhchapMessage.DESCRIPTOR_AUTHID) != Dhchap.AUTH_ID_DHCHAP) {
             fail(DhchapFailure.INCORRECT_PAYLOAD, "Negotiate with NAPD " + m.protocolCount()
                 + " or a descriptor that is not DH-HMAC-CHAP");
@@ -267,33 +331,44 @@ public final class ControllerAuthentication {
         DhchapHash chosen = null;
         for (int i = 0; i < halen; i++) {
             DhchapHash h = DhchapHash.fromId(m.descriptor(0, DhchapMessage.DESCRIPTOR_HASH_IDS + i));
+            if (h == null || concat && !h.generatesTlsPsk()) {
+                continue;
+            }
             if (h == current.hash()) {
                 chosen = h;
                 break;
             }
-            if (chosen == null && h != null) {
+            if (chosen == null) {
                 chosen = h;
             }
         }
         if (chosen == null) {
-            fail(DhchapFailure.HASH_UNUSABLE, "the host offers no known hash function");
+            fail(DhchapFailure.HASH_UNUSABLE, "the host offers no known hash function"
+                + (concat ? " with a TLS suite (SHA-256, SHA-384), which secure channel concatenation needs" : ""));
             return;
         }
-        boolean groupOffered = false;
-        for (int i = 0; i < dhlen; i++) {
-            if (m.descriptor(0, DhchapMessage.DESCRIPTOR_DH_IDS + i) == current.group().id()) {
-                groupOffered = true;
-                break;
+        // The null group, nvmet's default, cannot generate a PSK: any ffdhe group the host offers is stronger.
+        boolean upgradeNull = concat && current.group().isNull();
+        DhchapGroup chosenGroup = null;
+        for (int i = 0; i < dhlen && chosenGroup == null; i++) {
+            DhchapGroup g = DhchapGroup.fromId(m.descriptor(0, DhchapMessage.DESCRIPTOR_DH_IDS + i));
+            if (upgradeNull ? g != null && !g.isNull() : g == current.group()) {
+                chosenGroup = g;
             }
         }
+        if (upgradeNull && chosenGroup == null) {
+            fail(DhchapFailure.CONCAT_MISMATCH, "secure channel concatenation needs a DH group other than null, and "
+                + "the host offers none");
+            return;
+        }
         // No fallback to a weaker group: the configured group is the minimum the operator asked for.
-        if (!groupOffered) {
+        if (chosenGroup == null) {
             fail(DhchapFailure.DHGROUP_UNUSABLE, "the host does not offer the configured DH group "
                 + current.group().linuxName());
             return;
         }
         hash = chosen;
-        group = current.group();
+        group = chosenGroup;
         state = State.SEND_CHALLENGE;
     }
 
@@ -327,14 +402,21 @@ public final class ControllerAuthentication {
             }
         }
         byte[] key = current.hostKey().transform(hostNqn);
-        byte[] expected = Dhchap.hostResponse(hash, key, augmented(c1), s1, transactionId, hostNqn, subsystemNqn);
+        byte[] expected = Dhchap.hostResponse(hash, key, augmented(c1), s1, transactionId, secureChannel, hostNqn,
+            subsystemNqn);
         Arrays.fill(key, (byte) 0);
         if (!Dhchap.sameResponse(expected, m.bytes(DhchapMessage.VALUES_OFFSET, hl))) {
             fail(DhchapFailure.FAILED, "the host's response does not match its key");
             return;
         }
         int seq = m.seqnum();
-        if (m.valid() && seq != 0) {
+        boolean concat = secureChannel != Dhchap.SC_C_NOSC;
+        if (concat && !m.valid()) {
+            // nvmet: the generated PSK is HMAC(Ks, C1 || C2), so there is none without C2.
+            fail(DhchapFailure.FAILED, "secure channel concatenation without the host's challenge C2 (CVALID 0)");
+            return;
+        }
+        if (m.valid() && (seq != 0 || concat)) {
             byte[] challenge = m.bytes(DhchapMessage.VALUES_OFFSET + hl, hl);
             if (Dhchap.sameResponse(challenge, c1)) {
                 // A host echoing our own challenge could replay our response to it back at us (reflection).
@@ -343,7 +425,10 @@ public final class ControllerAuthentication {
             }
             c2 = challenge;
             s2 = seq;
-        } else {
+        }
+        // With concatenation a host sends C2 for the PSK; only S2 != 0 asks the controller to authenticate.
+        bidirectional = m.valid() && seq != 0;
+        if (!bidirectional) {
             authenticated = true;
         }
         state = State.SEND_SUCCESS1;
@@ -379,9 +464,20 @@ public final class ControllerAuthentication {
     }
 
     private void finish() {
+        if (authenticated && secureChannel != Dhchap.SC_C_NOSC) {
+            generatedPsk = new GeneratedPsk(secureChannel, hash, Dhchap.generatedPsk(hash, sessionKey, c1, c2));
+        }
         state = State.IDLE;
         deadlineNanos = 0;
         clearTransaction();
+    }
+
+    private static String secureChannelName(int scC) {
+        switch (scC) {
+            case Dhchap.SC_C_NEWTLSPSK: return "NEWTLSPSK (SC_C 1)";
+            case Dhchap.SC_C_REPLACETLSPSK: return "REPLACETLSPSK (SC_C 2)";
+            default: return "SC_C " + scC + " (reserved)";
+        }
     }
 
     private void authenticatedBeforeNegotiate() {
@@ -401,5 +497,6 @@ public final class ControllerAuthentication {
         c2 = null;
         s1 = 0;
         s2 = 0;
+        bidirectional = false;
     }
 }

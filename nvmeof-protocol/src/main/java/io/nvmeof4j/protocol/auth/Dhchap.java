@@ -13,10 +13,12 @@ import java.security.MessageDigest;
  * host response       R1 = HMAC(Kh', C1' || LE32(S1) || LE16(T_ID) || 00h || "HostHost"   || NQNh || 00h || NQNc)
  * controller response R2 = HMAC(Kc', C2' || LE32(S2) || LE16(T_ID) || 00h || "Controller" || NQNc || 00h || NQNh)
  * augmented challenge  C' = HMAC(H(Ks), C)          (only with a DH group; otherwise C' = C)
+ * generated PSK       PSK = HMAC(Ks, C1 || C2)   (secure channel concatenation, NVMe Base 2.1 8.3.5.5.9)
  * </pre>
  * Kh' and Kc' are the transformed secrets ({@link DhchapSecret#transform}), Ks the DH session key, H and HMAC the
- * hash of the Challenge message. The zero byte after T_ID is the SC_C field (always 0 here: no secure channel
- * concatenation).
+ * hash of the Challenge message. The byte after T_ID of R1 is the SC_C of the Negotiate (the Linux host since 6.18,
+ * "nvme-auth: update sc_c in host response", and nvmet with it; before, both put 0 there, which is the same for
+ * every transaction without concatenation). R2 keeps 0 there, as both Linux sides do.
  */
 public final class Dhchap {
     private Dhchap() {
@@ -30,6 +32,12 @@ public final class Dhchap {
     public static final int AUTH_ID_DHCHAP = 0x01;
     /** The largest digest (SHA-512). */
     public static final int MAX_HASH_LENGTH = 64;
+    /** SC_C of the Negotiate: no secure channel concatenation. */
+    public static final int SC_C_NOSC = 0;
+    /** SC_C: generate a new TLS PSK (on the admin queue of a connection without TLS). */
+    public static final int SC_C_NEWTLSPSK = 1;
+    /** SC_C: replace the generated TLS PSK the admin queue's TLS connection runs under. */
+    public static final int SC_C_REPLACETLSPSK = 2;
 
     private static final java.util.concurrent.atomic.AtomicInteger SEQNUM =
         new java.util.concurrent.atomic.AtomicInteger(new java.security.SecureRandom().nextInt());
@@ -37,14 +45,31 @@ public final class Dhchap {
     private static final byte[] HOST = "HostHost".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] CONTROLLER = "Controller".getBytes(StandardCharsets.US_ASCII);
 
+    /** R1; {@code secureChannel} is the SC_C of the transaction's Negotiate. */
     public static byte[] hostResponse(DhchapHash hash, byte[] key, byte[] challenge, int seqnum, int transactionId,
-                                      String hostNqn, String subsystemNqn) {
-        return response(hash, key, challenge, seqnum, transactionId, HOST, hostNqn, subsystemNqn);
+                                      int secureChannel, String hostNqn, String subsystemNqn) {
+        return response(hash, key, challenge, seqnum, transactionId, secureChannel, HOST, hostNqn, subsystemNqn);
     }
 
     public static byte[] controllerResponse(DhchapHash hash, byte[] key, byte[] challenge, int seqnum,
                                             int transactionId, String subsystemNqn, String hostNqn) {
-        return response(hash, key, challenge, seqnum, transactionId, CONTROLLER, subsystemNqn, hostNqn);
+        return response(hash, key, challenge, seqnum, transactionId, SC_C_NOSC, CONTROLLER, subsystemNqn, hostNqn);
+    }
+
+    /**
+     * The generated PSK of secure channel concatenation: HMAC(Ks, C1 || C2) with the transaction's hash, as long as
+     * its digest (nvme_auth_generate_psk). The caller zeroes it when done.
+     */
+    public static byte[] generatedPsk(DhchapHash hash, byte[] sessionKey, byte[] c1, byte[] c2) {
+        try {
+            Mac mac = Mac.getInstance(hash.macAlgorithm());
+            mac.init(new SecretKeySpec(sessionKey, hash.macAlgorithm()));
+            mac.update(c1);
+            mac.update(c2);
+            return mac.doFinal();
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException(hash.macAlgorithm() + " unavailable in this JDK", e);
+        }
     }
 
     /**
@@ -78,13 +103,13 @@ public final class Dhchap {
     }
 
     private static byte[] response(DhchapHash hash, byte[] key, byte[] challenge, int seqnum, int transactionId,
-                                   byte[] role, String first, String second) {
+                                   int secureChannel, byte[] role, String first, String second) {
         try {
             Mac mac = Mac.getInstance(hash.macAlgorithm());
             mac.init(new SecretKeySpec(key, hash.macAlgorithm()));
             mac.update(challenge);
             mac.update(new byte[] {(byte) seqnum, (byte) (seqnum >>> 8), (byte) (seqnum >>> 16), (byte) (seqnum >>> 24),
-                (byte) transactionId, (byte) (transactionId >>> 8), 0});
+                (byte) transactionId, (byte) (transactionId >>> 8), (byte) secureChannel});
             mac.update(role);
             mac.update(first.getBytes(StandardCharsets.UTF_8));
             mac.update((byte) 0);

@@ -46,6 +46,14 @@ public enum DhchapHash {
         return macAlgorithm;
     }
 
+    /**
+     * Whether a TLS PSK can come from a transaction with this hash (secure channel concatenation): TLS 1.3 has suites
+     * for SHA-256 and SHA-384 only, and the kernel's nvme_auth_derive_tls_psk refuses SHA-512.
+     */
+    public boolean generatesTlsPsk() {
+        return this != SHA512;
+    }
+
     /** The name nvmet's configfs and nvmetcli use ({@code dhchap_hash}): {@code hmac(sha256)}. */
     public String linuxName() {
         return linuxName;

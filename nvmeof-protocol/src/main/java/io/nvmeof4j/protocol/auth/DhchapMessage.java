@@ -119,6 +119,11 @@ public final class DhchapMessage {
         return u8(SC_C_OFFSET);
     }
 
+    public DhchapMessage secureChannel(int scC) {
+        buffer.put(offset + SC_C_OFFSET, (byte) scC);
+        return this;
+    }
+
     public int protocolCount() {
         return u8(NAPD_OFFSET);
     }

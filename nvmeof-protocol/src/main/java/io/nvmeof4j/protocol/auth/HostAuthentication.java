@@ -13,6 +13,12 @@ import java.util.Arrays;
  * (with C2 and S2 when a controller key makes it bidirectional), Success1 (checking R2), Success2. A fault the host
  * finds in the controller's messages is sent back as Failure2; a Failure1 from the controller ends it.
  * Transport-independent: the caller supplies {@link Exchange}, which issues AUTH_Send and AUTH_Receive.
+ *
+ * <p>With secure channel concatenation (SC_C NEWTLSPSK or REPLACETLSPSK, admin queue only) it does what the Linux
+ * host does for {@code nvme connect --concat} (nvme_auth_secure_concat): it offers no null DH group, sends C2 with
+ * CVALID 1 and, without a controller key, S2 0, puts SC_C into R1, and returns the generated PSK HMAC(Ks, C1 || C2)
+ * in {@link Result#generatedPsk()}. It offers SHA-256 and SHA-384 only: no TLS 1.3 suite exists for a PSK of
+ * SHA-512 (the kernel's nvme_auth_derive_tls_psk refuses one).
  */
 public final class HostAuthentication {
     /** AL of every AUTH_Receive (the Linux host's CHAP_BUF_SIZE): room for an ffdhe8192 Challenge. */
@@ -20,6 +26,9 @@ public final class HostAuthentication {
 
     private static final DhchapHash[] OFFERED_HASHES = {DhchapHash.SHA256, DhchapHash.SHA384, DhchapHash.SHA512};
     private static final DhchapGroup[] OFFERED_GROUPS = DhchapGroup.values();
+    private static final DhchapHash[] CONCAT_HASHES = {DhchapHash.SHA256, DhchapHash.SHA384};
+    private static final DhchapGroup[] CONCAT_GROUPS = {DhchapGroup.FFDHE2048, DhchapGroup.FFDHE3072,
+        DhchapGroup.FFDHE4096, DhchapGroup.FFDHE6144, DhchapGroup.FFDHE8192};
 
     /** Issues the two fabrics commands on the queue being authenticated. */
     public interface Exchange {
@@ -30,8 +39,13 @@ public final class HostAuthentication {
         int receive(ByteBuffer buffer, int allocationLength) throws IOException;
     }
 
-    /** What was agreed. */
-    public record Result(DhchapHash hash, DhchapGroup group, boolean bidirectional) {
+    /**
+     * What was agreed.
+     *
+     * @param generatedPsk with secure channel concatenation the PSK the transaction generated (the caller clears
+     *                     it), otherwise null
+     */
+    public record Result(DhchapHash hash, DhchapGroup group, boolean bidirectional, GeneratedPsk generatedPsk) {
     }
 
     private final DhchapSecret hostKey;
@@ -39,6 +53,7 @@ public final class HostAuthentication {
     private final String hostNqn;
     private final String subsystemNqn;
     private final SecureRandom random;
+    private final int secureChannel;
     private final ByteBuffer buffer = ByteBuffer.allocateDirect(RECEIVE_LENGTH).order(ByteOrder.LITTLE_ENDIAN);
     private final DhchapMessage message = new DhchapMessage();
 
@@ -47,6 +62,19 @@ public final class HostAuthentication {
      */
     public HostAuthentication(DhchapSecret hostKey, DhchapSecret controllerKey, String hostNqn, String subsystemNqn,
                               SecureRandom random) {
+        this(hostKey, controllerKey, hostNqn, subsystemNqn, random, Dhchap.SC_C_NOSC);
+    }
+
+    /**
+     * @param secureChannel SC_C of the Negotiate: {@link Dhchap#SC_C_NOSC}, or on an admin queue
+     *                      {@link Dhchap#SC_C_NEWTLSPSK} / {@link Dhchap#SC_C_REPLACETLSPSK} to generate a TLS PSK
+     */
+    public HostAuthentication(DhchapSecret hostKey, DhchapSecret controllerKey, String hostNqn, String subsystemNqn,
+                              SecureRandom random, int secureChannel) {
+        if (secureChannel < Dhchap.SC_C_NOSC || secureChannel > Dhchap.SC_C_REPLACETLSPSK) {
+            throw new IllegalArgumentException("SC_C " + secureChannel + " is not 0, 1 or 2");
+        }
+        this.secureChannel = secureChannel;
         this.hostKey = hostKey;
         this.controllerKey = controllerKey;
         this.hostNqn = hostNqn;
@@ -62,9 +90,11 @@ public final class HostAuthentication {
      */
     public Result authenticate(Exchange exchange, int transactionId) throws DhchapException, IOException {
         int tid = transactionId & 0xFFFF;
+        boolean concat = secureChannel != Dhchap.SC_C_NOSC;
         DhchapMessage m = message.wrap(reset(), 0);
         m.init(DhchapMessage.AUTH_TYPE_COMMON, DhchapMessage.NEGOTIATE, tid, DhchapMessage.NEGOTIATE_LENGTH)
-            .negotiate(OFFERED_HASHES, OFFERED_GROUPS);
+            .negotiate(concat ? CONCAT_HASHES : OFFERED_HASHES, concat ? CONCAT_GROUPS : OFFERED_GROUPS)
+            .secureChannel(secureChannel);
         status(exchange.send(buffer, DhchapMessage.NEGOTIATE_LENGTH), "AUTH_Send Negotiate");
 
         receive(exchange, "Challenge");
@@ -81,6 +111,14 @@ public final class HostAuthentication {
         if (group == null) {
             throw failure2(exchange, tid, DhchapFailure.DHGROUP_UNUSABLE,
                 "Challenge names unknown DH group " + m.dhGroupId());
+        }
+        if (concat && !hash.generatesTlsPsk()) {
+            throw failure2(exchange, tid, DhchapFailure.HASH_UNUSABLE, "Challenge names " + hash
+                + ", which cannot generate a TLS PSK (secure channel concatenation)");
+        }
+        if (concat && group.isNull()) {
+            throw failure2(exchange, tid, DhchapFailure.CONCAT_MISMATCH,
+                "Challenge names the null DH group, which cannot generate a TLS PSK (secure channel concatenation)");
         }
         int dhvlen = m.dhValueLength();
         if (DhchapMessage.HEADER_LENGTH + hl + dhvlen > RECEIVE_LENGTH) {
@@ -107,20 +145,22 @@ public final class HostAuthentication {
         }
         try {
             byte[] key = hostKey.transform(hostNqn);
-            byte[] r1 = Dhchap.hostResponse(hash, key, augmented(hash, sessionKey, c1), s1, tid, hostNqn,
-                subsystemNqn);
+            byte[] r1 = Dhchap.hostResponse(hash, key, augmented(hash, sessionKey, c1), s1, tid, secureChannel,
+                hostNqn, subsystemNqn);
             Arrays.fill(key, (byte) 0);
             boolean bidirectional = controllerKey != null;
             byte[] c2 = new byte[hl];
             int s2 = 0;
-            if (bidirectional) {
+            if (bidirectional || concat) {
                 random.nextBytes(c2);
+            }
+            if (bidirectional) {
                 s2 = Dhchap.nextSeqnum();
             }
             int size = DhchapMessage.HEADER_LENGTH + 2 * hl + publicValue.length;
             reset();
             m.init(DhchapMessage.AUTH_TYPE_DHCHAP, DhchapMessage.REPLY, tid, size).hashLength(hl)
-                .valid(bidirectional).dhValueLength(publicValue.length).seqnum(s2)
+                .valid(bidirectional || concat).dhValueLength(publicValue.length).seqnum(s2)
                 .bytes(DhchapMessage.VALUES_OFFSET, r1).bytes(DhchapMessage.VALUES_OFFSET + hl, c2)
                 .bytes(DhchapMessage.VALUES_OFFSET + 2 * hl, publicValue);
             status(exchange.send(buffer, size), "AUTH_Send Reply");
@@ -147,7 +187,9 @@ public final class HostAuthentication {
                 m.init(DhchapMessage.AUTH_TYPE_DHCHAP, DhchapMessage.SUCCESS2, tid, DhchapMessage.HEADER_LENGTH);
                 status(exchange.send(buffer, DhchapMessage.HEADER_LENGTH), "AUTH_Send Success2");
             }
-            return new Result(hash, group, bidirectional);
+            GeneratedPsk generated = concat
+                ? new GeneratedPsk(secureChannel, hash, Dhchap.generatedPsk(hash, sessionKey, c1, c2)) : null;
+            return new Result(hash, group, bidirectional, generated);
         } finally {
             if (sessionKey != null) {
                 Arrays.fill(sessionKey, (byte) 0);

@@ -26,6 +26,15 @@ public interface TransportQueue {
     }
 
     /**
+     * The whole PSK identity of the secure channel ({@code NVMe1G01 <hostnqn> <subnqn> <digest>}), or null on a queue
+     * without one. The target tells a PSK that DH-HMAC-CHAP generated (secure channel concatenation, {@code G})
+     * from a configured one ({@code R}) by it.
+     */
+    default String secureChannelPskIdentity() {
+        return null;
+    }
+
+    /**
      * Records the outcome of a successful Connect. Called on the queue's reactor thread, before the Connect
      * request is completed.
      *

@@ -21,7 +21,7 @@ class DhchapTest {
     void shouldComputeHostResponseOverChallengeSeqTidHostHostAndNqns() {
         byte[] key = DhchapSecret.parse(DhchapSecretTest.KEY32_HH1).transform(DhchapSecretTest.HOST_NQN);
         byte[] r1 = Dhchap.hostResponse(DhchapHash.SHA256, key, filled(32, 0xA5), 0x12345678, 0x0102,
-            DhchapSecretTest.HOST_NQN, SUBSYSTEM_NQN);
+            Dhchap.SC_C_NOSC, DhchapSecretTest.HOST_NQN, SUBSYSTEM_NQN);
         assertThat(HexFormat.of().formatHex(r1))
             .isEqualTo("ad69176689f8d3bde1a214dcb768e44ff47e52ab050ec50fe03b3f50dc36b5b3");
     }

@@ -10,7 +10,8 @@ import io.nvmeof4j.protocol.spi.Request;
 import io.nvmeof4j.protocol.spi.TransportQueue;
 import io.nvmeof4j.protocol.admin.AdminOpcode;
 import io.nvmeof4j.protocol.auth.ControllerAuthentication;
-import io.nvmeof4j.protocol.auth.DhchapCredentials;
+import io.nvmeof4j.protocol.auth.Dhchap;
+import io.nvmeof4j.protocol.auth.GeneratedPsk;
 import io.nvmeof4j.target.auth.AuthenticationCommands;
 import io.nvmeof4j.target.auth.HostKeys;
 import io.nvmeof4j.target.io.NvmCommandExecutor;
@@ -20,6 +21,10 @@ import io.nvmeof4j.target.metrics.SubsystemMeters;
 import io.nvmeof4j.target.metrics.TargetMeterNames;
 import io.nvmeof4j.target.metrics.TargetMetrics;
 import io.nvmeof4j.target.model.Namespace;
+import io.nvmeof4j.tcp.tls.DerivedPsk;
+import io.nvmeof4j.tcp.tls.HostPskStore;
+import io.nvmeof4j.tcp.tls.NvmeTlsKeys;
+import io.nvmeof4j.tcp.tls.PskHash;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -48,6 +53,10 @@ import java.util.concurrent.TimeUnit;
  * {@link #AUTH_TIMEOUT_MILLIS} (or KATO when longer), makes the controller fatal once the Failure1 has left; while a
  * transaction runs, keep-alive does not count the queue's silence. An authentication command between two fused
  * halves breaks their adjacency like any other command.
+ * <p>Secure channel concatenation: the admin queue of a connection without TLS to a TLS port takes SC_C NEWTLSPSK;
+ * the PSK the transaction generates goes into the {@link HostPskStore} for the host's TLS reconnect. A queue under
+ * such a PSK needs no authentication (no ATR, as nvmet), but its admin queue takes a host's REPLACETLSPSK, whose
+ * new PSK replaces the old one for the controller's later connections. Everything else refuses SC_C (Failure1 03h).
  *
  * <h2>Fused operations (NVMe Base 2.0, 3.4.2)</h2>
  * The one fused operation served is Compare (FUSE 01b) then Write (FUSE 10b), next to each other in this queue:
@@ -118,6 +127,8 @@ final class ControllerQueueHandler implements QueueHandler {
     private volatile ControllerAuthentication auth;
     private AuthenticationCommands authCommands;
     private long authTimeoutMillis;
+    /** The generated PSK (its identity) this queue's TLS connection runs under, or null; reactor thread. */
+    private String generatedPskIdentity;
     /** A timer check of {@link #auth}'s deadline is on its way; reactor thread only. */
     private boolean authCheckScheduled;
     /** The auth response after which the controller goes (Failure1 sent / Failure2 received); reactor thread. */
@@ -222,6 +233,10 @@ final class ControllerQueueHandler implements QueueHandler {
                 }
                 boolean wasPending = a.isPending(); // the first authentication, or a re-authentication, running
                 boolean failed = authCommands.execute(request, a);
+                GeneratedPsk generated = a.takeGeneratedPsk();
+                if (generated != null) {
+                    storeGeneratedPsk(c, generated);
+                }
                 if (metrics != null && (failed || (wasPending && !a.isPending() && a.isAuthenticated()))) {
                     metrics.authentication(!failed, a.hash(), a.group());
                 }
@@ -485,22 +500,93 @@ final class ControllerQueueHandler implements QueueHandler {
 
     /**
      * Called by the Connect (reactor thread, before it completes): when the host has DH-HMAC-CHAP credentials and
-     * this is not a discovery controller, the queue must authenticate.
+     * this is not a discovery controller, the queue must authenticate, unless its TLS connection runs under a PSK
+     * that DH-HMAC-CHAP generated: then it starts authenticated (its admin queue may still replace the PSK).
      *
+     * @param generatedPsk the identity of the generated PSK the queue's TLS connection runs under, or null
      * @return true when it must: the Connect response then carries ATR
      */
-    boolean requireAuthentication(HostKeys keys, Controller c, SecureRandom random) {
+    boolean requireAuthentication(HostKeys keys, Controller c, SecureRandom random, String generatedPsk) {
         if (c.isDiscovery() || keys.get(c.hostNqn()) == null) {
             return false;
         }
         String host = c.hostNqn();
+        boolean underGenerated = generatedPsk != null;
+        generatedPskIdentity = generatedPsk;
         authTimeoutMillis = Math.max(c.keepAliveTimeoutMillis(), AUTH_TIMEOUT_MILLIS);
         auth = new ControllerAuthentication(() -> keys.get(host), host, c.subsystemNqn(), random,
-            TimeUnit.MILLISECONDS.toNanos(authTimeoutMillis), System.nanoTime());
+            TimeUnit.MILLISECONDS.toNanos(authTimeoutMillis), System.nanoTime(), secureChannel(c, underGenerated),
+            underGenerated);
         authCommands = new AuthenticationCommands();
+        if (underGenerated) {
+            return false;
+        }
         scheduleAuthenticationCheck(c, authTimeoutMillis);
         return true;
     }
+
+    /** What SC_C this queue takes (nvmet_auth_negotiate: admin queue only, NEWTLSPSK without TLS, else REPLACE). */
+    private ControllerAuthentication.SecureChannel secureChannel(Controller c, boolean underGenerated) {
+        if (queueId != 0) {
+            return ControllerAuthentication.SecureChannel.none("I/O queue " + queueId
+                + " (secure channel concatenation is negotiated on the admin queue only)");
+        }
+        if (underGenerated) {
+            return new ControllerAuthentication.SecureChannel(Dhchap.SC_C_REPLACETLSPSK,
+                "the admin queue already runs under a generated TLS PSK (REPLACETLSPSK replaces it)");
+        }
+        if (queue.secureChannelPskIdentity() != null) {
+            return ControllerAuthentication.SecureChannel.none("the admin queue runs under TLS with a configured PSK");
+        }
+        if (!c.port().options().tls()) {
+            return ControllerAuthentication.SecureChannel.none("port " + c.port().portId()
+                + " does not speak TLS (addr.tsas), so the host could not reconnect under the generated PSK");
+        }
+        return new ControllerAuthentication.SecureChannel(Dhchap.SC_C_NEWTLSPSK,
+            "the admin queue is not under TLS yet (NEWTLSPSK generates the first PSK)");
+    }
+
+    /**
+     * Turns the PSK a transaction generated into the TLS PSK and identity both sides derive, and keeps it for the
+     * host: NEWTLSPSK for its TLS reconnect (unbound until the admin Connect there, dropped after
+     * {@link #GENERATED_PSK_UNUSED_TIMEOUT_MILLIS} without), REPLACETLSPSK in place of the one this queue runs under.
+     */
+    private void storeGeneratedPsk(Controller c, GeneratedPsk generated) {
+        HostPskStore psks = c.registry().tlsKeys();
+        DerivedPsk psk;
+        try {
+            if (psks == null) {
+                return;
+            }
+            psk = NvmeTlsKeys.deriveGenerated(PskHash.byId(generated.hash().id()), generated.key(), c.hostNqn(),
+                c.subsystemNqn());
+        } finally {
+            generated.clear();
+        }
+        String identity = psk.identity().toString();
+        if (generated.secureChannel() == Dhchap.SC_C_REPLACETLSPSK) {
+            if (psks.replaceGenerated(generatedPskIdentity, psk)) {
+                LOG.info("{}: REPLACETLSPSK from {}: generated TLS PSK {} replaces {}", c, queue.peer(), identity,
+                    generatedPskIdentity);
+                generatedPskIdentity = identity;
+            } else {
+                psk.clear();
+                LOG.warn("{}: REPLACETLSPSK from {}: the generated TLS PSK {} is gone; nothing replaced", c,
+                    queue.peer(), generatedPskIdentity);
+            }
+            return;
+        }
+        psks.addGenerated(psk, TimeUnit.MILLISECONDS.toNanos(GENERATED_PSK_UNUSED_TIMEOUT_MILLIS));
+        LOG.info("{}: secure channel concatenation from {}: generated TLS PSK {} for the host's TLS reconnect",
+            c, queue.peer(), identity);
+    }
+
+    /**
+     * How long a PSK generated by NEWTLSPSK waits for the host's TLS admin Connect under it. The Linux host
+     * reconnects at once (nvme_tcp_setup_ctrl restarts the admin queue right after the transaction); the bound only
+     * keeps a host that never comes back from leaving PSKs behind.
+     */
+    static final long GENERATED_PSK_UNUSED_TIMEOUT_MILLIS = 120_000;
 
     /**
      * Bound on one authentication transaction, and on the first authentication after Connect. nvmet uses KATO

@@ -20,6 +20,8 @@ import io.nvmeof4j.target.metrics.TargetMetrics;
 import io.nvmeof4j.target.model.Port;
 import io.nvmeof4j.target.model.Subsystem;
 import io.nvmeof4j.target.model.TargetModel;
+import io.nvmeof4j.tcp.tls.HostPskStore;
+import io.nvmeof4j.tcp.tls.PskIdentity;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -48,8 +50,13 @@ import java.util.Objects;
  *       42; controller not enabled → Command Sequence Error (as SPDK); SQSIZE 0 or above MQES → 0x182 at 44;
  *       QID already connected → Command Sequence Error.</li>
  * </ul>
+ * A queue under TLS must name the PSK identity's host (Connect Invalid Host at 512). Under a PSK that DH-HMAC-CHAP
+ * generated (secure channel concatenation, {@code NVMe1G..}) also its subsystem (0x182 at 256); its admin Connect
+ * binds the PSK to the new controller, and refuses (0x184 at 512) a PSK that another live controller holds; an I/O
+ * Connect under it must join that controller (0x184 at 512).
  * Success: the transport learns QID, queue size and CATTR bit 2 through {@link TransportQueue#connected}, and DW0
- * carries the CNTLID, plus ATR (bit 17) when the host must authenticate with DH-HMAC-CHAP on this queue.
+ * carries the CNTLID, plus ATR (bit 17) when the host must authenticate with DH-HMAC-CHAP on this queue (never
+ * under a generated PSK: that PSK is the proof, as on nvmet).
  */
 public final class ControllerQueueHandlerFactory implements QueueHandlerFactory {
     private static final Logger LOG = LoggerFactory.getLogger(ControllerQueueHandlerFactory.class);
@@ -149,15 +156,31 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
                 ConnectResponse.invalidDataField(ConnectData.HOSTNQN_OFFSET), null);
             return;
         }
+        String generated = generatedPskIdentity(queue);
+        if (generated != null) {
+            String pskSubsystem = PskIdentity.parse(generated).subsystemNqn();
+            if (!pskSubsystem.equals(data.subsystemNqn())) {
+                reject(handler, request, "Connect names subsystem " + data.subsystemNqn() + " but the generated TLS PSK"
+                        + " is for " + pskSubsystem, NvmeStatus.FABRICS_CONNECT_INVALID_PARAMETERS | NvmeStatus.DNR,
+                    ConnectResponse.invalidDataField(ConnectData.SUBNQN_OFFSET), null);
+                return;
+            }
+        }
         if (cmd.queueId() == 0) {
-            adminConnect(handler, request, cmd, data, queue);
+            adminConnect(handler, request, cmd, data, queue, generated);
         } else {
-            ioConnect(handler, request, cmd, data, queue);
+            ioConnect(handler, request, cmd, data, queue, generated);
         }
     }
 
+    /** The queue's PSK identity when DH-HMAC-CHAP generated its PSK ({@code NVMe1G..}), else null. */
+    private static String generatedPskIdentity(TransportQueue queue) {
+        String identity = queue.secureChannelPskIdentity();
+        return identity != null && PskIdentity.parse(identity).generated() ? identity : null;
+    }
+
     private void adminConnect(ControllerQueueHandler handler, Request request, ConnectCommand cmd, ConnectData data,
-                              TransportQueue queue) {
+                              TransportQueue queue, String generatedPsk) {
         String subnqn = data.subsystemNqn();
         String hostnqn = data.hostNqn();
         String who = "subsystem " + subnqn + ", host " + hostnqn;
@@ -209,6 +232,17 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
                 NvmeStatus.FABRICS_CONTROLLER_BUSY | NvmeStatus.DNR, -1, null);
             return;
         }
+        if (generatedPsk != null) {
+            HostPskStore psks = registry.tlsKeys();
+            if (psks == null || !psks.bindGenerated(generatedPsk, controller)) {
+                // One association per generated PSK: a second admin queue under it would share the first's key.
+                controller.destroy("generated TLS PSK refused", false);
+                reject(handler, request, "the generated TLS PSK " + generatedPsk + " is gone or serves another "
+                        + "controller, " + who, NvmeStatus.FABRICS_CONNECT_INVALID_HOST | NvmeStatus.DNR,
+                    ConnectResponse.invalidDataField(ConnectData.HOSTNQN_OFFSET), null);
+                return;
+            }
+        }
         controller.attachAdminQueue(handler);
         handler.connected(controller, 0);
         queue.connected(0, sqsize + 1, cmd.sqFlowControlDisabled());
@@ -221,7 +255,7 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
             controller.destroy("admin queue closed during Connect", false);
         }
         int dw0 = ConnectResponse.success(controller.cntlid());
-        if (handler.requireAuthentication(registry.hostKeys(), controller, random)) {
+        if (handler.requireAuthentication(registry.hostKeys(), controller, random, generatedPsk)) {
             dw0 |= ConnectResponse.ATR;
         }
         request.response().dw0(dw0);
@@ -229,7 +263,7 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
     }
 
     private void ioConnect(ControllerQueueHandler handler, Request request, ConnectCommand cmd, ConnectData data,
-                           TransportQueue queue) {
+                           TransportQueue queue, String generatedPsk) {
         int qid = cmd.queueId();
         String subnqn = data.subsystemNqn();
         String hostnqn = data.hostNqn();
@@ -253,6 +287,13 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
             reject(handler, request, "no such controller for this host: " + who,
                 NvmeStatus.FABRICS_CONNECT_INVALID_PARAMETERS | NvmeStatus.DNR,
                 ConnectResponse.invalidDataField(ConnectData.CNTLID_OFFSET), null);
+            return;
+        }
+        HostPskStore psks = registry.tlsKeys();
+        if (generatedPsk != null && (psks == null || psks.generatedOwner(generatedPsk) != controller)) {
+            reject(handler, request, "the generated TLS PSK " + generatedPsk + " belongs to another association: "
+                    + who, NvmeStatus.FABRICS_CONNECT_INVALID_HOST | NvmeStatus.DNR,
+                ConnectResponse.invalidDataField(ConnectData.HOSTNQN_OFFSET), null);
             return;
         }
         HostId hostId = data.hostId();
@@ -284,7 +325,7 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
             controller.queueClosed(handler, "closed during Connect");
         }
         int dw0 = ConnectResponse.success(controller.cntlid());
-        if (handler.requireAuthentication(registry.hostKeys(), controller, random)) {
+        if (handler.requireAuthentication(registry.hostKeys(), controller, random, generatedPsk)) {
             dw0 |= ConnectResponse.ATR;
         }
         request.response().dw0(dw0);

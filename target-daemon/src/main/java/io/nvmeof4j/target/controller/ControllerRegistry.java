@@ -1,6 +1,7 @@
 package io.nvmeof4j.target.controller;
 
 import io.nvmeof4j.target.auth.HostKeys;
+import io.nvmeof4j.tcp.tls.HostPskStore;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -36,6 +37,8 @@ public final class ControllerRegistry implements AutoCloseable {
     public static final Duration SHUTDOWN_TIMEOUT_DEFAULT = Duration.ofSeconds(5);
 
     private final HostKeys hostKeys = new HostKeys();
+    /** The TLS PSKs, where secure channel concatenation keeps the generated ones; null: no TLS (tests). */
+    private volatile HostPskStore tlsKeys;
     private final int maxIoQueues;
     private final ScheduledThreadPoolExecutor timer;
     private final Map<Integer, Controller> controllers = new ConcurrentHashMap<>();
@@ -182,6 +185,11 @@ public final class ControllerRegistry implements AutoCloseable {
         if (controllers.remove(controller.cntlid(), controller)) {
             release(controller.cntlid());
         }
+        HostPskStore psks = tlsKeys;
+        if (psks != null) {
+            // A PSK that DH-HMAC-CHAP generated serves one association, as on nvmet (nvmet_destroy_auth).
+            psks.releaseGenerated(controller);
+        }
     }
 
     private void release(int cntlid) {
@@ -193,6 +201,15 @@ public final class ControllerRegistry implements AutoCloseable {
     /** The DH-HMAC-CHAP credentials hosts must prove (live; the daemon fills it from the configuration). */
     public HostKeys hostKeys() {
         return hostKeys;
+    }
+
+    /** The TLS PSK store of every TLS port, where generated PSKs (secure channel concatenation) go; may be null. */
+    public HostPskStore tlsKeys() {
+        return tlsKeys;
+    }
+
+    public void tlsKeys(HostPskStore store) {
+        this.tlsKeys = store;
     }
 
     ScheduledFuture<?> schedule(Runnable task, long delayMillis) {

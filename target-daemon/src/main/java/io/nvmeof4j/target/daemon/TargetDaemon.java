@@ -265,6 +265,7 @@ public final class TargetDaemon implements AutoCloseable {
         }
         registry = new ControllerRegistry(config.maxIoQueues());
         registry.hostKeys().replaceAll(config.hostCredentials());
+        registry.tlsKeys(tlsKeys);
         if (metrics != null) {
             metrics.bindControllers(registry);
         }
@@ -1080,6 +1081,18 @@ public final class TargetDaemon implements AutoCloseable {
     /** The host's TLS PSK now in force, or null. */
     public HostPskStore.HostPsk tlsKey(String hostNqn) {
         return tlsKeys.get(hostNqn);
+    }
+
+    /**
+     * The TLS PSKs that DH-HMAC-CHAP generated (secure channel concatenation) and the target holds now, by identity
+     * ({@code NVMe1G..}, not secret), each with the CNTLID of the controller it serves, or 0 while it waits for the
+     * host's TLS reconnect.
+     */
+    public Map<String, Integer> generatedTlsPsks() {
+        Map<String, Integer> out = new java.util.TreeMap<>();
+        tlsKeys.generatedOwners().forEach((identity, owner) ->
+            out.put(identity, owner instanceof Controller c ? c.cntlid() : 0));
+        return out;
     }
 
     /** Host NQNs that have a TLS PSK now. */

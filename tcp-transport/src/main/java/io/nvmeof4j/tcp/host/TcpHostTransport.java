@@ -25,6 +25,7 @@ import io.nvmeof4j.protocol.spi.host.HostTlsPsk;
 import io.nvmeof4j.tcp.tls.ConfiguredPsk;
 import io.nvmeof4j.tcp.tls.DerivedPsk;
 import io.nvmeof4j.tcp.tls.NvmeTlsKeys;
+import io.nvmeof4j.tcp.tls.PskHash;
 import io.nvmeof4j.tcp.tls.TcpStream;
 import io.nvmeof4j.tcp.tls.TlsStream;
 import java.util.Objects;
@@ -139,15 +140,21 @@ public final class TcpHostTransport implements HostTransport {
         }
     }
 
-    /** TLS 1.3 with the PSK identity libnvme would derive (NVMe/TCP 1.0c 3.6.1), before anything else. */
+    /**
+     * TLS 1.3 with the PSK identity libnvme would derive (NVMe/TCP 1.0c 3.6.1), or the kernel for a PSK that
+     * DH-HMAC-CHAP generated, before anything else.
+     */
     private static TcpStream tlsHandshake(SocketChannel channel, Selector selector, HostTlsPsk tls, long deadline,
                                           String where) throws TransportConnectException {
         String step = TransportConnectException.STEP_TLS;
         DerivedPsk psk;
         try {
-            psk = NvmeTlsKeys.derive(ConfiguredPsk.parse(tls.configuredPsk()), tls.hostNqn(), tls.subsystemNqn(),
-                tls.identityVersion(), tls.libnvmeCompat() ? NvmeTlsKeys.Derivation.LIBNVME_COMPAT
-                    : NvmeTlsKeys.Derivation.RFC8446);
+            psk = tls.generated() != null
+                ? NvmeTlsKeys.deriveGenerated(PskHash.byId(tls.generated().hash().id()), tls.generated().key(),
+                    tls.hostNqn(), tls.subsystemNqn())
+                : NvmeTlsKeys.derive(ConfiguredPsk.parse(tls.configuredPsk()), tls.hostNqn(), tls.subsystemNqn(),
+                    tls.identityVersion(), tls.libnvmeCompat() ? NvmeTlsKeys.Derivation.LIBNVME_COMPAT
+                        : NvmeTlsKeys.Derivation.RFC8446);
         } catch (IllegalArgumentException e) {
             throw new TransportConnectException(where, step, "TLS PSK: " + e.getMessage(), null);
         }

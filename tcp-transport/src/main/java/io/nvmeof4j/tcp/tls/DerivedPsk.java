@@ -24,6 +24,11 @@ public final class DerivedPsk {
         return tlsPsk.clone();
     }
 
+    /** An independent copy: a handshake clears the one it is given. */
+    DerivedPsk copy() {
+        return new DerivedPsk(identity, tlsPsk.clone());
+    }
+
     byte[] tlsPskUnsafe() {
         return tlsPsk;
     }

@@ -69,11 +69,11 @@ public final class NvmeTlsKeys {
             PskIdentity identity;
             byte[] context;
             if (version == 0) {
-                identity = new PskIdentity(0, hash, hostNqn, subsystemNqn, null);
+                identity = new PskIdentity(0, hash, hostNqn, subsystemNqn, null, false);
                 context = ascii(identity.toString());
             } else {
                 String digest = pskDigest(hash, retained, hostNqn, subsystemNqn);
-                identity = new PskIdentity(1, hash, hostNqn, subsystemNqn, digest);
+                identity = new PskIdentity(1, hash, hostNqn, subsystemNqn, digest, false);
                 context = ascii(String.format("%02d %s", hash.id, digest));
             }
             byte[] prk = hkdfExtract(hash, retained);
@@ -85,6 +85,37 @@ public final class NvmeTlsKeys {
             }
         } finally {
             Arrays.fill(retained, (byte) 0);
+        }
+    }
+
+    /**
+     * The identity and TLS PSK of a PSK that DH-HMAC-CHAP generated (secure channel concatenation), as the Linux
+     * host and nvmet derive them (drivers/nvme/common/auth.c since 6.18: nvme_auth_generate_digest,
+     * nvme_auth_derive_tls_psk with RFC 8446's HkdfLabel; keyring.c nvme_tls_psk_refresh names the key):
+     * <pre>
+     * digest   = base64(HMAC(PSK, host NQN + " " + subsystem NQN + " NVMe-over-Fabrics"))
+     * TLS PSK  = HKDF-Expand-Label(HKDF-Extract(0, PSK), "nvme-tls-psk", "hh digest", length of PSK)
+     * identity = NVMe1Ghh host-NQN subsystem-NQN digest
+     * </pre>
+     * with {@code hh} and every HMAC/HKDF by the transaction's hash. Kernels 6.15 to 6.17 built the HKDF info
+     * without RFC 8446's length prefixes ("nvme-auth: use hkdf_expand_label()" fixed it); that variant is not
+     * offered here.
+     *
+     * @param generatedPsk HMAC(Ks, C1 || C2) of the transaction, as long as the hash's digest; not kept
+     */
+    public static DerivedPsk deriveGenerated(PskHash hash, byte[] generatedPsk, String hostNqn, String subsystemNqn) {
+        if (generatedPsk.length != hash.length) {
+            throw new IllegalArgumentException("a generated PSK of " + generatedPsk.length + " bytes for " + hash
+                + " (" + hash.length + ")");
+        }
+        String digest = pskDigest(hash, generatedPsk, hostNqn, subsystemNqn);
+        PskIdentity identity = new PskIdentity(1, hash, hostNqn, subsystemNqn, digest, true);
+        byte[] prk = hkdfExtract(hash, generatedPsk);
+        try {
+            return new DerivedPsk(identity, hkdfExpandLabel(hash, prk, "nvme-tls-psk",
+                ascii(String.format("%02d %s", hash.id, digest)), hash.length, false));
+        } finally {
+            Arrays.fill(prk, (byte) 0);
         }
     }
 

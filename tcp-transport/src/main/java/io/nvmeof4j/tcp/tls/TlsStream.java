@@ -710,8 +710,10 @@ public final class TlsStream extends TcpStream {
                 }
                 DerivedPsk derived = psks.resolve(parsed);
                 if (derived == null) {
-                    refused.append(refused.length() == 0 ? "" : "; ").append("no configured PSK for ")
-                        .append(parsed.hostNqn()).append(" to ").append(parsed.subsystemNqn());
+                    refused.append(refused.length() == 0 ? "" : "; ").append(parsed.generated()
+                        ? "no generated PSK (secure channel concatenation; never generated, unused too long, or its "
+                            + "controller is gone) named " + parsed
+                        : "no configured PSK for " + parsed.hostNqn() + " to " + parsed.subsystemNqn());
                     continue;
                 }
                 try {

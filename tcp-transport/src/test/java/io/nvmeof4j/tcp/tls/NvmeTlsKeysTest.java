@@ -102,7 +102,11 @@ class NvmeTlsKeysTest {
         assertThat(PskIdentity.parse("NVMe0R01 nqn.h nqn.s").toString()).isEqualTo("NVMe0R01 nqn.h nqn.s");
 
         assertThatThrownBy(() -> PskIdentity.parse("client")).hasMessageContaining("not an NVMe PSK identity");
-        assertThatThrownBy(() -> PskIdentity.parse("NVMe1G01 nqn.h nqn.s abc=")).hasMessageContaining("generated");
+        assertThat(PskIdentity.parse("NVMe1G01 nqn.h nqn.s abc=").generated()).isTrue();
+        assertThat(PskIdentity.parse("NVMe1G01 nqn.h nqn.s abc=").toString()).isEqualTo("NVMe1G01 nqn.h nqn.s abc=");
+        assertThat(v1.generated()).isFalse();
+        assertThatThrownBy(() -> PskIdentity.parse("NVMe0G01 nqn.h nqn.s")).hasMessageContaining("generated");
+        assertThatThrownBy(() -> PskIdentity.parse("NVMe1X01 nqn.h nqn.s abc=")).hasMessageContaining("type X");
         assertThatThrownBy(() -> PskIdentity.parse("NVMe2R01 nqn.h nqn.s")).hasMessageContaining("version 2");
         assertThatThrownBy(() -> PskIdentity.parse("NVMe0R03 nqn.h nqn.s")).hasMessageContaining("hash 03");
         assertThatThrownBy(() -> PskIdentity.parse("NVMe1R01 nqn.h nqn.s")).hasMessageContaining("4 space-separated");
