@@ -239,6 +239,33 @@ for line in open(sys.argv[1]):
             info "PERF our-initiator->nvmet $mode QD$qd 4k randread IOPS ${iops:-?}"
         done
     done
+    # The kernel pair on the same nvmet ports: the Linux host over TLS (kTLS through tlshd on both ends) and plain,
+    # so the TLS / plain ratio of the kernel's own stack stands beside ours in the same run.
+    kserial="$(insert_key "$HOSTNQN" "$KSUBNQN" 1)"
+    kernel_pair() { # kernel_pair MODE PORT [CONNECT ARGS]: fio 4k randread QD1 then QD32 on nvmet; prints "QD1 QD32"
+        local mode="$1" port="$2" out dev q1 q32; shift 2
+        if ! out="$(timeout 60 chroot "$TRIXIE_ROOT" nvme connect -t tcp -a 127.0.0.1 -s "$port" -n "$KSUBNQN" \
+                --hostnqn="$HOSTNQN" --hostid="$HOSTID" --nr-io-queues=2 "$@" 2>&1)" \
+            || ! wait_for 30 ns_blockdev "$KSUBNQN" 1; then
+            echo "kernel pair $mode: nvme connect $*: $out" >&2
+            return 1
+        fi
+        dev="$(ns_blockdev "$KSUBNQN" 1)"
+        q1="$(fio_run kpair-$mode-qd1 "$dev" randread 4k 1 "$PERF_SECONDS")"
+        q32="$(fio_run kpair-$mode-qd32 "$dev" randread 4k 32 "$PERF_SECONDS")"
+        timeout 60 chroot "$TRIXIE_ROOT" nvme disconnect -n "$KSUBNQN" > /dev/null 2>&1
+        wait_for 30 test -z "$(ctrls_of_subsys "$KSUBNQN")"
+        [ -n "$q1" ] && [ -n "$q32" ] && echo "$q1 $q32"
+    }
+    if [ -n "$kserial" ] && ktls="$(kernel_pair tls "$KTLS_PORT" --tls --tls_key="$((16#$kserial))" 2>"$RES/kpair.err")" \
+        && kplain="$(kernel_pair plain "$KPLAIN_PORT" 2>>"$RES/kpair.err")"; then
+        pass kernel-pair-tls-and-plain-io
+        read -r kt1 kt32 <<< "$ktls"
+        read -r kp1 kp32 <<< "$kplain"
+        info "PERF kernel-host->nvmet 4k randread IOPS: TLS QD1 $kt1 QD32 $kt32; plain QD1 $kp1 QD32 $kp32"
+    else
+        fail kernel-pair-tls-and-plain-io "key ${kserial:-none}; $(tail -n 2 "$RES/kpair.err" | tr '\n' ' ')"
+    fi
     nvmet_clear
     rm -f "$FILE"
 fi
