@@ -5,8 +5,6 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.Arrays;
@@ -139,24 +137,22 @@ class GeneratedPskTest {
             SUBSYS, 1), HOUR)).hasMessageContaining("not a generated PSK");
     }
 
+    private LoopbackPair pair;
     private ServerSocketChannel listener;
     private SocketChannel hostSide;
     private SocketChannel controllerSide;
 
     @BeforeEach
     void connect() throws IOException {
-        listener = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
-        hostSide = SocketChannel.open(listener.getLocalAddress());
-        controllerSide = listener.accept();
-        hostSide.configureBlocking(false);
-        controllerSide.configureBlocking(false);
+        pair = LoopbackPair.open();
+        listener = pair.listener;
+        hostSide = pair.hostSide;
+        controllerSide = pair.controllerSide;
     }
 
     @AfterEach
     void close() throws IOException {
-        hostSide.close();
-        controllerSide.close();
-        listener.close();
+        pair.close();
     }
 
     private static void handshake(TlsStream client, TlsStream server) throws IOException {

@@ -7,10 +7,7 @@ import javax.crypto.spec.GCMParameterSpec;
 import javax.crypto.spec.SecretKeySpec;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.concurrent.TimeUnit;
 
@@ -38,12 +35,9 @@ class TlsSteadyStateAllocationTest {
 
     @Test
     void shouldAllocateNothingPerIoBeyondTheJdksAesGcm() throws Exception {
-        try (ServerSocketChannel listener = ServerSocketChannel.open()
-                 .bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
-             SocketChannel hostSide = SocketChannel.open(listener.getLocalAddress());
-             SocketChannel controllerSide = listener.accept()) {
-            hostSide.configureBlocking(false);
-            controllerSide.configureBlocking(false);
+        try (LoopbackPair pair = LoopbackPair.open()) {
+            SocketChannel hostSide = pair.hostSide;
+            SocketChannel controllerSide = pair.controllerSide;
             TlsStream host = TlsStream.client(hostSide, NvmeTlsKeys.derive(KEY, HOST, SUBSYS, 1));
             TlsStream controller = TlsStream.server(controllerSide, identity ->
                 NvmeTlsKeys.derive(KEY, identity.hostNqn(), identity.subsystemNqn(), identity.version()));

@@ -7,8 +7,6 @@ import org.junit.jupiter.api.Test;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLSocket;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
@@ -33,24 +31,22 @@ class TlsStreamTest {
         "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"));
     private static final long DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(10);
 
+    private LoopbackPair pair;
     private ServerSocketChannel listener;
     private SocketChannel hostSide;
     private SocketChannel controllerSide;
 
     @BeforeEach
     void connect() throws IOException {
-        listener = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
-        hostSide = SocketChannel.open(listener.getLocalAddress());
-        controllerSide = listener.accept();
-        hostSide.configureBlocking(false);
-        controllerSide.configureBlocking(false);
+        pair = LoopbackPair.open();
+        listener = pair.listener;
+        hostSide = pair.hostSide;
+        controllerSide = pair.controllerSide;
     }
 
     @AfterEach
     void close() throws IOException {
-        hostSide.close();
-        controllerSide.close();
-        listener.close();
+        pair.close();
     }
 
     /** The controller's store: one host with one key. */
