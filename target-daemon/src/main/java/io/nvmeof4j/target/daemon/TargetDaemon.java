@@ -319,16 +319,8 @@ public final class TargetDaemon implements AutoCloseable {
         if (!Rdma.isAvailable()) {
             throw new IOException(rdmaUnavailableReason());
         }
-        for (int i = rdmaGroups.size(); i < reactors.size(); i++) {
-            try {
-                addRdmaGroup(i);
-            } catch (RuntimeException e) {
-                throw new IOException(reactors.get(i) + ": cannot add an NVMe-oF/RDMA poll group: " + e.getMessage(), e);
-            }
-        }
+        addGroupsToRunningReactors("NVMe-oF/RDMA", rdmaGroups, this::addRdmaGroup);
         rdmaServed = true;
-        LOG.info("NVMe-oF/RDMA served from now on: one poll group added to each of the {} running reactor(s)",
-            reactors.size());
     }
 
     /**
@@ -339,15 +331,25 @@ public final class TargetDaemon implements AutoCloseable {
         if (tcpServed) {
             return;
         }
-        for (int i = tcpGroups.size(); i < reactors.size(); i++) {
+        addGroupsToRunningReactors("NVMe/TCP", tcpGroups, this::addTcpGroup);
+        tcpServed = true;
+    }
+
+    /**
+     * The first live listener of a transport the daemon did not start with: a poll group for every reactor that has
+     * none yet (one that refused its group before, its task queue full, gets it now).
+     */
+    private void addGroupsToRunningReactors(String transport, List<PollGroup> groups,
+                                            java.util.function.IntConsumer addGroup) throws IOException {
+        for (int i = groups.size(); i < reactors.size(); i++) {
             try {
-                addTcpGroup(i);
+                addGroup.accept(i);
             } catch (RuntimeException e) {
-                throw new IOException(reactors.get(i) + ": cannot add an NVMe/TCP poll group: " + e.getMessage(), e);
+                throw new IOException(reactors.get(i) + ": cannot add an " + transport + " poll group: "
+                    + e.getMessage(), e);
             }
         }
-        tcpServed = true;
-        LOG.info("NVMe/TCP served from now on: one poll group added to each of the {} running reactor(s)",
+        LOG.info("{} served from now on: one poll group added to each of the {} running reactor(s)", transport,
             reactors.size());
     }
 
