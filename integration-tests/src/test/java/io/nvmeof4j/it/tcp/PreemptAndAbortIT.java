@@ -62,7 +62,7 @@ class PreemptAndAbortIT {
 
     /** A real RAM device behind a gate: while closed, writes are held (in the backend, not completed). */
     static final class GatedDevice implements BlockDevice {
-        private final RamBlockDevice ram = new RamBlockDevice("gated ram", 64L * MIB, BS);
+        private final RamBlockDevice ram = new RamBlockDevice("ns1", 64L * MIB, BS);
         private final List<BlockIo> held = new ArrayList<>();
         private boolean closed = true;
         /** How many writes reached the RAM device, and when the held ones were let go. */

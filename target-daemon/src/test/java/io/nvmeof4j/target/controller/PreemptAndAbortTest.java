@@ -166,6 +166,21 @@ class PreemptAndAbortTest {
     }
 
     @Test
+    void shouldStillWaitForTheBackendWhenThePreemptedQueueCloses() throws Exception {
+        target.nvm.hold(true);
+        FakeRequest w = b.write(0);
+        FakeRequest acquire = a.acquire(ReservationCommand.PREEMPT_AND_ABORT, ReservationType.WRITE_EXCLUSIVE, KEY_A,
+            KEY_B);
+        b.io.close("host B went away");
+        // Its write is still in the backend: a closed queue does not recall it, so the Acquire still waits.
+        assertThat(acquire.await(200, TimeUnit.MILLISECONDS)).isFalse();
+        target.nvm.release();
+        assertThat(w.isCompleted()).isTrue();
+        assertThat(acquire.await(5, TimeUnit.SECONDS)).isTrue();
+        assertThat(acquire.status()).isEqualTo(NvmeStatus.SUCCESS);
+    }
+
+    @Test
     void shouldCompleteAtOnceWhenThePreemptedHostHasNothingInFlight() {
         FakeRequest acquire = a.acquire(ReservationCommand.PREEMPT_AND_ABORT, ReservationType.EXCLUSIVE_ACCESS, KEY_A,
             KEY_B);
