@@ -8,6 +8,7 @@ import io.nvmeof4j.protocol.spi.PollGroup;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportListener;
+import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.target.backend.BlockDevice;
 import io.nvmeof4j.target.backend.BlockIo;
 import io.nvmeof4j.target.backend.QosLimits;
@@ -16,6 +17,7 @@ import io.nvmeof4j.target.backend.RamBlockDevice;
 import io.nvmeof4j.target.controller.ControllerQueueHandlerFactory;
 import io.nvmeof4j.target.controller.ControllerRegistry;
 import io.nvmeof4j.target.io.NvmCommands;
+import io.nvmeof4j.target.metrics.TargetMetrics;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Port;
 import io.nvmeof4j.target.model.Subsystem;
@@ -33,6 +35,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.UUID;
@@ -144,6 +147,7 @@ class PreemptAndAbortIT {
     private final List<Reactor> reactors = new ArrayList<>();
     private final GatedDevice device = new GatedDevice();
     private Namespace namespace;
+    private TargetMetrics metrics;
     private ControllerRegistry registry;
     private TcpControllerTransport transport;
     private TransportListener listener;
@@ -171,9 +175,12 @@ class PreemptAndAbortIT {
         Port port = new Port(1, TransportAddress.tcp("127.0.0.1", 0),
             PortOptions.defaults().withInlineDataSize(TestTarget.INLINE_DATA_SIZE), new LinkedHashSet<>(List.of(NQN)));
         model.addPort(port);
+        // Metered, as the daemon runs by default: the in-flight count and the metering wrap the same requests.
+        metrics = TargetMetrics.prometheus(EnumSet.of(TransportType.TCP));
+        metrics.bindNamespace(subsystem, namespace);
         registry = new ControllerRegistry();
         listener = transport.listen(port.address(), port.options(), groups,
-            new ControllerQueueHandlerFactory(model, port, new NvmCommands(), registry));
+            new ControllerQueueHandlerFactory(model, port, new NvmCommands(), registry, metrics));
         address = new InetSocketAddress(listener.address().traddr(), listener.address().port());
     }
 
@@ -318,7 +325,21 @@ class PreemptAndAbortIT {
             assertThat(a.io.read(1, 3L * blocks, 1, BS).data()).as("B's refused write").isEqualTo(new byte[BS]);
             assertThat(a.io.write(1, 0, 1, pattern(5, BS), false).status()).as("A now holds the reservation")
                 .isEqualTo(NvmeStatus.SUCCESS);
+            assertThat(failedWrites(metrics.scrape(), "0x01b")).as("writes counted as aborted by the preemption")
+                .isEqualTo(2.0);
+            assertThat(failedWrites(metrics.scrape(), "0x083")).as("B's write refused after it").isEqualTo(1.0);
         }
+    }
+
+    /** {@code nvmeof_target_commands_failed_total} for writes with {@code status}, 0 when absent. */
+    private static double failedWrites(String prometheusText, String status) {
+        for (String line : prometheusText.split("\n")) {
+            if (line.startsWith("nvmeof_target_commands_failed_total{") && line.contains("op=\"write\"")
+                && line.contains("status=\"" + status + "\"")) {
+                return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+            }
+        }
+        return 0;
     }
 
     @Test
