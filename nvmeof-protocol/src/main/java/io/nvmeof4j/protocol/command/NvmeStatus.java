@@ -46,7 +46,7 @@ public final class NvmeStatus {
     public static final int KEEP_ALIVE_INVALID = 0x01A;
     /**
      * A command of a host whose registration a Reservation Acquire with RACQA 010b (Preempt and Abort) removed, ended
-     * before it reached the media (NVMe Base 2.0, 8.19.7).
+     * before it reached the media (NVMe Base 2.0, 8.19.8).
      */
     public static final int ABORTED_PREEMPT_AND_ABORT = 0x01B;
     /** The command was interrupted and may succeed if sent again (no DNR). */

@@ -17,7 +17,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 
 /**
- * The "abort" of a Reservation Acquire with RACQA 010b, Preempt and Abort (NVMe Base 2.0, 7.2 and 8.19.7): once the
+ * The "abort" of a Reservation Acquire with RACQA 010b, Preempt and Abort (NVMe Base 2.0, 7.2 and 8.19.8): once the
  * preemption is applied (and persisted), the Acquire completes only when no command of the preempted hosts'
  * controllers that was admitted on the namespace before it is left in the target or the backend. A command already
  * handed to the device (an io_uring write submitted) cannot be recalled, so, like nvmet ({@code nvmet_pr_do_abort}:
