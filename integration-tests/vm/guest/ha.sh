@@ -193,7 +193,7 @@ phase_resv_setup() { # two hosts register, host 1 takes Write Exclusive with PTP
     timeout 60 nvme disconnect -n "$RESV_NQN" >/dev/null 2>&1
 }
 
-phase_resv_check() { # after the daemon restarted: the reservation is still there; release lifts it
+phase_resv_check() { # after the daemon restarted: the reservation is still there; host 2 preempts and aborts host 1
     resv_connect_both || { fail "resv-connect-after-restart" "connect failed"; return 1; }
     local rtype ptpls
     rtype="$(resv_report_field "$RESV_C2" rtype)"; ptpls="$(resv_report_field "$RESV_C2" ptpls)"
@@ -201,9 +201,13 @@ phase_resv_check() { # after the daemon restarted: the reservation is still ther
         fail "resv-survives-restart" "rtype '$rtype' ptpls '$ptpls'"
     fi
     resv_expect_conflict "resv-conflict-after-restart" "$RESV_C2"
-    check "resv-release-host1" timeout 30 nvme resv-release "/dev/$RESV_C1" --namespace-id=1 --crkey=0xAAAA --rtype=1 --rrela=0
-    check "resv-write-after-release" resv_write "$RESV_C2"
-    check "resv-unregister" bash -c "timeout 30 nvme resv-register /dev/$RESV_C1 --namespace-id=1 --crkey=0xAAAA --rrega=1 \
-        && timeout 30 nvme resv-register /dev/$RESV_C2 --namespace-id=1 --crkey=0xBBBB --rrega=1"
+    # Preempt and Abort (RACQA 2) as the Linux host sends it: host 1 loses its registration and the reservation.
+    check "resv-preempt-abort-host2" timeout 30 nvme resv-acquire "/dev/$RESV_C2" --namespace-id=1 --crkey=0xBBBB \
+        --prkey=0xAAAA --rtype=1 --racqa=2
+    resv_expect_conflict "resv-preempted-host1-conflict" "$RESV_C1"
+    check "resv-write-after-preempt" resv_write "$RESV_C2"
+    check "resv-release-host2" timeout 30 nvme resv-release "/dev/$RESV_C2" --namespace-id=1 --crkey=0xBBBB --rtype=1 --rrela=0
+    check "resv-write-after-release" resv_write "$RESV_C1"
+    check "resv-unregister" timeout 30 nvme resv-register "/dev/$RESV_C2" --namespace-id=1 --crkey=0xBBBB --rrega=1
     timeout 60 nvme disconnect -n "$RESV_NQN" >/dev/null 2>&1
 }

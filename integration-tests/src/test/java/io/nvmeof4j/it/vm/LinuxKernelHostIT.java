@@ -188,7 +188,8 @@ class LinuxKernelHostIT {
             VmHarness.Result second = runGuest(env, work, "guest-2.log");
             assertGuestPassed(second, restarted, List.of("PASS connect-check-pattern", "PASS check-pattern",
                 "PASS disconnect-check-pattern", "PASS resv-survives-restart", "PASS resv-conflict-after-restart",
-                "PASS resv-release-host1", "PASS resv-write-after-release", "PASS resv-unregister"));
+                "PASS resv-preempt-abort-host2", "PASS resv-preempted-host1-conflict", "PASS resv-write-after-preempt",
+                "PASS resv-release-host2", "PASS resv-write-after-release", "PASS resv-unregister"));
             int exit = restarted.stop(Duration.ofSeconds(60));
             assertThat(exit).as("restarted daemon exit code after SIGTERM; log:\n%s", restarted.logTail(40))
                 .isIn(0, 143);

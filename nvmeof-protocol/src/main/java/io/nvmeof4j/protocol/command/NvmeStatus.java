@@ -44,6 +44,13 @@ public final class NvmeStatus {
     public static final int SGL_OFFSET_INVALID = 0x016;
     public static final int KEEP_ALIVE_EXPIRED = 0x019;
     public static final int KEEP_ALIVE_INVALID = 0x01A;
+    /**
+     * A command of a host whose registration a Reservation Acquire with RACQA 010b (Preempt and Abort) removed, ended
+     * before it reached the media (NVMe Base 2.0, 8.19.8).
+     */
+    public static final int ABORTED_PREEMPT_AND_ABORT = 0x01B;
+    /** The command was interrupted and may succeed if sent again (no DNR). */
+    public static final int COMMAND_INTERRUPTED = 0x021;
     /** Reservation Report in the regular format asked by a host with a 128-bit host identifier (NVMe Base 2.0, 7.4). */
     public static final int HOST_IDENTIFIER_INCONSISTENT_FORMAT = 0x018;
     /** Set Features I/O Command Set Profile naming a combination the controller does not offer (NVMe Base 2.0). */
@@ -161,6 +168,8 @@ public final class NvmeStatus {
             case SGL_OFFSET_INVALID: return "SGL_OFFSET_INVALID";
             case KEEP_ALIVE_EXPIRED: return "KEEP_ALIVE_EXPIRED";
             case KEEP_ALIVE_INVALID: return "KEEP_ALIVE_INVALID";
+            case ABORTED_PREEMPT_AND_ABORT: return "ABORTED_PREEMPT_AND_ABORT";
+            case COMMAND_INTERRUPTED: return "COMMAND_INTERRUPTED";
             case HOST_IDENTIFIER_INCONSISTENT_FORMAT: return "HOST_IDENTIFIER_INCONSISTENT_FORMAT";
             case IO_COMMAND_SET_COMBINATION_REJECTED: return "IO_COMMAND_SET_COMBINATION_REJECTED";
             case LBA_OUT_OF_RANGE: return "LBA_OUT_OF_RANGE";

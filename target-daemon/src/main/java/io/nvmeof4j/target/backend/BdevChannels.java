@@ -13,6 +13,7 @@ import org.slf4j.LoggerFactory;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 
 /**
  * One reactor's block-device poll group: the io_uring every {@link UringBlockDevice} used on this reactor submits
@@ -103,6 +104,24 @@ public final class BdevChannels implements PollGroup, InFlightAware {
     /** Completes the waiting I/Os of {@code device} (or of every device, when null) with {@code status}. */
     private void failWaiting(UringBlockDevice device, int status) {
         BlockIoFifo.completeAll(waiting.removeAll(device == null ? null : io -> io.waitingDevice == device), status);
+    }
+
+    /**
+     * Completes the I/Os waiting for a ring slot that {@code which} selects with {@code status}, keeping the others
+     * in order (Preempt and Abort: the preempted hosts' commands end before they reach the device). Returns how many.
+     * Reactor thread.
+     */
+    public int abortWaiting(Predicate<BlockIo> which, int status) {
+        if (waiting.isEmpty()) {
+            return 0;
+        }
+        BlockIo chain = waiting.removeAll(which);
+        int n = 0;
+        for (BlockIo io = chain; io != null; io = io.waitingNext) {
+            n++;
+        }
+        BlockIoFifo.completeAll(chain, status);
+        return n;
     }
 
     /** The group of the calling reactor, or null off a reactor thread (or on a reactor without one). */

@@ -6,6 +6,7 @@ import io.nvmeof4j.target.reactor.Reactor;
 
 import java.util.Arrays;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Predicate;
 
 /**
  * One reactor's I/Os waiting for a namespace's QoS budget ({@link QosBudget}): a {@link BlockIoFifo} per namespace
@@ -79,6 +80,32 @@ public final class QosWaits implements PollGroup, InFlightAware {
         queues[id] = new BlockIoFifo();
         budgets[id] = budget;
         return queues[id];
+    }
+
+    /**
+     * Completes the I/Os waiting here that {@code which} selects with {@code status}, keeping the others in order
+     * (Preempt and Abort: the preempted hosts' commands end before they reach the device). Returns how many.
+     * Reactor thread.
+     */
+    public int abortWaiting(Predicate<BlockIo> which, int status) {
+        if (waiting == 0) {
+            return 0;
+        }
+        int n = 0;
+        for (int id = 0; id < queues.length; id++) {
+            BlockIoFifo queue = queues[id];
+            if (queue == null || queue.isEmpty()) {
+                continue;
+            }
+            BlockIo chain = queue.removeAll(which);
+            for (BlockIo io = chain; io != null; io = io.waitingNext) {
+                waiting--;
+                budgets[id].waitEnded();
+                n++;
+            }
+            BlockIoFifo.completeAll(chain, status);
+        }
+        return n;
     }
 
     @Override

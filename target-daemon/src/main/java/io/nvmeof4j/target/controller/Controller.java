@@ -245,6 +245,19 @@ public final class Controller {
         return list;
     }
 
+    /** The connected I/O queues' handlers (a snapshot; Preempt and Abort drains them). */
+    List<ControllerQueueHandler> ioQueueHandlers() {
+        List<ControllerQueueHandler> list = new ArrayList<>();
+        synchronized (lock) {
+            for (int qid = 1; qid < queues.length; qid++) {
+                if (queues[qid] != null) {
+                    list.add(queues[qid]);
+                }
+            }
+        }
+        return list;
+    }
+
     /** Connected I/O queues. */
     public int ioQueueCount() {
         return Math.max(0, queueIds().length - 1);

@@ -34,14 +34,16 @@ import java.lang.invoke.VarHandle;
 import java.security.SecureRandom;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
  * The command layer's side of one queue (one TCP connection or RDMA queue pair). Before a Connect it accepts
  * only Connect; afterwards the admin queue goes to its controller's {@link AdminCommands} and an I/O queue
  * straight to the NVM executor.
  * <p>The I/O path ({@link #onCommand} on an I/O queue) checks the flags, the controller's readiness, the NSID, the
- * ANA state of the namespace's group on this port and the namespace's reservation, then delegates: no allocation, no
- * lock, no logging. Reservation commands go to {@link ReservationCommands} (control operations). A counter of commands received (written only by the
+ * ANA state of the namespace's group on this port and the namespace's reservation, counts the command in flight
+ * ({@link InFlightRequest}, for Preempt and Abort), then delegates: no allocation, no lock, no logging. Reservation
+ * commands go to {@link ReservationCommands} (control operations). A counter of commands received (written only by the
  * reactor) gives the keep-alive timer its traffic; the shutdown's in-flight count comes from the transport
  * ({@link TransportQueue#commandsOutstanding()}), which also sees writes still receiving their data.
  * <p>Metrics: with metrics on, commands go on wrapped in the slot's {@link MeteredRequest} with the meters resolved
@@ -75,6 +77,8 @@ import java.util.concurrent.TimeUnit;
  *       capsules and the second's data (at most MDTS), and a waiting half holds no LBA range: nothing else on
  *       the namespace waits for it.</li>
  *   <li>Halves naming different NSIDs: Invalid Field in Command + DNR for both.</li>
+ *   <li>A half the namespace's reservation refuses: Reservation Conflict for it, Aborted – Failed Fused Command for
+ *       the other (the Write of a preempted host must not slip past the fence inside a pair).</li>
  * </ul>
  */
 final class ControllerQueueHandler implements QueueHandler {
@@ -116,6 +120,16 @@ final class ControllerQueueHandler implements QueueHandler {
     private volatile Controller controller;
     private volatile int queueId = -1;
     private volatile boolean closed;
+
+    /**
+     * I/O commands admitted (past the reservation check) and not yet completed, in two halves: the reactor counts a
+     * command in {@link #inFlightHalf}, its completion (any thread) takes it off the same half. A Preempt and Abort
+     * switches new commands to the other half ({@link #beginDrain}) and waits for the old one to empty: only the
+     * commands admitted before it, never a stream of later ones.
+     */
+    private final AtomicLongArray inFlight = new AtomicLongArray(2);
+    /** The half new commands count in; reactor thread only. */
+    private int inFlightHalf;
 
     /** Written by the reactor thread only (release), read by the keep-alive timer (acquire). */
     @SuppressWarnings("unused") // through RECEIVED
@@ -307,13 +321,46 @@ final class ControllerQueueHandler implements QueueHandler {
             fail(request, sqe, reservation);
             return;
         }
+        Request admitted = admit(request);
         NamespaceMeters meters = metrics == null ? null : namespace.meters();
         if (meters == null) {
-            nvm.execute(request, namespace);
+            nvm.execute(admitted, namespace);
         } else {
-            nvm.execute(MeteredRequest.of(request).io(meters, TargetMeterNames.ioOp(sqe.opcode()), transport),
+            nvm.execute(MeteredRequest.of(admitted).io(meters, TargetMeterNames.ioOp(sqe.opcode()), transport),
                 namespace);
         }
+    }
+
+    // ---- commands in flight, for Preempt and Abort (counted on the reactor thread, drained by PreemptAndAbort) ----
+
+    /** Counts an admitted I/O command in the current half until it completes. Reactor thread. */
+    private Request admit(Request request) {
+        return InFlightRequest.of(request).begin(inFlight, inFlightHalf);
+    }
+
+    /**
+     * The barrier of a Preempt and Abort, on this queue's reactor: every command this queue admitted before now is
+     * counted in the current half. Makes new commands count in the other half and returns the half to wait for, or -1
+     * while the other half still holds commands of an earlier drain (then the caller asks again).
+     */
+    int beginDrain() {
+        int other = inFlightHalf ^ 1;
+        if (inFlight.get(other) != 0) {
+            return -1;
+        }
+        int old = inFlightHalf;
+        inFlightHalf = other;
+        return old;
+    }
+
+    /** Admitted commands of {@code half} not yet completed. Any thread. */
+    long admittedInFlight(int half) {
+        return inFlight.get(half);
+    }
+
+    /** Admitted commands not yet completed, both halves. Any thread. */
+    long admittedInFlight() {
+        return inFlight.get(0) + inFlight.get(1);
     }
 
     // ---- fused operations (reactor thread) -----------------------------------------------------------------------
@@ -377,13 +424,23 @@ final class ControllerQueueHandler implements QueueHandler {
             fail(write, second, status);
             return;
         }
+        // The reservation applies to each half (Compare reads, Write writes); a refused half fails the other.
+        int compareAccess = namespace.reservations().check(c.hostId(), first.opcode());
+        int writeAccess = namespace.reservations().check(c.hostId(), second.opcode());
+        if (compareAccess != NvmeStatus.SUCCESS || writeAccess != NvmeStatus.SUCCESS) {
+            fail(compare, first, compareAccess != NvmeStatus.SUCCESS ? compareAccess : NvmeStatus.ABORTED_FAILED_FUSED);
+            fail(write, second, writeAccess != NvmeStatus.SUCCESS ? writeAccess : NvmeStatus.ABORTED_FAILED_FUSED);
+            return;
+        }
+        Request admittedCompare = admit(compare);
+        Request admittedWrite = admit(write);
         NamespaceMeters meters = metrics == null ? null : namespace.meters();
         if (meters == null) {
-            nvm.executeFused(compare, write, namespace);
+            nvm.executeFused(admittedCompare, admittedWrite, namespace);
         } else {
             nvm.executeFused(
-                MeteredRequest.of(compare).io(meters, TargetMeterNames.ioOp(first.opcode()), transport),
-                MeteredRequest.of(write).io(meters, TargetMeterNames.ioOp(second.opcode()), transport),
+                MeteredRequest.of(admittedCompare).io(meters, TargetMeterNames.ioOp(first.opcode()), transport),
+                MeteredRequest.of(admittedWrite).io(meters, TargetMeterNames.ioOp(second.opcode()), transport),
                 namespace);
         }
     }
@@ -489,7 +546,11 @@ final class ControllerQueueHandler implements QueueHandler {
 
     @Override
     public void onResponseSent(Request request) {
-        if (request.attachment() instanceof MeteredRequest m) {
+        Object a = request.attachment();
+        if (a instanceof InFlightRequest counted) {
+            a = counted.attachment(); // an I/O command: the metering sits behind its in-flight count
+        }
+        if (a instanceof MeteredRequest m) {
             m.responseSent();
         }
         if (request == disconnectAfter) {

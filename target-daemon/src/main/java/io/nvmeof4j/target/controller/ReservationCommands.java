@@ -11,12 +11,14 @@ import io.nvmeof4j.target.reservation.Reservations;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.List;
 
 /**
  * The four reservation I/O commands (NVMe Base 2.0, 7.2-7.5) on one namespace: decodes them, checks the transfer
  * length as nvmet does (exactly the command's data), applies them to the namespace's {@link Reservations} and
  * delivers the notifications they cause to every controller of the hosts concerned (log 80h and its event).
- * Reservation commands are control operations: they may allocate and may wait for one fsync (persistence).
+ * Reservation commands are control operations: they may allocate and may wait for one fsync (persistence). A Preempt
+ * and Abort that removed registrants completes later, once {@link PreemptAndAbort} has drained their commands.
  */
 final class ReservationCommands {
     private ReservationCommands() {
@@ -56,6 +58,14 @@ final class ReservationCommands {
                 if (other.hostId().equals(n.host())) {
                     other.notifyReservation(ns.nsid(), n.type());
                 }
+            }
+        }
+        if (opcode == ReservationCommand.OPC_ACQUIRE && outcome.status() == NvmeStatus.SUCCESS
+            && ReservationCommand.action(cdw10) == ReservationCommand.PREEMPT_AND_ABORT) {
+            List<HostId> preempted = outcome.preempted();
+            if (!preempted.isEmpty()) {
+                PreemptAndAbort.start(c, r, ns, preempted); // completes r once their commands are done
+                return;
             }
         }
         r.complete(outcome.status());

@@ -4,10 +4,13 @@ import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
 import io.nvmeof4j.protocol.spi.Request;
 import io.nvmeof4j.protocol.spi.TransportQueue;
+import io.nvmeof4j.target.backend.BdevChannels;
 import io.nvmeof4j.target.backend.BlockDevice;
 import io.nvmeof4j.target.backend.BlockIo;
 import io.nvmeof4j.target.backend.QosBudget;
+import io.nvmeof4j.target.backend.QosWaits;
 import io.nvmeof4j.target.model.Namespace;
+import io.nvmeof4j.target.reactor.Reactor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -15,6 +18,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.function.Predicate;
 
 /**
  * The NVM command set I/O commands (NVMe NVM Command Set 1.0, 3; wire reference 3): Flush, Write, Read, Compare,
@@ -343,6 +347,31 @@ public final class NvmCommands implements NvmCommandExecutor {
         }
         slot.startCopy(request, namespace.device(), ranges, base, rangeCount, shift, sdlba << shift,
             (int) (total << shift), (cdw12 & CDW12_FUA) != 0);
+    }
+
+    /**
+     * Completes with {@code status} the commands of {@code queue} on {@code namespace} that wait on the calling
+     * reactor for a resource before reaching the device (a namespace's QoS budget, an io_uring slot): Preempt and
+     * Abort ends them instead of letting them write. A step of a multi-step command ends the command (a Copy whose
+     * destination write waited leaves the destination unchanged). Returns how many. Reactor thread of the queue.
+     */
+    public static int abortWaiting(TransportQueue queue, Namespace namespace, int status) {
+        Reactor reactor = Reactor.current();
+        if (reactor == null) {
+            return 0;
+        }
+        Predicate<BlockIo> which = io -> io instanceof IoSlot s && s.namespace == namespace && s.request != null
+            && s.request.queue() == queue;
+        int n = 0;
+        QosWaits qos = reactor.pollGroup(QosWaits.class);
+        if (qos != null) {
+            n += qos.abortWaiting(which, status);
+        }
+        BdevChannels ring = reactor.pollGroup(BdevChannels.class);
+        if (ring != null) {
+            n += ring.abortWaiting(which, status);
+        }
+        return n;
     }
 
     /** SLBA + blocks ≤ capacity, SLBA read as unsigned 64-bit. */

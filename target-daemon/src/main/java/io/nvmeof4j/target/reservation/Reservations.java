@@ -132,6 +132,20 @@ public final class Reservations {
         static Outcome of(int status) {
             return new Outcome(status, List.of());
         }
+
+        /**
+         * The hosts whose registration a preempt removed: exactly the hosts told Registration Preempted (the issuer
+         * keeps its own registration). Preempt and Abort drains their commands on the namespace.
+         */
+        public List<HostId> preempted() {
+            List<HostId> hosts = new ArrayList<>();
+            for (Notification n : notifications) {
+                if (n.type() == ReservationNotificationLog.TYPE_REGISTRATION_PREEMPTED) {
+                    hosts.add(n.host());
+                }
+            }
+            return hosts;
+        }
     }
 
     private final Path stateFile;
@@ -345,8 +359,8 @@ public final class Reservations {
     /**
      * Preempt (8.19.8): registrants holding PRKEY are removed (each told Registration Preempted); if the reservation
      * was held under PRKEY (or, for an all-registrants type, PRKEY is 0) the issuer takes it with the new type.
-     * Preempt and Abort does the same: commands of a preempted host already on the wire are not aborted here (they
-     * are short; the controller does not track them for abort) — documented in docs/high-availability.md.
+     * Preempt and Abort changes the state the same way; the controller layer then ends or waits for the preempted
+     * hosts' commands on the namespace before it completes the Acquire ({@link Outcome#preempted()}).
      */
     private Outcome preempt(State s, HostId host, int type, long prkey) {
         List<Registrant> regs = new ArrayList<>(s.registrants());

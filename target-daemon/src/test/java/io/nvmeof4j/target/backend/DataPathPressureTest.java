@@ -166,6 +166,56 @@ class DataPathPressureTest {
     }
 
     @Test
+    void shouldAbortSelectedIosWaitingForARingSlotBeforeTheyReachTheFile() throws Exception {
+        startReactor(8);
+        int count = 64;
+        int size = 16384;
+        try (UringBlockDevice device = UringBlockDevice.open(dir.resolve("abort.img"), 16L * MIB, 4096, false)) {
+            List<Io> ios = new ArrayList<>();
+            List<ByteBuffer> buffers = new ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                ByteBuffer b = poolBuffer(size);
+                b.put(0, random(2000 + i, size));
+                buffers.add(b);
+                ios.add(new Io());
+            }
+            CompletableFuture<Integer> aborted = new CompletableFuture<>();
+            // In one reactor task: 8 writes take the ring, 56 wait; then the odd ones (say, a preempted host's) end.
+            reactor.execute(() -> {
+                for (int i = 0; i < count; i++) {
+                    device.submit(ios.get(i).prepare(WRITE, (long) i * size, size, buffers.get(i), true));
+                }
+                aborted.complete(channels.abortWaiting(io -> ios.indexOf(io) % 2 == 1,
+                    NvmeStatus.ABORTED_PREEMPT_AND_ABORT));
+            });
+            int n = aborted.get(30, TimeUnit.SECONDS);
+            assertThat(n).as("odd writes still waiting for one of the 8 slots").isGreaterThanOrEqualTo(20);
+            boolean[] abortedWrite = new boolean[count];
+            int seen = 0;
+            for (int i = 0; i < count; i++) {
+                int status = ios.get(i).done.get(30, TimeUnit.SECONDS);
+                abortedWrite[i] = status == NvmeStatus.ABORTED_PREEMPT_AND_ABORT;
+                if (abortedWrite[i]) {
+                    assertThat(i % 2).as("write %d was not selected", i).isEqualTo(1);
+                    seen++;
+                } else {
+                    assertThat(status).as("write %d", i).isEqualTo(NvmeStatus.SUCCESS);
+                }
+                assertThat(ios.get(i).completions.get()).isEqualTo(1);
+            }
+            assertThat(seen).isEqualTo(n);
+            byte[] file = new byte[count * size];
+            try (RandomAccessFile f = new RandomAccessFile(dir.resolve("abort.img").toFile(), "r")) {
+                f.readFully(file);
+            }
+            for (int i = 0; i < count; i++) {
+                assertThat(Arrays.copyOfRange(file, i * size, (i + 1) * size)).as("file bytes of write %d", i)
+                    .isEqualTo(abortedWrite[i] ? new byte[size] : random(2000 + i, size));
+            }
+        }
+    }
+
+    @Test
     void shouldNotHoldUpReadsDuringAMultiGibDiscardOnTheWorkers() throws Exception {
         discardWhileReading(false);
     }

@@ -99,6 +99,53 @@ class QosWaitsTest {
     }
 
     @Test
+    void shouldAbortTheSelectedWaitingIosAndKeepTheOthersInOrder() throws Exception {
+        budget.limits(new QosLimits(1000, 0, 0, 0)); // 1 a millisecond: 600 I/Os wait for most of a second
+        int count = 600;
+        CountDownLatch done = new CountDownLatch(count);
+        OrderedIo[] ios = submitOnReactor(count, done);
+        java.util.concurrent.CompletableFuture<Integer> aborted = new java.util.concurrent.CompletableFuture<>();
+        // Preempt and Abort's selection: here every odd one, as if it came from the preempted host.
+        reactor.execute(() -> aborted.complete(waits.abortWaiting(
+            io -> io instanceof OrderedIo o && indexOf(ios, o) % 2 == 1, NvmeStatus.ABORTED_PREEMPT_AND_ABORT)));
+        int n = aborted.get(5, TimeUnit.SECONDS);
+        assertThat(n).as("odd I/Os still waiting when the abort ran").isGreaterThan(200);
+        assertThat(done.await(10, TimeUnit.SECONDS)).isTrue();
+        int abortedSeen = 0;
+        int lastKept = -1;
+        for (int i = 0; i < count; i++) {
+            if (ios[i].status == NvmeStatus.ABORTED_PREEMPT_AND_ABORT) {
+                assertThat(i % 2).as("only selected I/Os are aborted").isEqualTo(1);
+                abortedSeen++;
+            } else {
+                assertThat(ios[i].status).isEqualTo(NvmeStatus.SUCCESS);
+                if (i % 2 == 0) {
+                    assertThat(ios[i].position).as("kept I/Os stay in order").isGreaterThan(lastKept);
+                    lastKept = ios[i].position;
+                }
+            }
+        }
+        assertThat(abortedSeen).isEqualTo(n);
+        CountDownLatch idle = new CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicInteger left = new java.util.concurrent.atomic.AtomicInteger(-1);
+        reactor.execute(() -> {
+            left.set(waits.waiting());
+            idle.countDown();
+        });
+        assertThat(idle.await(5, TimeUnit.SECONDS)).isTrue();
+        assertThat(left.get()).as("nothing left counted as waiting").isZero();
+    }
+
+    private static int indexOf(OrderedIo[] ios, OrderedIo io) {
+        for (int i = 0; i < ios.length; i++) {
+            if (ios[i] == io) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    @Test
     void shouldLetWaitingIosGoWhenTheLimitIsRemoved() throws Exception {
         budget.limits(new QosLimits(1000, 0, 0, 0));
         int count = 3000; // three seconds at the limit

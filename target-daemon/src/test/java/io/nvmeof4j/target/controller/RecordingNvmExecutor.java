@@ -27,7 +27,7 @@ public final class RecordingNvmExecutor implements NvmCommandExecutor {
     @Override
     public void executeFused(Request compare, Request write, Namespace namespace) {
         nsids.add(namespace.nsid());
-        fusedPairs.add(new Request[] {compare, write});
+        fusedPairs.add(new Request[] {transportRequest(compare), transportRequest(write)});
         compare.complete(NvmeStatus.SUCCESS);
         write.complete(NvmeStatus.SUCCESS);
     }
@@ -61,12 +61,35 @@ public final class RecordingNvmExecutor implements NvmCommandExecutor {
         namespace.device().submit(io);
     }
 
+    /** The request the transport made, behind the command layer's in-flight count. */
+    private static Request transportRequest(Request request) {
+        return request instanceof InFlightRequest counted ? counted.transportRequest() : request;
+    }
+
     public List<Integer> nsids() {
         return nsids;
     }
 
     public void hold(boolean hold) {
         this.hold = hold;
+    }
+
+    /** Commands held now. */
+    public int heldCount() {
+        return held.size();
+    }
+
+    /** Completes the oldest held command with SUCCESS; false when none is held. */
+    public boolean releaseOldest() {
+        Request r;
+        synchronized (held) {
+            if (held.isEmpty()) {
+                return false;
+            }
+            r = held.remove(0);
+        }
+        r.complete(NvmeStatus.SUCCESS);
+        return true;
     }
 
     /** Completes every held command with SUCCESS. */
