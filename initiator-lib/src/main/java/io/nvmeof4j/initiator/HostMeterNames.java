@@ -1,5 +1,6 @@
 package io.nvmeof4j.initiator;
 
+import io.nvmeof4j.protocol.io.NvmOpcode;
 import java.time.Duration;
 
 /**
@@ -74,14 +75,14 @@ public final class HostMeterNames {
 
     static int op(int opcode) {
         switch (opcode) {
-            case IoQueue.OP_READ: return OP_READ;
-            case IoQueue.OP_WRITE: return OP_WRITE;
-            case IoQueue.OP_FLUSH: return OP_FLUSH;
-            case IoQueue.OP_WRITE_ZEROES: return OP_WRITE_ZEROES;
-            case IoQueue.OP_DSM: return OP_DEALLOCATE;
-            case IoQueue.OP_COMPARE: return OP_COMPARE;
-            case IoQueue.OP_VERIFY: return OP_VERIFY;
-            case IoQueue.OP_COPY: return OP_COPY;
+            case NvmOpcode.READ: return OP_READ;
+            case NvmOpcode.WRITE: return OP_WRITE;
+            case NvmOpcode.FLUSH: return OP_FLUSH;
+            case NvmOpcode.WRITE_ZEROES: return OP_WRITE_ZEROES;
+            case NvmOpcode.DATASET_MANAGEMENT: return OP_DEALLOCATE;
+            case NvmOpcode.COMPARE: return OP_COMPARE;
+            case NvmOpcode.VERIFY: return OP_VERIFY;
+            case NvmOpcode.COPY: return OP_COPY;
             case IoQueue.OP_COMPARE_AND_WRITE: return OP_COMPARE_AND_WRITE;
             default: throw new IllegalArgumentException("no host metric op for opcode " + opcode);
         }

@@ -1,5 +1,6 @@
 package io.nvmeof4j.initiator;
 
+import io.nvmeof4j.protocol.io.NvmOpcode;
 import io.nvmeof4j.protocol.command.CompletionQueueEntry;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
@@ -32,15 +33,6 @@ import java.util.function.Consumer;
  */
 final class IoQueue implements HostCommandCallback, HostQueueListener {
     private static final Logger LOG = LoggerFactory.getLogger(IoQueue.class);
-
-    static final int OP_FLUSH = 0x00;
-    static final int OP_WRITE = 0x01;
-    static final int OP_READ = 0x02;
-    static final int OP_COMPARE = 0x05;
-    static final int OP_WRITE_ZEROES = 0x08;
-    static final int OP_DSM = 0x09;
-    static final int OP_VERIFY = 0x0C;
-    static final int OP_COPY = 0x19;
     /** Not an opcode: a fused Compare (FUSE 01b) and Write (FUSE 10b) pair, sent back to back. */
     static final int OP_COMPARE_AND_WRITE = 0x105;
     private static final int FUSE_FIRST = 0x1;
@@ -105,7 +97,7 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
         fill(r, opcode, nsid, lba, blocks, blockShift, cdw12Flags, buffer, callback, context);
         r.cdw11 = cdw11;
         r.failFast = failFast;
-        if (opcode == OP_DSM) {
+        if (opcode == NvmOpcode.DATASET_MANAGEMENT) {
             r.dsmRange.putInt(0, 0).putInt(4, (int) blocks).putLong(8, lba);
         }
         return enqueue(r);
@@ -147,7 +139,7 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
         if (r == null) {
             return false;
         }
-        fill(r, OP_COPY, nsid, destinationLba, totalBlocks, blockShift, fua ? 1 << 30 : 0, null, callback, context);
+        fill(r, NvmOpcode.COPY, nsid, destinationLba, totalBlocks, blockShift, fua ? 1 << 30 : 0, null, callback, context);
         r.copyRanges = ranges;
         r.copyRangeCount = rangeCount;
         return enqueue(r);
@@ -307,14 +299,14 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
         }
         int blocks = (int) r.blocks;
         int length = blocks << r.blockShift;
-        sqe.clear().opcode(OP_COMPARE).flags(SubmissionQueueEntry.FLAGS_PSDT_SGL | FUSE_FIRST).nsid(r.nsid)
+        sqe.clear().opcode(NvmOpcode.COMPARE).flags(SubmissionQueueEntry.FLAGS_PSDT_SGL | FUSE_FIRST).nsid(r.nsid)
             .cdw10And11(r.lba).cdw(12, blocks - 1);
         int compareCid = q.submit(sqe, r.buffer, r.bufferPosition, length, this, r);
         if (compareCid < 0) {
             return false;
         }
         track(compareCid, r);
-        sqe.clear().opcode(OP_WRITE).flags(SubmissionQueueEntry.FLAGS_PSDT_SGL | FUSE_SECOND).nsid(r.nsid)
+        sqe.clear().opcode(NvmOpcode.WRITE).flags(SubmissionQueueEntry.FLAGS_PSDT_SGL | FUSE_SECOND).nsid(r.nsid)
             .cdw10And11(r.lba).cdw(12, (blocks - 1) | r.cdw12Flags);
         int writeCid = q.submit(sqe, r.writeBuffer, r.writeBufferPosition, length, this, r);
         if (writeCid >= 0) {
@@ -350,9 +342,9 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
         SubmissionQueueEntry command = sqe.clear().opcode(r.opcode).flags(SubmissionQueueEntry.FLAGS_PSDT_SGL)
             .nsid(r.nsid);
         switch (r.opcode) {
-            case OP_FLUSH:
+            case NvmOpcode.FLUSH:
                 break;
-            case OP_DSM:
+            case NvmOpcode.DATASET_MANAGEMENT:
                 command.cdw(10, 0).cdw(11, r.cdw11); // NR 0: one range
                 data = r.dsmRange;
                 dataLength = 16;
@@ -369,12 +361,12 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
                 dataLength = (int) remaining;
                 chunk = (int) remaining;
                 break;
-            case OP_WRITE_ZEROES:
-            case OP_VERIFY:
+            case NvmOpcode.WRITE_ZEROES:
+            case NvmOpcode.VERIFY:
                 chunk = (int) Math.min(remaining, MAX_BLOCKS_PER_COMMAND);
                 command.cdw10And11(r.lba + r.nextBlock).cdw(12, (chunk - 1) | r.cdw12Flags);
                 break;
-            case OP_COPY:
+            case NvmOpcode.COPY:
                 command.cdw10And11(r.lba).cdw(12, (r.copyRangeCount - 1) | r.cdw12Flags); // format 0
                 data = r.copyRanges;
                 dataOffset = r.copyRanges.position();
@@ -570,14 +562,14 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
 
     static String opName(int opcode) {
         switch (opcode) {
-            case OP_FLUSH: return "Flush";
-            case OP_WRITE: return "Write";
-            case OP_READ: return "Read";
-            case OP_COMPARE: return "Compare";
-            case OP_WRITE_ZEROES: return "Write Zeroes";
-            case OP_DSM: return "Dataset Management";
-            case OP_VERIFY: return "Verify";
-            case OP_COPY: return "Copy";
+            case NvmOpcode.FLUSH: return "Flush";
+            case NvmOpcode.WRITE: return "Write";
+            case NvmOpcode.READ: return "Read";
+            case NvmOpcode.COMPARE: return "Compare";
+            case NvmOpcode.WRITE_ZEROES: return "Write Zeroes";
+            case NvmOpcode.DATASET_MANAGEMENT: return "Dataset Management";
+            case NvmOpcode.VERIFY: return "Verify";
+            case NvmOpcode.COPY: return "Copy";
             case OP_COMPARE_AND_WRITE: return "Compare and Write";
             case ReservationCommand.OPC_REGISTER: return "Reservation Register";
             case ReservationCommand.OPC_REPORT: return "Reservation Report";

@@ -1,5 +1,6 @@
 package io.nvmeof4j.initiator;
 
+import io.nvmeof4j.protocol.io.NvmOpcode;
 import io.nvmeof4j.protocol.ana.AnaState;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.spi.host.HostStatus;
@@ -145,20 +146,20 @@ public final class MultipathNamespace implements BlockNamespace, IoCallback {
         if (dst.isReadOnly()) {
             throw new IllegalArgumentException("cannot read into a read-only buffer");
         }
-        return submit(IoQueue.OP_READ, lba, blocks, 0, dst, callback, context);
+        return submit(NvmOpcode.READ, lba, blocks, 0, dst, callback, context);
     }
 
     @Override
     public boolean submitWrite(long lba, int blocks, ByteBuffer src, boolean forceUnitAccess, IoCallback callback,
                                Object context) {
         BlockBuffers.checkData(blocks, src, blockShift);
-        return submit(IoQueue.OP_WRITE, lba, blocks, forceUnitAccess ? 1 << 30 : 0, src, callback, context);
+        return submit(NvmOpcode.WRITE, lba, blocks, forceUnitAccess ? 1 << 30 : 0, src, callback, context);
     }
 
     @Override
     public boolean submitFlush(IoCallback callback, Object context) {
         Objects.requireNonNull(callback, "callback");
-        return submit(IoQueue.OP_FLUSH, 0, 0, 0, null, callback, context);
+        return submit(NvmOpcode.FLUSH, 0, 0, 0, null, callback, context);
     }
 
     private boolean submit(int opcode, long lba, long blocks, int cdw12Flags, ByteBuffer buffer, IoCallback callback,

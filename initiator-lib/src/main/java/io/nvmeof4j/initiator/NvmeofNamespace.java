@@ -1,5 +1,6 @@
 package io.nvmeof4j.initiator;
 
+import io.nvmeof4j.protocol.io.NvmOpcode;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.reservation.ReservationCommand;
 
@@ -106,34 +107,34 @@ public final class NvmeofNamespace implements BlockNamespace {
         if (dst.isReadOnly()) {
             throw new IllegalArgumentException("cannot read into a read-only buffer");
         }
-        return queue().submit(IoQueue.OP_READ, nsid, lba, blocks, blockShift, 0, 0, dst, callback, context, meters);
+        return queue().submit(NvmOpcode.READ, nsid, lba, blocks, blockShift, 0, 0, dst, callback, context, meters);
     }
 
     /** Writes {@code blocks} blocks from {@code src}'s position to {@code lba}; FUA: durable before completion. */
     public boolean submitWrite(long lba, int blocks, ByteBuffer src, boolean forceUnitAccess, IoCallback callback,
                                Object context) {
         BlockBuffers.checkData(blocks, src, blockShift);
-        return queue().submit(IoQueue.OP_WRITE, nsid, lba, blocks, blockShift, forceUnitAccess ? 1 << 30 : 0, 0, src,
+        return queue().submit(NvmOpcode.WRITE, nsid, lba, blocks, blockShift, forceUnitAccess ? 1 << 30 : 0, 0, src,
             callback, context, meters);
     }
 
     /** Compares {@code blocks} blocks at {@code lba} with {@code src}: status 0x285 (COMPARE_FAILURE) on mismatch. */
     public boolean submitCompare(long lba, int blocks, ByteBuffer src, IoCallback callback, Object context) {
         BlockBuffers.checkData(blocks, src, blockShift);
-        return queue().submit(IoQueue.OP_COMPARE, nsid, lba, blocks, blockShift, 0, 0, src, callback, context, meters);
+        return queue().submit(NvmOpcode.COMPARE, nsid, lba, blocks, blockShift, 0, 0, src, callback, context, meters);
     }
 
     /** Flush: makes completed writes durable (meaningful when the controller reports a volatile write cache). */
     public boolean submitFlush(IoCallback callback, Object context) {
         Objects.requireNonNull(callback, "callback");
-        return queue().submit(IoQueue.OP_FLUSH, nsid, 0, 0, blockShift, 0, 0, null, callback, context, meters);
+        return queue().submit(NvmOpcode.FLUSH, nsid, 0, 0, blockShift, 0, 0, null, callback, context, meters);
     }
 
     /** Write Zeroes; with {@code deallocate} the controller may deallocate the blocks instead (DEAC). */
     public boolean submitWriteZeroes(long lba, int blocks, boolean deallocate, IoCallback callback, Object context) {
         BlockBuffers.checkBlocks(blocks);
         Objects.requireNonNull(callback, "callback");
-        return queue().submit(IoQueue.OP_WRITE_ZEROES, nsid, lba, blocks, blockShift, deallocate ? 1 << 25 : 0, 0,
+        return queue().submit(NvmOpcode.WRITE_ZEROES, nsid, lba, blocks, blockShift, deallocate ? 1 << 25 : 0, 0,
             null, callback, context, meters);
     }
 
@@ -141,7 +142,7 @@ public final class NvmeofNamespace implements BlockNamespace {
     public boolean submitDeallocate(long lba, int blocks, IoCallback callback, Object context) {
         BlockBuffers.checkBlocks(blocks);
         Objects.requireNonNull(callback, "callback");
-        return queue().submit(IoQueue.OP_DSM, nsid, lba, blocks, blockShift, 0, 1 << 2, null, callback, context, meters);
+        return queue().submit(NvmOpcode.DATASET_MANAGEMENT, nsid, lba, blocks, blockShift, 0, 1 << 2, null, callback, context, meters);
     }
 
     /**
@@ -165,7 +166,7 @@ public final class NvmeofNamespace implements BlockNamespace {
     public boolean submitVerify(long lba, int blocks, IoCallback callback, Object context) {
         BlockBuffers.checkBlocks(blocks);
         Objects.requireNonNull(callback, "callback");
-        return queue().submit(IoQueue.OP_VERIFY, nsid, lba, blocks, blockShift, 0, 0, null, callback, context,
+        return queue().submit(NvmOpcode.VERIFY, nsid, lba, blocks, blockShift, 0, 0, null, callback, context,
             meters);
     }
 
@@ -253,7 +254,7 @@ public final class NvmeofNamespace implements BlockNamespace {
     /** Reads {@code dst.remaining()} bytes (a whole number of blocks) at {@code lba} into {@code dst}. */
     public CompletableFuture<Void> read(long lba, ByteBuffer dst) {
         int blocks = BlockBuffers.wholeBlocks(dst, blockShift);
-        FutureIo io = new FutureIo(this, IoQueue.OP_READ, lba, blocks);
+        FutureIo io = new FutureIo(this, NvmOpcode.READ, lba, blocks);
         submitWithRetry(io, () -> submitRead(lba, blocks, dst, FUTURE_CALLBACK, io));
         return io.thenApply(ok -> null);
     }
@@ -272,7 +273,7 @@ public final class NvmeofNamespace implements BlockNamespace {
     /** Writes {@code src.remaining()} bytes (a whole number of blocks) to {@code lba}. */
     public CompletableFuture<Void> write(long lba, ByteBuffer src, boolean forceUnitAccess) {
         int blocks = BlockBuffers.wholeBlocks(src, blockShift);
-        FutureIo io = new FutureIo(this, IoQueue.OP_WRITE, lba, blocks);
+        FutureIo io = new FutureIo(this, NvmOpcode.WRITE, lba, blocks);
         submitWithRetry(io, () -> submitWrite(lba, blocks, src, forceUnitAccess, FUTURE_CALLBACK, io));
         return io.thenApply(ok -> null);
     }
@@ -280,7 +281,7 @@ public final class NvmeofNamespace implements BlockNamespace {
     /** True when the blocks at {@code lba} equal {@code src}, false on a miscompare (status 0x285). */
     public CompletableFuture<Boolean> compare(long lba, ByteBuffer src) {
         int blocks = BlockBuffers.wholeBlocks(src, blockShift);
-        FutureIo io = new FutureIo(this, IoQueue.OP_COMPARE, lba, blocks);
+        FutureIo io = new FutureIo(this, NvmOpcode.COMPARE, lba, blocks);
         submitWithRetry(io, () -> submitCompare(lba, blocks, src, FUTURE_CALLBACK, io));
         return io;
     }
@@ -306,8 +307,8 @@ public final class NvmeofNamespace implements BlockNamespace {
         if (blocks < 1) {
             throw new IllegalArgumentException("block count " + blocks + " below 1");
         }
-        FutureIo io = new FutureIo(this, IoQueue.OP_VERIFY, lba, blocks);
-        submitWithRetry(io, () -> queue().submit(IoQueue.OP_VERIFY, nsid, lba, blocks, blockShift, 0, 0, null,
+        FutureIo io = new FutureIo(this, NvmOpcode.VERIFY, lba, blocks);
+        submitWithRetry(io, () -> queue().submit(NvmOpcode.VERIFY, nsid, lba, blocks, blockShift, 0, 0, null,
             FUTURE_CALLBACK, io, meters));
         return io.thenApply(ok -> null);
     }
@@ -338,26 +339,26 @@ public final class NvmeofNamespace implements BlockNamespace {
             total += blockCounts[i];
         }
         long blocks = total;
-        FutureIo io = new FutureIo(this, IoQueue.OP_COPY, destinationLba, blocks);
+        FutureIo io = new FutureIo(this, NvmOpcode.COPY, destinationLba, blocks);
         submitWithRetry(io, () -> queue().submitCopy(nsid, destinationLba, ranges, sourceLbas.length, blocks,
             blockShift, forceUnitAccess, FUTURE_CALLBACK, io, meters));
         return io.thenApply(ok -> null);
     }
 
     public CompletableFuture<Void> flush() {
-        FutureIo io = new FutureIo(this, IoQueue.OP_FLUSH, 0, 0);
+        FutureIo io = new FutureIo(this, NvmOpcode.FLUSH, 0, 0);
         submitWithRetry(io, () -> submitFlush(FUTURE_CALLBACK, io));
         return io.thenApply(ok -> null);
     }
 
     public CompletableFuture<Void> writeZeroes(long lba, int blocks) {
-        FutureIo io = new FutureIo(this, IoQueue.OP_WRITE_ZEROES, lba, blocks);
+        FutureIo io = new FutureIo(this, NvmOpcode.WRITE_ZEROES, lba, blocks);
         submitWithRetry(io, () -> submitWriteZeroes(lba, blocks, false, FUTURE_CALLBACK, io));
         return io.thenApply(ok -> null);
     }
 
     public CompletableFuture<Void> deallocate(long lba, int blocks) {
-        FutureIo io = new FutureIo(this, IoQueue.OP_DSM, lba, blocks);
+        FutureIo io = new FutureIo(this, NvmOpcode.DATASET_MANAGEMENT, lba, blocks);
         submitWithRetry(io, () -> submitDeallocate(lba, blocks, FUTURE_CALLBACK, io));
         return io.thenApply(ok -> null);
     }
@@ -413,7 +414,7 @@ public final class NvmeofNamespace implements BlockNamespace {
         }
 
         String describe() {
-            String what = opcode == IoQueue.OP_FLUSH || blocks == 0 ? IoQueue.opName(opcode)
+            String what = opcode == NvmOpcode.FLUSH || blocks == 0 ? IoQueue.opName(opcode)
                 : IoQueue.opName(opcode) + " of " + blocks + " blocks at LBA " + lba;
             return what + " on namespace " + namespace.nsid + " of " + namespace.controller.subsystemNqn() + " at "
                 + namespace.controller.address();
@@ -422,7 +423,7 @@ public final class NvmeofNamespace implements BlockNamespace {
         void complete(int status) {
             if (status == 0) {
                 complete(Boolean.TRUE);
-            } else if ((opcode == IoQueue.OP_COMPARE || opcode == IoQueue.OP_COMPARE_AND_WRITE)
+            } else if ((opcode == NvmOpcode.COMPARE || opcode == IoQueue.OP_COMPARE_AND_WRITE)
                 && NvmeStatus.code(status) == NvmeStatus.COMPARE_FAILURE) {
                 complete(Boolean.FALSE);
             } else {

@@ -1,5 +1,6 @@
 package io.nvmeof4j.protocol.reservation;
 
+import io.nvmeof4j.protocol.io.NvmOpcode;
 import java.nio.ByteBuffer;
 
 /**
@@ -24,10 +25,10 @@ public final class ReservationCommand {
     private ReservationCommand() {
     }
 
-    public static final int OPC_REGISTER = 0x0D;
-    public static final int OPC_REPORT = 0x0E;
-    public static final int OPC_ACQUIRE = 0x11;
-    public static final int OPC_RELEASE = 0x15;
+    public static final int OPC_REGISTER = NvmOpcode.RESERVATION_REGISTER;
+    public static final int OPC_REPORT = NvmOpcode.RESERVATION_REPORT;
+    public static final int OPC_ACQUIRE = NvmOpcode.RESERVATION_ACQUIRE;
+    public static final int OPC_RELEASE = NvmOpcode.RESERVATION_RELEASE;
 
     /** Register actions (RREGA). */
     public static final int REGISTER = 0;

@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.controller;
 
+import io.nvmeof4j.protocol.io.NvmOpcode;
 import io.nvmeof4j.protocol.admin.ActiveNamespaceIdList;
 import io.nvmeof4j.protocol.ana.AnaLogPage;
 import io.nvmeof4j.protocol.reservation.ReservationCommand;
@@ -71,13 +72,6 @@ final class AdminCommands {
     /** RESCAP: PTPL, all six types, and IEKEY ignored where the spec lets it be (SPDK's set). */
     static final int RESCAP = ReservationType.RESCAP_PTPL | ReservationType.RESCAP_ALL_TYPES
         | ReservationType.RESCAP_IGNORE_EXISTING_KEY;
-
-    static final int OPC_FLUSH = 0x00;
-    static final int OPC_WRITE = 0x01;
-    static final int OPC_READ = 0x02;
-    static final int OPC_COMPARE = 0x05;
-    static final int OPC_WRITE_ZEROES = 0x08;
-    static final int OPC_DATASET_MANAGEMENT = 0x09;
 
     private static final String FIRMWARE_REVISION = firmwareRevision();
 
@@ -621,14 +615,14 @@ final class AdminCommands {
         for (int opcode : admin) {
             log.admin(opcode, CommandsSupportedAndEffects.CSUPP);
         }
-        log.io(OPC_FLUSH, CommandsSupportedAndEffects.CSUPP);
-        log.io(OPC_READ, CommandsSupportedAndEffects.CSUPP);
-        log.io(OPC_COMPARE, CommandsSupportedAndEffects.CSUPP);
-        log.io(OPC_DATASET_MANAGEMENT, CommandsSupportedAndEffects.CSUPP);
-        log.io(OPC_WRITE, CommandsSupportedAndEffects.CSUPP | CommandsSupportedAndEffects.LBCC);
-        log.io(OPC_WRITE_ZEROES, CommandsSupportedAndEffects.CSUPP | CommandsSupportedAndEffects.LBCC);
-        log.io(NvmCommands.OPC_VERIFY, CommandsSupportedAndEffects.CSUPP);
-        log.io(NvmCommands.OPC_COPY, CommandsSupportedAndEffects.CSUPP | CommandsSupportedAndEffects.LBCC);
+        log.io(NvmOpcode.FLUSH, CommandsSupportedAndEffects.CSUPP);
+        log.io(NvmOpcode.READ, CommandsSupportedAndEffects.CSUPP);
+        log.io(NvmOpcode.COMPARE, CommandsSupportedAndEffects.CSUPP);
+        log.io(NvmOpcode.DATASET_MANAGEMENT, CommandsSupportedAndEffects.CSUPP);
+        log.io(NvmOpcode.WRITE, CommandsSupportedAndEffects.CSUPP | CommandsSupportedAndEffects.LBCC);
+        log.io(NvmOpcode.WRITE_ZEROES, CommandsSupportedAndEffects.CSUPP | CommandsSupportedAndEffects.LBCC);
+        log.io(NvmOpcode.VERIFY, CommandsSupportedAndEffects.CSUPP);
+        log.io(NvmOpcode.COPY, CommandsSupportedAndEffects.CSUPP | CommandsSupportedAndEffects.LBCC);
         log.io(ReservationCommand.OPC_REGISTER, CommandsSupportedAndEffects.CSUPP);
         log.io(ReservationCommand.OPC_REPORT, CommandsSupportedAndEffects.CSUPP);
         log.io(ReservationCommand.OPC_ACQUIRE, CommandsSupportedAndEffects.CSUPP);

@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.io;
 
+import io.nvmeof4j.protocol.io.NvmOpcode;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
 import io.nvmeof4j.protocol.spi.Request;
@@ -75,15 +76,6 @@ import java.util.function.Predicate;
 public final class NvmCommands implements NvmCommandExecutor {
     private static final Logger LOG = LoggerFactory.getLogger(NvmCommands.class);
 
-    public static final int OPC_FLUSH = 0x00;
-    public static final int OPC_WRITE = 0x01;
-    public static final int OPC_READ = 0x02;
-    public static final int OPC_COMPARE = 0x05;
-    public static final int OPC_WRITE_ZEROES = 0x08;
-    public static final int OPC_DATASET_MANAGEMENT = 0x09;
-    public static final int OPC_VERIFY = 0x0C;
-    public static final int OPC_COPY = 0x19;
-
     /** CDW12: Force Unit Access. */
     public static final int CDW12_FUA = 1 << 30;
     /** CDW12 of Write Zeroes: Deallocate. */
@@ -127,28 +119,28 @@ public final class NvmCommands implements NvmCommandExecutor {
         SubmissionQueueEntry sqe = request.command();
         int opcode = sqe.opcode();
         switch (opcode) {
-            case OPC_READ:
-            case OPC_WRITE:
-            case OPC_COMPARE:
+            case NvmOpcode.READ:
+            case NvmOpcode.WRITE:
+            case NvmOpcode.COMPARE:
                 readWriteCompare(slot, request, namespace, sqe, opcode);
                 return;
-            case OPC_FLUSH:
+            case NvmOpcode.FLUSH:
                 if (request.dataLength() != 0) {
                     request.complete(NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR);
                     return;
                 }
                 slot.submitSingle(request, namespace.device(), BlockIo.Op.FLUSH, 0, 0, null, false);
                 return;
-            case OPC_WRITE_ZEROES:
+            case NvmOpcode.WRITE_ZEROES:
                 writeZeroes(slot, request, namespace, sqe);
                 return;
-            case OPC_DATASET_MANAGEMENT:
+            case NvmOpcode.DATASET_MANAGEMENT:
                 datasetManagement(slot, request, namespace, sqe);
                 return;
-            case OPC_VERIFY:
+            case NvmOpcode.VERIFY:
                 verify(slot, request, namespace, sqe);
                 return;
-            case OPC_COPY:
+            case NvmOpcode.COPY:
                 copy(slot, request, namespace, sqe);
                 return;
             default:
@@ -208,10 +200,10 @@ public final class NvmCommands implements NvmCommandExecutor {
         }
         long offset = slba << shift;
         switch (opcode) {
-            case OPC_READ:
+            case NvmOpcode.READ:
                 slot.submitSingle(request, namespace.device(), BlockIo.Op.READ, offset, length, request.data(), false);
                 break;
-            case OPC_WRITE:
+            case NvmOpcode.WRITE:
                 if (!slot.claimWrite(namespace, slba, slba + blocks)) {
                     return; // deferred behind a fused pair on an overlapping range
                 }

@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.io;
 
+import io.nvmeof4j.protocol.io.NvmOpcode;
 import io.nvmeof4j.target.backend.BlockDevice;
 import io.nvmeof4j.target.backend.BlockIo;
 import io.nvmeof4j.target.backend.RamBlockDevice;
@@ -19,11 +20,6 @@ import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Predicate;
 
-import static io.nvmeof4j.target.io.NvmCommands.OPC_COMPARE;
-import static io.nvmeof4j.target.io.NvmCommands.OPC_COPY;
-import static io.nvmeof4j.target.io.NvmCommands.OPC_READ;
-import static io.nvmeof4j.target.io.NvmCommands.OPC_VERIFY;
-import static io.nvmeof4j.target.io.NvmCommands.OPC_WRITE;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -60,25 +56,25 @@ class FusedCopyVerifyTest {
     }
 
     private int write(Namespace ns, long slba, ByteBuffer data) {
-        FakeRequest r = new FakeRequest().reset(OPC_WRITE).slba(slba).cdw(12, data.limit() / ns.blockSize() - 1)
+        FakeRequest r = new FakeRequest().reset(NvmOpcode.WRITE).slba(slba).cdw(12, data.limit() / ns.blockSize() - 1)
             .data(data);
         nvm.execute(r, ns);
         return r.awaitStatus();
     }
 
     private ByteBuffer read(Namespace ns, long slba, int blocks) {
-        FakeRequest r = new FakeRequest().reset(OPC_READ).slba(slba).cdw(12, blocks - 1).data(blocks * ns.blockSize());
+        FakeRequest r = new FakeRequest().reset(NvmOpcode.READ).slba(slba).cdw(12, blocks - 1).data(blocks * ns.blockSize());
         nvm.execute(r, ns);
         assertThat(r.awaitStatus()).as("read status").isZero();
         return r.data();
     }
 
     private static FakeRequest compareHalf(long slba, int blocks, ByteBuffer expected) {
-        return new FakeRequest().reset(OPC_COMPARE).slba(slba).cdw(12, blocks - 1).data(expected);
+        return new FakeRequest().reset(NvmOpcode.COMPARE).slba(slba).cdw(12, blocks - 1).data(expected);
     }
 
     private static FakeRequest writeHalf(long slba, int blocks, ByteBuffer data) {
-        return new FakeRequest().reset(OPC_WRITE).slba(slba).cdw(12, blocks - 1).data(data);
+        return new FakeRequest().reset(NvmOpcode.WRITE).slba(slba).cdw(12, blocks - 1).data(data);
     }
 
     private static boolean same(ByteBuffer a, ByteBuffer b, int length) {
@@ -178,9 +174,9 @@ class FusedCopyVerifyTest {
         assertThat(device.held()).as("compare read submitted").isEqualTo(1);
 
         ByteBuffer plain = filled(512, 60);
-        FakeRequest overlapping = new FakeRequest().reset(OPC_WRITE).slba(8).cdw(12, 0).data(plain);
+        FakeRequest overlapping = new FakeRequest().reset(NvmOpcode.WRITE).slba(8).cdw(12, 0).data(plain);
         nvm.execute(overlapping, ns);
-        FakeRequest elsewhere = new FakeRequest().reset(OPC_WRITE).slba(100).cdw(12, 0).data(filled(512, 9));
+        FakeRequest elsewhere = new FakeRequest().reset(NvmOpcode.WRITE).slba(100).cdw(12, 0).data(filled(512, 9));
         nvm.execute(elsewhere, ns);
         assertThat(elsewhere.awaitStatus()).as("a write to another range is not held").isZero();
         assertThat(overlapping.completions()).as("the overlapping write waits for the pair").isZero();
@@ -207,7 +203,7 @@ class FusedCopyVerifyTest {
 
         device.holdIf(io -> io.op() == BlockIo.Op.WRITE);
         ByteBuffer b = filled(512, 40);
-        FakeRequest inFlight = new FakeRequest().reset(OPC_WRITE).slba(8).cdw(12, 0).data(b);
+        FakeRequest inFlight = new FakeRequest().reset(NvmOpcode.WRITE).slba(8).cdw(12, 0).data(b);
         nvm.execute(inFlight, ns);
         assertThat(device.held()).isEqualTo(1);
 
@@ -267,7 +263,7 @@ class FusedCopyVerifyTest {
 
     private int copy(Namespace ns, long sdlba, int cdw12Extra, ByteBuffer ranges) {
         int count = ranges.limit() / 32;
-        FakeRequest r = new FakeRequest().reset(OPC_COPY).slba(sdlba).cdw(12, (count - 1) | cdw12Extra).data(ranges);
+        FakeRequest r = new FakeRequest().reset(NvmOpcode.COPY).slba(sdlba).cdw(12, (count - 1) | cdw12Extra).data(ranges);
         nvm.execute(r, ns);
         return r.awaitStatus();
     }
@@ -353,7 +349,7 @@ class FusedCopyVerifyTest {
         assertThat(copy(ns, 0, 0, copyRanges(-1L, 1))).as("SLBA read as unsigned").isEqualTo(0x080 | DNR);
         assertThat(copy(ns, 0, 1 << 8, copyRanges(0, 1))).as("descriptor format 1").isEqualTo(0x002 | DNR);
         // NR says two ranges, the data holds one.
-        FakeRequest r = new FakeRequest().reset(OPC_COPY).slba(0).cdw(12, 1).data(copyRanges(0, 1));
+        FakeRequest r = new FakeRequest().reset(NvmOpcode.COPY).slba(0).cdw(12, 1).data(copyRanges(0, 1));
         nvm.execute(r, ns);
         assertThat(r.awaitStatus()).isEqualTo(0x00F | DNR);
     }
@@ -366,17 +362,17 @@ class FusedCopyVerifyTest {
         Namespace ns = namespace(4096, async);
         RecordingDevice d = (RecordingDevice) ns.device();
         // 40 blocks of 4 KiB: more than one 64 KiB chunk.
-        FakeRequest r = new FakeRequest().reset(OPC_VERIFY).slba(7).cdw(12, 39);
+        FakeRequest r = new FakeRequest().reset(NvmOpcode.VERIFY).slba(7).cdw(12, 39);
         nvm.execute(r, ns);
         assertThat(r.awaitStatus()).isZero();
         long bytesRead = d.ops.stream().filter(o -> o.op() == BlockIo.Op.READ).mapToLong(NvmCommandsTest.Op::length)
             .sum();
         assertThat(bytesRead).as("the whole range was read").isEqualTo(40 * 4096L);
 
-        FakeRequest out = new FakeRequest().reset(OPC_VERIFY).slba(SIZE / 4096 - 1).cdw(12, 1);
+        FakeRequest out = new FakeRequest().reset(NvmOpcode.VERIFY).slba(SIZE / 4096 - 1).cdw(12, 1);
         nvm.execute(out, ns);
         assertThat(out.awaitStatus()).isEqualTo(0x080 | DNR);
-        FakeRequest withData = new FakeRequest().reset(OPC_VERIFY).slba(0).cdw(12, 0).data(4096);
+        FakeRequest withData = new FakeRequest().reset(NvmOpcode.VERIFY).slba(0).cdw(12, 0).data(4096);
         nvm.execute(withData, ns);
         assertThat(withData.awaitStatus()).as("Verify transfers no data").isEqualTo(0x00F | DNR);
     }

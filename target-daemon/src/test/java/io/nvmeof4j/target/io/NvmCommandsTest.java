@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.io;
 
+import io.nvmeof4j.protocol.io.NvmOpcode;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.target.backend.BlockDevice;
 import io.nvmeof4j.target.backend.BlockIo;
@@ -24,12 +25,6 @@ import java.util.concurrent.TimeUnit;
 import static io.nvmeof4j.target.io.NvmCommands.CDW11_AD;
 import static io.nvmeof4j.target.io.NvmCommands.CDW12_DEAC;
 import static io.nvmeof4j.target.io.NvmCommands.CDW12_FUA;
-import static io.nvmeof4j.target.io.NvmCommands.OPC_COMPARE;
-import static io.nvmeof4j.target.io.NvmCommands.OPC_DATASET_MANAGEMENT;
-import static io.nvmeof4j.target.io.NvmCommands.OPC_FLUSH;
-import static io.nvmeof4j.target.io.NvmCommands.OPC_READ;
-import static io.nvmeof4j.target.io.NvmCommands.OPC_WRITE;
-import static io.nvmeof4j.target.io.NvmCommands.OPC_WRITE_ZEROES;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -73,12 +68,12 @@ class NvmCommandsTest {
 
     private int write(Namespace ns, long slba, ByteBuffer data, int cdw12Flags) {
         int blocks = data.limit() / ns.blockSize();
-        request.reset(OPC_WRITE).slba(slba).cdw(12, (blocks - 1) | cdw12Flags).data(data);
+        request.reset(NvmOpcode.WRITE).slba(slba).cdw(12, (blocks - 1) | cdw12Flags).data(data);
         return execute(ns);
     }
 
     private ByteBuffer read(Namespace ns, long slba, int blocks) {
-        request.reset(OPC_READ).slba(slba).cdw(12, blocks - 1).data(blocks * ns.blockSize());
+        request.reset(NvmOpcode.READ).slba(slba).cdw(12, blocks - 1).data(blocks * ns.blockSize());
         assertThat(execute(ns)).as("read status").isZero();
         return request.data();
     }
@@ -164,7 +159,7 @@ class NvmCommandsTest {
     void shouldFlush() {
         RecordingDevice device = device(4096, false);
         Namespace ns = namespace(device);
-        request.reset(OPC_FLUSH);
+        request.reset(NvmOpcode.FLUSH);
         assertThat(execute(ns)).isZero();
         assertThat(device.ops).extracting(Op::op).containsExactly(BlockIo.Op.FLUSH);
     }
@@ -172,7 +167,7 @@ class NvmCommandsTest {
     @Test
     void shouldRejectFlushCarryingData() {
         RecordingDevice device = device(4096, false);
-        request.reset(OPC_FLUSH).data(4096);
+        request.reset(NvmOpcode.FLUSH).data(4096);
         assertThat(execute(namespace(device))).isEqualTo(SGL_DATA_LENGTH_INVALID_DNR);
         assertThat(device.ops).isEmpty();
     }
@@ -184,7 +179,7 @@ class NvmCommandsTest {
         Object slot = request.attachment();
         assertThat(slot).isNotNull();
         read(ns, 0, 1);
-        request.reset(OPC_FLUSH);
+        request.reset(NvmOpcode.FLUSH);
         execute(ns);
         assertThat(request.attachment()).as("created once, reused").isSameAs(slot);
     }
@@ -199,7 +194,7 @@ class NvmCommandsTest {
         ByteBuffer data = pattern(8 * blockSize, 5);
         assertThat(write(ns, 0, data, 0)).isZero();
 
-        request.reset(OPC_WRITE_ZEROES).slba(2).cdw(12, 3 | CDW12_FUA); // blocks 2..5
+        request.reset(NvmOpcode.WRITE_ZEROES).slba(2).cdw(12, 3 | CDW12_FUA); // blocks 2..5
         assertThat(execute(ns)).isZero();
         assertThat(device.ops.get(1)).isEqualTo(new Op(BlockIo.Op.WRITE_ZEROES, 2L * blockSize, 4L * blockSize, true));
 
@@ -214,7 +209,7 @@ class NvmCommandsTest {
         RecordingDevice device = device(512, false);
         Namespace ns = namespace(device);
         assertThat(write(ns, 0, pattern(2048, 6), 0)).isZero();
-        request.reset(OPC_WRITE_ZEROES).slba(0).cdw(12, 3 | CDW12_DEAC);
+        request.reset(NvmOpcode.WRITE_ZEROES).slba(0).cdw(12, 3 | CDW12_DEAC);
         assertThat(execute(ns)).isZero();
         assertThat(device.ops.get(1).op()).isEqualTo(BlockIo.Op.DEALLOCATE);
         assertThat(allZero(read(ns, 0, 4), 0, 2048)).isTrue();
@@ -225,12 +220,12 @@ class NvmCommandsTest {
         RecordingDevice device = device(512, false);
         Namespace ns = namespace(device);
         device.zeroesAfterDeallocate = false; // a block device: discard need not zero
-        request.reset(OPC_WRITE_ZEROES).slba(0).cdw(12, 3 | CDW12_DEAC);
+        request.reset(NvmOpcode.WRITE_ZEROES).slba(0).cdw(12, 3 | CDW12_DEAC);
         assertThat(execute(ns)).isZero();
         assertThat(device.ops.get(0).op()).isEqualTo(BlockIo.Op.WRITE_ZEROES);
 
         device.zeroesAfterDeallocate = true; // deallocating would do, but FUA wants durability the deallocate lacks
-        request.reset(OPC_WRITE_ZEROES).slba(0).cdw(12, 3 | CDW12_DEAC | NvmCommands.CDW12_FUA);
+        request.reset(NvmOpcode.WRITE_ZEROES).slba(0).cdw(12, 3 | CDW12_DEAC | NvmCommands.CDW12_FUA);
         assertThat(execute(ns)).isZero();
         assertThat(device.ops.get(1).op()).isEqualTo(BlockIo.Op.WRITE_ZEROES);
         assertThat(device.ops.get(1).fua()).isTrue();
@@ -239,7 +234,7 @@ class NvmCommandsTest {
     @Test
     void shouldRejectWriteZeroesCarryingData() {
         RecordingDevice device = device(512, false);
-        request.reset(OPC_WRITE_ZEROES).slba(0).cdw(12, 0).data(512);
+        request.reset(NvmOpcode.WRITE_ZEROES).slba(0).cdw(12, 0).data(512);
         assertThat(execute(namespace(device))).isEqualTo(SGL_DATA_LENGTH_INVALID_DNR);
         assertThat(device.ops).isEmpty();
     }
@@ -248,7 +243,7 @@ class NvmCommandsTest {
     void shouldRejectWriteZeroesBeyondTheEnd() {
         RecordingDevice device = device(512, false);
         long blocks = SIZE / 512;
-        request.reset(OPC_WRITE_ZEROES).slba(blocks - 1).cdw(12, 1);
+        request.reset(NvmOpcode.WRITE_ZEROES).slba(blocks - 1).cdw(12, 1);
         assertThat(execute(namespace(device))).isEqualTo(LBA_OUT_OF_RANGE_DNR);
         assertThat(device.ops).isEmpty();
     }
@@ -264,7 +259,7 @@ class NvmCommandsTest {
         assertThat(write(ns, 0, data, 0)).isZero();
 
         ByteBuffer r = ranges(1, 2, 6, 0, 8, 1, 12, 4); // blocks 1-2, (empty), 8, 12-15
-        request.reset(OPC_DATASET_MANAGEMENT).cdw(10, 3).cdw(11, CDW11_AD).data(r);
+        request.reset(NvmOpcode.DATASET_MANAGEMENT).cdw(10, 3).cdw(11, CDW11_AD).data(r);
         assertThat(execute(ns)).isZero();
         assertThat(device.ops.subList(1, device.ops.size())).containsExactly(
             new Op(BlockIo.Op.DEALLOCATE, 4096, 2 * 4096, false),
@@ -290,7 +285,7 @@ class NvmCommandsTest {
             pairs[2 * i] = i * 4L;
             pairs[2 * i + 1] = 1;
         }
-        request.reset(OPC_DATASET_MANAGEMENT).cdw(10, 255).cdw(11, CDW11_AD).data(ranges(pairs));
+        request.reset(NvmOpcode.DATASET_MANAGEMENT).cdw(10, 255).cdw(11, CDW11_AD).data(ranges(pairs));
         assertThat(execute(namespace(device))).isZero();
         assertThat(device.ops).hasSize(256);
     }
@@ -300,7 +295,7 @@ class NvmCommandsTest {
         RecordingDevice device = device(512, false);
         Namespace ns = namespace(device);
         assertThat(write(ns, 0, pattern(512, 8), 0)).isZero();
-        request.reset(OPC_DATASET_MANAGEMENT).cdw(10, 0).cdw(11, 0b011).data(ranges(0, 1)); // IDR | IDW
+        request.reset(NvmOpcode.DATASET_MANAGEMENT).cdw(10, 0).cdw(11, 0b011).data(ranges(0, 1)); // IDR | IDW
         assertThat(execute(ns)).isZero();
         assertThat(device.ops).hasSize(1);
         assertThat(sameBytes(read(ns, 0, 1), 0, pattern(512, 8), 0, 512)).isTrue();
@@ -311,16 +306,16 @@ class NvmCommandsTest {
         RecordingDevice device = device(512, false);
         Namespace ns = namespace(device);
         // NR = 2 (three ranges, 48 bytes) with only 32 bytes of data
-        request.reset(OPC_DATASET_MANAGEMENT).cdw(10, 2).cdw(11, CDW11_AD).data(ranges(0, 1, 4, 1));
+        request.reset(NvmOpcode.DATASET_MANAGEMENT).cdw(10, 2).cdw(11, CDW11_AD).data(ranges(0, 1, 4, 1));
         assertThat(execute(ns)).isEqualTo(SGL_DATA_LENGTH_INVALID_DNR);
         assertThat(device.ops).isEmpty();
 
-        request.reset(OPC_DATASET_MANAGEMENT).cdw(10, 1).cdw(11, CDW11_AD).data(ranges(0, 1, 4, 1));
+        request.reset(NvmOpcode.DATASET_MANAGEMENT).cdw(10, 1).cdw(11, CDW11_AD).data(ranges(0, 1, 4, 1));
         assertThat(execute(ns)).as("exactly (NR+1)*16 bytes").isZero();
 
         // nvmet_check_data_len_lte(): a longer transfer is accepted; only the first NR+1 ranges count.
         ByteBuffer longer = ranges(0, 1, 8, 1, 16, 1);
-        request.reset(OPC_DATASET_MANAGEMENT).cdw(10, 1).cdw(11, CDW11_AD).data(longer);
+        request.reset(NvmOpcode.DATASET_MANAGEMENT).cdw(10, 1).cdw(11, CDW11_AD).data(longer);
         assertThat(execute(ns)).isZero();
         assertThat(device.ops).hasSize(4);
     }
@@ -332,7 +327,7 @@ class NvmCommandsTest {
         ByteBuffer data = pattern(1024, 9);
         assertThat(write(ns, 0, data, 0)).isZero();
         long blocks = SIZE / 512;
-        request.reset(OPC_DATASET_MANAGEMENT).cdw(10, 1).cdw(11, CDW11_AD).data(ranges(0, 2, blocks - 1, 2));
+        request.reset(NvmOpcode.DATASET_MANAGEMENT).cdw(10, 1).cdw(11, CDW11_AD).data(ranges(0, 2, blocks - 1, 2));
         assertThat(execute(ns)).isEqualTo(LBA_OUT_OF_RANGE_DNR);
         assertThat(device.ops).as("the valid first range was not applied either").hasSize(1);
         assertThat(sameBytes(read(ns, 0, 2), 0, data, 0, 1024)).isTrue();
@@ -341,7 +336,7 @@ class NvmCommandsTest {
     @Test
     void shouldRejectDsmRangeWhoseEndOverflows() {
         RecordingDevice device = device(512, false);
-        request.reset(OPC_DATASET_MANAGEMENT).cdw(10, 0).cdw(11, CDW11_AD).data(ranges(-1L, 2));
+        request.reset(NvmOpcode.DATASET_MANAGEMENT).cdw(10, 0).cdw(11, CDW11_AD).data(ranges(-1L, 2));
         assertThat(execute(namespace(device))).isEqualTo(LBA_OUT_OF_RANGE_DNR);
         assertThat(device.ops).isEmpty();
     }
@@ -355,7 +350,7 @@ class NvmCommandsTest {
         int length = NvmCommands.COMPARE_CHUNK_SIZE * 2 + 4096; // three device reads
         ByteBuffer data = pattern(length, 10);
         assertThat(write(ns, 4, data, 0)).isZero();
-        request.reset(OPC_COMPARE).slba(4).cdw(12, length / 4096 - 1).data(data);
+        request.reset(NvmOpcode.COMPARE).slba(4).cdw(12, length / 4096 - 1).data(data);
         assertThat(execute(ns)).isZero();
     }
 
@@ -368,21 +363,21 @@ class NvmCommandsTest {
         assertThat(write(ns, 0, data, 0)).isZero();
         ByteBuffer other = pattern(length, 11);
         other.put(length - 3, (byte) (other.get(length - 3) ^ 0x40));
-        request.reset(OPC_COMPARE).slba(0).cdw(12, length / 512 - 1).data(other);
+        request.reset(NvmOpcode.COMPARE).slba(0).cdw(12, length / 512 - 1).data(other);
         assertThat(execute(ns)).isEqualTo(COMPARE_FAILURE_DNR);
     }
 
     @Test
     void shouldFailCompareAgainstUnwrittenBlocks() {
         Namespace ns = namespace(device(512, false));
-        request.reset(OPC_COMPARE).slba(100).cdw(12, 0).data(pattern(512, 12));
+        request.reset(NvmOpcode.COMPARE).slba(100).cdw(12, 0).data(pattern(512, 12));
         assertThat(execute(ns)).isEqualTo(COMPARE_FAILURE_DNR);
     }
 
     // ------------------------------------------------------------------------------------- errors
 
     @ParameterizedTest
-    @ValueSource(ints = {OPC_READ, OPC_WRITE, OPC_COMPARE})
+    @ValueSource(ints = {NvmOpcode.READ, NvmOpcode.WRITE, NvmOpcode.COMPARE})
     void shouldRejectTransferLengthOtherThanBlocksTimesBlockSize(int opcode) {
         RecordingDevice device = device(4096, false);
         Namespace ns = namespace(device);
@@ -402,24 +397,24 @@ class NvmCommandsTest {
         RecordingDevice device = device(blockSize, false);
         Namespace ns = namespace(device);
         long blocks = SIZE / blockSize;
-        request.reset(OPC_READ).slba(blocks).cdw(12, 0).data(blockSize);
+        request.reset(NvmOpcode.READ).slba(blocks).cdw(12, 0).data(blockSize);
         assertThat(execute(ns)).as("SLBA = NSZE").isEqualTo(LBA_OUT_OF_RANGE_DNR);
-        request.reset(OPC_WRITE).slba(blocks - 1).cdw(12, 1).data(2 * blockSize);
+        request.reset(NvmOpcode.WRITE).slba(blocks - 1).cdw(12, 1).data(2 * blockSize);
         assertThat(execute(ns)).as("last block + 1").isEqualTo(LBA_OUT_OF_RANGE_DNR);
-        request.reset(OPC_READ).slba(-2L).cdw(12, 3).data(4 * blockSize);
+        request.reset(NvmOpcode.READ).slba(-2L).cdw(12, 3).data(4 * blockSize);
         assertThat(execute(ns)).as("SLBA + NLB wraps around 2^64").isEqualTo(LBA_OUT_OF_RANGE_DNR);
-        request.reset(OPC_READ).slba(Long.MAX_VALUE).cdw(12, 0).data(blockSize);
+        request.reset(NvmOpcode.READ).slba(Long.MAX_VALUE).cdw(12, 0).data(blockSize);
         assertThat(execute(ns)).as("huge SLBA").isEqualTo(LBA_OUT_OF_RANGE_DNR);
         assertThat(device.ops).isEmpty();
 
-        request.reset(OPC_READ).slba(blocks - 2).cdw(12, 1).data(2 * blockSize);
+        request.reset(NvmOpcode.READ).slba(blocks - 2).cdw(12, 1).data(2 * blockSize);
         assertThat(execute(ns)).as("the last two blocks are in range").isZero();
     }
 
     @Test
     void shouldCheckTransferLengthBeforeLbaRangeAsNvmetDoes() {
         Namespace ns = namespace(device(512, false));
-        request.reset(OPC_READ).slba(SIZE).cdw(12, 0).data(1024);
+        request.reset(NvmOpcode.READ).slba(SIZE).cdw(12, 0).data(1024);
         assertThat(execute(ns)).isEqualTo(SGL_DATA_LENGTH_INVALID_DNR);
     }
 
@@ -445,7 +440,7 @@ class NvmCommandsTest {
     void shouldPassDeviceErrorsThrough() {
         Namespace ns = namespace(device(512, false));
         ns.device().close();
-        request.reset(OPC_READ).slba(0).cdw(12, 0).data(512);
+        request.reset(NvmOpcode.READ).slba(0).cdw(12, 0).data(512);
         assertThat(execute(ns)).as("closed device: Namespace Not Ready, retryable").isEqualTo(0x082);
     }
 
