@@ -302,8 +302,8 @@ public final class MultipathController implements AutoCloseable {
      * on, taken only when it is the only usable one.
      * <p>Round-robin on a host reactor thread ({@link #selectForRound}) takes turns per reactor round: each
      * connection costs a read and a gathering write per round however many commands it carries, so turns per I/O
-     * split every round's batch over all paths and pay that cost once per path (measured: 0.73-0.78 of one path's
-     * IOPS at QD32 over two paths; per round 0.95 and more, see docs/multipath.md). Failover ({@code avoid >= 0}) and
+     * split every round's batch over all paths and pay that cost once per path (measured at QD32 over two paths:
+     * per I/O 0.73-0.81 of one path's IOPS, per round 0.92-0.98; see docs/multipath.md). Failover ({@code avoid >= 0}) and
      * I/O submitted from other threads take turns per I/O.
      */
     int select(MultipathNamespace ns, int avoid) {
