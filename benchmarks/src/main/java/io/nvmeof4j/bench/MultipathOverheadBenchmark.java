@@ -5,7 +5,9 @@ import io.nvmeof4j.initiator.ConnectOptions;
 import io.nvmeof4j.initiator.HostIdentity;
 import io.nvmeof4j.initiator.IoCallback;
 import io.nvmeof4j.initiator.IoPolicy;
+import io.nvmeof4j.initiator.MultipathController;
 import io.nvmeof4j.initiator.NvmeofHost;
+import io.nvmeof4j.initiator.PathStats;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.daemon.TargetDaemon;
@@ -22,15 +24,18 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * Benchmark (not a test): what multipath costs, measured so that the machine's load drifts out. Our daemon in this
  * JVM listens on two ports of 127.0.0.1 (RAM namespace, 4 KiB blocks); one host connects namespace 1 once over a
- * single path and once as a round-robin multipath namespace over both ports. Short windows of 4 KiB random reads
- * at QD32 (callback API, each I/O resubmitted from its callback) alternate between the two, so both see the same
- * moments of a noisy machine; prints each pair's ratio, the median ratio and the totals.
+ * single path and once as a multipath namespace over both ports. Short windows of 4 KiB random reads at QD32
+ * (callback API, each I/O resubmitted from its callback, so on the host reactor thread) alternate between the
+ * modes, so all see the same moments of a noisy machine; prints each mode's IOPS, its ratio to single path (total
+ * and median of the per-cycle ratios), and each path's I/Os sent, completed and in flight per mode.
  * <pre>
  * java -cp … io.nvmeof4j.bench.MultipathOverheadBenchmark [seconds (default 20)] [window-ms (default 250)]
  *     [iopolicy: round-robin (default) | numa | queue-depth]
  * </pre>
- * With {@code numa} every I/O takes the first path: the multipath layer's own cost (selection, request pool,
- * counters) without spreading the queue depth over two connections.
+ * With {@code round-robin} two multipath modes take part: turns per reactor round (the default) and per I/O
+ * ({@link MultipathController#roundRobinPerIo(boolean)}, Linux's granularity). With {@code numa} every I/O takes
+ * the first path: the multipath layer's own cost (selection, request pool, counters) without spreading the queue
+ * depth over two connections.
  */
 public final class MultipathOverheadBenchmark {
     private static final String NQN = "nqn.2014-08.io.nvmeof4j:multipath-bench";
@@ -54,40 +59,71 @@ public final class MultipathOverheadBenchmark {
                 .withMaxOutstandingRequests(DEPTH);
             BlockNamespace single = host.connect(ports.get(0), NQN, options).namespace(1);
             IoPolicy policy = args.length > 2 ? IoPolicy.fromConfigName(args[2]) : IoPolicy.ROUND_ROBIN;
-            BlockNamespace multi = host.connectMultipath(List.of(ports.get(0), ports.get(1)), NQN, options,
-                policy).namespace(1);
+            MultipathController mp = host.connectMultipath(List.of(ports.get(0), ports.get(1)), NQN, options,
+                policy);
+            BlockNamespace multi = mp.namespace(1);
+            boolean rr = policy == IoPolicy.ROUND_ROBIN;
+            String[] modes = rr ? new String[] {"single path", "round-robin per round", "round-robin per I/O"}
+                : new String[] {"single path", policy.configName()};
+            int m = modes.length;
             Load load = new Load();
-            load.window(single, 2000);                           // warm-up, both
-            load.window(multi, 2000);
-            int pairs = Math.max(1, seconds * 1000 / (2 * windowMs));
-            double[] ratios = new double[pairs];
-            long singleTotal = 0;
-            long multiTotal = 0;
-            for (int i = 0; i < pairs; i++) {
-                // Alternate which goes first, so neither always gets the later half of a load change.
-                long s;
-                long m;
-                if ((i & 1) == 0) {
-                    s = load.window(single, windowMs);
-                    m = load.window(multi, windowMs);
-                } else {
-                    m = load.window(multi, windowMs);
-                    s = load.window(single, windowMs);
-                }
-                singleTotal += s;
-                multiTotal += m;
-                ratios[i] = s == 0 ? Double.NaN : (double) m / s;
+            load.window(single, 2000);                           // warm-up, every mode
+            for (int k = 1; k < m; k++) {
+                mp.roundRobinPerIo(k == 2);
+                load.window(multi, 2000);
             }
-            double[] sorted = Arrays.stream(ratios).filter(r -> !Double.isNaN(r)).sorted().toArray();
-            double median = sorted.length == 0 ? Double.NaN : sorted[sorted.length / 2];
-            double windowSeconds = pairs * windowMs / 1000.0;
-            System.out.printf(Locale.ROOT, "4 KiB random reads at QD%d, %d alternating %d-ms windows per mode: "
-                    + "single path %,.0f IOPS, multipath (%s over 2 ports) %,.0f IOPS%n", DEPTH, pairs,
-                windowMs, singleTotal / windowSeconds, policy.configName(), multiTotal / windowSeconds);
-            System.out.printf(Locale.ROOT, "ratio multipath/single: total %.3f, median of pairs %.3f (p25 %.3f, "
-                    + "p75 %.3f); errors %d; aim >= 0.95%n", (double) multiTotal / singleTotal, median,
-                sorted.length == 0 ? Double.NaN : sorted[sorted.length / 4],
-                sorted.length == 0 ? Double.NaN : sorted[sorted.length * 3 / 4], load.errors.get());
+            int cycles = Math.max(1, seconds * 1000 / (m * windowMs));
+            long[] totals = new long[m];
+            double[][] ratios = new double[m][cycles];
+            long[][] sent = new long[m][2];
+            long[][] done = new long[m][2];
+            for (int c = 0; c < cycles; c++) {
+                long[] got = new long[m];
+                for (int j = 0; j < m; j++) {
+                    // Rotate which mode goes first, so none always gets the later part of a load change.
+                    int k = (c + j) % m;
+                    mp.roundRobinPerIo(k == 2);
+                    List<PathStats> before = mp.pathStats();
+                    got[k] = load.window(k == 0 ? single : multi, windowMs);
+                    List<PathStats> after = mp.pathStats();
+                    for (int p = 0; p < 2; p++) {
+                        sent[k][p] += after.get(p).submitted() - before.get(p).submitted();
+                        done[k][p] += after.get(p).completed() - before.get(p).completed();
+                    }
+                    totals[k] += got[k];
+                }
+                for (int k = 1; k < m; k++) {
+                    ratios[k][c] = got[0] == 0 ? Double.NaN : (double) got[k] / got[0];
+                }
+            }
+            double windowSeconds = cycles * windowMs / 1000.0;
+            System.out.printf(Locale.ROOT, "4 KiB random reads at QD%d, %d cycles of %d-ms windows per mode, "
+                + "load average %s%n", DEPTH, cycles, windowMs, loadAverage());
+            System.out.printf(Locale.ROOT, "  %-22s %,10.0f IOPS%n", modes[0], totals[0] / windowSeconds);
+            for (int k = 1; k < m; k++) {
+                double[] sorted = Arrays.stream(ratios[k]).filter(r -> !Double.isNaN(r)).sorted().toArray();
+                System.out.printf(Locale.ROOT, "  %-22s %,10.0f IOPS   ratio to single path: total %.3f, median "
+                        + "%.3f (p25 %.3f, p75 %.3f); path 0/1 sent %,d/%,d completed %,d/%,d%n", modes[k],
+                    totals[k] / windowSeconds, (double) totals[k] / totals[0], quantile(sorted, 0.5),
+                    quantile(sorted, 0.25), quantile(sorted, 0.75), sent[k][0], sent[k][1], done[k][0],
+                    done[k][1]);
+            }
+            List<PathStats> end = mp.pathStats();
+            System.out.printf(Locale.ROOT, "  in flight now per path %d/%d; errors %d; aim >= 0.95%n",
+                end.get(0).inFlight(), end.get(1).inFlight(), load.errors.get());
+        }
+    }
+
+    private static double quantile(double[] sorted, double q) {
+        return sorted.length == 0 ? Double.NaN : sorted[(int) (sorted.length * q)];
+    }
+
+    private static String loadAverage() {
+        try {
+            String[] f = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/loadavg")).split(" ");
+            return f[0] + " " + f[1] + " " + f[2];
+        } catch (java.io.IOException | RuntimeException e) {
+            return "unknown";
         }
     }
 

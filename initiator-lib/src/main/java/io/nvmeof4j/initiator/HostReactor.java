@@ -23,7 +23,7 @@ final class HostReactor implements AutoCloseable {
     static final long TIMER_PERIOD_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
     final HostPollGroup group;
-    private final Thread thread;
+    private final ReactorThread thread;
     private volatile boolean running = true;
     private volatile boolean sleeping;
     /** Reactor thread only (changed through {@link #execute}). */
@@ -31,9 +31,27 @@ final class HostReactor implements AutoCloseable {
     /** Reactor thread only. */
     private long nextTimerNanos;
 
-    HostReactor(String name, HostPollGroup group) {
+    /**
+     * The reactor's thread, which counts its rounds: a multipath controller sends everything one round submits down
+     * one path, since a connection costs one read and one (gathering) write per round however many commands it
+     * carries (see {@link MultipathController#select}).
+     */
+    static final class ReactorThread extends Thread {
+        /** This reactor's index among the host's reactors (all transports): its slot in per-reactor arrays. */
+        final int slot;
+        /** Rounds ended so far; a round ends after the poll group's flush. Written and read by this thread only. */
+        long round;
+
+        ReactorThread(Runnable body, String name, int slot) {
+            super(body, name);
+            this.slot = slot;
+        }
+    }
+
+    /** @param slot this reactor's index among the host's reactors ({@link ReactorThread#slot}) */
+    HostReactor(String name, HostPollGroup group, int slot) {
         this.group = group;
-        this.thread = new Thread(this::run, name);
+        this.thread = new ReactorThread(this::run, name, slot);
         thread.setDaemon(true);
         thread.start();
     }
@@ -93,7 +111,10 @@ final class HostReactor implements AutoCloseable {
         }
     }
 
-    /** One round: handed-over I/O, the poll group, the deadlines when due. A failed round is logged and counts 0. */
+    /**
+     * One round: handed-over I/O, the poll group (reads, completions, then one flush per connection), the deadlines
+     * when due. A failed round is logged and counts 0.
+     */
     private int doWork() {
         try {
             int work = 0;
@@ -102,6 +123,9 @@ final class HostReactor implements AutoCloseable {
                 work += queue.drainInbound();
             }
             work += group.poll();
+            // After the flush: what callbacks submit from here on (timeouts below, completions read while the
+            // reactor blocks) goes out with the next round's flush, so it belongs to the next round.
+            thread.round++;
             long now = System.nanoTime();
             if (now - nextTimerNanos >= 0) {
                 for (IoQueue queue : current) {

@@ -12,7 +12,10 @@ public enum IoPolicy {
     /** The first usable path in the order given at connect (the Linux default, {@code numa}; a JVM knows no NUMA
      *  node of the caller, so it behaves as Linux does on a one-node machine). */
     NUMA("numa"),
-    /** Rotate over the usable paths, one I/O each. */
+    /** Rotate over the usable paths, so that each carries an equal share of the I/O: on a host reactor thread one
+     *  reactor round per turn (everything that round submits goes down one path, which costs one read and one write
+     *  per round instead of one per path), elsewhere one I/O per turn as Linux does; see
+     *  {@link MultipathController#roundRobinPerIo(boolean)}. */
     ROUND_ROBIN("round-robin"),
     /** The usable path with the fewest I/Os in flight. */
     QUEUE_DEPTH("queue-depth");

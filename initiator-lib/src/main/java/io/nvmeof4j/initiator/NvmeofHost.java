@@ -68,7 +68,7 @@ public final class NvmeofHost implements AutoCloseable {
             throw new IllegalArgumentException("reactor threads " + reactorThreads + " outside 1..256");
         }
         this.reactorThreads = reactorThreads;
-        this.tcp = new Fabric(new TcpHostTransport(), reactorThreads, "nvmeof-host-reactor-");
+        this.tcp = new Fabric(new TcpHostTransport(), reactorThreads, 0, "nvmeof-host-reactor-");
         timer = Executors.newSingleThreadScheduledExecutor(daemon("nvmeof-host-timer"));
         control = Executors.newCachedThreadPool(daemon("nvmeof-host-control"));
         LOG.debug("host {} started with {} reactor thread(s)", identity, reactorThreads);
@@ -346,7 +346,7 @@ public final class NvmeofHost implements AutoCloseable {
                 } catch (LinkageError e) {
                     throw new IllegalArgumentException("transport rdma cannot be used here: " + e, e);
                 }
-                rdma = new Fabric(transport, reactorThreads, "nvmeof-host-rdma-reactor-");
+                rdma = new Fabric(transport, reactorThreads, reactorThreads, "nvmeof-host-rdma-reactor-");
             }
             return rdma;
         }
@@ -357,10 +357,11 @@ public final class NvmeofHost implements AutoCloseable {
         final HostTransport transport;
         final List<HostReactor> reactors = new ArrayList<>();
 
-        Fabric(HostTransport transport, int threads, String namePrefix) {
+        /** @param firstSlot the first reactor's {@link HostReactor.ReactorThread#slot} */
+        Fabric(HostTransport transport, int threads, int firstSlot, String namePrefix) {
             this.transport = transport;
             for (int i = 0; i < threads; i++) {
-                reactors.add(new HostReactor(namePrefix + i, transport.createPollGroup()));
+                reactors.add(new HostReactor(namePrefix + i, transport.createPollGroup(), firstSlot + i));
             }
         }
 
@@ -370,6 +371,11 @@ public final class NvmeofHost implements AutoCloseable {
             }
             transport.close();
         }
+    }
+
+    /** How many reactor slots ({@link HostReactor.ReactorThread#slot}) this host may use: one per thread per fabric. */
+    int reactorSlots() {
+        return 2 * reactorThreads;
     }
 
     ScheduledExecutorService timer() {

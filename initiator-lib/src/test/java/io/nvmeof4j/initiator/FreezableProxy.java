@@ -14,7 +14,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * A TCP proxy on 127.0.0.1 in front of a target. {@link #freeze()} makes it stop forwarding in both directions
- * without closing anything: to the host the controller just goes silent (what a hung target looks like).
+ * without closing anything: to the host the controller just goes silent (what a hung target looks like), and
+ * commands sent meanwhile stay in flight. {@link #close()} drops what it holds, so those never reach the target.
  */
 public final class FreezableProxy implements AutoCloseable {
     private final ServerSocket server;
@@ -43,11 +44,11 @@ public final class FreezableProxy implements AutoCloseable {
         return TransportAddress.tcp("127.0.0.1", server.getLocalPort());
     }
 
-    void freeze() {
+    public void freeze() {
         frozen = true;
     }
 
-    void thaw() {
+    public void thaw() {
         synchronized (gate) {
             frozen = false;
             gate.notifyAll();
@@ -85,6 +86,9 @@ public final class FreezableProxy implements AutoCloseable {
                         while (frozen && !closed && System.currentTimeMillis() < deadline) {
                             gate.wait(100);
                         }
+                    }
+                    if (closed) {
+                        break; // closed while frozen: what was held is lost with the connection, as in a crash
                     }
                     out.write(buffer, 0, n);
                 }

@@ -22,7 +22,7 @@ class HostReactorTest {
     @Test
     void shouldBackOffToTheTimerPeriodAndUseLittleCpuWhenIdle() throws Exception {
         RecordingGroup group = new RecordingGroup();
-        HostReactor reactor = new HostReactor("host-reactor-idle", group);
+        HostReactor reactor = new HostReactor("host-reactor-idle", group, 0);
         try {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (!group.timeouts.contains(HostReactor.TIMER_PERIOD_NANOS) && System.nanoTime() - deadline < 0) {
@@ -48,7 +48,7 @@ class HostReactorTest {
     @Test
     void shouldRunATaskHandedOverWhileBlocked() throws Exception {
         RecordingGroup group = new RecordingGroup();
-        HostReactor reactor = new HostReactor("host-reactor-task", group);
+        HostReactor reactor = new HostReactor("host-reactor-task", group, 0);
         try {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (group.timeouts.size() < 3 && System.nanoTime() - deadline < 0) {

@@ -165,7 +165,7 @@ final class PerfCommand extends CliCommand {
             for (int i = 0; i < queues; i++) {
                 workers[i] = new PerfWorker(i, ns, workload, readPercent, ioBytes, queueDepth, queues, verify);
             }
-            Run run = new Run(workers, t.ioQueueCount, options);
+            Run run = new Run(workers, t.ioQueueCount, options, t.multipath);
             if (histogramFile != null) {
                 run.logTo(histogramFile);
             }
@@ -201,10 +201,10 @@ final class PerfCommand extends CliCommand {
                     List<PathStats> stats = t.multipath.pathStats();
                     for (int i = 0; i < stats.size(); i++) {
                         PathStats p = stats.get(i);
-                        out().printf(Locale.ROOT, "Path        : %s %s, ANA %s: %,d I/Os done, %,d failed, %,d failed "
-                            + "over, %d re-added%n", p.address(), p.state(),
-                            AnaState.name(((MultipathNamespace) ns).anaState(i)), p.completed(), p.failed(),
-                            p.failedOver(), p.rejoins());
+                        out().printf(Locale.ROOT, "Path        : %s %s, ANA %s: %,d I/Os sent, %,d done, %,d failed, "
+                            + "%,d failed over, %d in flight, %d re-added%n", p.address(), p.state(),
+                            AnaState.name(((MultipathNamespace) ns).anaState(i)), p.submitted(), p.completed(),
+                            p.failed(), p.failedOver(), p.inFlight(), p.rejoins());
                     }
                 }
             }
@@ -276,6 +276,8 @@ final class PerfCommand extends CliCommand {
         private final CountDownLatch go = new CountDownLatch(1);
         private final CountDownLatch stopped = new CountDownLatch(1);
         private final long[] driverAllocated;
+        /** Several paths: each progress line shows their I/Os in flight. Null for one path. */
+        private final MultipathController multipath;
         private Path logFile;
 
         /** Also write each second's interval histogram into an HdrHistogram log. */
@@ -283,10 +285,11 @@ final class PerfCommand extends CliCommand {
             this.logFile = file;
         }
 
-        Run(PerfWorker[] workers, int ioQueueCount, ConnectOptions options) {
+        Run(PerfWorker[] workers, int ioQueueCount, ConnectOptions options, MultipathController multipath) {
             this.workers = workers;
             this.ioQueueCount = ioQueueCount;
             this.options = options;
+            this.multipath = multipath;
             this.driverAllocated = new long[workers.length];
         }
 
@@ -416,9 +419,9 @@ final class PerfCommand extends CliCommand {
                         intervalStartMs = nowMs;
                     }
                     long n = interval.getTotalCount();
-                    progress.printf(Locale.ROOT, "[%3d s] %,10d IOPS %10.2f MiB/s   p50 %8.2f us   p99 %8.2f us%n",
+                    progress.printf(Locale.ROOT, "[%3d s] %,10d IOPS %10.2f MiB/s   p50 %8.2f us   p99 %8.2f us%s%n",
                         tick, n, n * (double) ioBytes / (1 << 20), micros(total.getValueAtPercentile(50)),
-                        micros(total.getValueAtPercentile(99)));
+                        micros(total.getValueAtPercentile(99)), inFlightPerPath());
                     progress.flush();
                 }
                 result.elapsedSeconds = (System.nanoTime() - start) / 1e9;
@@ -490,6 +493,19 @@ final class PerfCommand extends CliCommand {
                 go.countDown();
                 stopped.countDown();
             }
+        }
+
+        /** {@code "   in flight per path 3/13"} over several paths (where each path's I/O is now), else "". */
+        private String inFlightPerPath() {
+            if (multipath == null) {
+                return "";
+            }
+            StringBuilder b = new StringBuilder("   in flight per path ");
+            List<PathStats> stats = multipath.pathStats();
+            for (int i = 0; i < stats.size(); i++) {
+                b.append(i == 0 ? "" : "/").append(stats.get(i).inFlight());
+            }
+            return b.toString();
         }
 
         /**
@@ -602,7 +618,9 @@ final class PerfCommand extends CliCommand {
                 n.put("address", p.address().toString());
                 n.put("state", String.valueOf(p.state()));
                 n.put("ana_state", AnaState.name(((MultipathNamespace) ns).anaState(i)));
+                n.put("submitted", p.submitted());
                 n.put("completed", p.completed());
+                n.put("in_flight", p.inFlight());
                 n.put("failed", p.failed());
                 n.put("failed_over", p.failedOver());
                 n.put("rejoins", p.rejoins());

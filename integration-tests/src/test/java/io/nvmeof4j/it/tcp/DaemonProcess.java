@@ -68,6 +68,24 @@ public final class DaemonProcess implements AutoCloseable {
         return process.isAlive();
     }
 
+    /**
+     * Sends SIGSTOP to the daemon and everything it started: it stops answering while the kernel still accepts what
+     * peers send to its sockets, so commands sent to it stay in flight (a hung daemon). {@link #kill()} still works.
+     */
+    public void freeze() throws IOException, InterruptedException {
+        List<ProcessHandle> all = new ArrayList<>(process.descendants().toList());
+        all.add(process.toHandle());
+        for (ProcessHandle h : all) {
+            Process stop = new ProcessBuilder("kill", "-STOP", Long.toString(h.pid())).redirectErrorStream(true)
+                .start();
+            if (!stop.waitFor(10, TimeUnit.SECONDS) || stop.exitValue() != 0) {
+                stop.destroyForcibly();
+                throw new IOException("kill -STOP " + h.pid() + " failed: "
+                    + new String(stop.getInputStream().readAllBytes()));
+            }
+        }
+    }
+
     public void kill() throws InterruptedException {
         List<ProcessHandle> all = new ArrayList<>(process.descendants().toList());
         all.add(process.toHandle());

@@ -29,6 +29,8 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -43,6 +45,9 @@ class MultipathFailoverIT {
     private static final String NQN = "nqn.2014-08.io.nvmeof4j:multipath-it";
     private static final io.nvmeof4j.initiator.HostIdentity HOST = io.nvmeof4j.initiator.HostIdentity.of(
         "nqn.2014-08.io.nvmeof4j:multipath-it-host", UUID.fromString("cccccccc-3333-4333-8333-000000000003"));
+
+    /** perf's progress line over two paths ends with {@code in flight per path A/B}; whole lines only. */
+    private static final Pattern IN_FLIGHT = Pattern.compile("in flight per path (\\d+)/(\\d+)\\R");
 
     @TempDir
     Path dir;
@@ -84,14 +89,9 @@ class MultipathFailoverIT {
                     throw new AssertionError("no write completed within 60 s; " + mp.pathStats());
                 }
                 if (i == 1000) {
-                    // From another thread, so that writes keep going out while the process dies.
-                    killed = CompletableFuture.runAsync(() -> {
-                        try {
-                            victim.kill();
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                        }
-                    });
+                    // Stopped first (SIGSTOP): writes sent to A from now on stay in flight there, so the kill always
+                    // has writes to fail over, however fast or slow this machine is right now.
+                    victim.freeze();
                 }
                 long lba = i % blocks;
                 all.add(ns.write(lba, pattern(lba, 2, ns.blockSize()), false).whenComplete((v, e) -> {
@@ -102,6 +102,19 @@ class MultipathFailoverIT {
                         written.incrementAndGet();
                     }
                 }));
+                if (i == 1000) {
+                    // Write 1000 went to A (the one optimized path) after the stop: it cannot complete there.
+                    assertThat(mp.pathStats().get(0).inFlight()).as("writes held by the stopped daemon A: %s",
+                        mp.pathStats()).isPositive();
+                    // From another thread, so that writes keep going out while the process dies.
+                    killed = CompletableFuture.runAsync(() -> {
+                        try {
+                            victim.kill();
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                    });
+                }
             }
             CompletableFuture.allOf(all.toArray(new CompletableFuture[0])).handle((v, e) -> null)
                 .get(120, TimeUnit.SECONDS);
@@ -138,7 +151,9 @@ class MultipathFailoverIT {
 
     /**
      * {@code bin/nvmeof perf --verify} (a process) over both daemons, round-robin (both optimized), with daemon A
-     * SIGKILLed a few seconds into the run: exit 0, no I/O error, no mismatch, A's in-flight I/O failed over.
+     * SIGKILLed a few seconds into the run: exit 0, no I/O error, no mismatch, A's in-flight I/O failed over. A is
+     * stopped (SIGSTOP) first and killed once perf's progress line shows I/O in flight on it, so the kill always
+     * has I/O to fail over.
      */
     @Test
     void shouldKeepPerfVerifyingWhileADaemonIsKilled() throws Exception {
@@ -163,6 +178,25 @@ class MultipathFailoverIT {
                     Thread.sleep(100);
                 }
                 Thread.sleep(2500);
+                a.freeze();
+                // The first progress line after the stop may have counted before it; from the second on, the count
+                // is of I/O that can no longer complete on A, so it only grows until the kill.
+                long stuck = 0;
+                int lines = 0;
+                int from = Files.readString(err).length();
+                while ((lines < 2 || stuck == 0) && lines < 6 && perf.isAlive() && System.nanoTime() < deadline) {
+                    String text = Files.readString(err);
+                    Matcher m = IN_FLIGHT.matcher(text);
+                    if (from <= text.length() && m.find(from)) {
+                        lines++;
+                        stuck = lines < 2 ? 0 : Long.parseLong(m.group(1));
+                        from = m.end();
+                    } else {
+                        Thread.sleep(50);
+                    }
+                }
+                assertThat(stuck).as("I/O held by the stopped daemon A; perf stderr:%n%s", Files.readString(err))
+                    .isPositive();
                 a.kill();
                 assertThat(perf.waitFor(120, TimeUnit.SECONDS)).as("perf ended").isTrue();
                 String stdout = Files.readString(out);
@@ -174,7 +208,8 @@ class MultipathFailoverIT {
                 assertThat(s.get("mismatches").asLong()).isZero();
                 assertThat(s.get("verified").asLong()).isPositive();
                 com.fasterxml.jackson.databind.JsonNode paths = s.get("paths");
-                assertThat(paths.get(0).get("failed_over").asLong()).as("%s", paths).isPositive();
+                assertThat(paths.get(0).get("failed_over").asLong()).as("%s", paths).isGreaterThanOrEqualTo(stuck);
+                assertThat(paths.get(0).get("in_flight").asLong()).isZero();
                 assertThat(paths.get(0).get("state").asText()).isEqualTo("RECONNECTING");
                 assertThat(paths.get(1).get("completed").asLong()).isGreaterThan(paths.get(0).get("completed")
                     .asLong());
