@@ -52,8 +52,10 @@ import static io.nvmeof4j.protocol.tcp.TermReqPdu.FES_UNSUPPORTED_PARAMETER;
  *
  * <h2>Receive</h2>
  * Bytes are read into a per-connection receive buffer and parsed in place: ICReq first, then CapsuleCmd, H2CData
- * and H2CTermReq. Payloads (in-capsule data, H2CData) go into the command's pool buffer: copied from the receive
- * buffer when they arrived with the header, read straight from the socket when large. Header fields are checked
+ * and H2CTermReq. In-capsule data goes into the slot's own buffer, H2CData into the command's pool buffer: copied
+ * from the receive buffer when they arrived with the header, read straight from the socket when large. Nothing
+ * that arrives on the stream ever waits for the pool, so the stream never stops: an R2T or C2H command that finds
+ * the pool dry waits in the poll group's FIFO, and its R2T goes out once it has a buffer. Header fields are checked
  * in wire order so the first bad field is the one reported; a bad header ends the connection with a C2HTermReq
  * (FES and FEI as in the spec) quoting the header.
  *
@@ -92,11 +94,9 @@ final class TcpConnection implements TransportQueue {
     private static final int RECV_PAYLOAD = 1;
     private static final int RECV_DATA_DIGEST = 2;
     private static final int RECV_DISCARD = 3;
-    /** Waiting for a pool buffer for in-capsule data: the stream cannot move on until the data has a home. */
-    private static final int RECV_STALLED = 4;
     /** After our C2HTermReq went out: read and drop whatever the host still sends until it closes. */
-    private static final int RECV_DRAIN = 5;
-    private static final int RECV_STOPPED = 6;
+    private static final int RECV_DRAIN = 4;
+    private static final int RECV_STOPPED = 5;
 
     /** Linux admin queue depth (NVME_AQ_DEPTH); also the command limit before Connect tells us the queue size. */
     private static final int INITIAL_SLOTS = 32;
@@ -105,6 +105,11 @@ final class TcpConnection implements TransportQueue {
      * ICResp, so more bytes than this before ICReq are a protocol error found in the first header anyway.
      */
     private static final int PRE_ICREQ_BUFFER_SIZE = 256;
+    /**
+     * Each slot's in-capsule buffer starts on a page and takes whole pages, so a backend opened O_DIRECT writes
+     * straight from it (the pool's buffers are page-sized and aligned the same way).
+     */
+    private static final int IN_CAPSULE_ALIGNMENT = 4096;
     /** Payload bytes from which a read goes straight into the command buffer instead of the receive buffer. */
     private static final int DIRECT_READ_THRESHOLD = 8192;
     /** Socket reads per readiness event before other connections get their turn. */
@@ -177,6 +182,11 @@ final class TcpConnection implements TransportQueue {
     private int[] freeSlots = new int[0];
     private int freeSlotCount;
     private int commandLimit = INITIAL_SLOTS;
+    /** In-capsule buffers and their size: what {@link #provideInCapsuleBuffers} last set up. */
+    private int inCapsuleBuffers;
+    private int inCapsuleBufferSize = -1;
+    /** Before Connect: the command whose data is in the queue's one in-capsule buffer, or null. */
+    private TcpRequest preConnectDataOwner;
 
     // Send.
     private SendJob sendHead;
@@ -258,6 +268,7 @@ final class TcpConnection implements TransportQueue {
         this.commandLimit = sqSize;
         this.sqHead %= sqSize;
         ensureSlots(sqSize);
+        provideInCapsuleBuffers();
         pending.release();
         LOG.debug("NVMe/TCP {}: queue {} connected, {} entries, SQ flow control {}", peer, queueId, sqSize,
             sqFlowControlDisabled ? "disabled" : "enabled");
@@ -297,7 +308,7 @@ final class TcpConnection implements TransportQueue {
 
     // ---- receive -----------------------------------------------------------------------------------------------
 
-    /** The socket is readable (or a stalled receive got its buffer): read and parse within a budget. */
+    /** The socket is readable: read and parse within a budget. */
     void onReadable() {
         if (receiveState == RECV_DRAIN) {
             drainAfterTermReq();
@@ -308,7 +319,7 @@ final class TcpConnection implements TransportQueue {
         }
         for (int reads = 0; ; reads++) {
             if (!processReceived()) {
-                return; // stopped or stalled
+                return; // stopped
             }
             if (reads == READ_BUDGET) {
                 if (stream.hasBufferedInput()) {
@@ -378,7 +389,7 @@ final class TcpConnection implements TransportQueue {
         }
     }
 
-    /** Parses buffered bytes; false once the connection stops receiving (closed, terminating or stalled). */
+    /** Parses buffered bytes; false once the connection stops receiving (closed or terminating). */
     private boolean processReceived() {
         while (true) {
             boolean progressed;
@@ -398,7 +409,7 @@ final class TcpConnection implements TransportQueue {
                 default:
                     return false;
             }
-            if (lifecycle >= TERMINATING || receiveState >= RECV_STALLED) {
+            if (lifecycle >= TERMINATING || receiveState >= RECV_DRAIN) {
                 return false;
             }
             if (!progressed) {
@@ -506,6 +517,7 @@ final class TcpConnection implements TransportQueue {
         LOG.debug("NVMe/TCP {}: connection initialized (header digest {}, data digest {}, HPDA {}, MAXR2T {})",
             peer, headerDigestLength > 0, dataDigestLength > 0, hpda, u32(base + ICReqPdu.MAXR2T_OFFSET) + 1);
         growReceiveBuffer();
+        provideInCapsuleBuffers();
         try {
             handler = listener.handlers().open(this);
         } catch (RuntimeException e) {
@@ -625,17 +637,10 @@ final class TcpConnection implements TransportQueue {
         }
         switch (request.transfer) {
             case TcpRequest.TRANSFER_IN_CAPSULE:
-                ByteBuffer buffer = group.acquireInOrder(request.dataLength);
-                if (buffer == null) {
-                    // No pool buffer: the in-capsule data cannot be taken off the stream, so the stream waits.
-                    receiveState = RECV_STALLED;
-                    setReadInterest(false);
-                    request.state(TcpRequest.PARKED);
-                    group.park(request);
-                } else {
-                    request.data = buffer;
-                    startPayload(request, 0, inCapsuleBytes, true);
-                }
+                // The slot's own buffer, never the pool's: in-capsule data that waited for a pool buffer would stop
+                // this stream, and with it the H2CData that R2T writes holding every pool buffer wait for.
+                request.data = request.inCapsuleBuffer;
+                startPayload(request, 0, inCapsuleBytes, true);
                 return true;
             case TcpRequest.TRANSFER_R2T:
             case TcpRequest.TRANSFER_C2H:
@@ -688,12 +693,24 @@ final class TcpConnection implements TransportQueue {
             if (direction != DataDirection.HOST_TO_CONTROLLER) {
                 return NvmeStatus.INVALID_FIELD | NvmeStatus.DNR; // in-capsule data only goes host to controller
             }
-            if (length > inCapsuleDataSize() || sgl.address() != 0) {
-                // What nvmet answers for in-capsule data beyond the queue's inline size (nvmet_tcp_map_data).
+            ByteBuffer own = request.inCapsuleBuffer;
+            if (length > inCapsuleDataSize() || own == null || length > own.capacity() || sgl.address() != 0) {
+                // What nvmet answers for in-capsule data beyond the queue's inline size (nvmet_tcp_map_data). The
+                // slot's buffer is checked too: a host that sends I/O before our Connect response may find the
+                // queue's size already raised by a Connect completed on another thread but the buffers not yet.
                 return NvmeStatus.SGL_OFFSET_INVALID | NvmeStatus.DNR;
             }
             if (length != inCapsuleBytes) {
                 return NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR;
+            }
+            if (queueId < 0) {
+                if (preConnectDataOwner != null) {
+                    // Connect is a queue's first command and a host waits for its response before sending more;
+                    // the queue's one pre-Connect buffer holds its data, so a second command with data is refused
+                    // (and its data skipped).
+                    return NvmeStatus.COMMAND_SEQUENCE_ERROR;
+                }
+                preConnectDataOwner = request;
             }
             request.transfer = TcpRequest.TRANSFER_IN_CAPSULE;
             request.dataLength = (int) length;
@@ -725,16 +742,11 @@ final class TcpConnection implements TransportQueue {
         return NvmeStatus.SUCCESS;
     }
 
-    /** A parked command got its pool buffer (or got one at once): move it on. */
+    /** An R2T or C2H command parked for a pool buffer got it (or got one at once): move it on. */
     void onBufferGranted(TcpRequest request, ByteBuffer buffer) {
         request.data = buffer;
+        request.dataPooled = true;
         switch (request.transfer) {
-            case TcpRequest.TRANSFER_IN_CAPSULE:
-                request.state(TcpRequest.RECEIVING);
-                startPayload(request, 0, request.dataLength, true);
-                setReadInterest(true);
-                onReadable(); // the data may already be in the receive buffer
-                break;
             case TcpRequest.TRANSFER_R2T:
                 request.state(TcpRequest.RECEIVING);
                 request.armR2T(headerDigestLength);
@@ -958,7 +970,6 @@ final class TcpConnection implements TransportQueue {
         enqueueSend(request);
     }
 
-    /** The slot is done: its buffer back to the pool, the slot back on the free list. */
     /** The request's response is on the socket: tell the handler that took the command (metrics end here). */
     void responseSent(TcpRequest request) {
         QueueHandler h = handler;
@@ -971,6 +982,7 @@ final class TcpConnection implements TransportQueue {
         }
     }
 
+    /** The slot is done: its pool buffer back to the pool, the slot back on the free list. */
     void recycle(TcpRequest request) {
         releaseData(request);
         if (request.state() != TcpRequest.FREE) {
@@ -984,8 +996,12 @@ final class TcpConnection implements TransportQueue {
 
     private void releaseData(TcpRequest request) {
         ByteBuffer data = request.data;
-        if (data != null) {
-            request.data = null;
+        request.data = null;
+        if (request == preConnectDataOwner) {
+            preConnectDataOwner = null;
+        }
+        if (request.dataPooled) {
+            request.dataPooled = false;
             group.release(data);
         }
     }
@@ -1012,6 +1028,38 @@ final class TcpConnection implements TransportQueue {
         for (int tag = count - 1; tag >= old; tag--) {
             slots[tag] = new TcpRequest(this, tag, memory, (tag - old) * TcpRequest.SLOT_BYTES);
             freeSlots[freeSlotCount++] = tag;
+        }
+    }
+
+    /**
+     * Gives every slot its own buffer for in-capsule data, sized by the queue's in-capsule data size (8 KiB on the
+     * admin queue, the port's inline_data_size on I/O queues), as SPDK gives each request its in-capsule buffer:
+     * one direct allocation per queue at Connect, never per I/O. Before Connect (from ICReq on) the queue has one
+     * 8 KiB buffer, for the Connect command's data, so a socket that never connects holds no more than that
+     * (nvmet likewise keeps one command for Connect). A command still holding a buffer of the memory replaced (the
+     * Connect command itself) keeps that memory reachable until it is done.
+     */
+    private void provideInCapsuleBuffers() {
+        int size = inCapsuleDataSize();
+        boolean preConnect = queueId < 0;
+        int count = preConnect ? 1 : slots.length;
+        if (size == inCapsuleBufferSize && count == inCapsuleBuffers) {
+            return;
+        }
+        inCapsuleBufferSize = size;
+        inCapsuleBuffers = count;
+        if (size == 0) {
+            for (TcpRequest request : slots) {
+                request.inCapsuleBuffer = null; // inline_data_size 0: mapData refuses any in-capsule data
+            }
+            return;
+        }
+        int stride = (size + IN_CAPSULE_ALIGNMENT - 1) / IN_CAPSULE_ALIGNMENT * IN_CAPSULE_ALIGNMENT;
+        ByteBuffer memory = ByteBuffer.allocateDirect(count * stride + IN_CAPSULE_ALIGNMENT)
+            .alignedSlice(IN_CAPSULE_ALIGNMENT);
+        for (int tag = 0; tag < slots.length; tag++) {
+            slots[tag].inCapsuleBuffer = memory.slice(preConnect ? 0 : tag * stride, size)
+                .order(ByteOrder.LITTLE_ENDIAN);
         }
     }
 

@@ -93,12 +93,10 @@ public final class TcpControllerTransport implements ControllerTransport {
             }
             TcpPollGroup tcpGroup = (TcpPollGroup) group;
             int poolMax = tcpGroup.pool.maxBufferSize();
-            if (poolMax < portOptions.maxDataTransferSize() || poolMax < portOptions.inlineDataSize()
-                || poolMax < PortOptions.ADMIN_IN_CAPSULE_DATA_SIZE) {
+            // In-capsule data has each queue slot's own buffer, so only R2T and C2H data come from the pool.
+            if (poolMax < portOptions.maxDataTransferSize()) {
                 throw new IllegalArgumentException("buffer pool of " + group + " serves at most " + poolMax
-                    + " bytes, less than the port's max data transfer " + portOptions.maxDataTransferSize()
-                    + " or in-capsule data size " + Math.max(portOptions.inlineDataSize(),
-                    PortOptions.ADMIN_IN_CAPSULE_DATA_SIZE));
+                    + " bytes, less than the port's max data transfer " + portOptions.maxDataTransferSize());
             }
             tcpGroups.add(tcpGroup);
         }

@@ -116,7 +116,7 @@ final class ConfigParser {
         List<SubsystemConfig> subsystems = subsystems(root.get("subsystems"), "subsystems");
         List<PortConfig> ports = ports(root.get("ports"), "ports", subsystems, settings);
         reportKeys(root, "", Set.of("nvmeof4j", "hosts", "subsystems", "ports"), Map.of());
-        checkBufferPool(settings, ports);
+        checkBufferPool(settings);
         checkConnectionLimits(settings, subsystems);
         reportUnreachable(subsystems, ports, hosts);
         TargetConfig config = new TargetConfig(source, hosts, hostCredentials, ports, subsystems, settings, notices, tlsKeys);
@@ -363,12 +363,12 @@ final class ConfigParser {
         }
     }
 
-    private void checkBufferPool(DaemonSettings settings, List<PortConfig> ports) throws ConfigException {
-        long largest = TargetConfig.largestBuffer(settings, ports);
+    private void checkBufferPool(DaemonSettings settings) throws ConfigException {
+        long largest = TargetConfig.largestBuffer(settings);
         if (settings.bufferPoolBytes() < largest) {
             throw new ConfigException(at("nvmeof4j", DaemonSettings.BUFFER_POOL_MIB), (settings.bufferPoolBytes() >> 20)
                 + " MiB cannot hold one buffer of " + Sizes.format(largest)
-                + " (the largest data transfer or in-capsule data size)");
+                + " (the largest data transfer, max_data_transfer_kib)");
         }
     }
 
