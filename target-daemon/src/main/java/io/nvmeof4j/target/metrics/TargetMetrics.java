@@ -233,6 +233,15 @@ public final class TargetMetrics {
             .register(registry);
     }
 
+    /** Gauges of the queue buffer budget: its limit and what connected queues' buffers hold of it. */
+    public void bindQueueBufferBudget(io.nvmeof4j.protocol.spi.MemoryBudget budget) {
+        Gauge.builder(QUEUE_BUFFER_BUDGET, budget, b -> (double) b.limitBytes()).baseUnit("bytes")
+            .description("The most the connected queues' buffers may hold").strongReference(true).register(registry);
+        Gauge.builder(QUEUE_BUFFER_RESERVED, budget, b -> (double) b.reservedBytes()).baseUnit("bytes")
+            .description("Buffers of the connected queues, reserved from the budget at Connect").strongReference(true)
+            .register(registry);
+    }
+
     /** Gauge of a reactor's buffer pool. */
     public void bindPool(int reactor, BufferPool pool) {
         Gauge.builder(POOL_BUFFERS_IN_USE, pool, BufferPool::buffersInUse).description("Data buffers handed out")
