@@ -171,6 +171,7 @@ class ManagementLimitsProcessIT {
             awaitReserved(http, 0);
         }
         String log = Files.readString(dir.resolve("daemon.log"));
+        log.lines().filter(l -> l.contains("rejected with")).forEach(l -> System.out.println("queue buffer budget: " + l));
         assertThat(log).as("the refusal's log line").containsPattern("Connect from 127\\.0\\.0\\.1:\\d+ rejected with "
             + ".*CONTROLLER_BUSY.*NVMe/TCP Connect, setting up the I/O queue 1 of \\d+ entries.*"
             + "queue buffer budget of 2 MiB \\(nvmeof4j\\.queue_buffer_budget_mib\\).*host "
@@ -186,7 +187,8 @@ class ManagementLimitsProcessIT {
     void shouldRefuseTheConnectWhoseBuffersFindNoDirectMemoryAndKeepServing() throws Exception {
         int port = freePort();
         int httpPort = freePort();
-        Path config = writeConfig(port, httpPort, "16M", ", \"queue_buffer_budget_mib\": 4096");
+        // The RAM budget set: derived, it would be 0 (48 MiB of direct memory less the 4 GiB queue budget).
+        Path config = writeConfig(port, httpPort, "16M", ", \"queue_buffer_budget_mib\": 4096, \"ram_budget_mib\": 16");
         ConnectOptions options = ConnectOptions.defaults().withIoQueues(2).withQueueDepth(128);
         List<NvmeofController> controllers = new java.util.ArrayList<>();
         try (DaemonProcess daemon = DaemonProcess.start(List.of(DaemonProcess.launcher().toString(), "--config",
@@ -207,6 +209,9 @@ class ManagementLimitsProcessIT {
                 assertThat(refused).as("a Connect refused for direct memory").isNotNull();
                 assertThat(refused.status()).as(refused.getMessage()).isEqualTo(NvmeStatus.FABRICS_CONTROLLER_BUSY);
                 assertThat(controllers).as("controllers served before memory ran out").isNotEmpty();
+                System.out.printf("direct memory: %d controllers (2 I/O queues of 128 each) connected within "
+                    + "-XX:MaxDirectMemorySize=48m before a Connect was refused: %s%n", controllers.size(),
+                    refused.getMessage());
                 assertThat(daemon.isAlive()).as("the daemon after the OutOfMemoryError").isTrue();
                 NvmeofController first = controllers.get(0);
                 ByteBuffer data = pattern(4096, 9);
@@ -226,8 +231,9 @@ class ManagementLimitsProcessIT {
                 }
             }
         }
-        assertThat(Files.readString(dir.resolve("daemon.log")))
-            .contains("NVMe/TCP Connect, allocating the buffers of the");
+        String log = Files.readString(dir.resolve("daemon.log"));
+        log.lines().filter(l -> l.contains("rejected with")).forEach(l -> System.out.println("direct memory: " + l));
+        assertThat(log).contains("NVMe/TCP Connect, allocating the buffers of the");
     }
 
     /** Polls /metrics (bounded, 10 s) until the queue buffers hold {@code bytes}. */
