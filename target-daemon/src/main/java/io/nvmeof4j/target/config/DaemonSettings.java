@@ -86,8 +86,9 @@ public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinN
     /** The largest {@code ram_budget_mib}: 2^33 MiB (8 PiB), far above any machine, far below a long's overflow. */
     public static final long RAM_BUDGET_MIB_MAX = 1L << 33;
     /**
-     * Room for two Linux hosts that each open the default qid_max (128) I/O queues at the default queue size (128)
-     * and inline_data_size (16 KiB), about 2.1 MiB per queue, or some thirty hosts of 8 CPUs (8 queues each).
+     * Room for one Linux host that opens the default qid_max (128) I/O queues at the default queue size (128) and
+     * inline_data_size (16 KiB), 2.1 MiB per queue, 269 MiB in all, with room for most of a second; or about 29 hosts
+     * of 8 CPUs (8 I/O queues and an admin queue, 17 MiB each).
      */
     public static final long QUEUE_BUFFER_BUDGET_MIB_DEFAULT = 512;
     /** The largest {@code queue_buffer_budget_mib}: 16 TiB, far above any machine. */
