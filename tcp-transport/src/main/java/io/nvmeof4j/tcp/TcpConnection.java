@@ -6,6 +6,8 @@ import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.command.SglDescriptor;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
 import io.nvmeof4j.protocol.log.RateLimitedLog;
+import io.nvmeof4j.protocol.spi.ConnectRefusedException;
+import io.nvmeof4j.protocol.spi.MemoryBudget;
 import io.nvmeof4j.protocol.spi.PendingConnections;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.QueueHandler;
@@ -52,8 +54,10 @@ import static io.nvmeof4j.protocol.tcp.TermReqPdu.FES_UNSUPPORTED_PARAMETER;
  *
  * <h2>Receive</h2>
  * Bytes are read into a per-connection receive buffer and parsed in place: ICReq first, then CapsuleCmd, H2CData
- * and H2CTermReq. Payloads (in-capsule data, H2CData) go into the command's pool buffer: copied from the receive
- * buffer when they arrived with the header, read straight from the socket when large. Header fields are checked
+ * and H2CTermReq. In-capsule data goes into the slot's own buffer, H2CData into the command's pool buffer: copied
+ * from the receive buffer when they arrived with the header, read straight from the socket when large. Nothing
+ * that arrives on the stream ever waits for the pool, so the stream never stops: an R2T or C2H command that finds
+ * the pool dry waits in the poll group's FIFO, and its R2T goes out once it has a buffer. Header fields are checked
  * in wire order so the first bad field is the one reported; a bad header ends the connection with a C2HTermReq
  * (FES and FEI as in the spec) quoting the header.
  *
@@ -92,19 +96,24 @@ final class TcpConnection implements TransportQueue {
     private static final int RECV_PAYLOAD = 1;
     private static final int RECV_DATA_DIGEST = 2;
     private static final int RECV_DISCARD = 3;
-    /** Waiting for a pool buffer for in-capsule data: the stream cannot move on until the data has a home. */
-    private static final int RECV_STALLED = 4;
     /** After our C2HTermReq went out: read and drop whatever the host still sends until it closes. */
-    private static final int RECV_DRAIN = 5;
-    private static final int RECV_STOPPED = 6;
+    private static final int RECV_DRAIN = 4;
+    private static final int RECV_STOPPED = 5;
 
     /** Linux admin queue depth (NVME_AQ_DEPTH); also the command limit before Connect tells us the queue size. */
-    private static final int INITIAL_SLOTS = 32;
+    static final int INITIAL_SLOTS = 32;
     /**
      * Receive buffer before ICReq: the 128-byte ICReq and room to spare. The host sends nothing else before it has
      * ICResp, so more bytes than this before ICReq are a protocol error found in the first header anyway.
      */
     private static final int PRE_ICREQ_BUFFER_SIZE = 256;
+    /**
+     * Each slot's in-capsule buffer starts on a page and takes whole pages, so a backend opened O_DIRECT writes
+     * straight from it (the pool's buffers are page-sized and aligned the same way).
+     */
+    private static final int IN_CAPSULE_ALIGNMENT = 4096;
+    /** The one in-capsule buffer before Connect (Connect's 1024 bytes fit the admin size), with room to align it. */
+    private static final int PRE_CONNECT_BUFFER_ALLOCATION = PortOptions.ADMIN_IN_CAPSULE_DATA_SIZE + IN_CAPSULE_ALIGNMENT;
     /** Payload bytes from which a read goes straight into the command buffer instead of the receive buffer. */
     private static final int DIRECT_READ_THRESHOLD = 8192;
     /** Socket reads per readiness event before other connections get their turn. */
@@ -177,6 +186,16 @@ final class TcpConnection implements TransportQueue {
     private int[] freeSlots = new int[0];
     private int freeSlotCount;
     private int commandLimit = INITIAL_SLOTS;
+    /** The queue id and size {@link #install} set the queue up for (-1: not yet), which Connect then confirms. */
+    private int installedQueueId = -1;
+    private int installedSqSize;
+    /**
+     * What {@link #install} charged to the transport's queue buffer budget for the memory the queue holds from
+     * Connect on (receive buffer, slots, in-capsule buffers); given back once, when the queue closes.
+     */
+    private long budgetCharge;
+    /** Before Connect: the command whose data is in the queue's one in-capsule buffer, or null. */
+    private TcpRequest preConnectDataOwner;
 
     // Send.
     private SendJob sendHead;
@@ -209,7 +228,8 @@ final class TcpConnection implements TransportQueue {
         this.receiveBuffer = ByteBuffer.allocateDirect(PRE_ICREQ_BUFFER_SIZE).order(ByteOrder.LITTLE_ENDIAN);
         this.icRespJob = new ControlPduJob(ICRespPdu.PDU_LENGTH, null);
         this.termReqJob = new ControlPduJob(TermReqPdu.MAX_PDU_LENGTH, this::onTermReqSent);
-        ensureSlots(INITIAL_SLOTS);
+        ensureSlots(INITIAL_SLOTS, ByteBuffer.allocateDirect(INITIAL_SLOTS * TcpRequest.SLOT_BYTES)
+            .order(ByteOrder.LITTLE_ENDIAN));
     }
 
     // ---- TransportQueue ----------------------------------------------------------------------------------------
@@ -246,21 +266,93 @@ final class TcpConnection implements TransportQueue {
 
     @Override
     public void connected(int queueId, int sqSize, boolean sqFlowControlDisabled) {
-        if (queueId < 0 || queueId > 0xFFFF) {
-            throw new IllegalArgumentException("queue id " + queueId + " outside 0..65535");
-        }
-        if (sqSize < 1 || sqSize > 65536) {
-            throw new IllegalArgumentException("SQ size " + sqSize + " outside 1..65536");
+        checkQueueShape(queueId, sqSize);
+        if (installedQueueId != queueId || installedSqSize != sqSize) {
+            // The slots and their buffers come from install, charged to the budget; a Connect that skipped it
+            // would serve a queue whose memory nobody counted.
+            throw new IllegalStateException("NVMe/TCP " + peer + ": connected(" + queueId + ", " + sqSize
+                + ") without install for that queue (installed: " + installedQueueId + ", " + installedSqSize + ")");
         }
         this.queueId = queueId;
         this.sqSize = sqSize;
         this.sqFlowControlDisabled = sqFlowControlDisabled;
         this.commandLimit = sqSize;
         this.sqHead %= sqSize;
-        ensureSlots(sqSize);
         pending.release();
         LOG.debug("NVMe/TCP {}: queue {} connected, {} entries, SQ flow control {}", peer, queueId, sqSize,
             sqFlowControlDisabled ? "disabled" : "enabled");
+    }
+
+    /**
+     * Allocates the queue's memory for the size its Connect asks (slots and an in-capsule buffer per slot) and charges
+     * everything the queue then holds to the transport's queue buffer budget, before the Connect takes effect: an
+     * allowed host opening queue after queue gets Controller Busy once the budget is spent, instead of taking direct
+     * memory until an allocation fails somewhere on a reactor. The charge is given back when the queue closes
+     * ({@link #close}: disconnect, error, keep-alive expiry, shutdown). A second install (a second Connect after one
+     * refused later on) charges the new shape first and gives the earlier charge back only once that succeeded, so
+     * a refusal leaves the earlier set-up charged as it was.
+     */
+    @Override
+    public void install(int queueId, int sqSize) throws ConnectRefusedException {
+        checkQueueShape(queueId, sqSize);
+        int count = Math.max(slots.length, sqSize);
+        int size = queueId > 0 ? portOptions.inlineDataSize() : PortOptions.ADMIN_IN_CAPSULE_DATA_SIZE;
+        long stride = inCapsuleStride(size);
+        long inCapsuleBytes = inCapsuleAllocation(count, size);
+        long charge = queueCharge(receiveBufferSize, count, size);
+        String what = (queueId == 0 ? "admin queue" : "I/O queue " + queueId) + " of " + sqSize + " entries ("
+            + count + " slots with " + kib(stride) + " for in-capsule data each)";
+        if (inCapsuleBytes > Integer.MAX_VALUE) {
+            throw new ConnectRefusedException(NvmeStatus.FABRICS_CONTROLLER_BUSY | NvmeStatus.DNR,
+                PendingConnections.Refusal.DIRECT_MEMORY, "NVMe/TCP Connect, setting up the " + what + ": "
+                + kib(inCapsuleBytes) + " of in-capsule buffers, more than one direct buffer holds; lower the port's "
+                + "inline_data_size or max_queue_size");
+        }
+        MemoryBudget budget = group.transport.queueBufferBudget();
+        if (!budget.tryReserve(charge)) {
+            throw new ConnectRefusedException(NvmeStatus.FABRICS_CONTROLLER_BUSY,
+                PendingConnections.Refusal.QUEUE_BUFFER_BUDGET, "NVMe/TCP Connect, setting up the " + what
+                + ": its buffers need " + kib(charge) + ", more than the " + kib(Math.max(0, budget.availableBytes()))
+                + " left of the " + budget.describe());
+        }
+        ByteBuffer slotMemory;
+        ByteBuffer inCapsuleMemory;
+        try {
+            slotMemory = count == slots.length ? null
+                : ByteBuffer.allocateDirect((count - slots.length) * TcpRequest.SLOT_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+            inCapsuleMemory = size == 0 ? null
+                : ByteBuffer.allocateDirect((int) inCapsuleBytes).alignedSlice(IN_CAPSULE_ALIGNMENT);
+        } catch (OutOfMemoryError e) {
+            // Thrown by the allocation (the direct-memory limit, or malloc), not by the VM's heap: this Connect is
+            // refused and the reactor goes on serving its other queues.
+            budget.release(charge);
+            throw new ConnectRefusedException(NvmeStatus.FABRICS_CONTROLLER_BUSY,
+                PendingConnections.Refusal.DIRECT_MEMORY, "NVMe/TCP Connect, allocating the buffers of the " + what
+                + " (" + kib(charge) + ", within the " + budget.describe() + "): " + e.getMessage());
+        }
+        long previous = budgetCharge;
+        budgetCharge = charge;
+        if (previous != 0) {
+            budget.release(previous);
+        }
+        ensureSlots(count, slotMemory);
+        provideInCapsuleBuffers(inCapsuleMemory, size, (int) stride, false);
+        installedQueueId = queueId;
+        installedSqSize = sqSize;
+    }
+
+    private static void checkQueueShape(int queueId, int sqSize) {
+        if (queueId < 0 || queueId > 0xFFFF) {
+            throw new IllegalArgumentException("queue id " + queueId + " outside 0..65535");
+        }
+        if (sqSize < 1 || sqSize > 65536) {
+            throw new IllegalArgumentException("SQ size " + sqSize + " outside 1..65536");
+        }
+    }
+
+    /** "16 KiB", "2148 KiB": sizes in messages (rounded up). */
+    private static String kib(long bytes) {
+        return (bytes + 1023) / 1024 + " KiB";
     }
 
     @Override
@@ -297,7 +389,7 @@ final class TcpConnection implements TransportQueue {
 
     // ---- receive -----------------------------------------------------------------------------------------------
 
-    /** The socket is readable (or a stalled receive got its buffer): read and parse within a budget. */
+    /** The socket is readable: read and parse within a budget. */
     void onReadable() {
         if (receiveState == RECV_DRAIN) {
             drainAfterTermReq();
@@ -308,7 +400,7 @@ final class TcpConnection implements TransportQueue {
         }
         for (int reads = 0; ; reads++) {
             if (!processReceived()) {
-                return; // stopped or stalled
+                return; // stopped
             }
             if (reads == READ_BUDGET) {
                 if (stream.hasBufferedInput()) {
@@ -378,7 +470,7 @@ final class TcpConnection implements TransportQueue {
         }
     }
 
-    /** Parses buffered bytes; false once the connection stops receiving (closed, terminating or stalled). */
+    /** Parses buffered bytes; false once the connection stops receiving (closed or terminating). */
     private boolean processReceived() {
         while (true) {
             boolean progressed;
@@ -398,7 +490,7 @@ final class TcpConnection implements TransportQueue {
                 default:
                     return false;
             }
-            if (lifecycle >= TERMINATING || receiveState >= RECV_STALLED) {
+            if (lifecycle >= TERMINATING || receiveState >= RECV_DRAIN) {
                 return false;
             }
             if (!progressed) {
@@ -505,7 +597,15 @@ final class TcpConnection implements TransportQueue {
         lifecycle = LIVE;
         LOG.debug("NVMe/TCP {}: connection initialized (header digest {}, data digest {}, HPDA {}, MAXR2T {})",
             peer, headerDigestLength > 0, dataDigestLength > 0, hpda, u32(base + ICReqPdu.MAXR2T_OFFSET) + 1);
-        growReceiveBuffer();
+        try {
+            growReceiveBuffer();
+            provideInCapsuleBuffers(ByteBuffer.allocateDirect(PRE_CONNECT_BUFFER_ALLOCATION)
+                .alignedSlice(IN_CAPSULE_ALIGNMENT), PortOptions.ADMIN_IN_CAPSULE_DATA_SIZE, 0, true);
+        } catch (OutOfMemoryError e) {
+            // Direct memory ran out (thrown by the allocation, not the heap): this connection goes, the reactor stays.
+            close("no direct memory for the connection's buffers after ICReq: " + e.getMessage());
+            return false;
+        }
         try {
             handler = listener.handlers().open(this);
         } catch (RuntimeException e) {
@@ -625,17 +725,10 @@ final class TcpConnection implements TransportQueue {
         }
         switch (request.transfer) {
             case TcpRequest.TRANSFER_IN_CAPSULE:
-                ByteBuffer buffer = group.acquireInOrder(request.dataLength);
-                if (buffer == null) {
-                    // No pool buffer: the in-capsule data cannot be taken off the stream, so the stream waits.
-                    receiveState = RECV_STALLED;
-                    setReadInterest(false);
-                    request.state(TcpRequest.PARKED);
-                    group.park(request);
-                } else {
-                    request.data = buffer;
-                    startPayload(request, 0, inCapsuleBytes, true);
-                }
+                // The slot's own buffer, never the pool's: in-capsule data that waited for a pool buffer would stop
+                // this stream, and with it the H2CData that R2T writes holding every pool buffer wait for.
+                request.data = request.inCapsuleBuffer;
+                startPayload(request, 0, inCapsuleBytes, true);
                 return true;
             case TcpRequest.TRANSFER_R2T:
             case TcpRequest.TRANSFER_C2H:
@@ -688,12 +781,24 @@ final class TcpConnection implements TransportQueue {
             if (direction != DataDirection.HOST_TO_CONTROLLER) {
                 return NvmeStatus.INVALID_FIELD | NvmeStatus.DNR; // in-capsule data only goes host to controller
             }
-            if (length > inCapsuleDataSize() || sgl.address() != 0) {
-                // What nvmet answers for in-capsule data beyond the queue's inline size (nvmet_tcp_map_data).
+            ByteBuffer own = request.inCapsuleBuffer;
+            if (length > inCapsuleDataSize() || own == null || length > own.capacity() || sgl.address() != 0) {
+                // What nvmet answers for in-capsule data beyond the queue's inline size (nvmet_tcp_map_data). The
+                // slot's buffer is checked too: a host that sends I/O before our Connect response may find the
+                // queue's size already raised by a Connect completed on another thread but the buffers not yet.
                 return NvmeStatus.SGL_OFFSET_INVALID | NvmeStatus.DNR;
             }
             if (length != inCapsuleBytes) {
                 return NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR;
+            }
+            if (queueId < 0) {
+                if (preConnectDataOwner != null) {
+                    // Connect is a queue's first command and a host waits for its response before sending more;
+                    // the queue's one pre-Connect buffer holds its data, so a second command with data is refused
+                    // (and its data skipped).
+                    return NvmeStatus.COMMAND_SEQUENCE_ERROR;
+                }
+                preConnectDataOwner = request;
             }
             request.transfer = TcpRequest.TRANSFER_IN_CAPSULE;
             request.dataLength = (int) length;
@@ -725,16 +830,11 @@ final class TcpConnection implements TransportQueue {
         return NvmeStatus.SUCCESS;
     }
 
-    /** A parked command got its pool buffer (or got one at once): move it on. */
+    /** An R2T or C2H command parked for a pool buffer got it (or got one at once): move it on. */
     void onBufferGranted(TcpRequest request, ByteBuffer buffer) {
         request.data = buffer;
+        request.dataPooled = true;
         switch (request.transfer) {
-            case TcpRequest.TRANSFER_IN_CAPSULE:
-                request.state(TcpRequest.RECEIVING);
-                startPayload(request, 0, request.dataLength, true);
-                setReadInterest(true);
-                onReadable(); // the data may already be in the receive buffer
-                break;
             case TcpRequest.TRANSFER_R2T:
                 request.state(TcpRequest.RECEIVING);
                 request.armR2T(headerDigestLength);
@@ -958,7 +1058,6 @@ final class TcpConnection implements TransportQueue {
         enqueueSend(request);
     }
 
-    /** The slot is done: its buffer back to the pool, the slot back on the free list. */
     /** The request's response is on the socket: tell the handler that took the command (metrics end here). */
     void responseSent(TcpRequest request) {
         QueueHandler h = handler;
@@ -971,6 +1070,7 @@ final class TcpConnection implements TransportQueue {
         }
     }
 
+    /** The slot is done: its pool buffer back to the pool, the slot back on the free list. */
     void recycle(TcpRequest request) {
         releaseData(request);
         if (request.state() != TcpRequest.FREE) {
@@ -984,8 +1084,12 @@ final class TcpConnection implements TransportQueue {
 
     private void releaseData(TcpRequest request) {
         ByteBuffer data = request.data;
-        if (data != null) {
-            request.data = null;
+        request.data = null;
+        if (request == preConnectDataOwner) {
+            preConnectDataOwner = null;
+        }
+        if (request.dataPooled) {
+            request.dataPooled = false;
             group.release(data);
         }
     }
@@ -999,19 +1103,54 @@ final class TcpConnection implements TransportQueue {
         return lifecycle >= TERMINATING;
     }
 
-    private void ensureSlots(int count) {
+    /** Grows the slots to {@code count}, their PDU memory from {@code memory} (null when none are added). */
+    private void ensureSlots(int count, ByteBuffer memory) {
         int old = slots.length;
         if (count <= old) {
             return;
         }
-        ByteBuffer memory = ByteBuffer.allocateDirect((count - old) * TcpRequest.SLOT_BYTES)
-            .order(ByteOrder.LITTLE_ENDIAN);
         slots = Arrays.copyOf(slots, count);
         freeSlots = Arrays.copyOf(freeSlots, count);
         // Push new slots so the lowest tags are handed out first (easier to read in traces).
         for (int tag = count - 1; tag >= old; tag--) {
             slots[tag] = new TcpRequest(this, tag, memory, (tag - old) * TcpRequest.SLOT_BYTES);
             freeSlots[freeSlotCount++] = tag;
+        }
+    }
+
+    /** In-capsule buffers start on a page and take whole pages. */
+    private static long inCapsuleStride(int size) {
+        return ((long) size + IN_CAPSULE_ALIGNMENT - 1) / IN_CAPSULE_ALIGNMENT * IN_CAPSULE_ALIGNMENT;
+    }
+
+    /** The one allocation of {@code count} in-capsule buffers of {@code size} bytes, with room to align it. */
+    private static long inCapsuleAllocation(int count, int size) {
+        return size == 0 ? 0 : count * inCapsuleStride(size) + IN_CAPSULE_ALIGNMENT;
+    }
+
+    /**
+     * What a connected queue of {@code slotCount} slots holds, charged to the queue buffer budget at Connect: the
+     * receive buffer, the slots' PDU memory and the in-capsule buffers.
+     */
+    static long queueCharge(int receiveBufferSize, int slotCount, int inCapsuleSize) {
+        return receiveBufferSize + (long) slotCount * TcpRequest.SLOT_BYTES + inCapsuleAllocation(slotCount, inCapsuleSize);
+    }
+
+    /**
+     * Gives every slot its own buffer for in-capsule data, sized by the queue's in-capsule data size (8 KiB on the
+     * admin queue, the port's inline_data_size on I/O queues), as SPDK gives each request its in-capsule buffer:
+     * one direct allocation per queue at Connect ({@link #install}), never per I/O. Before Connect (from ICReq on)
+     * the queue has one 8 KiB buffer, shared by every slot, for the Connect command's data, so a socket that never
+     * connects holds no more than that (nvmet likewise keeps one command for Connect). A command still holding a
+     * buffer of the memory replaced (the Connect command itself) keeps that memory reachable until it is done.
+     *
+     * @param memory page-aligned, {@code stride} bytes per slot (one buffer when {@code shared}); null when
+     *               {@code size} is 0 (inline_data_size 0: mapData refuses any in-capsule data)
+     */
+    private void provideInCapsuleBuffers(ByteBuffer memory, int size, int stride, boolean shared) {
+        for (int tag = 0; tag < slots.length; tag++) {
+            slots[tag].inCapsuleBuffer = memory == null ? null
+                : memory.slice(shared ? 0 : tag * stride, size).order(ByteOrder.LITTLE_ENDIAN);
         }
     }
 
@@ -1331,6 +1470,13 @@ final class TcpConnection implements TransportQueue {
         payloadBuffer = null;
         group.unregister(this);
         pending.release();
+        if (budgetCharge != 0) {
+            // Every way a queue ends comes here (disconnect, protocol error, keep-alive expiry, poll group close at
+            // shutdown). Commands still at the backend keep their slot's buffer reachable until they finish; the
+            // memory goes with the last of them.
+            group.transport.queueBufferBudget().release(budgetCharge);
+            budgetCharge = 0;
+        }
         if (queueId >= 0) {
             LOG.info("NVMe/TCP {}: queue {} closed: {}", peer, queueId, reason);
         } else if (pending.refusal() == null) {

@@ -2,6 +2,7 @@ package io.nvmeof4j.tcp;
 
 import io.nvmeof4j.protocol.spi.BufferPool;
 import io.nvmeof4j.protocol.spi.ControllerTransport;
+import io.nvmeof4j.protocol.spi.MemoryBudget;
 import io.nvmeof4j.protocol.spi.PollGroup;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
@@ -26,12 +27,16 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * <p>Use: create one {@link TcpPollGroup} per reactor with {@link #createPollGroup(BufferPool)} (each reactor
  * thread then calls {@code poll()}/{@code await()} on it), then {@link #listen} on each port with those groups.
  * Connections are spread round-robin over the groups; each is served entirely by its group's reactor thread.
+ * <p>Every connected queue charges the memory it holds (receive buffer, command slots, an in-capsule buffer per
+ * slot) to the transport's queue buffer budget at Connect, and gives it back when it closes; a Connect that does
+ * not fit is refused with Controller Busy (see {@code TcpConnection#install}).
  */
 public final class TcpControllerTransport implements ControllerTransport {
     /** Pending connections the kernel queues before accept (nvmet uses the same). */
     private static final int BACKLOG = 128;
 
     private final TcpTransportOptions options;
+    private final MemoryBudget queueBufferBudget;
     private final List<TcpListener> listeners = new CopyOnWriteArrayList<>();
     private volatile boolean closed;
     private volatile PskResolver pskResolver;
@@ -40,12 +45,32 @@ public final class TcpControllerTransport implements ControllerTransport {
         this(TcpTransportOptions.defaults());
     }
 
+    /** Without a limit on the queues' buffers (tests, embedding); the daemon gives its budget. */
     public TcpControllerTransport(TcpTransportOptions options) {
+        this(options, MemoryBudget.unlimited("NVMe/TCP queue buffer budget"));
+    }
+
+    /** @param queueBufferBudget what every connected queue's buffers are charged to (shared by all ports) */
+    public TcpControllerTransport(TcpTransportOptions options, MemoryBudget queueBufferBudget) {
         this.options = Objects.requireNonNull(options, "options");
+        this.queueBufferBudget = Objects.requireNonNull(queueBufferBudget, "queueBufferBudget");
     }
 
     public TcpTransportOptions options() {
         return options;
+    }
+
+    public MemoryBudget queueBufferBudget() {
+        return queueBufferBudget;
+    }
+
+    /**
+     * What one connected queue of {@code sqSize} entries charges to the queue buffer budget: its receive buffer, its
+     * command slots (at least 32) and an in-capsule buffer of {@code inCapsuleDataSize} per slot.
+     */
+    public static long queueBufferBytes(TcpTransportOptions options, int sqSize, int inCapsuleDataSize) {
+        return TcpConnection.queueCharge(options.receiveBufferSize(), Math.max(TcpConnection.INITIAL_SLOTS, sqSize),
+            inCapsuleDataSize);
     }
 
     /**
@@ -93,12 +118,10 @@ public final class TcpControllerTransport implements ControllerTransport {
             }
             TcpPollGroup tcpGroup = (TcpPollGroup) group;
             int poolMax = tcpGroup.pool.maxBufferSize();
-            if (poolMax < portOptions.maxDataTransferSize() || poolMax < portOptions.inlineDataSize()
-                || poolMax < PortOptions.ADMIN_IN_CAPSULE_DATA_SIZE) {
+            // In-capsule data has each queue slot's own buffer, so only R2T and C2H data come from the pool.
+            if (poolMax < portOptions.maxDataTransferSize()) {
                 throw new IllegalArgumentException("buffer pool of " + group + " serves at most " + poolMax
-                    + " bytes, less than the port's max data transfer " + portOptions.maxDataTransferSize()
-                    + " or in-capsule data size " + Math.max(portOptions.inlineDataSize(),
-                    PortOptions.ADMIN_IN_CAPSULE_DATA_SIZE));
+                    + " bytes, less than the port's max data transfer " + portOptions.maxDataTransferSize());
             }
             tcpGroups.add(tcpGroup);
         }

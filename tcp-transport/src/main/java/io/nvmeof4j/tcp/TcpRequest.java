@@ -20,7 +20,9 @@ import java.nio.ByteOrder;
  * One command slot of a connection, reused for every command that lands in it; its index is the TTAG of the R2Ts
  * it sends. It owns preallocated views of the connection's slot memory: the received SQE, the CapsuleResp PDU
  * (whose CQE the handler fills in place), the header of the R2T or C2HData PDU being sent, and a data digest.
- * <p>Life of a slot: FREE → RECEIVING (in-capsule data or R2T/H2CData) or PARKED (waiting for a pool buffer) →
+ * Its in-capsule data lands in a buffer of its own ({@link #inCapsuleBuffer}); R2T and C2H data in a pool buffer.
+ * <p>Life of a slot: FREE → RECEIVING (in-capsule data or R2T/H2CData) or PARKED (an R2T or C2H command waiting
+ * for a pool buffer) →
  * EXECUTING (with the handler) → COMPLETING (complete() called, maybe handed over from another thread) →
  * SENDING → FREE. Everything but {@link #complete} runs on the reactor thread.
  */
@@ -82,6 +84,13 @@ final class TcpRequest extends SendJob implements Request {
     int transfer;
     int dataLength;
     ByteBuffer data;
+    /** {@link #data} is a buffer of the poll group's pool, to be given back when the slot is done. */
+    boolean dataPooled;
+    /**
+     * This slot's buffer for in-capsule data (before Connect, the queue's one buffer for Connect's data), null when
+     * the queue takes none: in-capsule data never waits for the pool. Set by the connection at ICReq and Connect.
+     */
+    ByteBuffer inCapsuleBuffer;
     long receivedNanos;
     long sequence;
     private Object attachment;

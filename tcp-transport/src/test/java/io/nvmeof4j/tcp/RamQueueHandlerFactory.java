@@ -2,6 +2,7 @@ package io.nvmeof4j.tcp;
 
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
+import io.nvmeof4j.protocol.spi.ConnectRefusedException;
 import io.nvmeof4j.protocol.spi.QueueHandler;
 import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
 import io.nvmeof4j.protocol.spi.Request;
@@ -49,6 +50,8 @@ final class RamQueueHandlerFactory implements QueueHandlerFactory, AutoCloseable
     final AtomicInteger completionFailures = new AtomicInteger();
     /** Refusals the transport reported ({@link QueueHandlerFactory#onConnectionRefused}), in order. */
     final List<String> refusals = new CopyOnWriteArrayList<>();
+    /** Connects the transport refused at {@link TransportQueue#install}, in order. */
+    final List<ConnectRefusedException> connectRefusals = new CopyOnWriteArrayList<>();
     volatile Mode mode = Mode.INLINE;
     volatile boolean recording = true;
     private final ArrayBlockingQueue<Request> backendQueue = new ArrayBlockingQueue<>(4096);
@@ -124,8 +127,16 @@ final class RamQueueHandlerFactory implements QueueHandlerFactory, AutoCloseable
                 int qid = (sqe.cdw10() >>> 16) & 0xFFFF;
                 int sqSize = (sqe.cdw11() & 0xFFFF) + 1;
                 boolean flowControlDisabled = ((sqe.cdw11() >>> 16) & 0x04) != 0;
-                request.queue().connected(qid, sqSize, flowControlDisabled);
-                request.response().dw0(CNTLID);
+                try {
+                    // As the daemon's Connect: the transport sets the queue up (and may refuse), then it is connected.
+                    request.queue().install(qid, sqSize);
+                    request.queue().connected(qid, sqSize, flowControlDisabled);
+                    request.response().dw0(CNTLID);
+                } catch (ConnectRefusedException e) {
+                    connectRefusals.add(e);
+                    onConnectionRefused(request.queue().transportType(), request.queue().peer(), e.reason());
+                    status = e.status();
+                }
             }
         } else if (sqe.nsid() == FAILING_NSID) {
             status = NvmeStatus.INVALID_NAMESPACE | NvmeStatus.DNR;

@@ -1,6 +1,7 @@
 package io.nvmeof4j.tcp;
 
 import io.nvmeof4j.protocol.buffer.OffHeapBufferPool;
+import io.nvmeof4j.protocol.spi.MemoryBudget;
 import io.nvmeof4j.protocol.spi.PollGroup;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.TransportAddress;
@@ -28,7 +29,12 @@ final class TargetFixture implements AutoCloseable {
 
     TargetFixture(int groupCount, int poolMaxBuffer, long poolCapacity, PortOptions port, TcpTransportOptions tcp)
         throws IOException {
-        transport = new TcpControllerTransport(tcp);
+        this(groupCount, poolMaxBuffer, poolCapacity, port, tcp, MemoryBudget.unlimited("test queue buffer budget"));
+    }
+
+    TargetFixture(int groupCount, int poolMaxBuffer, long poolCapacity, PortOptions port, TcpTransportOptions tcp,
+                  MemoryBudget queueBufferBudget) throws IOException {
+        transport = new TcpControllerTransport(tcp, queueBufferBudget);
         for (int i = 0; i < groupCount; i++) {
             OffHeapBufferPool pool = new OffHeapBufferPool(poolMaxBuffer, poolCapacity);
             TcpPollGroup group = transport.createPollGroup(pool);

@@ -709,31 +709,108 @@ class TcpControllerTransportTest {
                 host.sendCapsule(RawHost.readSqe(cid, 0, 4096), null);
             }
             byte[] data = pattern(4096, 16);
-            host.sendCapsule(RawHost.ioSqe(0x01, 4, 8, 4096, 0x01), data); // in-capsule: the stream stalls
-            eventually("two commands dispatched", () -> target.handlers.held.size() == 2);
+            // In-capsule data lands in its slot's own buffer: the write does not wait behind the third read.
+            host.sendCapsule(RawHost.ioSqe(0x01, 4, 8, 4096, 0x01), data);
+            eventually("two reads and the write dispatched", () -> target.handlers.held.size() == 3);
             Thread.sleep(100);
-            assertThat(target.handlers.held).hasSize(2); // the third read and the write wait for buffers
-            assertThat(target.handlers.seen).hasSize(1 + 2);
+            assertThat(target.handlers.held).hasSize(3); // the third read waits for a buffer
+            assertThat(target.handlers.seen).hasSize(1 + 3);
+            assertThat(target.groups.get(0).bufferWaits()).isEqualTo(1);
 
             assertThat(target.handlers.completeHeld()).isEqualTo(1);
             byte[] back = new byte[4096];
             host.readData(1, back, false);
             assertResponse(host.readPdu(), 1, NvmeStatus.SUCCESS);
-            eventually("third read dispatched", () -> target.handlers.held.size() == 2);
+            eventually("third read dispatched", () -> target.handlers.held.size() == 3);
 
             assertThat(target.handlers.completeHeld()).isEqualTo(2);
             host.readData(2, back, false);
             assertResponse(host.readPdu(), 2, NvmeStatus.SUCCESS);
+            assertThat(target.handlers.completeHeld()).isEqualTo(4);
+            assertResponse(host.readPdu(), 4, NvmeStatus.SUCCESS);
             assertThat(target.handlers.completeHeld()).isEqualTo(3);
             host.readData(3, back, false);
             assertResponse(host.readPdu(), 3, NvmeStatus.SUCCESS);
-            assertThat(target.handlers.completeHeld()).isEqualTo(4);
-            assertResponse(host.readPdu(), 4, NvmeStatus.SUCCESS);
 
             target.handlers.mode = Mode.INLINE;
             assertThat(read(host, 5, 8, 4096, 1)).isEqualTo(data);
         }
         eventually("all buffers back", () -> target.buffersInUse() == 0);
+    }
+
+    /**
+     * The pool-exhaustion stall (issue 12 item 5): R2T writes of one queue hold every pool buffer while their
+     * H2CData is still to come; an in-capsule write that then found the pool empty stopped its queue's reads, so
+     * the H2CData behind it was never read and nothing was ever released. Two queues on one reactor: queue 2's
+     * in-capsule write arrives while queue 1's R2Ts hold the pool, then queue 1's own in-capsule write, then
+     * queue 1's H2CData. Every command must complete, and every byte read back.
+     */
+    @Test
+    void shouldCompleteInCapsuleWritesWhileR2TWritesHoldEveryPoolBuffer() throws Exception {
+        target.close();
+        // One poll group whose pool holds exactly two 4 KiB buffers; 4 KiB of in-capsule data per I/O command.
+        target = new TargetFixture(1, 8192, 8192, new PortOptions(4096, 128, 8192), TcpTransportOptions.defaults());
+        long start = System.nanoTime();
+        byte[] first = pattern(4096, 40);
+        byte[] second = pattern(4096, 41);
+        byte[] inCapsule1 = pattern(4096, 42);
+        byte[] inCapsule2 = pattern(4096, 43);
+        try (RawHost queue1 = target.host(); RawHost queue2 = target.host()) {
+            queue1.initializeAndConnect(NO_DIGESTS, 1, 32, false);
+            queue2.initializeAndConnect(NO_DIGESTS, 2, 32, false);
+            queue1.sendCapsule(RawHost.ioSqe(0x01, 1, 0, 4096, 0x5A), null);
+            queue1.sendCapsule(RawHost.ioSqe(0x01, 2, 8, 4096, 0x5A), null);
+            Pdu r2t1 = queue1.readPdu();
+            Pdu r2t2 = queue1.readPdu();
+            assertThat(r2t1.type()).as("PDU " + r2t1).isEqualTo(R2T);
+            assertThat(r2t2.type()).as("PDU " + r2t2).isEqualTo(R2T);
+            assertThat(target.buffersInUse()).as("pool buffers held by the two R2T writes").isEqualTo(2);
+
+            queue2.sendCapsule(RawHost.ioSqe(0x01, 1, 24, 4096, 0x01), inCapsule2);
+            assertResponse(queue2.readPdu(), 1, NvmeStatus.SUCCESS);
+            queue1.sendCapsule(RawHost.ioSqe(0x01, 3, 16, 4096, 0x01), inCapsule1);
+            queue1.answerR2T(r2t1, first, MAX_H2C_DATA);
+            queue1.answerR2T(r2t2, second, MAX_H2C_DATA);
+            int[] cids = new int[3];
+            for (int i = 0; i < 3; i++) {
+                Pdu response = queue1.readPdu();
+                assertResponse(response, response.cqeCid(), NvmeStatus.SUCCESS);
+                cids[i] = response.cqeCid();
+            }
+            assertThat(cids).containsExactlyInAnyOrder(1, 2, 3);
+
+            assertThat(read(queue1, 4, 0, 4096, 1)).isEqualTo(first);
+            assertThat(read(queue1, 5, 8, 4096, 1)).isEqualTo(second);
+            assertThat(read(queue1, 6, 16, 4096, 1)).isEqualTo(inCapsule1);
+            assertThat(read(queue2, 2, 24, 4096, 1)).isEqualTo(inCapsule2);
+        }
+        assertThat(System.nanoTime() - start).as("nanoseconds for all commands").isLessThan(10_000_000_000L);
+        // In-capsule data never waits for the pool: nothing here waited.
+        assertThat(target.groups.get(0).bufferWaits()).isZero();
+        eventually("all buffers back", () -> target.buffersInUse() == 0);
+    }
+
+    /** Before Connect a queue has one in-capsule buffer, Connect's: a second command with data is refused. */
+    @Test
+    void shouldRefuseASecondInCapsuleCommandBeforeConnectCompletes() throws Exception {
+        try (RawHost host = target.host()) {
+            target.handlers.mode = Mode.HELD;
+            host.initialize(0, NO_DIGESTS);
+            host.sendCapsule(RawHost.connectSqe(0x7001, 1, 32, false), new byte[1024]);
+            eventually("Connect dispatched", () -> target.handlers.held.size() == 1);
+            host.sendCapsule(RawHost.ioSqe(0x01, 1, 0, 4096, 0x01), pattern(4096, 44));
+            assertResponse(host.readPdu(), 1, NvmeStatus.COMMAND_SEQUENCE_ERROR);
+
+            target.handlers.mode = Mode.INLINE;
+            assertThat(target.handlers.completeHeld()).isEqualTo(0x7001);
+            assertResponse(host.readPdu(), 0x7001, NvmeStatus.SUCCESS);
+            byte[] data = pattern(4096, 45);
+            host.sendCapsule(RawHost.ioSqe(0x01, 2, 0, 4096, 0x01), data);
+            assertResponse(host.readPdu(), 2, NvmeStatus.SUCCESS);
+            assertThat(read(host, 3, 0, 4096, 1)).isEqualTo(data);
+        }
+        assertThat(target.handlers.seen).extracting(RamQueueHandlerFactory.Seen::commandId)
+            .containsExactly(0x7001, 2, 3);
     }
 
     @Test

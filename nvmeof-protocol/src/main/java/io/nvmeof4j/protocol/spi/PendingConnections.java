@@ -22,7 +22,14 @@ public final class PendingConnections {
         /** The peer address had {@link ConnectionLimits#maxPendingPerHost} pending queues: the new one was refused. */
         HOST_LIMIT("host_limit"),
         /** No Connect within {@link ConnectionLimits#connectTimeoutNanos}. */
-        CONNECT_TIMEOUT("connect_timeout");
+        CONNECT_TIMEOUT("connect_timeout"),
+        /**
+         * The Connect was refused (Controller Busy): the queue's buffers did not fit the queue buffer budget
+         * ({@link TransportQueue#install}).
+         */
+        QUEUE_BUFFER_BUDGET("queue_buffer_budget"),
+        /** The Connect was refused (Controller Busy): allocating the queue's buffers failed (no direct memory). */
+        DIRECT_MEMORY("direct_memory");
 
         private final String tag;
 

@@ -35,8 +35,23 @@ public interface TransportQueue {
     }
 
     /**
-     * Records the outcome of a successful Connect. Called on the queue's reactor thread, before the Connect
-     * request is completed.
+     * Sets up what the queue needs for the size a Connect asks for (nvmet's {@code install_queue}): called on the
+     * queue's reactor thread once the Connect passed its checks, before it takes effect ({@link #connected}, which
+     * must follow with the same queue id and size). Whatever it takes is given back when the queue closes, however it
+     * closes; calling it again (a second Connect after a refused one) replaces the earlier set-up.
+     * <p>NVMe/TCP allocates the queue's per-slot buffers here, charged to the daemon's queue buffer budget.
+     *
+     * @param queueId 0 for the admin queue
+     * @param sqSize  submission queue size, 1-based (Connect SQSIZE + 1)
+     * @throws ConnectRefusedException the memory is not there (the budget is spent, or the allocation failed): the
+     *                                 Connect is refused with the exception's status and nothing is kept
+     */
+    default void install(int queueId, int sqSize) throws ConnectRefusedException {
+    }
+
+    /**
+     * Records the outcome of a successful Connect. Called on the queue's reactor thread, after {@link #install}
+     * and before the Connect request is completed.
      *
      * @param queueId 0 for the admin queue
      * @param sqSize submission queue size, 1-based (Connect SQSIZE + 1)

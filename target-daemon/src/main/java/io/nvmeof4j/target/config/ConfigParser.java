@@ -116,7 +116,8 @@ final class ConfigParser {
         List<SubsystemConfig> subsystems = subsystems(root.get("subsystems"), "subsystems");
         List<PortConfig> ports = ports(root.get("ports"), "ports", subsystems, settings);
         reportKeys(root, "", Set.of("nvmeof4j", "hosts", "subsystems", "ports"), Map.of());
-        checkBufferPool(settings, ports);
+        checkBufferPool(settings);
+        checkQueueBufferBudget(settings, ports);
         checkConnectionLimits(settings, subsystems);
         reportUnreachable(subsystems, ports, hosts);
         TargetConfig config = new TargetConfig(source, hosts, hostCredentials, ports, subsystems, settings, notices, tlsKeys);
@@ -138,6 +139,7 @@ final class ConfigParser {
             DaemonSettings.METRICS, HttpSecurity.API_TOKEN_FILE, HttpSecurity.METRICS_HTTP,
             HttpSecurity.HTTP_ALLOWED_HOSTS, HttpSecurity.HTTP_REQUEST_TIMEOUT_MS, HttpSecurity.HTTP_MAX_CONNECTIONS,
             HttpSecurity.HTTP_MAX_CONNECTIONS_PER_PEER, DaemonSettings.ALLOWED_PATHS, DaemonSettings.RAM_BUDGET_MIB,
+            DaemonSettings.QUEUE_BUFFER_BUDGET_MIB,
             DaemonSettings.MAX_PENDING_CONNECTIONS, DaemonSettings.MAX_PENDING_CONNECTIONS_PER_HOST,
             DaemonSettings.CONNECT_TIMEOUT_MS, DaemonSettings.RPC_SOCKET, DaemonSettings.RPC_BDEVS);
         for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
@@ -223,9 +225,11 @@ final class ConfigParser {
             ramBudget = optionalInteger(node, where, DaemonSettings.RAM_BUDGET_MIB, 0, DaemonSettings.RAM_BUDGET_MIB_MAX,
                 0) << 20;
         }
+        long queueBufferBudget = optionalInteger(node, where, DaemonSettings.QUEUE_BUFFER_BUDGET_MIB, 1,
+            DaemonSettings.QUEUE_BUFFER_BUDGET_MIB_MAX, d.queueBufferBudgetBytes() >> 20) << 20;
         return new DaemonSettings(reactors, idle, TimeUnit.MICROSECONDS.toNanos(spinUs), poolMib << 20,
             (int) mdtsKib << 10, hugepages, Duration.ofMillis(shutdownMs), http, httpExplicit, metrics,
-            httpSecurity(node, where, d.httpSecurity()), allowedPaths, ramBudget,
+            httpSecurity(node, where, d.httpSecurity()), allowedPaths, ramBudget, queueBufferBudget,
             connectionLimits(node, where, d.connectionLimits()));
     }
 
@@ -363,12 +367,38 @@ final class ConfigParser {
         }
     }
 
-    private void checkBufferPool(DaemonSettings settings, List<PortConfig> ports) throws ConfigException {
-        long largest = TargetConfig.largestBuffer(settings, ports);
+    /**
+     * A controller of a TCP port needs its admin queue and at least one I/O queue of the size a host asks (the Linux
+     * host asks for max_queue_size when the port allows less than its 128); a budget below that refuses every such
+     * Connect with Controller Busy, which the host takes as "try later", forever.
+     */
+    private void checkQueueBufferBudget(DaemonSettings settings, List<PortConfig> ports) {
+        io.nvmeof4j.tcp.TcpTransportOptions tcp = io.nvmeof4j.tcp.TcpTransportOptions.defaults();
+        // The Linux host's admin queue: 32 entries (NVME_AQ_DEPTH), 8 KiB of in-capsule data.
+        long admin = io.nvmeof4j.tcp.TcpControllerTransport.queueBufferBytes(tcp, 32,
+            PortOptions.ADMIN_IN_CAPSULE_DATA_SIZE);
+        for (PortConfig p : ports) {
+            if (!p.isServable() || p.transportType() != TransportType.TCP) {
+                continue;
+            }
+            long ioQueue = io.nvmeof4j.tcp.TcpControllerTransport.queueBufferBytes(tcp, p.options().maxQueueSize(),
+                p.options().inlineDataSize());
+            if (admin + ioQueue > settings.queueBufferBudgetBytes()) {
+                notice(true, at("nvmeof4j", DaemonSettings.QUEUE_BUFFER_BUDGET_MIB) + ": "
+                    + (settings.queueBufferBudgetBytes() >> 20) + " MiB cannot hold a controller of " + p.where()
+                    + " (portid " + p.portId() + "): its admin queue and one I/O queue of " + p.options().maxQueueSize()
+                    + " entries with " + p.options().inlineDataSize() + " bytes of in-capsule data each need "
+                    + ((admin + ioQueue + (1 << 20) - 1) >> 20) + " MiB; such Connects are refused with Controller Busy");
+            }
+        }
+    }
+
+    private void checkBufferPool(DaemonSettings settings) throws ConfigException {
+        long largest = TargetConfig.largestBuffer(settings);
         if (settings.bufferPoolBytes() < largest) {
             throw new ConfigException(at("nvmeof4j", DaemonSettings.BUFFER_POOL_MIB), (settings.bufferPoolBytes() >> 20)
                 + " MiB cannot hold one buffer of " + Sizes.format(largest)
-                + " (the largest data transfer or in-capsule data size)");
+                + " (the largest data transfer, max_data_transfer_kib)");
         }
     }
 

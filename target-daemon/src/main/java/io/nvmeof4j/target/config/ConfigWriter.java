@@ -237,6 +237,7 @@ public final class ConfigWriter {
         if (d.ramBudgetBytes() != DaemonSettings.RAM_BUDGET_DERIVED) {
             o.put(DaemonSettings.RAM_BUDGET_MIB, d.ramBudgetBytes() >> 20);
         }
+        o.put(DaemonSettings.QUEUE_BUFFER_BUDGET_MIB, d.queueBufferBudgetBytes() >> 20);
         ConnectionLimits limits = d.connectionLimits();
         o.put(DaemonSettings.MAX_PENDING_CONNECTIONS, limits.maxPending());
         o.put(DaemonSettings.MAX_PENDING_CONNECTIONS_PER_HOST, limits.maxPendingPerHost());

@@ -40,7 +40,10 @@ import java.util.concurrent.TimeUnit;
  *                              The configuration file's own namespaces are not confined (the operator wrote them)
  * @param ramBudgetBytes        {@code ram_budget_mib}: the most bytes all RAM namespaces together may hold, or
  *                              {@link #RAM_BUDGET_DERIVED} (the default) for what this JVM and machine can give
- *                              (see {@code io.nvmeof4j.target.daemon.RamBudget})
+ *                              (see {@code io.nvmeof4j.target.limits.RamBudget})
+ * @param queueBufferBudgetBytes {@code queue_buffer_budget_mib}: the most bytes the connected NVMe/TCP queues together
+ *                              may hold in per-queue buffers (receive buffer, command slots, in-capsule buffers);
+ *                              a Connect beyond it is refused with Controller Busy (docs/datapath.md)
  * @param connectionLimits      {@code max_pending_connections}, {@code max_pending_connections_per_host},
  *                              {@code connect_timeout_ms}: limits on each port's queues that have not completed
  *                              their Connect (see {@link ConnectionLimits} for the defaults and why)
@@ -48,7 +51,8 @@ import java.util.concurrent.TimeUnit;
 public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinNanos, long bufferPoolBytes,
                              int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout, String http,
                              boolean httpExplicit, boolean metrics, HttpSecurity httpSecurity,
-                             List<Path> allowedPaths, long ramBudgetBytes, ConnectionLimits connectionLimits) {
+                             List<Path> allowedPaths, long ramBudgetBytes, long queueBufferBudgetBytes,
+                             ConnectionLimits connectionLimits) {
     public static final String REACTORS = "reactors";
     public static final String IDLE_STRATEGY = "idle_strategy";
     public static final String IDLE_SPIN_US = "idle_spin_us";
@@ -65,6 +69,7 @@ public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinN
     public static final String METRICS = "metrics";
     public static final String ALLOWED_PATHS = "allowed_paths";
     public static final String RAM_BUDGET_MIB = "ram_budget_mib";
+    public static final String QUEUE_BUFFER_BUDGET_MIB = "queue_buffer_budget_mib";
     /**
      * {@code rpc_socket}: the Unix socket SPDK's JSON-RPC is served on (none when absent). Read by the control plane
      * from the configuration document, so no field here.
@@ -80,6 +85,14 @@ public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinN
     public static final long RAM_BUDGET_DERIVED = -1;
     /** The largest {@code ram_budget_mib}: 2^33 MiB (8 PiB), far above any machine, far below a long's overflow. */
     public static final long RAM_BUDGET_MIB_MAX = 1L << 33;
+    /**
+     * Room for one Linux host that opens the default qid_max (128) I/O queues at the default queue size (128) and
+     * inline_data_size (16 KiB), 2.1 MiB per queue, 269 MiB in all, with room for most of a second; or about 29 hosts
+     * of 8 CPUs (8 I/O queues and an admin queue, 17 MiB each).
+     */
+    public static final long QUEUE_BUFFER_BUDGET_MIB_DEFAULT = 512;
+    /** The largest {@code queue_buffer_budget_mib}: 16 TiB, far above any machine. */
+    public static final long QUEUE_BUFFER_BUDGET_MIB_MAX = 1L << 24;
     public static final String MAX_PENDING_CONNECTIONS = "max_pending_connections";
     public static final String MAX_PENDING_CONNECTIONS_PER_HOST = "max_pending_connections_per_host";
     public static final String CONNECT_TIMEOUT_MS = "connect_timeout_ms";
@@ -115,6 +128,9 @@ public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinN
         if (ramBudgetBytes < 0 && ramBudgetBytes != RAM_BUDGET_DERIVED) {
             throw new IllegalArgumentException("ram budget " + ramBudgetBytes + " is negative");
         }
+        if (queueBufferBudgetBytes < 0) {
+            throw new IllegalArgumentException("queue buffer budget " + queueBufferBudgetBytes + " is negative");
+        }
     }
 
     /** The settings of an older configuration shape: HTTP on the default address, metrics on. */
@@ -122,7 +138,7 @@ public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinN
                           int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout) {
         this(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize, hugepages, shutdownTimeout,
             HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()), List.of(),
-            RAM_BUDGET_DERIVED, ConnectionLimits.defaults());
+            RAM_BUDGET_DERIVED, QUEUE_BUFFER_BUDGET_MIB_DEFAULT << 20, ConnectionLimits.defaults());
     }
 
     /** These settings with the HTTP server at {@code address} ("HOST:PORT", or "off"), given explicitly. */
@@ -130,32 +146,40 @@ public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinN
         String a = address == null || HTTP_OFF.equals(address.trim().toLowerCase(Locale.ROOT)) ? null : address.trim();
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
             hugepages, shutdownTimeout, a, true, metrics, httpSecurity, allowedPaths, ramBudgetBytes,
-            connectionLimits);
+            queueBufferBudgetBytes, connectionLimits);
     }
 
     public DaemonSettings withMetrics(boolean on) {
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
             hugepages, shutdownTimeout, http, httpExplicit, on, httpSecurity, allowedPaths, ramBudgetBytes,
-            connectionLimits);
+            queueBufferBudgetBytes, connectionLimits);
     }
 
     /** These settings with other HTTP security settings (command-line overrides: --api-token-file, --metrics-http). */
     public DaemonSettings withHttpSecurity(HttpSecurity security) {
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
             hugepages, shutdownTimeout, http, httpExplicit, metrics, security, allowedPaths, ramBudgetBytes,
-            connectionLimits);
+            queueBufferBudgetBytes, connectionLimits);
     }
 
     /** These settings with other {@code allowed_paths} and {@code ram_budget_mib} (bytes, or the derived default). */
     public DaemonSettings withNamespaceLimits(List<Path> paths, long ramBudget) {
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
             hugepages, shutdownTimeout, http, httpExplicit, metrics, httpSecurity, paths, ramBudget,
-            connectionLimits);
+            queueBufferBudgetBytes, connectionLimits);
     }
 
     public DaemonSettings withConnectionLimits(ConnectionLimits limits) {
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
-            hugepages, shutdownTimeout, http, httpExplicit, metrics, httpSecurity, allowedPaths, ramBudgetBytes, limits);
+            hugepages, shutdownTimeout, http, httpExplicit, metrics, httpSecurity, allowedPaths, ramBudgetBytes,
+            queueBufferBudgetBytes, limits);
+    }
+
+    /** These settings with another {@code queue_buffer_budget_mib} (bytes). */
+    public DaemonSettings withQueueBufferBudget(long bytes) {
+        return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
+            hugepages, shutdownTimeout, http, httpExplicit, metrics, httpSecurity, allowedPaths, ramBudgetBytes,
+            bytes, connectionLimits);
     }
 
     /**
@@ -219,6 +243,6 @@ public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinN
             TimeUnit.MICROSECONDS.toNanos(IDLE_SPIN_US_DEFAULT), (long) BUFFER_POOL_MIB_DEFAULT << 20,
             MAX_DATA_TRANSFER_KIB_DEFAULT << 10, false, Duration.ofMillis(SHUTDOWN_TIMEOUT_MS_DEFAULT),
             HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()), List.of(),
-            RAM_BUDGET_DERIVED, ConnectionLimits.defaults());
+            RAM_BUDGET_DERIVED, QUEUE_BUFFER_BUDGET_MIB_DEFAULT << 20, ConnectionLimits.defaults());
     }
 }

@@ -10,7 +10,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.nvmeof4j.protocol.auth.DhchapCredentials;
-import io.nvmeof4j.protocol.spi.PortOptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -396,20 +395,18 @@ public final class TargetConfig {
         }
     }
 
-    /** The largest buffer a reactor's pool must hand out: MDTS, in-capsule data, 8 KiB admin capsules. */
-    public static int largestBuffer(DaemonSettings settings, List<PortConfig> ports) {
-        int largest = Math.max(settings.maxDataTransferSize(), PortOptions.ADMIN_IN_CAPSULE_DATA_SIZE);
-        for (PortConfig p : ports) {
-            if (p.isServable()) {
-                largest = Math.max(largest, p.options().inlineDataSize());
-            }
-        }
+    /**
+     * The largest buffer a reactor's pool must hand out: MDTS. In-capsule data never comes from the pool (NVMe/TCP
+     * slots and RDMA receives have their own buffers, docs/datapath.md), so the ports do not change it.
+     */
+    public static int largestBuffer(DaemonSettings settings) {
+        int largest = settings.maxDataTransferSize();
         return largest <= 4096 ? 4096 : Integer.highestOneBit(largest - 1) << 1;
     }
 
     /** The largest buffer this configuration's pools must hand out. */
     public int largestBuffer() {
-        return largestBuffer(daemon, ports);
+        return largestBuffer(daemon);
     }
 
     static UUID derivedUuid(String subsystemNqn, int nsid) {

@@ -351,12 +351,20 @@ public final class Controller {
             destroy("admin queue closed (" + reason + ")", false);
             return;
         }
+        releaseIoQueue(handler, qid);
+        LOG.debug("controller {}: I/O queue {} from {} closed: {}", cntlid, qid, handler.queue().peer(), reason);
+    }
+
+    /**
+     * Frees QID {@code qid} if {@code handler} holds it: its queue closed, or its Connect was refused after
+     * {@link #connectIoQueue} took the QID (the transport could not set the queue up).
+     */
+    void releaseIoQueue(ControllerQueueHandler handler, int qid) {
         synchronized (lock) {
             if (qid > 0 && qid < queues.length && queues[qid] == handler) {
                 queues[qid] = null;
             }
         }
-        LOG.debug("controller {}: I/O queue {} from {} closed: {}", cntlid, qid, handler.queue().peer(), reason);
     }
 
     /** Commands received on this controller's queues and not yet completed (parked AERs included). */

@@ -9,6 +9,7 @@ import io.nvmeof4j.protocol.fabrics.ConnectData;
 import io.nvmeof4j.protocol.fabrics.ConnectResponse;
 import io.nvmeof4j.protocol.fabrics.FabricsCommandType;
 import io.nvmeof4j.protocol.log.RateLimitedLog;
+import io.nvmeof4j.protocol.spi.ConnectRefusedException;
 import io.nvmeof4j.protocol.spi.PendingConnections;
 import io.nvmeof4j.protocol.spi.QueueHandler;
 import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
@@ -49,6 +50,11 @@ import java.util.Objects;
  *       the admin queue's is logged, not refused, as nvmet and SPDK); QID above qid_max → 0x182 at SQE offset
  *       42; controller not enabled → Command Sequence Error (as SPDK); SQSIZE 0 or above MQES → 0x182 at 44;
  *       QID already connected → Command Sequence Error.</li>
+ *   <li>both, once every check passed: the transport sets the queue up for its size
+ *       ({@link TransportQueue#install}); memory it cannot have (NVMe/TCP: the queue buffer budget is spent, or the
+ *       allocation failed) → Controller Busy (0x181) without DNR, so the Linux host logs "controller is busy or not
+ *       available" and a reconnect tries again after reconnect_delay; counted in
+ *       {@code nvmeof_target_connections_refused_total{reason="queue_buffer_budget"|"direct_memory"}}.</li>
  * </ul>
  * A queue under TLS must name the PSK identity's host (Connect Invalid Host at 512). Under a PSK that DH-HMAC-CHAP
  * generated (secure channel concatenation, {@code NVMe1G..}) also its subsystem (0x182 at 256); its admin Connect
@@ -221,6 +227,9 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
             reject(handler, request, "target shutting down, " + who, NvmeStatus.FABRICS_CONTROLLER_BUSY, -1, null);
             return;
         }
+        if (!install(handler, request, queue, 0, sqsize + 1, who, null)) {
+            return;
+        }
         HostId hostId = data.hostId();
         long kato = cmd.keepAliveTimeoutMillis();
         Subsystem s = subsystem;
@@ -317,6 +326,10 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
             reject(handler, request, why + ": " + who, status, dw0, controller);
             return;
         }
+        if (!install(handler, request, queue, qid, cmd.submissionQueueSize() + 1, who, controller)) {
+            controller.releaseIoQueue(handler, qid);
+            return;
+        }
         handler.connected(controller, qid);
         queue.connected(qid, cmd.submissionQueueSize() + 1, cmd.sqFlowControlDisabled());
         LOG.debug("controller {}: I/O queue {} (SQSIZE {}) connected from {}", controller.cntlid(), qid,
@@ -353,6 +366,25 @@ public final class ControllerQueueHandlerFactory implements QueueHandlerFactory 
             return null;
         }
         return Nqn.isValid(hostnqn) ? "host not allowed" : "malformed host NQN";
+    }
+
+    /**
+     * The transport sets the queue up for {@code sqSize} entries (its memory: after every other check, so a Connect
+     * that is wrong anyway is told so, with DNR, rather than to try again). False when it could not: the Connect is
+     * refused with the transport's status and the refusal counted.
+     */
+    private boolean install(ControllerQueueHandler handler, Request request, TransportQueue queue, int qid, int sqSize,
+                            String who, Controller controller) {
+        try {
+            queue.install(qid, sqSize);
+            return true;
+        } catch (ConnectRefusedException e) {
+            if (metrics != null) {
+                metrics.connectionRefused(queue.transportType(), e.reason());
+            }
+            reject(handler, request, e.getMessage() + "; " + who, e.status(), -1, controller);
+            return false;
+        }
     }
 
     private static void reject(ControllerQueueHandler handler, Request request, String why, int status, int dw0,

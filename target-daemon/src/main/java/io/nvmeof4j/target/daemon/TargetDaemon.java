@@ -161,6 +161,8 @@ public final class TargetDaemon implements AutoCloseable {
     private volatile RpcServer rpc;
     /** What RAM namespaces may hold together; every one, configured or live, reserves its size here first. */
     private RamBudget ramBudget;
+    /** What connected NVMe/TCP queues may hold in buffers together ({@code queue_buffer_budget_mib}). */
+    private io.nvmeof4j.protocol.spi.MemoryBudget queueBufferBudget;
     /** Where live file and block-device namespaces may lie ({@code allowed_paths}). */
     private PathConfinement confinement;
     private boolean started;
@@ -201,6 +203,9 @@ public final class TargetDaemon implements AutoCloseable {
         ApiToken token = settings.http() == null ? null
             : ApiToken.loadOrCreate(settings.httpSecurity().apiTokenFile());
         reserveConfiguredRam(settings);
+        queueBufferBudget = new io.nvmeof4j.protocol.spi.MemoryBudget(settings.queueBufferBudgetBytes(),
+            "queue buffer budget of " + Sizes.format(settings.queueBufferBudgetBytes()) + " (nvmeof4j."
+                + DaemonSettings.QUEUE_BUFFER_BUDGET_MIB + ")");
         confinement = new PathConfinement(settings.allowedPaths());
         servedPorts = portsToServe();
         buildModel();
@@ -208,7 +213,7 @@ public final class TargetDaemon implements AutoCloseable {
             bindMetrics();
         }
 
-        transport = new TcpControllerTransport();
+        transport = new TcpControllerTransport(io.nvmeof4j.tcp.TcpTransportOptions.defaults(), queueBufferBudget);
         tlsKeys = new HostPskStore(config.tlsKeys());
         transport.pskResolver(tlsKeys);
         boolean rdma = servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.RDMA);
@@ -397,6 +402,7 @@ public final class TargetDaemon implements AutoCloseable {
         metrics = TargetMetrics.prometheus(types);
         metrics.bindSubsystem(Port.DISCOVERY_NQN);
         metrics.bindRamBudget(ramBudget);
+        metrics.bindQueueBufferBudget(queueBufferBudget);
         for (Subsystem s : model.subsystems()) {
             metrics.bindSubsystem(s.nqn());
             for (Namespace ns : s.namespaces()) {
@@ -1051,6 +1057,11 @@ public final class TargetDaemon implements AutoCloseable {
     /** The RAM budget (its limit and what RAM namespaces hold of it); null before the start. */
     public RamBudget ramBudget() {
         return ramBudget;
+    }
+
+    /** What the connected NVMe/TCP queues' buffers hold of {@code queue_buffer_budget_mib}. */
+    public io.nvmeof4j.protocol.spi.MemoryBudget queueBufferBudget() {
+        return queueBufferBudget;
     }
 
     /** The configuration this daemon serves. */

@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.limits;
 
+import io.nvmeof4j.protocol.spi.MemoryBudget;
 import io.nvmeof4j.target.config.DaemonSettings;
 import io.nvmeof4j.target.config.Sizes;
 
@@ -14,20 +15,16 @@ import java.lang.management.ManagementFactory;
  * <h2>The limit</h2>
  * {@code ram_budget_mib} when set; otherwise what this JVM may really use for them: the smaller of its direct-memory
  * limit ({@code -XX:MaxDirectMemorySize}, by default the heap's maximum) and the machine's (or container's) memory,
- * less the reactors' buffer pools ({@code reactors} x {@code buffer_pool_mib}), which take memory from the same
- * places. Thread-safe: reservations are serialised on this object.
+ * less the reactors' buffer pools ({@code reactors} x {@code buffer_pool_mib}) and the queue buffer budget
+ * ({@code queue_buffer_budget_mib}), which take memory from the same places. Thread-safe (a {@link MemoryBudget}).
  */
 public final class RamBudget {
-    private final long limitBytes;
-    private final String limitSource;
-    private long reservedBytes;
+    /** The accounting (the queue buffer budget is one too); this class adds the derived limit and the refusals. */
+    private final MemoryBudget budget;
 
     RamBudget(long limitBytes, String limitSource) {
-        if (limitBytes < 0) {
-            throw new IllegalArgumentException("negative budget " + limitBytes);
-        }
-        this.limitBytes = limitBytes;
-        this.limitSource = limitSource;
+        this.budget = new MemoryBudget(limitBytes, "RAM budget of "
+            + (limitBytes == Long.MAX_VALUE ? "unlimited" : Sizes.format(limitBytes)) + " (" + limitSource + ")");
     }
 
     /** The budget the settings ask for: {@code ram_budget_mib}, or the derived one (see the class description). */
@@ -35,14 +32,16 @@ public final class RamBudget {
         if (settings.ramBudgetBytes() != DaemonSettings.RAM_BUDGET_DERIVED) {
             return new RamBudget(settings.ramBudgetBytes(), "nvmeof4j." + DaemonSettings.RAM_BUDGET_MIB);
         }
-        return derived(maxDirectMemory(), physicalMemory(), settings.reactors() * settings.bufferPoolBytes());
+        return derived(maxDirectMemory(), physicalMemory(), settings.reactors() * settings.bufferPoolBytes(),
+            settings.queueBufferBudgetBytes());
     }
 
     /**
      * The derived budget: the smaller of the direct-memory limit and physical memory (each ignored when unknown,
-     * i.e. not positive), less the buffer pools; 0 when the pools take it all.
+     * i.e. not positive), less the buffer pools and the queue buffer budget (the memory connected queues may hold);
+     * 0 when those take it all.
      */
-    static RamBudget derived(long maxDirectMemory, long physicalMemory, long bufferPools) {
+    static RamBudget derived(long maxDirectMemory, long physicalMemory, long bufferPools, long queueBuffers) {
         long usable = Long.MAX_VALUE;
         StringBuilder source = new StringBuilder();
         if (maxDirectMemory > 0) {
@@ -57,8 +56,9 @@ public final class RamBudget {
         if (usable == Long.MAX_VALUE) {
             return new RamBudget(Long.MAX_VALUE, "no known memory limit");
         }
-        source.append(" less ").append(Sizes.format(bufferPools)).append(" of buffer pools");
-        return new RamBudget(Math.max(0, usable - bufferPools), source.toString());
+        source.append(" less ").append(Sizes.format(bufferPools)).append(" of buffer pools and ")
+            .append(Sizes.format(queueBuffers)).append(" of queue buffers");
+        return new RamBudget(Math.max(0, usable - bufferPools - queueBuffers), source.toString());
     }
 
     /**
@@ -67,44 +67,40 @@ public final class RamBudget {
      * @throws NamespaceRefusedException it does not fit: {@link NamespaceRefusedException.Reason#LARGER_THAN_BUDGET}
      *         when it would not fit even alone, else {@link NamespaceRefusedException.Reason#BUDGET_EXHAUSTED}
      */
-    public synchronized void reserve(long bytes, String what) throws NamespaceRefusedException {
+    public void reserve(long bytes, String what) throws NamespaceRefusedException {
         if (bytes < 0) {
             throw new IllegalArgumentException("negative size " + bytes);
         }
-        if (bytes > limitBytes) {
+        if (bytes > budget.limitBytes()) {
             throw new NamespaceRefusedException(NamespaceRefusedException.Reason.LARGER_THAN_BUDGET, what + ": "
                 + Sizes.format(bytes) + " of RAM is more than the daemon may use for RAM namespaces (" + describe()
                 + "); give a smaller size, or raise nvmeof4j." + DaemonSettings.RAM_BUDGET_MIB
                 + " if the machine has the memory");
         }
-        if (bytes > limitBytes - reservedBytes) {
+        if (!budget.tryReserve(bytes)) {
+            long reserved = budget.reservedBytes();
             throw new NamespaceRefusedException(NamespaceRefusedException.Reason.BUDGET_EXHAUSTED, what + ": "
-                + Sizes.format(bytes) + " of RAM does not fit: RAM namespaces hold " + Sizes.format(reservedBytes)
-                + " of the " + describe() + ", " + Sizes.format(limitBytes - reservedBytes) + " are left");
+                + Sizes.format(bytes) + " of RAM does not fit: RAM namespaces hold " + Sizes.format(reserved)
+                + " of the " + describe() + ", " + Sizes.format(budget.limitBytes() - reserved) + " are left");
         }
-        reservedBytes += bytes;
     }
 
     /** Gives back what {@link #reserve} took for a namespace that was removed or could not be added. */
-    public synchronized void release(long bytes) {
-        if (bytes < 0 || bytes > reservedBytes) {
-            throw new IllegalArgumentException("releasing " + bytes + " of " + reservedBytes + " reserved bytes");
-        }
-        reservedBytes -= bytes;
+    public void release(long bytes) {
+        budget.release(bytes);
     }
 
     public long limitBytes() {
-        return limitBytes;
+        return budget.limitBytes();
     }
 
-    public synchronized long reservedBytes() {
-        return reservedBytes;
+    public long reservedBytes() {
+        return budget.reservedBytes();
     }
 
-    /** "RAM budget of 20 GiB (the machine's memory 24 GiB less 64 MiB of buffer pools)". */
+    /** "RAM budget of 20 GiB (the machine's memory 24 GiB less 64 MiB of buffer pools and 512 MiB of queue buffers)". */
     public String describe() {
-        return "RAM budget of " + (limitBytes == Long.MAX_VALUE ? "unlimited" : Sizes.format(limitBytes)) + " ("
-            + limitSource + ")";
+        return budget.describe();
     }
 
     /** {@code -XX:MaxDirectMemorySize}, or the heap's maximum when unset (the JVM's rule); -1 when not HotSpot. */

@@ -38,9 +38,15 @@ import java.time.Duration;
  *       ({@code ram_budget_mib} or derived)</td></tr>
  *   <tr><td>{@value #RAM_RESERVED}</td><td>gauge (bytes)</td><td></td><td>the sizes of the RAM namespaces
  *       there are, reserved from the budget</td></tr>
+ *   <tr><td>{@value #QUEUE_BUFFER_BUDGET}</td><td>gauge (bytes)</td><td></td><td>the most the connected
+ *       NVMe/TCP queues' buffers may hold ({@code queue_buffer_budget_mib})</td></tr>
+ *   <tr><td>{@value #QUEUE_BUFFER_RESERVED}</td><td>gauge (bytes)</td><td></td><td>what the connected queues'
+ *       buffers hold of it (charged at Connect, given back when the queue closes)</td></tr>
  *   <tr><td>{@value #CONNECTIONS_REFUSED}</td><td>counter</td><td>transport, reason</td>
  *       <td>queues refused or closed before their Connect: reason {@code port_limit} (the oldest pending one closed
- *       for a new one), {@code host_limit} (a new one from an address at its limit), {@code connect_timeout}</td></tr>
+ *       for a new one), {@code host_limit} (a new one from an address at its limit), {@code connect_timeout};
+ *       Connects refused with Controller Busy: {@code queue_buffer_budget} (the queue's buffers did not fit the
+ *       queue buffer budget), {@code direct_memory} (allocating them failed)</td></tr>
  *   <tr><td>{@value #AUTHENTICATIONS}</td><td>counter</td><td>result, hash, dhgroup</td>
  *       <td>DH-HMAC-CHAP transactions ended, per queue: result {@code success} or {@code failure}, with the hash and
  *       group negotiated ({@code none} when the failure came before)</td></tr>
@@ -59,6 +65,8 @@ public final class TargetMeterNames {
     public static final String RAM_ALLOCATION_FAILURES = "nvmeof.target.ram.allocation.failures";
     public static final String RAM_BUDGET = "nvmeof.target.ram.budget";
     public static final String RAM_RESERVED = "nvmeof.target.ram.reserved";
+    public static final String QUEUE_BUFFER_BUDGET = "nvmeof.target.queue.buffers.budget";
+    public static final String QUEUE_BUFFER_RESERVED = "nvmeof.target.queue.buffers.reserved";
     public static final String AUTHENTICATIONS = "nvmeof.target.authentications";
     public static final String CONNECTIONS_REFUSED = "nvmeof.target.connections.refused";
 

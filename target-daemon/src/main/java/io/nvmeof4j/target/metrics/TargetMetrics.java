@@ -66,6 +66,8 @@ public final class TargetMetrics {
     static final Duration NEVER_ROTATE = Duration.ofDays(3650);
 
     private final MeterRegistry registry;
+    /** The states of the resource-wait counters, kept reachable here (see {@link #bindResourceWaits}). */
+    private final List<Object> resourceWaitOwners = new java.util.concurrent.CopyOnWriteArrayList<>();
     private final Set<TransportType> transports;
     private final Map<String, SubsystemMeters> subsystems = new ConcurrentHashMap<>();
     private final Object refreshLock = new Object();
@@ -231,6 +233,15 @@ public final class TargetMetrics {
             .register(registry);
     }
 
+    /** Gauges of the queue buffer budget: its limit and what connected queues' buffers hold of it. */
+    public void bindQueueBufferBudget(io.nvmeof4j.protocol.spi.MemoryBudget budget) {
+        Gauge.builder(QUEUE_BUFFER_BUDGET, budget, b -> (double) b.limitBytes()).baseUnit("bytes")
+            .description("The most the connected queues' buffers may hold").strongReference(true).register(registry);
+        Gauge.builder(QUEUE_BUFFER_RESERVED, budget, b -> (double) b.reservedBytes()).baseUnit("bytes")
+            .description("Buffers of the connected queues, reserved from the budget at Connect").strongReference(true)
+            .register(registry);
+    }
+
     /** Gauge of a reactor's buffer pool. */
     public void bindPool(int reactor, BufferPool pool) {
         Gauge.builder(POOL_BUFFERS_IN_USE, pool, BufferPool::buffersInUse).description("Data buffers handed out")
@@ -242,6 +253,9 @@ public final class TargetMetrics {
      * a reactor; {@code waits} reads the owner's running count (scrape thread).
      */
     public <T> void bindResourceWaits(int reactor, String resource, T owner, java.util.function.ToDoubleFunction<T> waits) {
+        // Micrometer holds a function counter's state weakly: an owner nothing else keeps (the daemon's list of a
+        // reactor's poll groups) was collected and the counter then read 0 however many commands waited.
+        resourceWaitOwners.add(owner);
         FunctionCounter.builder(RESOURCE_WAITS, owner, waits)
             .description("Commands that found a fixed-size data-path resource full and waited for it")
             .tags(TAG_REACTOR, Integer.toString(reactor), TAG_RESOURCE, resource).register(registry);

@@ -285,6 +285,29 @@ class TargetConfigTest {
     }
 
     @Test
+    void shouldReadTheQueueBufferBudgetAndWarnWhenNoControllerOfAPortFits() throws Exception {
+        TargetConfig defaults = parse(withNamespaces(ramNamespace(1)));
+        assertThat(defaults.daemon().queueBufferBudgetBytes()).isEqualTo(512L << 20);
+        assertThat(defaults.notices()).noneSatisfy(n -> assertThat(n.text()).contains("queue_buffer_budget_mib"));
+        // The default port: an admin queue (about 330 KiB) and an I/O queue of 128 x 16 KiB (about 2.1 MiB).
+        TargetConfig small = parse(withNamespaces(ramNamespace(1)).replaceFirst("\\{",
+            "{\"nvmeof4j\": {\"queue_buffer_budget_mib\": 2}, "));
+        assertThat(small.daemon().queueBufferBudgetBytes()).isEqualTo(2L << 20);
+        assertThat(small.notices()).anySatisfy(n -> {
+            assertThat(n.warning()).isTrue();
+            assertThat(n.text()).startsWith("nvmeof4j.queue_buffer_budget_mib: 2 MiB cannot hold a controller of "
+                + "ports[0] (portid 1)").contains("need 3 MiB").contains("Controller Busy");
+        });
+        assertThat(parse(withNamespaces(ramNamespace(1)).replaceFirst("\\{",
+            "{\"nvmeof4j\": {\"queue_buffer_budget_mib\": 3}, ")).notices())
+            .noneSatisfy(n -> assertThat(n.text()).contains("queue_buffer_budget_mib"));
+        assertRejected(withNamespaces(ramNamespace(1)).replaceFirst("\\{",
+            "{\"nvmeof4j\": {\"queue_buffer_budget_mib\": 0}, "), "nvmeof4j.queue_buffer_budget_mib");
+        // Written back as read (the control plane persists the settings).
+        assertThat(ConfigWriter.settings(small.daemon()).get("queue_buffer_budget_mib").asLong()).isEqualTo(2);
+    }
+
+    @Test
     void shouldReadConnectionLimitsIntoEveryPort() throws Exception {
         String json = withNamespaces(ramNamespace(1)).replaceFirst("\\{", "{\"nvmeof4j\": {"
             + "\"max_pending_connections\": 100, \"max_pending_connections_per_host\": 20, "

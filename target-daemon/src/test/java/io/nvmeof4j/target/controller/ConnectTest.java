@@ -336,4 +336,43 @@ class ConnectTest {
         assertThat(r.status()).isEqualTo(NvmeStatus.FABRICS_CONTROLLER_BUSY);
         assertThat(NvmeStatus.isDnr(r.status())).as("retryable elsewhere").isFalse();
     }
+
+    /**
+     * A transport that cannot set a queue up (NVMe/TCP: the queue buffer budget is spent) refuses the Connect with
+     * Controller Busy and no DNR, so the host tries again; it is asked only once every other check passed, and an
+     * I/O queue's QID is free again afterwards.
+     */
+    @Test
+    void shouldAnswerControllerBusyWhenTheTransportCannotSetTheQueueUpAndFreeTheQid() {
+        io.nvmeof4j.protocol.spi.ConnectRefusedException noRoom = new io.nvmeof4j.protocol.spi.ConnectRefusedException(
+            NvmeStatus.FABRICS_CONTROLLER_BUSY, io.nvmeof4j.protocol.spi.PendingConnections.Refusal.QUEUE_BUFFER_BUDGET,
+            "buffers need 2148 KiB, more than the 1024 KiB left of the queue buffer budget of 16 MiB");
+        FakeQueue refusedAdmin = host.openQueue();
+        refusedAdmin.refuseInstall = noRoom;
+        FakeRequest admin0 = host.connect(refusedAdmin, 0, 31, 0, TestTarget.SUBNQN, 0xFFFF);
+        assertThat(admin0.status()).isEqualTo(NvmeStatus.FABRICS_CONTROLLER_BUSY).isEqualTo(0x181);
+        assertThat(refusedAdmin.installs).containsExactly("0/32");
+        assertThat(target.registry.controllers()).as("no controller for a refused admin Connect").isEmpty();
+
+        FakeQueue admin = host.openQueue();
+        int cntlid = enabledController(admin);
+        assertThat(admin.installs).containsExactly("0/32");
+        FakeQueue io = host.openQueue();
+        io.refuseInstall = noRoom;
+        FakeRequest refused = host.connect(io, 1, 127, 0, TestTarget.SUBNQN, cntlid);
+        assertThat(refused.status()).isEqualTo(NvmeStatus.FABRICS_CONTROLLER_BUSY);
+        assertThat(NvmeStatus.isDnr(refused.status())).as("the host may try again").isFalse();
+        assertThat(refused.dw0() & 0xFFFF).as("CNTLID passed back").isEqualTo(cntlid);
+        assertThat(io.queueId()).as("the transport was not told the queue is connected").isEqualTo(-1);
+        // A Connect that is wrong anyway is told so (with DNR), without asking the transport for memory.
+        assertInvalidSqe(host.connect(io, 1, 128, 0, TestTarget.SUBNQN, cntlid), 44);
+        assertThat(io.installs).containsExactly("1/128");
+
+        // The same queue tries again once there is room: QID 1 is free, not "already connected".
+        io.refuseInstall = null;
+        assertThat(host.connect(io, 1, 127, 0, TestTarget.SUBNQN, cntlid).status()).isEqualTo(NvmeStatus.SUCCESS);
+        assertThat(io.installs).containsExactly("1/128", "1/128");
+        assertThat(io.queueId()).isEqualTo(1);
+        assertThat(io.sqSize()).isEqualTo(128);
+    }
 }

@@ -56,6 +56,19 @@ public final class FakeQueue implements TransportQueue {
         return peer;
     }
 
+    /** When set, {@link #install} refuses with it (a transport out of memory for the queue). */
+    volatile io.nvmeof4j.protocol.spi.ConnectRefusedException refuseInstall;
+    /** Every {@link #install} call, "qid/sqSize", in order. */
+    final java.util.List<String> installs = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    @Override
+    public void install(int queueId, int sqSize) throws io.nvmeof4j.protocol.spi.ConnectRefusedException {
+        installs.add(queueId + "/" + sqSize);
+        if (refuseInstall != null) {
+            throw refuseInstall;
+        }
+    }
+
     @Override
     public void connected(int queueId, int sqSize, boolean sqFlowControlDisabled) {
         this.queueId = queueId;

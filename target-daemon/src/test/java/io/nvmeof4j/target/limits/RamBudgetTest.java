@@ -14,15 +14,16 @@ class RamBudgetTest {
     private static final long TIB = 1L << 40;
 
     @Test
-    void shouldDeriveTheSmallerOfDirectAndPhysicalMemoryLessThePools() {
-        RamBudget byPhysical = RamBudget.derived(32 * GIB, 24 * GIB, 64 * MIB);
-        assertThat(byPhysical.limitBytes()).isEqualTo(24 * GIB - 64 * MIB);
-        assertThat(byPhysical.describe()).contains("the machine's memory 24 GiB less 64 MiB of buffer pools");
-        RamBudget byDirect = RamBudget.derived(256 * MIB, 24 * GIB, 64 * MIB);
-        assertThat(byDirect.limitBytes()).isEqualTo(192 * MIB);
+    void shouldDeriveTheSmallerOfDirectAndPhysicalMemoryLessThePoolsAndTheQueueBuffers() {
+        RamBudget byPhysical = RamBudget.derived(32 * GIB, 24 * GIB, 64 * MIB, 512 * MIB);
+        assertThat(byPhysical.limitBytes()).isEqualTo(24 * GIB - 64 * MIB - 512 * MIB);
+        assertThat(byPhysical.describe())
+            .contains("the machine's memory 24 GiB less 64 MiB of buffer pools and 512 MiB of queue buffers");
+        RamBudget byDirect = RamBudget.derived(256 * MIB, 24 * GIB, 64 * MIB, 64 * MIB);
+        assertThat(byDirect.limitBytes()).isEqualTo(128 * MIB);
         assertThat(byDirect.describe()).contains("direct-memory limit 256 MiB");
-        assertThat(RamBudget.derived(64 * MIB, 24 * GIB, 128 * MIB).limitBytes()).isZero();
-        assertThat(RamBudget.derived(-1, 24 * GIB, 0).limitBytes()).isEqualTo(24 * GIB);
+        assertThat(RamBudget.derived(64 * MIB, 24 * GIB, 32 * MIB, 64 * MIB).limitBytes()).isZero();
+        assertThat(RamBudget.derived(-1, 24 * GIB, 0, 0).limitBytes()).isEqualTo(24 * GIB);
     }
 
     @Test
@@ -33,7 +34,7 @@ class RamBudgetTest {
         long direct = RamBudget.maxDirectMemory();
         assertThat(physical).isPositive();
         assertThat(derived.limitBytes()).isEqualTo(Math.min(physical, direct)
-            - defaults.reactors() * defaults.bufferPoolBytes());
+            - defaults.reactors() * defaults.bufferPoolBytes() - defaults.queueBufferBudgetBytes());
         RamBudget set = RamBudget.of(defaults.withNamespaceLimits(List.of(), 3 * TIB));
         assertThat(set.limitBytes()).isEqualTo(3 * TIB);
         assertThat(set.describe()).contains("nvmeof4j.ram_budget_mib");
@@ -41,7 +42,7 @@ class RamBudgetTest {
 
     @Test
     void shouldRefuseANamespaceLargerThanTheWholeBudget() {
-        RamBudget budget = RamBudget.derived(-1, 24 * GIB, 64 * MIB);
+        RamBudget budget = RamBudget.derived(-1, 24 * GIB, 64 * MIB, 512 * MIB);
         for (long size : new long[] {64 * TIB, TIB, 24 * GIB, Long.MAX_VALUE}) {
             assertThatThrownBy(() -> budget.reserve(size, "ns"))
                 .isInstanceOfSatisfying(NamespaceRefusedException.class,

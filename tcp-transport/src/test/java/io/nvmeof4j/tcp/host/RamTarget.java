@@ -61,6 +61,12 @@ final class RamTarget implements AutoCloseable {
         SubmissionQueueEntry sqe = request.command();
         if (sqe.isFabrics()) {
             ConnectCommand connect = new ConnectCommand().wrap(sqe);
+            try {
+                request.queue().install(connect.queueId(), connect.submissionQueueSize() + 1);
+            } catch (io.nvmeof4j.protocol.spi.ConnectRefusedException e) {
+                request.complete(e.status()); // an unlimited budget: only if direct memory ran out
+                return;
+            }
             request.queue().connected(connect.queueId(), connect.submissionQueueSize() + 1,
                 connect.sqFlowControlDisabled());
             request.response().dw0(1);
