@@ -1,11 +1,8 @@
 package io.nvmeof4j.target.controller;
 
-import io.nvmeof4j.protocol.command.CompletionQueueEntry;
-import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
+import io.nvmeof4j.protocol.spi.ForwardingRequest;
 import io.nvmeof4j.protocol.spi.Request;
-import io.nvmeof4j.protocol.spi.TransportQueue;
 
-import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
@@ -18,14 +15,12 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * transport request's attachment: nothing is allocated per command. {@link #begin} runs on the queue's reactor;
  * {@link #complete} may run on any thread (one uncontended atomic decrement).
  */
-final class InFlightRequest implements Request {
-    private final Request delegate;
-    private Object attachment;
+final class InFlightRequest extends ForwardingRequest {
     private AtomicLongArray counters;
     private int half;
 
     private InFlightRequest(Request delegate) {
-        this.delegate = delegate;
+        super(delegate);
     }
 
     /** The slot's wrapper, made on the slot's first admitted I/O command. */
@@ -63,50 +58,5 @@ final class InFlightRequest implements Request {
         if (c != null) {
             c.decrementAndGet(h);
         }
-    }
-
-    @Override
-    public TransportQueue queue() {
-        return delegate.queue();
-    }
-
-    @Override
-    public SubmissionQueueEntry command() {
-        return delegate.command();
-    }
-
-    @Override
-    public CompletionQueueEntry response() {
-        return delegate.response();
-    }
-
-    @Override
-    public ByteBuffer data() {
-        return delegate.data();
-    }
-
-    @Override
-    public int dataLength() {
-        return delegate.dataLength();
-    }
-
-    @Override
-    public long receivedNanos() {
-        return delegate.receivedNanos();
-    }
-
-    @Override
-    public long sequence() {
-        return delegate.sequence();
-    }
-
-    @Override
-    public Object attachment() {
-        return attachment;
-    }
-
-    @Override
-    public void attach(Object attachment) {
-        this.attachment = attachment;
     }
 }

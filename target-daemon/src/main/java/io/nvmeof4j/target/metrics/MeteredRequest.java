@@ -1,11 +1,8 @@
 package io.nvmeof4j.target.metrics;
 
-import io.nvmeof4j.protocol.command.CompletionQueueEntry;
-import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
+import io.nvmeof4j.protocol.spi.ForwardingRequest;
 import io.nvmeof4j.protocol.spi.Request;
-import io.nvmeof4j.protocol.spi.TransportQueue;
 
-import java.nio.ByteBuffer;
 
 /**
  * A transport's request with the command layer's metering around it: everything delegates, except that
@@ -19,9 +16,7 @@ import java.nio.ByteBuffer;
  * <p>The latency ends when the response has left: NVMe/TCP wrote it to the socket, NVMe-oF/RDMA's SEND completed.
  * A command whose queue went away before its response was sent is not recorded.
  */
-public final class MeteredRequest implements Request {
-    private final Request delegate;
-    private Object attachment;
+public final class MeteredRequest extends ForwardingRequest {
     private NamespaceMeters namespace;
     private SubsystemMeters subsystem;
     private int op;
@@ -31,7 +26,7 @@ public final class MeteredRequest implements Request {
     private int status;
 
     private MeteredRequest(Request delegate) {
-        this.delegate = delegate;
+        super(delegate);
     }
 
     /** The slot's wrapper, made on the slot's first metered command. */
@@ -92,50 +87,5 @@ public final class MeteredRequest implements Request {
                 s.recordAdmin(transport, latency, status);
             }
         }
-    }
-
-    @Override
-    public TransportQueue queue() {
-        return delegate.queue();
-    }
-
-    @Override
-    public SubmissionQueueEntry command() {
-        return delegate.command();
-    }
-
-    @Override
-    public CompletionQueueEntry response() {
-        return delegate.response();
-    }
-
-    @Override
-    public ByteBuffer data() {
-        return delegate.data();
-    }
-
-    @Override
-    public int dataLength() {
-        return delegate.dataLength();
-    }
-
-    @Override
-    public long receivedNanos() {
-        return delegate.receivedNanos();
-    }
-
-    @Override
-    public long sequence() {
-        return delegate.sequence();
-    }
-
-    @Override
-    public Object attachment() {
-        return attachment;
-    }
-
-    @Override
-    public void attach(Object attachment) {
-        this.attachment = attachment;
     }
 }

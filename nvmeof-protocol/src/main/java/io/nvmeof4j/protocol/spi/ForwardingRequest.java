@@ -1,0 +1,67 @@
+package io.nvmeof4j.protocol.spi;
+
+import io.nvmeof4j.protocol.command.CompletionQueueEntry;
+import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
+
+import java.nio.ByteBuffer;
+import java.util.Objects;
+
+/**
+ * A layer around a transport's {@link Request} (metering, in-flight counting): everything forwards to the request
+ * behind it except {@link #complete(int)}, which the layer overrides, and the {@link #attachment()} slot, which is the
+ * layer's own so that the layers behind it keep their per-slot context. One per transport slot, kept in the
+ * request's attachment: nothing is allocated per command.
+ */
+public abstract class ForwardingRequest implements Request {
+    protected final Request delegate;
+    private Object attachment;
+
+    protected ForwardingRequest(Request delegate) {
+        this.delegate = Objects.requireNonNull(delegate, "delegate");
+    }
+
+    @Override
+    public TransportQueue queue() {
+        return delegate.queue();
+    }
+
+    @Override
+    public SubmissionQueueEntry command() {
+        return delegate.command();
+    }
+
+    @Override
+    public CompletionQueueEntry response() {
+        return delegate.response();
+    }
+
+    @Override
+    public ByteBuffer data() {
+        return delegate.data();
+    }
+
+    @Override
+    public int dataLength() {
+        return delegate.dataLength();
+    }
+
+    @Override
+    public long receivedNanos() {
+        return delegate.receivedNanos();
+    }
+
+    @Override
+    public long sequence() {
+        return delegate.sequence();
+    }
+
+    @Override
+    public Object attachment() {
+        return attachment;
+    }
+
+    @Override
+    public void attach(Object attachment) {
+        this.attachment = attachment;
+    }
+}
