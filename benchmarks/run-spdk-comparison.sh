@@ -19,8 +19,8 @@
 #
 # --reactors N gives our daemon N reactors on CPUs 0..N-1 and SPDK's nvmf_tgt the core mask of the same CPUs (the
 # load generator then runs on CPU N): the scaling comparison for machines with more cores than this one.
-# Hugepages: used by SPDK when at least 1 GiB of 2 MiB pages is free (scripts/setup.sh reserves them); otherwise
-# both SPDK tools run with --no-huge, which the summary says.
+# Hugepages: used by SPDK when 2 GiB of 2 MiB pages are free and hugetlbfs is mounted (SPDK's scripts/setup.sh does
+# both); otherwise both SPDK tools run with --no-huge, which the first line says.
 # Bounded: every run has its time; every process started here is stopped by its PID on exit.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -53,6 +53,8 @@ else
     for f in build/bin/nvmf_tgt build/bin/spdk_nvme_perf scripts/rpc.py; do
         [ -e "$SPDK_DIR/$f" ] || { echo "SPDK_DIR=$SPDK_DIR has no $f" >&2; exit 1; }
     done
+    # A build configured --with-shared links its own libraries and DPDK's dynamically.
+    export LD_LIBRARY_PATH="$SPDK_DIR/build/lib:$SPDK_DIR/dpdk/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 selected=""
 for w in $all_workloads; do
@@ -70,7 +72,9 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 work=$root/benchmarks/target/spdk-comparison
 mkdir -p "$work"
 huge=(--no-huge -s 1024)
-if [ "$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)" -ge 512 ] 2>/dev/null; then huge=(-s 1024); fi
+if [ "$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)" -ge 1024 ] 2>/dev/null && grep -q ' hugetlbfs ' /proc/mounts; then
+    huge=(-s 1024)
+fi
 echo "targets on CPU(s) $target_cpus, load on CPU $load_cpu; ${seconds}s per run after ${warmup}s warm-up; $rounds round(s);" \
     "SPDK ${huge[*]:-with hugepages}; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -111,7 +115,11 @@ start_spdk() {
     rm -f "$sock"
     "$SPDK_DIR/build/bin/nvmf_tgt" -m "$core_mask" -r "$sock" "${huge[@]}" > "$work/spdk-target.log" 2>&1 &
     target_pid=$!
-    for _ in $(seq 1 300); do [ -S "$sock" ] && break; sleep 0.1; done
+    for _ in $(seq 1 300); do
+        [ -S "$sock" ] && break
+        kill -0 "$target_pid" 2>/dev/null || { echo "SPDK's nvmf_tgt exited; see $work/spdk-target.log" >&2; exit 1; }
+        sleep 0.1
+    done
     rpc() { timeout 60 python3 "$SPDK_DIR/scripts/rpc.py" -s "$sock" "$@" >> "$work/spdk-rpc.log" 2>&1; }
     rpc nvmf_create_transport -t TCP \
         && rpc bdev_malloc_create -b Malloc0 512 4096 \
