@@ -1,16 +1,12 @@
 package io.nvmeof4j.it.tcp;
 
 import io.nvmeof4j.protocol.command.NvmeStatus;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,25 +16,10 @@ import static io.nvmeof4j.it.tcp.Bytes.u8;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /** Every admin command an I/O controller serves (wire reference 2.8, 2.9), with its exact results. */
-class AdminCommandsIT {
-    @TempDir
-    static Path dir;
-    static TestTarget target;
+class AdminCommandsIT extends SharedTestTarget {
 
     RawNvmeTcpHost admin;
     byte[] identifyController;
-
-    @BeforeAll
-    static void startTarget() throws Exception {
-        target = TestTarget.start(dir);
-    }
-
-    @AfterAll
-    static void stopTarget() throws Exception {
-        if (target != null) {
-            target.close();
-        }
-    }
 
     @BeforeEach
     void connect() throws Exception {

@@ -3,13 +3,9 @@ package io.nvmeof4j.it.tcp;
 import io.nvmeof4j.it.tcp.RawNvmeTcpHost.Command;
 import io.nvmeof4j.it.tcp.RawNvmeTcpHost.DataMode;
 import io.nvmeof4j.protocol.command.NvmeStatus;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
-import java.nio.file.Path;
 import java.time.Duration;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -18,23 +14,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Bad input, each answered with the status NVMe (or nvmet, where the specification leaves the choice) uses, or
  * with a C2HTermReq and a close (wire reference 5); after each, a new connection still does I/O.
  */
-class MalformedInputIT {
-    @TempDir
-    static Path dir;
-    static TestTarget target;
+class MalformedInputIT extends SharedTestTarget {
     static final Duration CLOSE_WITHIN = Duration.ofSeconds(5);
-
-    @BeforeAll
-    static void startTarget() throws Exception {
-        target = TestTarget.start(dir);
-    }
-
-    @AfterAll
-    static void stopTarget() throws Exception {
-        if (target != null) {
-            target.close();
-        }
-    }
 
     @AfterEach
     void daemonStillServes() throws Exception {

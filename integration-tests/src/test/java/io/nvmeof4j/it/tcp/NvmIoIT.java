@@ -2,15 +2,11 @@ package io.nvmeof4j.it.tcp;
 
 import io.nvmeof4j.it.tcp.RawNvmeTcpHost.DataMode;
 import io.nvmeof4j.protocol.command.NvmeStatus;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -23,25 +19,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * NVM I/O (wire reference 3 and 5) on both namespaces of subsystem a, every write read back and compared.
  * Each test takes LBAs from its own region so that no test reads another's data.
  */
-class NvmIoIT {
-    @TempDir
-    static Path dir;
-    static TestTarget target;
+class NvmIoIT extends SharedTestTarget {
     static final HostIdentity HOST = HostIdentity.random();
     /** Next free byte offset per namespace; regions are handed out in 128 KiB steps. */
     static final AtomicLong[] NEXT = {new AtomicLong(), new AtomicLong(), new AtomicLong()};
-
-    @BeforeAll
-    static void startTarget() throws Exception {
-        target = TestTarget.start(dir);
-    }
-
-    @AfterAll
-    static void stopTarget() throws Exception {
-        if (target != null) {
-            target.close();
-        }
-    }
 
     /** A region of {@code bytes} (rounded up to 128 KiB) that no other test uses; returns its first LBA. */
     static long region(TestTarget.Namespace ns, long bytes) {
