@@ -241,9 +241,11 @@ public final class AdaptiveIdleStrategy implements IdleStrategy {
         delayPermilleAverage += (permille - delayPermilleAverage) / 4;
         boolean sharedNow = delayPermilleAverage > CONTENDED_PERCENT * 10L;
         if (sharedNow != shared) {
-            LOG.debug("{}: runnable without a CPU for {}% of the last {} ms (average {}%): CPU {}", name,
-                permille / 10, TimeUnit.NANOSECONDS.toMillis(window), delayPermilleAverage / 10,
-                sharedNow ? "shared" : "its own");
+            if (LOG.isDebugEnabled()) { // the reactor thread: no varargs array or boxing when the line is off
+                LOG.debug("{}: runnable without a CPU for {}% of the last {} ms (average {}%): CPU {}", name,
+                    permille / 10, TimeUnit.NANOSECONDS.toMillis(window), delayPermilleAverage / 10,
+                    sharedNow ? "shared" : "its own");
+            }
             shared = sharedNow;
         }
         decide(now);
@@ -269,8 +271,10 @@ public final class AdaptiveIdleStrategy implements IdleStrategy {
                 if (now - trialStartNanos >= trialNanos) {
                     long spinning = workPerSecondSinceTrialStart(now);
                     boolean block = spinning * 100 <= blockingWorkPerSecond * (100 + SPIN_WINS_PERCENT);
-                    LOG.debug("{}: shared CPU, work per second blocking {} vs spinning {}: {}", name,
-                        blockingWorkPerSecond, spinning, block ? "blocking at once" : "spinning");
+                    if (LOG.isDebugEnabled()) {
+                        LOG.debug("{}: shared CPU, work per second blocking {} vs spinning {}: {}", name,
+                            blockingWorkPerSecond, spinning, block ? "blocking at once" : "spinning");
+                    }
                     trial = Trial.NONE;
                     setContended(block);
                     contendedUntilNanos = now + TimeUnit.MILLISECONDS.toNanos(CONTENDED_HOLD_MILLIS);
