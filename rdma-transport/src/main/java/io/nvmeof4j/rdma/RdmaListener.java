@@ -20,6 +20,7 @@ import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportListener;
 import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.protocol.spi.transport.ListenerSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -72,6 +73,7 @@ final class RdmaListener implements TransportListener {
     private final Thread thread;
     private final Map<CmId, RdmaControllerQueue> queues = new ConcurrentHashMap<>();
     private final PendingQueues pending;
+    private final ListenerSupport support;
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile boolean running = true;
     private int nextGroup;
@@ -86,6 +88,7 @@ final class RdmaListener implements TransportListener {
         this.groups = List.copyOf(groups);
         this.handlers = handlers;
         this.pending = new PendingQueues(new PendingConnections(options.connectionLimits()));
+        this.support = new ListenerSupport(address, options.connectionLimits(), handlers, PEER_LOG);
         this.thread = new Thread(this::eventLoop, "nvmeof-rdma-cm-" + address.trsvcid());
         this.thread.setDaemon(true);
     }
@@ -134,26 +137,7 @@ final class RdmaListener implements TransportListener {
 
     /** Counts and logs (rate-limited per peer address) a refused or disconnected pending queue. */
     private void refused(InetAddress peerAddress, String peer, PendingConnections.Refusal why) {
-        try {
-            handlers.onConnectionRefused(TransportType.RDMA, peer, why);
-        } catch (RuntimeException e) {
-            LOG.debug("NVMe/RDMA {}: refusal hook failed", address, e);
-        }
-        ConnectionLimits limits = options.connectionLimits();
-        switch (why) {
-            case HOST_LIMIT:
-                PEER_LOG.warnFrom(peerAddress, "NVMe/RDMA {}: rejected {} (no resources): {} queues of that address "
-                    + "have not completed Connect (max_pending_connections_per_host)", address, peer,
-                    limits.maxPendingPerHost());
-                break;
-            case PORT_LIMIT:
-                PEER_LOG.warnFrom(peerAddress, "NVMe/RDMA {}: disconnected {}, the oldest of {} queues that have not "
-                    + "completed Connect (max_pending_connections)", address, peer, limits.maxPending());
-                break;
-            default:
-                PEER_LOG.warnFrom(peerAddress, "NVMe/RDMA {}: disconnected {}: no Connect within {} ms "
-                    + "(connect_timeout_ms)", address, peer, limits.connectTimeoutMillis());
-        }
+        support.refused(peerAddress, peer, why);
     }
 
     private void eventLoop() {
@@ -318,6 +302,7 @@ final class RdmaListener implements TransportListener {
             }
             queues.put(id, queue);
             id.accept(new ConnectionParameters(sizing.acceptPrivateData(), 0, sizing.initiatorDepth(), 1, 7, 7));
+            group.adopt(queue); // queued before this thread hands the group the queue's ESTABLISHED
             pending.track(queue, entry, () -> !queues.containsKey(id), why -> {
                 refused(peerAddress, peer, why);
                 queue.disconnect(why.tag());
@@ -396,19 +381,11 @@ final class RdmaListener implements TransportListener {
     void shutdown() {
         running = false;
         channel.wakeup();
-        if (Thread.currentThread() != thread) {
-            try {
-                thread.join(JOIN_TIMEOUT_MILLIS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            if (thread.isAlive()) {
-                // It may be inside a CM call on an id the channel close would destroy: leak rather than free under it.
-                LOG.warn("NVMe/RDMA {}: CM event thread did not stop within {} ms; its event channel is left open",
-                    address, JOIN_TIMEOUT_MILLIS);
-                transport.removeListener(this);
-                return;
-            }
+        if (!support.join(thread, JOIN_TIMEOUT_MILLIS, LOG)) {
+            // It may be inside a CM call on an id the channel close would destroy: leak rather than free under it.
+            LOG.warn("NVMe/RDMA {}: its CM event channel is left open", address);
+            transport.removeListener(this);
+            return;
         }
         for (RdmaControllerQueue queue : queues.values()) {
             queue.disconnect("transport closed");

@@ -7,7 +7,7 @@ import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportListener;
-import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.protocol.spi.transport.ListenerSupport;
 import io.nvmeof4j.tcp.tls.PskResolver;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -56,6 +56,7 @@ final class TcpListener implements TransportListener {
     private final List<TcpPollGroup> groups;
     private final QueueHandlerFactory handlers;
     private final PendingConnections pending;
+    private final ListenerSupport support;
     private final Thread acceptor;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final LongAdder acceptFailures = new LongAdder();
@@ -70,6 +71,7 @@ final class TcpListener implements TransportListener {
         this.groups = List.copyOf(groups);
         this.handlers = handlers;
         this.pending = new PendingConnections(options.connectionLimits());
+        this.support = new ListenerSupport(address, options.connectionLimits(), handlers, REFUSALS);
         this.acceptor = new Thread(this::acceptLoop, "nvmeof-tcp-accept-" + address.trsvcid());
         this.acceptor.setDaemon(true);
     }
@@ -204,26 +206,7 @@ final class TcpListener implements TransportListener {
 
     /** Counts and logs (rate-limited per peer address) a refused or closed pending connection. Any thread. */
     void refused(InetAddress peerAddress, String peer, PendingConnections.Refusal why) {
-        try {
-            handlers.onConnectionRefused(TransportType.TCP, peer, why);
-        } catch (RuntimeException e) {
-            LOG.debug("NVMe/TCP {}: refusal hook failed", address, e);
-        }
-        ConnectionLimits limits = options.connectionLimits();
-        switch (why) {
-            case HOST_LIMIT:
-                REFUSALS.warnFrom(peerAddress, "NVMe/TCP {}: refused {}: {} connections of that address have not "
-                    + "completed Connect (max_pending_connections_per_host)", address, peer,
-                    limits.maxPendingPerHost());
-                break;
-            case PORT_LIMIT:
-                REFUSALS.warnFrom(peerAddress, "NVMe/TCP {}: closed {}, the oldest of {} connections that have not "
-                    + "completed Connect (max_pending_connections)", address, peer, limits.maxPending());
-                break;
-            default:
-                REFUSALS.warnFrom(peerAddress, "NVMe/TCP {}: closed {}: no ICReq and Connect within {} ms "
-                    + "(connect_timeout_ms)", address, peer, limits.connectTimeoutMillis());
-        }
+        support.refused(peerAddress, peer, why);
     }
 
     private static void closeQuietly(SocketChannel channel) {
@@ -244,16 +227,7 @@ final class TcpListener implements TransportListener {
         } catch (IOException e) {
             LOG.debug("error closing the NVMe/TCP listener on {}", address, e);
         }
-        if (Thread.currentThread() != acceptor) {
-            try {
-                acceptor.join(JOIN_TIMEOUT_MILLIS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            if (acceptor.isAlive()) {
-                LOG.warn("NVMe/TCP acceptor for {} did not stop within {} ms", address, JOIN_TIMEOUT_MILLIS);
-            }
-        }
+        support.join(acceptor, JOIN_TIMEOUT_MILLIS, LOG);
         transport.removeListener(this);
         LOG.info("NVMe/TCP stopped listening on {}", address);
     }

@@ -1,13 +1,14 @@
 package io.nvmeof4j.rdma.host;
 
 import io.nvmeof4j.protocol.spi.host.HostPollGroup;
+import io.nvmeof4j.protocol.spi.transport.FlushList;
+import io.nvmeof4j.protocol.spi.transport.PollGroupCore;
 import io.nvmeof4j.rdma.CompletionWaiter;
 import io.nvmeof4j.rdma.WorkCompletions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.Arrays;
-import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * The NVMe/RDMA host share of one host reactor thread: its queues (each with its own completion queue, all
@@ -23,18 +24,16 @@ public final class RdmaHostPollGroup implements HostPollGroup {
 
     private final CompletionWaiter waiter;
     private final WorkCompletions completions = new WorkCompletions(POLL_BATCH);
-    private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    private final PollGroupCore core;
     private RdmaHostQueue[] queues = new RdmaHostQueue[8];
     private int queueCount;
-    private RdmaHostQueue[] flushList = new RdmaHostQueue[8];
-    private int flushCount;
-    private volatile Thread thread;
-    private volatile boolean closed;
+    private final FlushList<RdmaHostQueue> flushList = new FlushList<>(8);
     /** The device resources (JNI) or, in unit tests, null; closed after the queues. */
     volatile AutoCloseable resources;
 
     RdmaHostPollGroup(CompletionWaiter waiter) {
         this.waiter = waiter;
+        this.core = new PollGroupCore("NVMe/RDMA host poll group", waiter::wakeup);
     }
 
     CompletionWaiter waiter() {
@@ -43,10 +42,10 @@ public final class RdmaHostPollGroup implements HostPollGroup {
 
     @Override
     public int poll() {
-        bindThread();
+        core.bindReactorThread();
         int work = 0;
-        if (!tasks.isEmpty()) {
-            work += runTasks();
+        if (core.hasTasks()) {
+            work += core.runTasks();
         }
         work += pollQueues();
         return work + flush();
@@ -57,26 +56,18 @@ public final class RdmaHostPollGroup implements HostPollGroup {
      * ends with it; a caller that submits outside a poll and wants the commands out at once calls it.
      */
     public int flush() {
-        int n = flushCount;
+        int n = flushList.size();
         int work = 0;
         for (int i = 0; i < n; i++) {
-            RdmaHostQueue q = flushList[i];
-            flushList[i] = null;
-            work += q.flushSends();
+            work += flushList.take(i).flushSends();
         }
         // Queues that asked again during the loop (a failed post closing a queue does not) were appended after n.
-        int later = flushCount - n;
-        System.arraycopy(flushList, n, flushList, 0, later);
-        java.util.Arrays.fill(flushList, later, flushCount, null);
-        flushCount = later;
+        flushList.keepAfter(n);
         return work;
     }
 
     void requestFlush(RdmaHostQueue queue) {
-        if (flushCount == flushList.length) {
-            flushList = Arrays.copyOf(flushList, flushCount * 2);
-        }
-        flushList[flushCount++] = queue;
+        flushList.add(queue);
     }
 
     private int pollQueues() {
@@ -91,15 +82,15 @@ public final class RdmaHostPollGroup implements HostPollGroup {
 
     @Override
     public void await(long timeoutNanos) {
-        bindThread();
-        if (!tasks.isEmpty() || flushCount > 0) {
+        core.bindReactorThread();
+        if (core.hasTasks() || flushList.size() > 0) {
             flush();
             return;
         }
         for (int i = 0; i < queueCount; i++) {
             queues[i].armNotification();
         }
-        if (pollQueues() > 0 || timeoutNanos <= 0 || !tasks.isEmpty()) {
+        if (pollQueues() > 0 || timeoutNanos <= 0 || core.hasTasks()) {
             flush();
             return;
         }
@@ -113,20 +104,19 @@ public final class RdmaHostPollGroup implements HostPollGroup {
 
     @Override
     public void execute(Runnable task) {
-        if (closed) {
+        if (core.isClosed()) {
             throw new IllegalStateException("NVMe/RDMA host poll group is closed");
         }
-        tasks.add(task);
-        waiter.wakeup();
+        core.execute(task);
     }
 
     @Override
     public boolean inPollGroupThread() {
-        return thread == Thread.currentThread();
+        return core.inReactorThread();
     }
 
     boolean isClosed() {
-        return closed;
+        return core.isClosed();
     }
 
     /** Queues polled now (a gauge). */
@@ -136,11 +126,10 @@ public final class RdmaHostPollGroup implements HostPollGroup {
 
     @Override
     public void close() {
-        if (closed) {
+        if (!core.markClosed()) {
             return;
         }
-        closed = true;
-        runTasks();
+        core.runTasks();
         flush();
         for (int i = queueCount - 1; i >= 0; i--) {
             if (i < queueCount) {
@@ -156,26 +145,6 @@ public final class RdmaHostPollGroup implements HostPollGroup {
                 LOG.warn("closing the NVMe/RDMA host poll group's device resources failed", e);
             }
         }
-    }
-
-    private void bindThread() {
-        if (thread == null) {
-            thread = Thread.currentThread();
-        }
-    }
-
-    private int runTasks() {
-        int n = 0;
-        Runnable task;
-        while ((task = tasks.poll()) != null) {
-            n++;
-            try {
-                task.run();
-            } catch (RuntimeException e) {
-                LOG.error("task on an NVMe/RDMA host poll group failed", e);
-            }
-        }
-        return n;
     }
 
     void register(RdmaHostQueue queue) {

@@ -1,6 +1,8 @@
 package io.nvmeof4j.tcp.host;
 
 import io.nvmeof4j.protocol.spi.host.HostPollGroup;
+import io.nvmeof4j.protocol.spi.transport.FlushList;
+import io.nvmeof4j.protocol.spi.transport.PollGroupCore;
 import io.nvmeof4j.protocol.tcp.Crc32cDigest;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -11,9 +13,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.function.Consumer;
 
 /**
@@ -32,12 +32,9 @@ public final class TcpHostPollGroup implements HostPollGroup {
 
     private final Selector selector;
     private final Consumer<SelectionKey> readyKeyHandler = this::onKeyReady;
-    private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    private final PollGroupCore core;
     private final List<TcpHostQueue> queues = new ArrayList<>();
-    private TcpHostQueue[] flushList = new TcpHostQueue[16];
-    private int flushCount;
-    private volatile Thread thread;
-    private volatile boolean closed;
+    private final FlushList<TcpHostQueue> flushList = new FlushList<>(16);
 
     TcpHostPollGroup() {
         try {
@@ -45,14 +42,15 @@ public final class TcpHostPollGroup implements HostPollGroup {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot open a selector for an NVMe/TCP host poll group", e);
         }
+        core = new PollGroupCore("NVMe/TCP host poll group", selector::wakeup);
     }
 
     @Override
     public int poll() {
-        bindThread();
+        core.bindReactorThread();
         int work = 0;
-        if (!tasks.isEmpty()) {
-            work += runTasks();
+        if (core.hasTasks()) {
+            work += core.runTasks();
         }
         try {
             work += selector.selectNow(readyKeyHandler);
@@ -65,28 +63,21 @@ public final class TcpHostPollGroup implements HostPollGroup {
 
     /** Sends what queues of this group have queued. Poll-group thread only. */
     public int flush() {
-        int count = flushCount;
-        if (count == 0) {
-            return 0;
-        }
+        int count = flushList.size();
         int work = 0;
         for (int i = 0; i < count; i++) {
-            TcpHostQueue queue = flushList[i];
-            flushList[i] = null;
+            TcpHostQueue queue = flushList.take(i);
             queue.inFlushList = false;
             work += queue.flush();
         }
-        int later = flushCount - count;
-        System.arraycopy(flushList, count, flushList, 0, later);
-        Arrays.fill(flushList, later, flushCount, null);
-        flushCount = later;
+        flushList.keepAfter(count);
         return work;
     }
 
     @Override
     public void await(long timeoutNanos) {
-        bindThread();
-        if (!tasks.isEmpty() || flushCount > 0) {
+        core.bindReactorThread();
+        if (core.hasTasks() || flushList.size() > 0) {
             return;
         }
         try {
@@ -107,26 +98,24 @@ public final class TcpHostPollGroup implements HostPollGroup {
 
     @Override
     public void execute(Runnable task) {
-        if (closed) {
+        if (core.isClosed()) {
             throw new IllegalStateException("NVMe/TCP host poll group is closed");
         }
-        tasks.add(task);
-        selector.wakeup();
+        core.execute(task);
     }
 
     @Override
     public boolean inPollGroupThread() {
-        return thread == Thread.currentThread();
+        return core.inReactorThread();
     }
 
     /** Closes every queue (their commands complete with a path error) and the selector. */
     @Override
     public void close() {
-        if (closed) {
+        if (!core.markClosed()) {
             return;
         }
-        closed = true;
-        runTasks();
+        core.runTasks();
         for (TcpHostQueue queue : new ArrayList<>(queues)) {
             queue.closeNow("host poll group closed");
         }
@@ -137,35 +126,13 @@ public final class TcpHostPollGroup implements HostPollGroup {
         }
     }
 
-    private void bindThread() {
-        if (thread == null) {
-            thread = Thread.currentThread();
-        }
-    }
-
-    private int runTasks() {
-        int n = 0;
-        Runnable task;
-        while ((task = tasks.poll()) != null) {
-            n++;
-            try {
-                task.run();
-            } catch (RuntimeException e) {
-                LOG.error("task on an NVMe/TCP host poll group failed", e);
-            }
-        }
-        return n;
-    }
-
     void register(TcpHostQueue queue) throws IOException {
-        if (closed) {
+        if (core.isClosed()) {
             throw new IOException("host poll group is closed");
         }
         queue.key = queue.channel.register(selector, SelectionKey.OP_READ, queue);
         queues.add(queue);
-        if (flushList.length < queues.size() + 1) {
-            flushList = Arrays.copyOf(flushList, queues.size() * 2);
-        }
+        flushList.ensureCapacity(queues.size() + 1);
     }
 
     void unregister(TcpHostQueue queue) {
@@ -174,10 +141,7 @@ public final class TcpHostPollGroup implements HostPollGroup {
 
     void requestFlush(TcpHostQueue queue) {
         queue.inFlushList = true;
-        if (flushCount == flushList.length) {
-            flushList = Arrays.copyOf(flushList, flushCount * 2);
-        }
-        flushList[flushCount++] = queue;
+        flushList.add(queue);
     }
 
     private void onKeyReady(SelectionKey key) {
