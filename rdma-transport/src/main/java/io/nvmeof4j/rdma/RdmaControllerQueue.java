@@ -10,14 +10,12 @@ import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.QueueHandler;
 import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
 import io.nvmeof4j.protocol.spi.TransportAddress;
-import io.nvmeof4j.protocol.spi.TransportQueue;
 import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.protocol.spi.transport.AbstractTransportQueue;
 import io.nvmeof4j.protocol.spi.transport.DataMapping;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.concurrent.TimeUnit;
@@ -49,18 +47,8 @@ import java.util.concurrent.TimeUnit;
  * destroyed and its memory deregistered. Commands still executing complete into nothing and give back their
  * buffers.
  */
-final class RdmaControllerQueue implements TransportQueue {
+final class RdmaControllerQueue extends AbstractTransportQueue {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaControllerQueue.class);
-    private static final VarHandle OUTSTANDING;
-
-    static {
-        try {
-            OUTSTANDING = MethodHandles.lookup().findVarHandle(RdmaControllerQueue.class, "outstanding", int.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
     static final int ACCEPTED = 0;
     static final int LIVE = 1;
     static final int CLOSING = 2;
@@ -109,8 +97,6 @@ final class RdmaControllerQueue implements TransportQueue {
     private int sqHead;
     /** Capsules received so far: each command's {@link RdmaRequest#sequence()}. */
     private long capsulesReceived;
-    @SuppressWarnings("unused") // accessed through OUTSTANDING
-    private int outstanding;
     private int postedReceives;
     private int sendWorkRequests;
     /** Per context: work requests posted and not yet known complete. */
@@ -273,17 +259,6 @@ final class RdmaControllerQueue implements TransportQueue {
     @Override
     public int inCapsuleDataSize() {
         return sizing.inCapsuleDataSize();
-    }
-
-    @Override
-    public int commandsOutstanding() {
-        return (int) OUTSTANDING.getAcquire(this);
-    }
-
-    @Override
-    public void disconnect(String reason) {
-        String why = reason == null ? "disconnected" : reason;
-        group.execute(() -> close(why));
     }
 
     @Override
@@ -473,7 +448,7 @@ final class RdmaControllerQueue implements TransportQueue {
             return;
         }
         RdmaRequest request = contexts[freeContexts[--freeCount]];
-        OUTSTANDING.setRelease(this, (int) OUTSTANDING.get(this) + 1);
+        commandTaken();
         request.begin(memory, receiveBase + receive * receiveStride, System.nanoTime(), ++capsulesReceived);
         // Before Connect sets the queue size, the CM request's HSQSIZE + 1 bounds it (the Connect itself counts).
         if (++sqHead >= (sqSize > 0 ? sqSize : sizing.receiveQueueSize())) {
@@ -573,9 +548,9 @@ final class RdmaControllerQueue implements TransportQueue {
     /** A buffer for a keyed transfer: one given by the wait queue, or one from the pool; false when it must wait. */
     private boolean takeBuffer(RdmaRequest request) {
         if (request.data == null) {
-            ByteBuffer buffer = group.acquireInOrder(request.dataLength);
+            ByteBuffer buffer = group.buffers().acquireInOrder(request.dataLength);
             if (buffer == null) {
-                group.park(request);
+                group.buffers().park(request);
                 return false;
             }
             request.data = buffer;
@@ -671,7 +646,7 @@ final class RdmaControllerQueue implements TransportQueue {
         if (request.state() != RdmaRequest.State.FREE) {
             request.state(RdmaRequest.State.FREE);
             request.heldReceive = -1;
-            OUTSTANDING.setRelease(this, (int) OUTSTANDING.get(this) - 1);
+            commandDone();
             freeContexts[freeCount++] = request.index;
         }
     }
@@ -682,7 +657,7 @@ final class RdmaControllerQueue implements TransportQueue {
             request.data = null;
             if (request.dataPooled) {
                 request.dataPooled = false;
-                group.release(data);
+                group.buffers().release(data);
             }
         }
     }
@@ -698,7 +673,8 @@ final class RdmaControllerQueue implements TransportQueue {
     // ---- closing -------------------------------------------------------------------------------------------------
 
     /** Starts the teardown (reactor thread). Idempotent. */
-    void close(String reason) {
+    @Override
+    protected void close(String reason) {
         if (lifecycle >= CLOSING) {
             return;
         }

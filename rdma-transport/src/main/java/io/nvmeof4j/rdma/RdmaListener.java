@@ -18,9 +18,8 @@ import io.nvmeof4j.protocol.spi.PendingConnections;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
 import io.nvmeof4j.protocol.spi.TransportAddress;
-import io.nvmeof4j.protocol.spi.TransportListener;
 import io.nvmeof4j.protocol.spi.TransportType;
-import io.nvmeof4j.protocol.spi.transport.ListenerSupport;
+import io.nvmeof4j.protocol.spi.transport.AbstractTransportListener;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -56,7 +55,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * The event thread wakes at least every 200 ms and checks the pending queues then. Refusals are counted
  * ({@link QueueHandlerFactory#onConnectionRefused}) and logged rate-limited per peer address.
  */
-final class RdmaListener implements TransportListener {
+final class RdmaListener extends AbstractTransportListener {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaListener.class);
     /** Rejects and refusals: one line per peer address a second. */
     private static final RateLimitedLog PEER_LOG = new RateLimitedLog(LOG);
@@ -66,29 +65,22 @@ final class RdmaListener implements TransportListener {
     private final RdmaControllerTransport transport;
     private final CmEventChannel channel;
     private final CmId listenId;
-    private final TransportAddress address;
-    private final PortOptions options;
     private final List<RdmaPollGroup> groups;
-    private final QueueHandlerFactory handlers;
     private final Thread thread;
     private final Map<CmId, RdmaControllerQueue> queues = new ConcurrentHashMap<>();
     private final PendingQueues pending;
-    private final ListenerSupport support;
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile boolean running = true;
     private int nextGroup;
 
     RdmaListener(RdmaControllerTransport transport, CmEventChannel channel, CmId listenId, TransportAddress address,
                  PortOptions options, List<RdmaPollGroup> groups, QueueHandlerFactory handlers) {
+        super(address, options, handlers, PEER_LOG);
         this.transport = transport;
         this.channel = channel;
         this.listenId = listenId;
-        this.address = address;
-        this.options = options;
         this.groups = List.copyOf(groups);
-        this.handlers = handlers;
         this.pending = new PendingQueues(new PendingConnections(options.connectionLimits()));
-        this.support = new ListenerSupport(address, options.connectionLimits(), handlers, PEER_LOG);
         this.thread = new Thread(this::eventLoop, "nvmeof-rdma-cm-" + address.trsvcid());
         this.thread.setDaemon(true);
     }
@@ -116,16 +108,6 @@ final class RdmaListener implements TransportListener {
         LOG.info("NVMe/RDMA listening on {}", address);
     }
 
-    @Override
-    public TransportAddress address() {
-        return address;
-    }
-
-    @Override
-    public PortOptions options() {
-        return options;
-    }
-
     int queueCount() {
         return queues.size();
     }
@@ -133,11 +115,6 @@ final class RdmaListener implements TransportListener {
     /** Queues of this port that have not completed Connect (a snapshot). */
     int pendingCount() {
         return pending.count();
-    }
-
-    /** Counts and logs (rate-limited per peer address) a refused or disconnected pending queue. */
-    private void refused(InetAddress peerAddress, String peer, PendingConnections.Refusal why) {
-        support.refused(peerAddress, peer, why);
     }
 
     private void eventLoop() {
@@ -381,7 +358,7 @@ final class RdmaListener implements TransportListener {
     void shutdown() {
         running = false;
         channel.wakeup();
-        if (!support.join(thread, JOIN_TIMEOUT_MILLIS, LOG)) {
+        if (!join(thread, JOIN_TIMEOUT_MILLIS, LOG)) {
             // It may be inside a CM call on an id the channel close would destroy: leak rather than free under it.
             LOG.warn("NVMe/RDMA {}: its CM event channel is left open", address);
             transport.removeListener(this);

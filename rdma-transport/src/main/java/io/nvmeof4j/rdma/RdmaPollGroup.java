@@ -96,11 +96,7 @@ public final class RdmaPollGroup implements PollGroup {
 
     @Override
     public int poll() {
-        core.bindReactorThread();
-        int work = 0;
-        if (core.hasTasks()) {
-            work += core.runTasks();
-        }
+        int work = core.beginPoll();
         work += pollQueues();
         work += inbox.drain();
         if (!bufferWaits.isEmpty()) {
@@ -132,8 +128,7 @@ public final class RdmaPollGroup implements PollGroup {
 
     @Override
     public void await(long timeoutNanos) {
-        core.bindReactorThread();
-        core.sleeping(true); // then the volatile reads below: pairs with enqueueCompletion (PollGroupCore)
+        core.beginWait(); // then the volatile reads below: pairs with enqueueCompletion (PollGroupCore)
         try {
             if (!inbox.isEmpty() || core.hasTasks()) {
                 return;
@@ -148,7 +143,7 @@ public final class RdmaPollGroup implements PollGroup {
             }
             waiter.await(timeoutNanos);
         } finally {
-            core.sleeping(false);
+            core.endWait();
         }
     }
 
@@ -244,23 +239,14 @@ public final class RdmaPollGroup implements PollGroup {
         return offset;
     }
 
-    /** A pool buffer, unless the pool is dry or commands are already waiting (first come, first served). */
-    ByteBuffer acquireInOrder(int length) {
-        return bufferWaits.acquireInOrder(length);
+    /** The pool and the commands waiting for it (reactor thread). */
+    BufferWaitQueue<RdmaRequest> buffers() {
+        return bufferWaits;
     }
 
     /** Commands that found the data-buffer pool dry (or others waiting) and waited for a buffer. Any thread. */
     public long bufferWaits() {
         return bufferWaits.waits();
-    }
-
-    void release(ByteBuffer buffer) {
-        bufferWaits.release(buffer);
-    }
-
-    /** Queues a command until the pool can give it a buffer. */
-    void park(RdmaRequest request) {
-        bufferWaits.park(request);
     }
 
     @Override

@@ -6,8 +6,7 @@ import io.nvmeof4j.protocol.spi.PendingConnections;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
 import io.nvmeof4j.protocol.spi.TransportAddress;
-import io.nvmeof4j.protocol.spi.TransportListener;
-import io.nvmeof4j.protocol.spi.transport.ListenerSupport;
+import io.nvmeof4j.protocol.spi.transport.AbstractTransportListener;
 import io.nvmeof4j.tcp.tls.PskResolver;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -39,7 +38,7 @@ import java.util.concurrent.atomic.LongAdder;
  * <p>accept() failing (EMFILE, ENFILE, ENOBUFS) backs off exponentially from 10 ms to 1 s, logging one line a second
  * without a stack trace: the kernel keeps the connections queued in the backlog meanwhile.
  */
-final class TcpListener implements TransportListener {
+final class TcpListener extends AbstractTransportListener {
     private static final Logger LOG = LoggerFactory.getLogger(TcpListener.class);
     /** Refusals and accept failures: one line per peer address (or per port) a second. */
     static final RateLimitedLog REFUSALS = new RateLimitedLog(LOG);
@@ -51,12 +50,8 @@ final class TcpListener implements TransportListener {
 
     private final TcpControllerTransport transport;
     private final ServerSocketChannel server;
-    private final TransportAddress address;
-    private final PortOptions options;
     private final List<TcpPollGroup> groups;
-    private final QueueHandlerFactory handlers;
     private final PendingConnections pending;
-    private final ListenerSupport support;
     private final Thread acceptor;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final LongAdder acceptFailures = new LongAdder();
@@ -64,14 +59,11 @@ final class TcpListener implements TransportListener {
 
     TcpListener(TcpControllerTransport transport, ServerSocketChannel server, TransportAddress address,
                 PortOptions options, List<TcpPollGroup> groups, QueueHandlerFactory handlers) {
+        super(address, options, handlers, REFUSALS);
         this.transport = transport;
         this.server = server;
-        this.address = address;
-        this.options = options;
         this.groups = List.copyOf(groups);
-        this.handlers = handlers;
         this.pending = new PendingConnections(options.connectionLimits());
-        this.support = new ListenerSupport(address, options.connectionLimits(), handlers, REFUSALS);
         this.acceptor = new Thread(this::acceptLoop, "nvmeof-tcp-accept-" + address.trsvcid());
         this.acceptor.setDaemon(true);
     }
@@ -79,16 +71,6 @@ final class TcpListener implements TransportListener {
     void start() {
         acceptor.start();
         LOG.info("NVMe/TCP listening on {}", address);
-    }
-
-    @Override
-    public TransportAddress address() {
-        return address;
-    }
-
-    @Override
-    public PortOptions options() {
-        return options;
     }
 
     QueueHandlerFactory handlers() {
@@ -204,11 +186,6 @@ final class TcpListener implements TransportListener {
         group.adopt(channel, this, entry);
     }
 
-    /** Counts and logs (rate-limited per peer address) a refused or closed pending connection. Any thread. */
-    void refused(InetAddress peerAddress, String peer, PendingConnections.Refusal why) {
-        support.refused(peerAddress, peer, why);
-    }
-
     private static void closeQuietly(SocketChannel channel) {
         try {
             channel.close();
@@ -227,7 +204,7 @@ final class TcpListener implements TransportListener {
         } catch (IOException e) {
             LOG.debug("error closing the NVMe/TCP listener on {}", address, e);
         }
-        support.join(acceptor, JOIN_TIMEOUT_MILLIS, LOG);
+        join(acceptor, JOIN_TIMEOUT_MILLIS, LOG);
         transport.removeListener(this);
         LOG.info("NVMe/TCP stopped listening on {}", address);
     }

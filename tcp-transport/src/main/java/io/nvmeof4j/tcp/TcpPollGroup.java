@@ -93,11 +93,7 @@ public final class TcpPollGroup implements PollGroup {
 
     @Override
     public int poll() {
-        core.bindReactorThread();
-        int work = 0;
-        if (core.hasTasks()) {
-            work += core.runTasks();
-        }
+        int work = core.beginPoll();
         try {
             work += selector.selectNow(readyKeyHandler);
         } catch (IOException e) {
@@ -123,8 +119,7 @@ public final class TcpPollGroup implements PollGroup {
 
     @Override
     public void await(long timeoutNanos) {
-        core.bindReactorThread();
-        core.sleeping(true); // then the volatile reads below: pairs with enqueueCompletion (PollGroupCore)
+        core.beginWait(); // then the volatile reads below: pairs with enqueueCompletion (PollGroupCore)
         try {
             if (!inbox.isEmpty() || core.hasTasks() || flushList.size() > 0) {
                 return;
@@ -138,7 +133,7 @@ public final class TcpPollGroup implements PollGroup {
         } catch (IOException e) {
             throw new UncheckedIOException("NVMe/TCP poll group selector failed", e);
         } finally {
-            core.sleeping(false);
+            core.endWait();
         }
     }
 

@@ -42,11 +42,7 @@ public final class RdmaHostPollGroup implements HostPollGroup {
 
     @Override
     public int poll() {
-        core.bindReactorThread();
-        int work = 0;
-        if (core.hasTasks()) {
-            work += core.runTasks();
-        }
+        int work = core.beginPoll();
         work += pollQueues();
         return work + flush();
     }

@@ -47,11 +47,7 @@ public final class TcpHostPollGroup implements HostPollGroup {
 
     @Override
     public int poll() {
-        core.bindReactorThread();
-        int work = 0;
-        if (core.hasTasks()) {
-            work += core.runTasks();
-        }
+        int work = core.beginPoll();
         try {
             work += selector.selectNow(readyKeyHandler);
         } catch (IOException e) {

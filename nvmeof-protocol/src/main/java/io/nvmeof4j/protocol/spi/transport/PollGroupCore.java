@@ -39,6 +39,25 @@ public final class PollGroupCore {
         }
     }
 
+    /** Starts a poll round: binds the group to the calling thread (the first time) and runs the tasks handed over. */
+    public int beginPoll() {
+        bindReactorThread();
+        return tasks.isEmpty() ? 0 : runTasks();
+    }
+
+    /**
+     * Starts a blocking wait: binds the group and raises the sleeping flag; the caller then reads what producers
+     * publish, and lowers the flag with {@link #endWait} however the wait ends.
+     */
+    public void beginWait() {
+        bindReactorThread();
+        sleeping = true;
+    }
+
+    public void endWait() {
+        sleeping = false;
+    }
+
     /** The thread polling this group, or null before the first poll. */
     public Thread reactorThread() {
         return reactorThread;
@@ -71,11 +90,6 @@ public final class PollGroupCore {
             }
         }
         return n;
-    }
-
-    /** Reactor thread, around its blocking wait. */
-    public void sleeping(boolean sleeping) {
-        this.sleeping = sleeping;
     }
 
     /** Any thread, after publishing work: wakes the reactor if it is (about to be) blocked. */

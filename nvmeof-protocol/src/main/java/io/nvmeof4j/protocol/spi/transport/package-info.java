@@ -13,8 +13,10 @@
  *   <li>{@link io.nvmeof4j.protocol.spi.transport.PollGroupCore}: the part of a poll group every binding and role
  *       has: the reactor thread it is bound to, control tasks from other threads, the sleeping flag the wake-up
  *       protocol reads; {@link io.nvmeof4j.protocol.spi.transport.FlushList}: queues with sends staged this round.</li>
- *   <li>{@link io.nvmeof4j.protocol.spi.transport.ListenerSupport}: what a listening port does alike: refusals
- *       counted and logged, its thread stopped within a bound.</li>
+ *   <li>{@link io.nvmeof4j.protocol.spi.transport.AbstractTransportListener}: what a listening port does alike:
+ *       refusals counted and logged, its thread stopped within a bound; {@link
+ *       io.nvmeof4j.protocol.spi.transport.AbstractTransportQueue}: a queue's outstanding count and its disconnect
+ *       from any thread.</li>
  * </ul>
  * A command's states are the binding's own: one enum per transport ({@code TcpRequest.State},
  * {@code RdmaRequest.State}), moved by the binding's queue class; these classes only hold requests between states.
