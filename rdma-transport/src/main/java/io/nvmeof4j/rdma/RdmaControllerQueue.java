@@ -47,7 +47,7 @@ import java.util.concurrent.TimeUnit;
  * destroyed and its memory deregistered. Commands still executing complete into nothing and give back their
  * buffers.
  */
-final class RdmaControllerQueue extends AbstractTransportQueue {
+final class RdmaControllerQueue extends AbstractTransportQueue implements PolledQueues.Polled {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaControllerQueue.class);
     static final int ACCEPTED = 0;
     static final int LIVE = 1;
@@ -321,7 +321,8 @@ final class RdmaControllerQueue extends AbstractTransportQueue {
 
     // ---- completions ---------------------------------------------------------------------------------------------
 
-    int armNotification() {
+    @Override
+    public int armNotification() {
         return verbs.armNotification();
     }
 
@@ -339,7 +340,8 @@ final class RdmaControllerQueue extends AbstractTransportQueue {
     }
 
     /** Polls this queue's completion queue once and handles what came. Reactor thread. */
-    int poll(WorkCompletions wc) {
+    @Override
+    public int poll(WorkCompletions wc) {
         if (lifecycle == CLOSED) {
             return 0;
         }

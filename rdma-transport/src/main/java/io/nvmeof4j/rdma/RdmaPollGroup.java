@@ -10,7 +10,6 @@ import org.slf4j.LoggerFactory;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -40,8 +39,7 @@ public final class RdmaPollGroup implements PollGroup {
     private final CompletionInbox<RdmaRequest> inbox = new CompletionInbox<>();
     private final BufferWaitQueue<RdmaRequest> bufferWaits;
 
-    private RdmaControllerQueue[] queues = new RdmaControllerQueue[8];
-    private int queueCount;
+    private final PolledQueues<RdmaControllerQueue> queues = new PolledQueues<>();
     /**
      * Queues accepted by the CM but not established yet: not polled (no response may be posted before the queue pair
      * is in RTS), but owned, so that closing the group destroys them too.
@@ -76,7 +74,7 @@ public final class RdmaPollGroup implements PollGroup {
 
     /** Queues polled by this group (a gauge). */
     public int queueCount() {
-        return queueCount;
+        return queues.size();
     }
 
     /** Queues accepted and not established yet (reactor thread, for tests). */
@@ -108,22 +106,15 @@ public final class RdmaPollGroup implements PollGroup {
 
     /** One chained post per queue for everything its commands staged this round. */
     private void flushQueues() {
-        for (int i = queueCount - 1; i >= 0; i--) {
-            if (i < queueCount) {
-                queues[i].flushSends();
+        for (int i = queues.size() - 1; i >= 0; i--) {
+            if (i < queues.size()) {
+                queues.get(i).flushSends();
             }
         }
     }
 
     private int pollQueues() {
-        int work = 0;
-        // Backwards: a queue that finishes closing removes itself (swapping the last one into its place).
-        for (int i = queueCount - 1; i >= 0; i--) {
-            if (i < queueCount) {
-                work += queues[i].poll(completions);
-            }
-        }
-        return work;
+        return queues.pollAll(completions);
     }
 
     @Override
@@ -134,9 +125,7 @@ public final class RdmaPollGroup implements PollGroup {
                 return;
             }
             flushQueues();
-            for (int i = 0; i < queueCount; i++) {
-                queues[i].armNotification();
-            }
+            queues.armAll();
             if (pollQueues() > 0 || timeoutNanos <= 0) {
                 flushQueues();
                 return;
@@ -159,9 +148,9 @@ public final class RdmaPollGroup implements PollGroup {
         }
         core.runTasks();
         flushQueues();
-        for (int i = queueCount - 1; i >= 0; i--) {
-            if (i < queueCount) {
-                queues[i].finishClose();
+        for (int i = queues.size() - 1; i >= 0; i--) {
+            if (i < queues.size()) {
+                queues.get(i).finishClose();
             }
         }
         for (RdmaControllerQueue queue : new ArrayList<>(accepted)) {
@@ -204,28 +193,24 @@ public final class RdmaPollGroup implements PollGroup {
         if (queue.registeredInGroup) {
             return;
         }
-        if (queueCount == queues.length) {
-            queues = Arrays.copyOf(queues, queueCount * 2);
-        }
-        queues[queueCount++] = queue;
+        queues.add(queue);
         queue.registeredInGroup = true;
     }
 
     void unregister(RdmaControllerQueue queue) {
         accepted.remove(queue);
-        for (int i = 0; i < queueCount; i++) {
-            if (queues[i] == queue) {
-                queues[i] = queues[--queueCount];
-                queues[queueCount] = null;
-                queue.registeredInGroup = false;
-                return;
-            }
+        if (queues.remove(queue)) {
+            queue.registeredInGroup = false;
         }
     }
 
     /** Queues currently polled, for tests. */
     List<RdmaControllerQueue> queues() {
-        return new ArrayList<>(Arrays.asList(queues).subList(0, queueCount));
+        List<RdmaControllerQueue> list = new ArrayList<>();
+        for (int i = 0; i < queues.size(); i++) {
+            list.add(queues.get(i));
+        }
+        return list;
     }
 
     // ---- data buffers ------------------------------------------------------------------------------------------
@@ -251,6 +236,6 @@ public final class RdmaPollGroup implements PollGroup {
 
     @Override
     public String toString() {
-        return "RdmaPollGroup[queues=" + queueCount + "]";
+        return "RdmaPollGroup[queues=" + queues.size() + "]";
     }
 }

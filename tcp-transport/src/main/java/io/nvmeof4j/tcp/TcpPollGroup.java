@@ -13,19 +13,16 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
-import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.function.Consumer;
 
 /**
- * The NVMe/TCP share of one reactor: a {@link Selector} and the connections registered with it, the reactor's
+ * The NVMe/TCP share of one reactor: a {@link SocketSelector} and the connections registered with it, the reactor's
  * data buffer pool, and the hand-over points other threads use (SPDK's poll group).
  * <p>{@link #poll()} does one round without blocking: control tasks (new connections, disconnects), ready sockets
  * (through {@code selectNow} with a reused consumer, so no selected-key set and no iterator garbage), completions
@@ -52,8 +49,7 @@ public final class TcpPollGroup implements PollGroup {
     /** The SGL rules' flyweight result, used by the group's connections one command at a time. */
     final DataMapping dataMapping = DataMapping.forTcp();
 
-    private final Selector selector;
-    private final Consumer<SelectionKey> readyKeyHandler = this::onKeyReady;
+    private final SocketSelector selector = new SocketSelector("NVMe/TCP poll group", this::onKeyReady);
     private final PollGroupCore core;
     private final CompletionInbox<TcpRequest> inbox = new CompletionInbox<>();
     private final BufferWaitQueue<TcpRequest> bufferWaits;
@@ -66,11 +62,6 @@ public final class TcpPollGroup implements PollGroup {
         this.transport = transport;
         this.pool = pool;
         this.options = options;
-        try {
-            this.selector = Selector.open();
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot open a selector for an NVMe/TCP poll group", e);
-        }
         this.core = new PollGroupCore("NVMe/TCP poll group", selector::wakeup);
         this.bufferWaits = new BufferWaitQueue<>(pool);
     }
@@ -94,11 +85,7 @@ public final class TcpPollGroup implements PollGroup {
     @Override
     public int poll() {
         int work = core.beginPoll();
-        try {
-            work += selector.selectNow(readyKeyHandler);
-        } catch (IOException e) {
-            throw new UncheckedIOException("NVMe/TCP poll group selector failed", e);
-        }
+        work += selector.selectNow();
         work += inbox.drain();
         if (!bufferWaits.isEmpty()) {
             work += bufferWaits.grant();
@@ -124,14 +111,7 @@ public final class TcpPollGroup implements PollGroup {
             if (!inbox.isEmpty() || core.hasTasks() || flushList.size() > 0) {
                 return;
             }
-            if (timeoutNanos <= 0) {
-                selector.selectNow(readyKeyHandler);
-            } else {
-                long millis = Math.max(1L, (timeoutNanos + 999_999L) / 1_000_000L);
-                selector.select(readyKeyHandler, millis);
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("NVMe/TCP poll group selector failed", e);
+            selector.select(timeoutNanos);
         } finally {
             core.endWait();
         }
@@ -153,11 +133,7 @@ public final class TcpPollGroup implements PollGroup {
         }
         inbox.drain();
         bufferWaits.dropAll();
-        try {
-            selector.close();
-        } catch (IOException e) {
-            LOG.debug("error closing an NVMe/TCP poll group selector", e);
-        }
+        selector.close();
     }
 
     // ---- hand-over from other threads ----------------------------------------------------------------------------
@@ -204,7 +180,7 @@ public final class TcpPollGroup implements PollGroup {
                 closeQuietly(channel);
                 return;
             }
-            connection.key = channel.register(selector, SelectionKey.OP_READ, connection);
+            connection.key = selector.register(channel, SelectionKey.OP_READ, connection);
             connections.add(connection);
             flushList.ensureCapacity(connections.size());
             LOG.debug("NVMe/TCP connection from {} on {}", peer, listener.address());

@@ -4,11 +4,11 @@ import io.nvmeof4j.protocol.spi.host.HostPollGroup;
 import io.nvmeof4j.protocol.spi.transport.FlushList;
 import io.nvmeof4j.protocol.spi.transport.PollGroupCore;
 import io.nvmeof4j.rdma.CompletionWaiter;
+import io.nvmeof4j.rdma.PolledQueues;
 import io.nvmeof4j.rdma.WorkCompletions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.util.Arrays;
 
 /**
  * The NVMe/RDMA host share of one host reactor thread: its queues (each with its own completion queue, all
@@ -25,8 +25,7 @@ public final class RdmaHostPollGroup implements HostPollGroup {
     private final CompletionWaiter waiter;
     private final WorkCompletions completions = new WorkCompletions(POLL_BATCH);
     private final PollGroupCore core;
-    private RdmaHostQueue[] queues = new RdmaHostQueue[8];
-    private int queueCount;
+    private final PolledQueues<RdmaHostQueue> queues = new PolledQueues<>();
     private final FlushList<RdmaHostQueue> flushList = new FlushList<>(8);
     /** The device resources (JNI) or, in unit tests, null; closed after the queues. */
     volatile AutoCloseable resources;
@@ -67,13 +66,7 @@ public final class RdmaHostPollGroup implements HostPollGroup {
     }
 
     private int pollQueues() {
-        int work = 0;
-        for (int i = queueCount - 1; i >= 0; i--) {
-            if (i < queueCount) {
-                work += queues[i].poll(completions);
-            }
-        }
-        return work;
+        return queues.pollAll(completions);
     }
 
     @Override
@@ -83,9 +76,7 @@ public final class RdmaHostPollGroup implements HostPollGroup {
             flush();
             return;
         }
-        for (int i = 0; i < queueCount; i++) {
-            queues[i].armNotification();
-        }
+        queues.armAll();
         if (pollQueues() > 0 || timeoutNanos <= 0 || core.hasTasks()) {
             flush();
             return;
@@ -117,7 +108,7 @@ public final class RdmaHostPollGroup implements HostPollGroup {
 
     /** Queues polled now (a gauge). */
     public int queueCount() {
-        return queueCount;
+        return queues.size();
     }
 
     @Override
@@ -127,9 +118,9 @@ public final class RdmaHostPollGroup implements HostPollGroup {
         }
         core.runTasks();
         flush();
-        for (int i = queueCount - 1; i >= 0; i--) {
-            if (i < queueCount) {
-                queues[i].destroyNow();
+        for (int i = queues.size() - 1; i >= 0; i--) {
+            if (i < queues.size()) {
+                queues.get(i).destroyNow();
             }
         }
         waiter.close();
@@ -147,26 +138,18 @@ public final class RdmaHostPollGroup implements HostPollGroup {
         if (queue.registered) {
             return;
         }
-        if (queueCount == queues.length) {
-            queues = Arrays.copyOf(queues, queueCount * 2);
-        }
-        queues[queueCount++] = queue;
+        queues.add(queue);
         queue.registered = true;
     }
 
     void unregister(RdmaHostQueue queue) {
-        for (int i = 0; i < queueCount; i++) {
-            if (queues[i] == queue) {
-                queues[i] = queues[--queueCount];
-                queues[queueCount] = null;
-                queue.registered = false;
-                return;
-            }
+        if (queues.remove(queue)) {
+            queue.registered = false;
         }
     }
 
     @Override
     public String toString() {
-        return "RdmaHostPollGroup[queues=" + queueCount + "]";
+        return "RdmaHostPollGroup[queues=" + queues.size() + "]";
     }
 }

@@ -4,20 +4,18 @@ import io.nvmeof4j.protocol.spi.host.HostPollGroup;
 import io.nvmeof4j.protocol.spi.transport.FlushList;
 import io.nvmeof4j.protocol.spi.transport.PollGroupCore;
 import io.nvmeof4j.protocol.tcp.Crc32cDigest;
+import io.nvmeof4j.tcp.SocketSelector;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
-import java.nio.channels.Selector;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.function.Consumer;
 
 /**
- * The NVMe/TCP host share of one host reactor thread: a {@link Selector} with the queues registered on it.
+ * The NVMe/TCP host share of one host reactor thread: a {@link SocketSelector} with the queues registered on it.
  * {@link #poll()} runs control tasks, reads ready sockets (selectNow with a reused consumer: no selected-key set,
  * no iterator garbage), which parses PDUs and runs completion callbacks, then flushes every queue that has PDUs to
  * send, with gathering writes. Commands submitted on this thread between polls are sent by the next poll's flush
@@ -30,29 +28,19 @@ public final class TcpHostPollGroup implements HostPollGroup {
     final Crc32cDigest crc = new Crc32cDigest();
     final ByteBuffer[] iov = new ByteBuffer[IOV_LENGTH];
 
-    private final Selector selector;
-    private final Consumer<SelectionKey> readyKeyHandler = this::onKeyReady;
+    private final SocketSelector selector = new SocketSelector("NVMe/TCP host poll group", this::onKeyReady);
     private final PollGroupCore core;
     private final List<TcpHostQueue> queues = new ArrayList<>();
     private final FlushList<TcpHostQueue> flushList = new FlushList<>(16);
 
     TcpHostPollGroup() {
-        try {
-            selector = Selector.open();
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot open a selector for an NVMe/TCP host poll group", e);
-        }
         core = new PollGroupCore("NVMe/TCP host poll group", selector::wakeup);
     }
 
     @Override
     public int poll() {
         int work = core.beginPoll();
-        try {
-            work += selector.selectNow(readyKeyHandler);
-        } catch (IOException e) {
-            throw new UncheckedIOException("NVMe/TCP host poll group selector failed", e);
-        }
+        work += selector.selectNow();
         work += flush();
         return work;
     }
@@ -76,15 +64,7 @@ public final class TcpHostPollGroup implements HostPollGroup {
         if (core.hasTasks() || flushList.size() > 0) {
             return;
         }
-        try {
-            if (timeoutNanos <= 0) {
-                selector.selectNow(readyKeyHandler);
-            } else {
-                selector.select(readyKeyHandler, Math.max(1L, (timeoutNanos + 999_999L) / 1_000_000L));
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("NVMe/TCP host poll group selector failed", e);
-        }
+        selector.select(timeoutNanos);
     }
 
     @Override
@@ -115,18 +95,14 @@ public final class TcpHostPollGroup implements HostPollGroup {
         for (TcpHostQueue queue : new ArrayList<>(queues)) {
             queue.closeNow("host poll group closed");
         }
-        try {
-            selector.close();
-        } catch (IOException e) {
-            LOG.debug("error closing an NVMe/TCP host selector", e);
-        }
+        selector.close();
     }
 
     void register(TcpHostQueue queue) throws IOException {
         if (core.isClosed()) {
             throw new IOException("host poll group is closed");
         }
-        queue.key = queue.channel.register(selector, SelectionKey.OP_READ, queue);
+        queue.key = selector.register(queue.channel, SelectionKey.OP_READ, queue);
         queues.add(queue);
         flushList.ensureCapacity(queues.size() + 1);
     }
