@@ -68,7 +68,6 @@ final class RdmaRequest implements Request {
     int invalidateKey;
     long receivedNanos;
     long sequence;
-    private Object attachment;
 
     int completionStatus;
     RdmaRequest completedNext;
@@ -142,13 +141,8 @@ final class RdmaRequest implements Request {
     }
 
     @Override
-    public Object attachment() {
-        return attachment;
-    }
-
-    @Override
-    public void attach(Object attachment) {
-        this.attachment = attachment;
+    public int slot() {
+        return index;
     }
 
     // ---- reactor thread ----------------------------------------------------------------------------------------

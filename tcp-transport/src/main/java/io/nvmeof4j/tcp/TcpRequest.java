@@ -93,7 +93,6 @@ final class TcpRequest extends SendJob implements Request {
     ByteBuffer inCapsuleBuffer;
     long receivedNanos;
     long sequence;
-    private Object attachment;
 
     /** H2C: bytes received so far (the DATAO the next H2CData must carry). */
     int h2cReceived;
@@ -192,13 +191,8 @@ final class TcpRequest extends SendJob implements Request {
     }
 
     @Override
-    public Object attachment() {
-        return attachment;
-    }
-
-    @Override
-    public void attach(Object attachment) {
-        this.attachment = attachment;
+    public int slot() {
+        return tag;
     }
 
     // ---- slot lifecycle (reactor thread) -----------------------------------------------------------------------
