@@ -80,7 +80,6 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
      * the queue takes none: in-capsule data never waits for the pool. Set by the connection at ICReq and Connect.
      */
     ByteBuffer inCapsuleBuffer;
-    private Object attachment;
 
     /** H2C: bytes received so far (the DATAO the next H2CData must carry). */
     int h2cReceived;
@@ -134,13 +133,8 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
     }
 
     @Override
-    public Object attachment() {
-        return attachment;
-    }
-
-    @Override
-    public void attach(Object attachment) {
-        this.attachment = attachment;
+    public int slot() {
+        return tag;
     }
 
     // ---- slot lifecycle (reactor thread) -----------------------------------------------------------------------
