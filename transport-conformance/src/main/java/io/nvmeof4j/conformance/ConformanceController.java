@@ -88,6 +88,10 @@ public final class ConformanceController implements QueueHandlerFactory {
     public final AtomicInteger commands = new AtomicInteger();
     /** Commands completed by this controller (at once or after being held). */
     public final AtomicInteger completed = new AtomicInteger();
+    /** {@link Request#sequence()} of every command that reached the handler, per queue, in arrival order. */
+    public final Map<TransportQueue, List<Long>> sequences = new ConcurrentHashMap<>();
+    /** Commands whose {@link Request#receivedNanos()} was not between the queue's opening and their arrival. */
+    public final AtomicInteger badReceiveTimes = new AtomicInteger();
     /** Responses the transport reported sent ({@link QueueHandler#onResponseSent}). */
     public final AtomicInteger responsesSent = new AtomicInteger();
     public volatile boolean holdReads;
@@ -175,10 +179,18 @@ public final class ConformanceController implements QueueHandlerFactory {
     @Override
     public QueueHandler open(TransportQueue queue) {
         queues.add(queue);
+        long opened = System.nanoTime();
+        List<Long> arrived = new CopyOnWriteArrayList<>();
+        sequences.put(queue, arrived);
         return new QueueHandler() {
             @Override
             public void onCommand(Request request) {
                 commands.incrementAndGet();
+                arrived.add(request.sequence());
+                long received = request.receivedNanos();
+                if (received - opened < -1_000_000 || received - System.nanoTime() > 0) {
+                    badReceiveTimes.incrementAndGet(); // 1 ms of slack: the capsule may precede open() a little
+                }
                 SubmissionQueueEntry sqe = request.command();
                 if (sqe.isFabrics()) {
                     complete(request, fabrics(request));

@@ -188,6 +188,14 @@ public abstract class TransportConformanceSuite {
             assertThat(bytesOf(in)).isEqualTo(bytes);
         }
         assertThat(controller.queues).extracting(TransportQueue::queueId).containsExactlyInAnyOrder(0, 1, 2, 3);
+        for (Queue q : io) {
+            // Connect, Write, Read one after another: the submission queue's order, counted from 1.
+            assertThat(controller.sequences.get(controllerQueue(q.queueId))).as("Request.sequence() on queue %d",
+                q.queueId).containsExactly(1L, 2L, 3L);
+        }
+        assertThat(controller.badReceiveTimes.get()).as("Request.receivedNanos() outside the queue's life").isZero();
+        eventually("onResponseSent for every completed command", () -> controller.responsesSent.get()
+            == controller.completed.get());
         for (TransportQueue tq : controller.queues) {
             assertThat(tq.transportType()).isEqualTo(target.address().type());
             assertThat(tq.localAddress().trsvcid()).isEqualTo(target.address().trsvcid());
