@@ -2,7 +2,7 @@ package io.nvmeof4j.tcp;
 
 import io.nvmeof4j.protocol.spi.BufferPool;
 import io.nvmeof4j.protocol.spi.PendingConnections;
-import io.nvmeof4j.protocol.spi.PollGroup;
+import io.nvmeof4j.protocol.spi.reactor.SelectorPollGroup;
 import io.nvmeof4j.protocol.tcp.Crc32cDigest;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -34,7 +34,7 @@ import java.util.function.Consumer;
  * so the hand-over is one CAS, can never be full, and allocates nothing), drained in arrival order each round.
  * The producer wakes the selector only when the reactor is (about to be) blocked in {@link #await}.
  */
-public final class TcpPollGroup implements PollGroup {
+public final class TcpPollGroup implements SelectorPollGroup {
     private static final Logger LOG = LoggerFactory.getLogger(TcpPollGroup.class);
 
     /** Buffers in one gathering write: several complete responses, or one multi-part data PDU. */
@@ -156,6 +156,12 @@ public final class TcpPollGroup implements PollGroup {
     @Override
     public void wakeup() {
         selector.wakeup();
+    }
+
+    /** The reactor's one wait primitive: its io_uring wakes this selector too (SelectorPollGroup). */
+    @Override
+    public Selector selector() {
+        return selector;
     }
 
     @Override
