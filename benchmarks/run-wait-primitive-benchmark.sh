@@ -21,8 +21,9 @@ if [ ! -f "$file" ] || [ "$(stat -c %s "$file")" != $((256 * 1024 * 1024)) ]; th
 fi
 nqn=nqn.2014-08.io.nvmeof4j:wait-bench
 
-run_daemon() { # $1: java options; prints the port, leaves the pid in $daemon
-    local port
+daemon=
+port=
+run_daemon() { # $1: java options; sets $port and $daemon (not in a subshell: the pid must reach stop_daemon)
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     cat > "$work/target.json" <<JSON
 {
@@ -39,12 +40,14 @@ JSON
         (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
         sleep 0.1
     done
-    echo "$port"
 }
 
 stop_daemon() {
-    kill "$daemon" 2>/dev/null || true
-    wait "$daemon" 2>/dev/null || true
+    if [ -n "$daemon" ]; then
+        kill "$daemon" 2>/dev/null || true
+        wait "$daemon" 2>/dev/null || true
+        daemon=
+    fi
 }
 trap stop_daemon EXIT
 
@@ -54,8 +57,7 @@ for qd in $depths; do
         for mode in before after; do
             opts=""
             [ "$mode" = before ] && opts="-Dnvmeof4j.io_uring.wake_selector=false"
-            daemon=
-            port=$(run_daemon "$opts")
+            run_daemon "$opts"
             out=$(bin/nvmeof perf -a 127.0.0.1 -s "$port" -n "$nqn" --namespace-id 1 --workload randread --io-size 4K \
                 --queue-depth "$qd" --warmup 2 --time "$seconds" --json 2>/dev/null | tail -n1)
             stop_daemon

@@ -56,7 +56,7 @@ public final class BdevChannels implements PollGroup, InFlightAware {
     private volatile long waits;
     /** The selector this ring's completions wake, or null. */
     private Selector wakes;
-    /** The reactor thread that polls this group, once it has. */
+    /** The reactor thread this group belongs to, once known. */
     private volatile Thread owner;
 
     /**
@@ -155,6 +155,9 @@ public final class BdevChannels implements PollGroup, InFlightAware {
             return ring;
         }
         ring = current();
+        if (ring != null && ring.owner == null) {
+            ring.owner = Thread.currentThread(); // current() found it through this thread's reactor
+        }
         if (ring != io.boundRing) {
             io.boundRing = ring;
             io.boundDevice = null;
@@ -230,9 +233,6 @@ public final class BdevChannels implements PollGroup, InFlightAware {
 
     @Override
     public int poll() {
-        if (owner == null) {
-            owner = Thread.currentThread();
-        }
         int n = group.poll();
         if (!waiting.isEmpty()) {
             n += resumeWaiting();

@@ -33,6 +33,7 @@ public abstract class BlockIo {
     BdevChannels boundRing;
     UringBlockDevice boundDevice;
     io.nvmeof4j.jni.bdev.BdevIoChannel boundChannel;
+    QosWaits boundQos;
 
     /** Sets up the descriptor for the next submission; returns this. */
     public BlockIo prepare(Op op, long offset, long length, ByteBuffer buffer, boolean forceUnitAccess) {
