@@ -15,6 +15,7 @@ import io.nvmeof4j.rdma.RdmaControllerTransport;
 import io.nvmeof4j.target.config.DaemonSettings;
 import io.nvmeof4j.target.config.PortConfig;
 import io.nvmeof4j.target.config.Sizes;
+import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.controller.ControllerQueueHandlerFactory;
 import io.nvmeof4j.target.metrics.TargetMeterNames;
 import io.nvmeof4j.target.metrics.TargetMetrics;
@@ -124,6 +125,35 @@ final class DaemonTransports {
         for (Reactor reactor : reactors) {
             reactor.start();
         }
+    }
+
+    /**
+     * The configured ports this machine can serve: RDMA ports only when RDMA is available (else each is named
+     * with the reason, and the daemon serves the rest).
+     */
+    static List<PortConfig> portsToServe(TargetConfig config) throws IOException {
+        List<PortConfig> served = new ArrayList<>();
+        Throwable rdmaCause = null;
+        boolean rdmaChecked = false;
+        for (PortConfig p : config.servablePorts()) {
+            if (p.transportType() == TransportType.RDMA) {
+                if (!rdmaChecked) {
+                    rdmaCause = Rdma.unavailabilityCause();
+                    rdmaChecked = true;
+                }
+                if (rdmaCause != null) {
+                    LOG.warn("{} (portid {}, {}): not served: RDMA is unavailable: {}", p.where(), p.portId(),
+                        p.address(), rdmaCause.getMessage());
+                    continue;
+                }
+            }
+            served.add(p);
+        }
+        if (served.isEmpty() && !config.servablePorts().isEmpty()) {
+            throw new IOException("nothing to serve: every port is RDMA and RDMA is unavailable: "
+                + (rdmaCause == null ? "?" : rdmaCause.getMessage()));
+        }
+        return served;
     }
 
     /** Binds a port on the reactors' poll groups of its transport (served from now on, if it was not). */

@@ -36,7 +36,6 @@ import io.nvmeof4j.target.metrics.TargetMetrics;
 import io.nvmeof4j.target.model.AnaStates;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Port;
-import io.nvmeof4j.target.model.Referral;
 import io.nvmeof4j.target.model.Subsystem;
 import io.nvmeof4j.target.model.TargetModel;
 import io.nvmeof4j.tcp.tls.HostPskStore;
@@ -112,6 +111,8 @@ public final class TargetDaemon implements AutoCloseable {
     private final DaemonTransports transports = new DaemonTransports();
     /** The namespaces' devices, opened and closed in one place; the live namespace changes. */
     private final DaemonNamespaces namespaces;
+    /** The live changes of subsystems and ports. */
+    private final DaemonPorts ports;
     private NvmCommands nvm;
     /** Each host's TLS PSK ({@code hosts[].tls_key}), as every TLS port's handshakes look them up; changed live. */
     private HostPskStore tlsKeys;
@@ -134,6 +135,7 @@ public final class TargetDaemon implements AutoCloseable {
     private TargetDaemon(TargetConfig config) {
         this.config = config;
         this.namespaces = new DaemonNamespaces(this, config, model, transports);
+        this.ports = new DaemonPorts(this, model, transports, namespaces);
     }
 
     /**
@@ -169,7 +171,7 @@ public final class TargetDaemon implements AutoCloseable {
         queueBufferBudget = new io.nvmeof4j.protocol.spi.MemoryBudget(settings.queueBufferBudgetBytes(),
             "queue buffer budget of " + Sizes.format(settings.queueBufferBudgetBytes()) + " (nvmeof4j."
                 + DaemonSettings.QUEUE_BUFFER_BUDGET_MIB + ")");
-        servedPorts = portsToServe();
+        servedPorts = DaemonTransports.portsToServe(config);
         buildModel();
         if (settings.metrics()) {
             bindMetrics();
@@ -198,7 +200,7 @@ public final class TargetDaemon implements AutoCloseable {
     }
 
     /** Binds a port of the model (configured, or added live) and replaces it in the model by its bound form. */
-    private void listen(PortConfig pc, Port port) throws IOException {
+    void listen(PortConfig pc, Port port) throws IOException {
         ControllerQueueHandlerFactory handlers = new ControllerQueueHandlerFactory(model, port, nvm, registry,
             metrics);
         TransportListener listener = transports.listen(pc, port, handlers);
@@ -252,35 +254,6 @@ public final class TargetDaemon implements AutoCloseable {
         }
     }
 
-    /**
-     * The configured ports this machine can serve: RDMA ports only when RDMA is available (else each is named
-     * with the reason, and the daemon serves the rest).
-     */
-    private List<PortConfig> portsToServe() throws IOException {
-        List<PortConfig> served = new ArrayList<>();
-        Throwable rdmaCause = null;
-        boolean rdmaChecked = false;
-        for (PortConfig p : config.servablePorts()) {
-            if (p.transportType() == TransportType.RDMA) {
-                if (!rdmaChecked) {
-                    rdmaCause = Rdma.unavailabilityCause();
-                    rdmaChecked = true;
-                }
-                if (rdmaCause != null) {
-                    LOG.warn("{} (portid {}, {}): not served: RDMA is unavailable: {}", p.where(), p.portId(),
-                        p.address(), rdmaCause.getMessage());
-                    continue;
-                }
-            }
-            served.add(p);
-        }
-        if (served.isEmpty() && !config.servablePorts().isEmpty()) {
-            throw new IOException("nothing to serve: every port is RDMA and RDMA is unavailable: "
-                + (rdmaCause == null ? "?" : rdmaCause.getMessage()));
-        }
-        return served;
-    }
-
     private Port findPort(int portId) {
         for (Port p : model.ports()) {
             if (p.portId() == portId) {
@@ -315,7 +288,7 @@ public final class TargetDaemon implements AutoCloseable {
         for (PortConfig pc : servedPorts) {
             Set<String> exported = new LinkedHashSet<>(pc.subsystems());
             model.addPort(new Port(pc.portId(), pc.address(), pc.options(), exported, new AnaStates(pc.anaGroups())));
-            model.referrals(pc.portId(), referrals(pc.referrals()));
+            model.referrals(pc.portId(), DaemonPorts.referrals(pc.referrals()));
         }
     }
 
@@ -338,24 +311,7 @@ public final class TargetDaemon implements AutoCloseable {
      */
     public int setAnaState(int portId, int group, int state) {
         checkRunning();
-        Port port = null;
-        for (Port p : model.ports()) {
-            if (p.portId() == portId) {
-                port = p;
-            }
-        }
-        if (port == null) {
-            throw new IllegalArgumentException("no port " + portId);
-        }
-        int old = port.ana().state(group, state);
-        LOG.info("port {}: ANA group {} {} -> {}", portId, group, io.nvmeof4j.protocol.ana.AnaState.name(old),
-            io.nvmeof4j.protocol.ana.AnaState.name(state));
-        for (io.nvmeof4j.target.controller.Controller c : registry.controllers()) {
-            if (!c.isDiscovery() && c.port().portId() == portId) {
-                c.notifyAnaChanged();
-            }
-        }
-        return old;
+        return ports.setAnaState(portId, group, state);
     }
 
     // ---------------------------------------------------------------------------------------------- live changes
@@ -424,22 +380,7 @@ public final class TargetDaemon implements AutoCloseable {
      */
     public synchronized Subsystem addSubsystem(SubsystemConfig sc) {
         checkRunning();
-        if (model.subsystem(sc.nqn()) != null) {
-            throw new IllegalStateException("subsystem " + sc.nqn() + " exists already");
-        }
-        Subsystem subsystem = new Subsystem(sc.nqn(), sc.serial(), sc.model(), sc.firmware(), sc.allowAnyHost());
-        // Live as at start: a second daemon serving the subsystem relies on the range from the first Connect on.
-        subsystem.cntlidRange(sc.cntlidMin(), sc.cntlidMax());
-        for (String host : sc.allowedHosts()) {
-            subsystem.addAllowedHost(host);
-        }
-        model.addSubsystem(subsystem);
-        if (metrics != null) {
-            metrics.bindSubsystem(subsystem.nqn());
-        }
-        LOG.info("{} created (serial {}, model {}, allow_any_host {})", sc.nqn(), sc.serial(), sc.model(),
-            sc.allowAnyHost());
-        return subsystem;
+        return ports.addSubsystem(sc);
     }
 
     /**
@@ -449,27 +390,7 @@ public final class TargetDaemon implements AutoCloseable {
      */
     public synchronized Subsystem removeSubsystem(String nqn) {
         checkRunning();
-        Subsystem subsystem = model.subsystem(nqn);
-        if (subsystem == null) {
-            return null;
-        }
-        for (Port p : model.ports()) {
-            if (p.exports(nqn)) {
-                Set<String> rest = new LinkedHashSet<>(p.subsystems());
-                rest.remove(nqn);
-                model.replacePort(p, new Port(p.portId(), p.address(), p.options(), rest, p.ana()));
-            }
-        }
-        model.removeSubsystem(nqn);
-        registry.notifyDiscoveryChanged();
-        for (Controller c : registry.controllers(nqn)) {
-            c.disconnect("subsystem " + nqn + " deleted");
-        }
-        for (Namespace ns : subsystem.namespaces()) {
-            namespaces.releaseNamespace(subsystem, ns);
-        }
-        LOG.info("{} deleted", nqn);
-        return subsystem;
+        return ports.removeSubsystem(nqn);
     }
 
     /**
@@ -480,22 +401,7 @@ public final class TargetDaemon implements AutoCloseable {
      */
     public synchronized Port addPort(PortConfig pc) throws IOException {
         checkRunning();
-        if (model.port(pc.portId()) != null) {
-            throw new IllegalStateException("portid " + pc.portId() + " is in use");
-        }
-        Port port = new Port(pc.portId(), pc.address(), pc.options(), new LinkedHashSet<>(pc.subsystems()),
-            new AnaStates(pc.anaGroups()));
-        model.addPort(port);
-        model.referrals(pc.portId(), referrals(pc.referrals()));
-        try {
-            listen(pc, port);
-        } catch (IOException | RuntimeException e) {
-            model.removePort(pc.portId());
-            throw e;
-        }
-        registry.notifyDiscoveryChanged();
-        LOG.info("port {} added: {} exporting {}", pc.portId(), model.port(pc.portId()).address(), pc.subsystems());
-        return model.port(pc.portId());
+        return ports.addPort(pc);
     }
 
     /**
@@ -504,18 +410,7 @@ public final class TargetDaemon implements AutoCloseable {
      */
     public synchronized void exportOnPort(int portId, Set<String> subsystems) {
         checkRunning();
-        Port port = model.port(portId);
-        if (port == null) {
-            throw new IllegalArgumentException("no port " + portId);
-        }
-        // The same ANA states: controllers of this port keep reading them, and a change must not reset them.
-        model.replacePort(port, new Port(portId, port.address(), port.options(), subsystems, port.ana()));
-        registry.notifyDiscoveryChanged();
-        for (Controller c : registry.controllers()) {
-            if (!c.isDiscovery() && c.port().portId() == portId && !subsystems.contains(c.subsystemNqn())) {
-                c.disconnect("listener " + port.address() + " removed from " + c.subsystemNqn());
-            }
-        }
+        ports.exportOnPort(portId, subsystems);
     }
 
     /**
@@ -524,19 +419,7 @@ public final class TargetDaemon implements AutoCloseable {
      */
     public synchronized Port removePort(int portId) {
         checkRunning();
-        Port port = model.removePort(portId);
-        if (port == null) {
-            return null;
-        }
-        transports.closeListener(portId);
-        for (Controller c : registry.controllers()) {
-            if (c.port().portId() == portId) {
-                c.disconnect("listener " + port.address() + " removed");
-            }
-        }
-        registry.notifyDiscoveryChanged();
-        LOG.info("port {} removed ({})", portId, port.address());
-        return port;
+        return ports.removePort(portId);
     }
 
     /**
@@ -545,22 +428,7 @@ public final class TargetDaemon implements AutoCloseable {
      */
     public synchronized void setReferrals(int portId, List<ReferralConfig> list) {
         checkRunning();
-        if (model.port(portId) == null) {
-            throw new IllegalArgumentException("no port " + portId);
-        }
-        model.referrals(portId, referrals(list));
-        registry.notifyDiscoveryChanged();
-    }
-
-    /** The enabled referrals of a port, as the discovery log lists them. */
-    private static List<Referral> referrals(List<ReferralConfig> list) {
-        List<Referral> served = new ArrayList<>();
-        for (ReferralConfig r : list) {
-            if (r.enabled()) {
-                served.add(new Referral(r.portId(), r.address(), r.treqBits(), r.subnqn()));
-            }
-        }
-        return served;
+        ports.setReferrals(portId, list);
     }
 
     /**
