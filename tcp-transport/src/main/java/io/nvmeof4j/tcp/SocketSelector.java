@@ -37,6 +37,11 @@ public final class SocketSelector {
         }
     }
 
+    /** The JDK selector itself, for the reactor's one wait primitive (the io_uring joins its wake-up eventfd). */
+    public Selector nioSelector() {
+        return selector;
+    }
+
     /** Hands every ready key to the consumer without blocking; returns how many. */
     public int selectNow() {
         try {
@@ -61,11 +66,6 @@ public final class SocketSelector {
 
     public SelectionKey register(SelectableChannel channel, int ops, Object attachment) throws ClosedChannelException {
         return channel.register(selector, ops, attachment);
-    }
-
-    /** The JDK selector itself: the reactor joins its io_uring to it (SelectorPollGroup). Not to select on. */
-    public Selector selector() {
-        return selector;
     }
 
     /** Any thread: makes the current or the next {@link #select} return. */

@@ -27,7 +27,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * status (or that there was none), a distinct exit status, and a stack trace only with {@code --verbose}.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class CliErrorsTest {
+class CliErrorsIT {
     private CliTarget target;
 
     @BeforeAll

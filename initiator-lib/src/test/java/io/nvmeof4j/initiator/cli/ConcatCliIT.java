@@ -21,7 +21,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * against our target's TLS port that does not require TLS, and the usage errors.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class ConcatCliTest {
+class ConcatCliIT {
     private static final String NQN = "nqn.2014-08.io.nvmeof4j:cli-concat";
     private final String secret = DhchapSecret.generate(32, 1, new SecureRandom());
     private TargetDaemon daemon;

@@ -22,7 +22,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** The errors a user can act on: each names the peer, the step and (when the controller answered) the status. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class ConnectErrorsTest {
+class ConnectErrorsIT {
     private InJvmTarget target;
     private NvmeofHost host;
 

@@ -15,7 +15,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /** {@code nvmeof write} then {@code nvmeof read}: the bytes come back identical, through files and stdin/stdout. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class ReadWriteTest {
+class ReadWriteIT {
     private CliTarget target;
     private Path dir;
 

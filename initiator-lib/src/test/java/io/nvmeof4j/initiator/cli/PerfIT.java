@@ -16,7 +16,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /** {@code nvmeof perf} for 2 s: progress lines, a summary with ordered percentiles, and one JSON object. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class PerfTest {
+class PerfIT {
     private CliTarget target;
 
     @BeforeAll
@@ -75,7 +75,7 @@ class PerfTest {
             previous = lat.get(key).asDouble();
         }
         assertThat(lat.get("p50").asDouble()).isPositive();
-        // The callback data path allocates nothing per I/O (CallbackAllocationTest holds it to < 1 byte); here
+        // The callback data path allocates nothing per I/O (CallbackAllocationIT holds it to < 1 byte); here
         // the whole run counts, class loading and JIT warm-up included.
         assertThat(s.get("allocated_bytes_per_io").asDouble()).isBetween(0.0, 16.0);
         assertThat(s.get("measured_threads").toString()).contains("nvmeof-host-reactor-0")

@@ -15,7 +15,7 @@ import java.util.concurrent.TimeUnit;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /** A namespace added on the target reaches the application: AEN, Changed Namespace List, rescan, listener. */
-class AsyncEventTest {
+class AsyncEventIT {
     @TempDir
     Path dir;
 

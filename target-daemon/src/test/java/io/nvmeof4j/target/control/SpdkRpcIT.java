@@ -23,7 +23,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * live (ports accept connections), persisted (the file parses to it; a restarted daemon serves it), refused changes
  * leave the file and the target as they were, and malformed requests get SPDK's codes.
  */
-class SpdkRpcTest extends RpcDaemonFixture {
+class SpdkRpcIT extends RpcDaemonFixture {
     private static final String HOST = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-000000000001";
 
     private static boolean accepts(int port) {

@@ -27,7 +27,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-class TargetDaemonTest {
+class TargetDaemonIT {
     private static final String NQN = "nqn.2014-08.io.nvmeof4j:daemon-test";
 
     @TempDir

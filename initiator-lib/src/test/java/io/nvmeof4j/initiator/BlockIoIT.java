@@ -26,7 +26,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** Connect, identify and block I/O against our target in this JVM: every API call, several sizes and depths. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class BlockIoTest {
+class BlockIoIT {
     private static final long TIMEOUT_S = 20;
 
     private InJvmTarget target;

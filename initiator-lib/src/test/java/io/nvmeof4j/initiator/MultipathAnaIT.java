@@ -26,7 +26,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * ANA log at connect; a live change to inaccessible on port 1 (the management API's operation, with its ANA change
  * event) moves in-flight and new writes to port 2 with no error; back to optimized, port 1 is used again.
  */
-class MultipathAnaTest {
+class MultipathAnaIT {
     private static final String NQN = "nqn.2014-08.io.nvmeof4j:multipath-ana";
 
     @TempDir
@@ -73,7 +73,7 @@ class MultipathAnaTest {
                     daemon.setAnaState(1, 1, AnaState.INACCESSIBLE);
                 }
                 long lba = i % ns.blockCount();
-                all.add(ns.write(lba, MultipathTest.pattern(lba, 5), false).whenComplete((v, e) -> {
+                all.add(ns.write(lba, MultipathIT.pattern(lba, 5), false).whenComplete((v, e) -> {
                     window.release();
                     if (e != null) {
                         failure.compareAndSet(null, e);
@@ -94,7 +94,7 @@ class MultipathAnaTest {
                 back.clear();
                 ns.read(lba, back).get(30, TimeUnit.SECONDS);
                 back.clear();
-                assertThat(back).as("block %d", lba).isEqualTo(MultipathTest.pattern(lba, 5));
+                assertThat(back).as("block %d", lba).isEqualTo(MultipathIT.pattern(lba, 5));
             }
 
             daemon.setAnaState(1, 1, AnaState.OPTIMIZED);
@@ -105,7 +105,7 @@ class MultipathAnaTest {
             assertThat(ns.anaState(0)).as("optimized again (ANA change event)").isEqualTo(AnaState.OPTIMIZED);
             long before1 = mp.pathStats().get(1).submitted();
             for (long lba = 0; lba < 20; lba++) {
-                ns.write(lba, MultipathTest.pattern(lba, 6), false).get(30, TimeUnit.SECONDS);
+                ns.write(lba, MultipathIT.pattern(lba, 6), false).get(30, TimeUnit.SECONDS);
             }
             assertThat(mp.pathStats().get(1).submitted()).as("optimized port 1 preferred again")
                 .isEqualTo(before1);

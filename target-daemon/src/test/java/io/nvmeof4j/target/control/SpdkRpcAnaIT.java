@@ -22,7 +22,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * of {@code nvmf_subsystem_get_listeners}, {@code ana_reporting} and {@code anagrpid}; persisted like every change,
  * refused with SPDK's codes.
  */
-class SpdkRpcAnaTest extends RpcDaemonFixture {
+class SpdkRpcAnaIT extends RpcDaemonFixture {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private static String address(int port) {

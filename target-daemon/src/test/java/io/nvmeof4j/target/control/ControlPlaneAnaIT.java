@@ -24,7 +24,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * ANA states changed live (management API, control plane) are written to the port's {@code ana_groups} before they
  * are answered, survive a restart, and are refused with nothing changed when the file cannot be written.
  */
-class ControlPlaneAnaTest {
+class ControlPlaneAnaIT {
     private static final String NQN = "nqn.2014-08.org.example:ha";
     private static final ObjectMapper JSON = new ObjectMapper();
 

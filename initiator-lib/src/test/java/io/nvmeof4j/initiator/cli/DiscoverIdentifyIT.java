@@ -16,7 +16,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /** {@code nvmeof discover} and {@code nvmeof identify} against our target in this JVM. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class DiscoverIdentifyTest {
+class DiscoverIdentifyIT {
     private CliTarget target;
 
     @BeforeAll

@@ -33,7 +33,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * closes (its connections and its listener go away), verified by reading every block back, the path re-added when
  * the port comes back, and the per-path meters.
  */
-class MultipathTest {
+class MultipathIT {
     private static final int BLOCK = 4096;
 
     @TempDir

@@ -17,7 +17,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * our target in this JVM: the holder writes, the other registrant's write fails with Reservation Conflict (exit 8),
  * the report shows both registrants and the holder, and after the release the other host writes again.
  */
-class ReservationCliTest {
+class ReservationCliIT {
     private static final String HOST_B = "nqn.2014-08.org.nvmexpress:uuid:bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb";
 
     @TempDir

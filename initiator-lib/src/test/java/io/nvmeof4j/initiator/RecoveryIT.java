@@ -17,7 +17,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** Keep-alive, command timeouts, reconnect after the target goes away, and the controller-loss timeout. */
-class RecoveryTest {
+class RecoveryIT {
     private static final long TIMEOUT_S = 20;
 
     @TempDir

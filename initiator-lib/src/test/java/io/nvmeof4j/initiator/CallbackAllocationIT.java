@@ -22,7 +22,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * 16 bytes per I/O, far above the bound.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class CallbackAllocationTest {
+class CallbackAllocationIT {
     private static final int DEPTH = 32;
     private static final int BLOCKS = 8; // 4 KiB of 512-byte blocks
     private static final int WARM_UP = 50_000;

@@ -4,10 +4,10 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 
 /**
- * {@link CallbackAllocationTest} with the host recording into a Prometheus registry, percentile histograms on: the
+ * {@link CallbackAllocationIT} with the host recording into a Prometheus registry, percentile histograms on: the
  * metered data path allocates nothing per I/O either.
  */
-class CallbackAllocationWithMetricsTest extends CallbackAllocationTest {
+class CallbackAllocationWithMetricsIT extends CallbackAllocationIT {
     @Override
     NvmeofHost createHost() {
         return NvmeofHost.create(HostIdentity.generate(), 1, new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), true);

@@ -14,7 +14,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /** {@code nvmeof compare-and-write}, {@code copy} and {@code verify} against our target: bytes and exit statuses. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class CompareCopyVerifyTest {
+class CompareCopyVerifyIT {
     private CliTarget target;
     private Path dir;
 

@@ -17,7 +17,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** DH-HMAC-CHAP credentials set live (management API) are written to the configuration file and survive a restart. */
-class ControlPlaneDhchapTest {
+class ControlPlaneDhchapIT {
     private static final String HOST = "nqn.2014-08.org.example:host1";
     private static final String OTHER = "nqn.2014-08.org.example:host2";
     private static final ObjectMapper JSON = new ObjectMapper();

@@ -26,7 +26,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * progress line shows I/O in flight on it, so there always is I/O to fail over, however loaded the machine is.
  * Bounded: an 8-second run.
  */
-class PerfFailoverTest {
+class PerfFailoverIT {
     /** perf's progress line over two paths ends with {@code in flight per path A/B}; whole lines only. */
     private static final Pattern IN_FLIGHT = Pattern.compile("in flight per path (\\d+)/(\\d+)\\R");
 

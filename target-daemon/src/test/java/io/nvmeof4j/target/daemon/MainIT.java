@@ -16,14 +16,14 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import static io.nvmeof4j.target.daemon.TargetDaemonTest.canBind;
-import static io.nvmeof4j.target.daemon.TargetDaemonTest.config;
-import static io.nvmeof4j.target.daemon.TargetDaemonTest.port;
-import static io.nvmeof4j.target.daemon.TargetDaemonTest.ram;
+import static io.nvmeof4j.target.daemon.TargetDaemonIT.canBind;
+import static io.nvmeof4j.target.daemon.TargetDaemonIT.config;
+import static io.nvmeof4j.target.daemon.TargetDaemonIT.port;
+import static io.nvmeof4j.target.daemon.TargetDaemonIT.ram;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /** Runs {@link Main} in this JVM: exit statuses come back from picocli, nothing calls System.exit. */
-class MainTest {
+class MainIT {
     private static final String NQN = "nqn.2014-08.io.nvmeof4j:daemon-test";
 
     @TempDir
