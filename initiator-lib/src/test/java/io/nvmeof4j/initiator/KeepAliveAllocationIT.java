@@ -18,7 +18,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * across about ten Keep Alives. Before, each Keep Alive cost the host reactor a completion record, a
  * CompletableFuture completion and its timeout's cancellation (hundreds of bytes).
  */
-class KeepAliveAllocationTest {
+class KeepAliveAllocationIT {
     private static final com.sun.management.ThreadMXBean THREADS =
         (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
 
@@ -70,15 +70,26 @@ class KeepAliveAllocationTest {
             Thread.sleep(6_000);
             System.out.printf("Keep Alive, KATO 1 s, first 6 s window (not judged): host reactors %d, target reactors %d "
                 + "bytes%n", allocated(hostReactors) - firstHost, allocated(targetReactors) - firstTarget);
-            long keepAlivesBefore = controller.keepAlivesCompleted();
-            long hostBefore = allocated(hostReactors);
-            long targetBefore = allocated(targetReactors);
-            Thread.sleep(5_000);
-            long hostBytes = allocated(hostReactors) - hostBefore;
-            long targetBytes = allocated(targetReactors) - targetBefore;
-            long keepAlives = controller.keepAlivesCompleted() - keepAlivesBefore;
-            System.out.printf("Keep Alive, KATO 1 s: %d completed; host reactors %d bytes, target reactors %d bytes%n",
-                keepAlives, hostBytes, targetBytes);
+            // Then up to three 5 s windows: one-time allocations of the connection's first seconds may still land in
+            // one (736 bytes on the target once, at 6-11 s), but an allocation per Keep Alive shows in every window
+            // (the former CompletableFuture Keep Alive: 5,600 bytes per 10 on the host reactor).
+            long keepAlives = 0;
+            long hostBytes = -1;
+            long targetBytes = -1;
+            for (int window = 0; window < 3; window++) {
+                long keepAlivesBefore = controller.keepAlivesCompleted();
+                long hostBefore = allocated(hostReactors);
+                long targetBefore = allocated(targetReactors);
+                Thread.sleep(5_000);
+                hostBytes = allocated(hostReactors) - hostBefore;
+                targetBytes = allocated(targetReactors) - targetBefore;
+                keepAlives = controller.keepAlivesCompleted() - keepAlivesBefore;
+                System.out.printf("Keep Alive, KATO 1 s, window %d: %d completed; host reactors %d bytes, target "
+                    + "reactors %d bytes%n", window, keepAlives, hostBytes, targetBytes);
+                if (hostBytes < 16L * keepAlives && targetBytes < 16L * keepAlives) {
+                    break;
+                }
+            }
             assertThat(keepAlives).as("Keep Alives completed in 5 s at KATO/2 = 500 ms").isBetween(8L, 11L);
             assertThat(controller.state()).isEqualTo(ControllerState.LIVE);
             assertThat(hostBytes).as("bytes allocated on the host reactor over %d Keep Alives", keepAlives)
