@@ -11,6 +11,7 @@ import io.nvmeof4j.protocol.tcp.CapsuleRespPdu;
 import io.nvmeof4j.protocol.tcp.PduFlyweight;
 import io.nvmeof4j.protocol.tcp.PduType;
 import io.nvmeof4j.protocol.tcp.R2TPdu;
+import io.nvmeof4j.tcp.pdu.PduSendJob;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -66,7 +67,7 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
     /** Slot index, sent as TTAG. */
     final int tag;
     /** This slot's PDUs as one job of the connection's send queue. */
-    final SendJob send = new Send();
+    final Send send = new Send();
 
     private final ByteBuffer responsePdu;
     private final CapsuleRespPdu response;
@@ -153,30 +154,14 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
         state(State.RECEIVING);
     }
 
-    /** Arms a CapsuleResp as the only PDU of this job. */
+    /** Arms a CapsuleResp as the only PDU of this slot's send job. */
     void armResponse(int headerDigestLength) {
-        sendKind = SEND_RESPONSE;
-        send.segments[0] = prepareResponsePdu(headerDigestLength);
-        send.armSegments(1);
+        send.armResponse(headerDigestLength);
     }
 
     /** Arms one R2T for the whole transfer (as nvmet does: the host splits its answer at MAXH2CDATA). */
     void armR2T(int headerDigestLength) {
-        sendKind = SEND_R2T;
-        dataHeader.clear(); // the last send left position/limit anywhere; absolute writes need the whole view
-        r2t.init(headerDigestLength)
-            .flags(headerDigestLength > 0 ? PduFlyweight.FLAG_HDGSTF : 0)
-            .commandCapsuleCid(commandId)
-            .transferTag(tag)
-            .r2tOffset(0)
-            .r2tLength(dataLength);
-        if (headerDigestLength > 0) {
-            dataHeader.putInt(R2TPdu.HEADER_LENGTH, connection.group.crc.compute(dataHeader, 0, R2TPdu.HEADER_LENGTH));
-        }
-        dataHeader.position(0);
-        dataHeader.limit(R2TPdu.HEADER_LENGTH + headerDigestLength);
-        send.segments[0] = dataHeader;
-        send.armSegments(1);
+        send.armR2T(headerDigestLength);
     }
 
     /**
@@ -184,81 +169,117 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
      * followed by the CapsuleResp, or carrying SUCCESS instead of it.
      */
     void armReadData(boolean withSuccessFlag) {
-        sendKind = SEND_C2H_DATA;
-        sendOffset = 0;
-        successFlag = withSuccessFlag;
-        armNextC2HDataPdu();
+        send.armReadData(withSuccessFlag);
     }
 
-    private void armNextC2HDataPdu() {
-        TcpConnection c = connection;
-        int remaining = dataLength - sendOffset;
-        int chunk = Math.min(remaining, c.c2hDataPduSize);
-        boolean last = chunk == remaining;
-        int hdgst = c.headerDigestLength;
-        int ddgst = c.dataDigestLength;
-        int pdo = c.c2hDataOffset;
-        int flags = (hdgst > 0 ? PduFlyweight.FLAG_HDGSTF : 0)
-            | (ddgst > 0 ? PduFlyweight.FLAG_DDGSTF : 0)
-            | (last ? PduFlyweight.FLAG_LAST_PDU : 0)
-            | (last && successFlag ? PduFlyweight.FLAG_SUCCESS : 0);
-        dataHeader.clear();
-        c2hData.init((long) pdo + chunk + ddgst)
-            .flags(flags)
-            .pduDataOffset(pdo)
-            .commandCapsuleCid(commandId)
-            .dataOffset(sendOffset)
-            .dataLength(chunk);
-        if (hdgst > 0) {
-            dataHeader.putInt(C2HDataPdu.HEADER_LENGTH, c.group.crc.compute(dataHeader, 0, C2HDataPdu.HEADER_LENGTH));
+    /** The slot's PDUs as a job of the connection's send queue (the PDU engine's {@link PduSendJob}). */
+    final class Send extends PduSendJob {
+        /** Arms a CapsuleResp as the only PDU of this job. */
+        void armResponse(int headerDigestLength) {
+            sendKind = SEND_RESPONSE;
+            segments[0] = prepareResponsePdu(headerDigestLength);
+            armSegments(1);
         }
-        // Bytes between the digest and PDO (HPDA padding) stay zero: nothing else writes that part of the slot.
-        dataHeader.position(0);
-        dataHeader.limit(pdo);
-        int n = 0;
-        send.segments[n++] = dataHeader;
-        data.limit(sendOffset + chunk);
-        data.position(sendOffset);
-        send.segments[n++] = data;
-        if (ddgst > 0) {
-            dataDigest.putInt(0, c.group.crc.compute(data, sendOffset, chunk));
-            dataDigest.clear();
-            send.segments[n++] = dataDigest;
-        }
-        if (last && !successFlag) {
-            send.segments[n++] = prepareResponsePdu(hdgst);
-        }
-        sendOffset += chunk;
-        send.armSegments(n);
-    }
 
-    private ByteBuffer prepareResponsePdu(int headerDigestLength) {
-        // Only the common header: the CQE after it was filled by the handler and fillCompletion.
-        responsePdu.clear();
-        response.pduType(PduType.CAPSULE_RESP)
-            .flags(headerDigestLength > 0 ? PduFlyweight.FLAG_HDGSTF : 0)
-            .headerLength(CapsuleRespPdu.HEADER_LENGTH)
-            .pduDataOffset(0)
-            .pduLength(CapsuleRespPdu.HEADER_LENGTH + headerDigestLength);
-        if (headerDigestLength > 0) {
-            responsePdu.putInt(CapsuleRespPdu.HEADER_LENGTH,
-                connection.group.crc.compute(responsePdu, 0, CapsuleRespPdu.HEADER_LENGTH));
+        /** Arms one R2T for the whole transfer (as nvmet does: the host splits its answer at MAXH2CDATA). */
+        void armR2T(int headerDigestLength) {
+            sendKind = SEND_R2T;
+            dataHeader.clear(); // the last send left position/limit anywhere; absolute writes need the whole view
+            r2t.init(headerDigestLength)
+                .flags(headerDigestLength > 0 ? PduFlyweight.FLAG_HDGSTF : 0)
+                .commandCapsuleCid(commandId)
+                .transferTag(tag)
+                .r2tOffset(0)
+                .r2tLength(dataLength);
+            if (headerDigestLength > 0) {
+                dataHeader.putInt(R2TPdu.HEADER_LENGTH,
+                    connection.group.crc.compute(dataHeader, 0, R2TPdu.HEADER_LENGTH));
+            }
+            dataHeader.position(0);
+            dataHeader.limit(R2TPdu.HEADER_LENGTH + headerDigestLength);
+            segments[0] = dataHeader;
+            armSegments(1);
         }
-        responsePdu.position(0);
-        responsePdu.limit(CapsuleRespPdu.HEADER_LENGTH + headerDigestLength);
-        return responsePdu;
-    }
 
-    /** The slot's PDUs as a job of the connection's send queue. */
-    private final class Send extends SendJob {
+        /**
+         * Arms the data of a successful read: C2HData PDUs of at most the connection's C2H PDU size, the last one
+         * followed by the CapsuleResp, or carrying SUCCESS instead of it.
+         */
+        void armReadData(boolean withSuccessFlag) {
+            sendKind = SEND_C2H_DATA;
+            sendOffset = 0;
+            successFlag = withSuccessFlag;
+            armNextC2HDataPdu();
+        }
+
+        private void armNextC2HDataPdu() {
+            TcpConnection c = connection;
+            int remaining = dataLength - sendOffset;
+            int chunk = Math.min(remaining, c.c2hDataPduSize);
+            boolean last = chunk == remaining;
+            int hdgst = c.headerDigestLength;
+            int ddgst = c.dataDigestLength;
+            int pdo = c.c2hDataOffset;
+            int flags = (hdgst > 0 ? PduFlyweight.FLAG_HDGSTF : 0)
+                | (ddgst > 0 ? PduFlyweight.FLAG_DDGSTF : 0)
+                | (last ? PduFlyweight.FLAG_LAST_PDU : 0)
+                | (last && successFlag ? PduFlyweight.FLAG_SUCCESS : 0);
+            dataHeader.clear();
+            c2hData.init((long) pdo + chunk + ddgst)
+                .flags(flags)
+                .pduDataOffset(pdo)
+                .commandCapsuleCid(commandId)
+                .dataOffset(sendOffset)
+                .dataLength(chunk);
+            if (hdgst > 0) {
+                dataHeader.putInt(C2HDataPdu.HEADER_LENGTH,
+                    c.group.crc.compute(dataHeader, 0, C2HDataPdu.HEADER_LENGTH));
+            }
+            // Bytes between the digest and PDO (HPDA padding) stay zero: nothing else writes that part of the slot.
+            dataHeader.position(0);
+            dataHeader.limit(pdo);
+            int n = 0;
+            segments[n++] = dataHeader;
+            data.limit(sendOffset + chunk);
+            data.position(sendOffset);
+            segments[n++] = data;
+            if (ddgst > 0) {
+                dataDigest.putInt(0, c.group.crc.compute(data, sendOffset, chunk));
+                dataDigest.clear();
+                segments[n++] = dataDigest;
+            }
+            if (last && !successFlag) {
+                segments[n++] = prepareResponsePdu(hdgst);
+            }
+            sendOffset += chunk;
+            armSegments(n);
+        }
+
+        private ByteBuffer prepareResponsePdu(int headerDigestLength) {
+            // Only the common header: the CQE after it was filled by the handler and fillCompletion.
+            responsePdu.clear();
+            response.pduType(PduType.CAPSULE_RESP)
+                .flags(headerDigestLength > 0 ? PduFlyweight.FLAG_HDGSTF : 0)
+                .headerLength(CapsuleRespPdu.HEADER_LENGTH)
+                .pduDataOffset(0)
+                .pduLength(CapsuleRespPdu.HEADER_LENGTH + headerDigestLength);
+            if (headerDigestLength > 0) {
+                responsePdu.putInt(CapsuleRespPdu.HEADER_LENGTH,
+                    connection.group.crc.compute(responsePdu, 0, CapsuleRespPdu.HEADER_LENGTH));
+            }
+            responsePdu.position(0);
+            responsePdu.limit(CapsuleRespPdu.HEADER_LENGTH + headerDigestLength);
+            return responsePdu;
+        }
+
         @Override
-        boolean hasMorePdus() {
+        protected boolean hasNextPdu() {
             return sendKind == SEND_C2H_DATA && sendOffset < dataLength;
         }
 
         @Override
-        boolean armNextPdu() {
-            if (hasMorePdus()) {
+        protected boolean armNext() {
+            if (hasNextPdu()) {
                 armNextC2HDataPdu();
                 return true;
             }
@@ -266,7 +287,7 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
         }
 
         @Override
-        void onSent() {
+        protected void sent() {
             if (sendKind == SEND_R2T) {
                 r2tSent = true; // still RECEIVING: H2CData for this TTAG may now arrive
             } else {
@@ -276,7 +297,7 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
         }
 
         @Override
-        void onDropped() {
+        protected void dropped() {
             connection.recycle(TcpRequest.this);
         }
 
