@@ -61,7 +61,6 @@ final class RdmaRequest extends TransportRequest<RdmaRequest.State, RdmaRequest>
     int remoteKey;
     /** rkey to invalidate with SEND_WITH_INV (keyed SGL subtype 0xF), or 0. */
     int invalidateKey;
-    private Object attachment;
 
     RdmaRequest(RdmaControllerQueue queue, int index, ByteBuffer sqeBuffer, ByteBuffer responseView,
                 long responseAddress) {
@@ -87,13 +86,8 @@ final class RdmaRequest extends TransportRequest<RdmaRequest.State, RdmaRequest>
     }
 
     @Override
-    public Object attachment() {
-        return attachment;
-    }
-
-    @Override
-    public void attach(Object attachment) {
-        this.attachment = attachment;
+    public int slot() {
+        return index;
     }
 
     /** Takes a received SQE (64 bytes at {@code offset} of {@code source}) into this context: NEW. */

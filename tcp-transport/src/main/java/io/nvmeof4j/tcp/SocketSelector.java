@@ -37,6 +37,11 @@ public final class SocketSelector {
         }
     }
 
+    /** The JDK selector itself, for the reactor's one wait primitive (the io_uring joins its wake-up eventfd). */
+    public Selector nioSelector() {
+        return selector;
+    }
+
     /** Hands every ready key to the consumer without blocking; returns how many. */
     public int selectNow() {
         try {

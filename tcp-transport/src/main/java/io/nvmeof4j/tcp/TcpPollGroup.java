@@ -2,12 +2,12 @@ package io.nvmeof4j.tcp;
 
 import io.nvmeof4j.protocol.spi.BufferPool;
 import io.nvmeof4j.protocol.spi.PendingConnections;
-import io.nvmeof4j.protocol.spi.PollGroup;
 import io.nvmeof4j.protocol.spi.transport.BufferWaitQueue;
 import io.nvmeof4j.protocol.spi.transport.CompletionInbox;
 import io.nvmeof4j.protocol.spi.transport.DataMapping;
 import io.nvmeof4j.protocol.spi.transport.FlushList;
 import io.nvmeof4j.protocol.spi.transport.PollGroupCore;
+import io.nvmeof4j.protocol.spi.reactor.SelectorPollGroup;
 import io.nvmeof4j.protocol.tcp.Crc32cDigest;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -17,6 +17,7 @@ import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
@@ -34,7 +35,7 @@ import java.util.List;
  * commands waiting for pool buffers wait in a {@link BufferWaitQueue}; connections with sends staged this round are
  * in a {@link FlushList}.
  */
-public final class TcpPollGroup implements PollGroup {
+public final class TcpPollGroup implements SelectorPollGroup {
     private static final Logger LOG = LoggerFactory.getLogger(TcpPollGroup.class);
 
     /** Buffers in one gathering write: several complete responses, or one multi-part data PDU. */
@@ -120,6 +121,12 @@ public final class TcpPollGroup implements PollGroup {
     @Override
     public void wakeup() {
         selector.wakeup();
+    }
+
+    /** The reactor's one wait primitive: its io_uring wakes this selector too (SelectorPollGroup). */
+    @Override
+    public Selector selector() {
+        return selector.nioSelector();
     }
 
     @Override

@@ -11,7 +11,6 @@ import io.nvmeof4j.protocol.tcp.CapsuleRespPdu;
 import io.nvmeof4j.protocol.tcp.PduFlyweight;
 import io.nvmeof4j.protocol.tcp.PduType;
 import io.nvmeof4j.protocol.tcp.R2TPdu;
-import io.nvmeof4j.tcp.pdu.PduSendJob;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -67,7 +66,7 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
     /** Slot index, sent as TTAG. */
     final int tag;
     /** This slot's PDUs as one job of the connection's send queue. */
-    final Send send = new Send();
+    final SendJob send = new Send();
 
     private final ByteBuffer responsePdu;
     private final CapsuleRespPdu response;
@@ -81,7 +80,6 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
      * the queue takes none: in-capsule data never waits for the pool. Set by the connection at ICReq and Connect.
      */
     ByteBuffer inCapsuleBuffer;
-    private Object attachment;
 
     /** H2C: bytes received so far (the DATAO the next H2CData must carry). */
     int h2cReceived;
@@ -135,13 +133,8 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
     }
 
     @Override
-    public Object attachment() {
-        return attachment;
-    }
-
-    @Override
-    public void attach(Object attachment) {
-        this.attachment = attachment;
+    public int slot() {
+        return tag;
     }
 
     // ---- slot lifecycle (reactor thread) -----------------------------------------------------------------------
@@ -154,14 +147,30 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
         state(State.RECEIVING);
     }
 
-    /** Arms a CapsuleResp as the only PDU of this slot's send job. */
+    /** Arms a CapsuleResp as the only PDU of this job. */
     void armResponse(int headerDigestLength) {
-        send.armResponse(headerDigestLength);
+        sendKind = SEND_RESPONSE;
+        send.segment(0, prepareResponsePdu(headerDigestLength));
+        send.arm(1);
     }
 
     /** Arms one R2T for the whole transfer (as nvmet does: the host splits its answer at MAXH2CDATA). */
     void armR2T(int headerDigestLength) {
-        send.armR2T(headerDigestLength);
+        sendKind = SEND_R2T;
+        dataHeader.clear(); // the last send left position/limit anywhere; absolute writes need the whole view
+        r2t.init(headerDigestLength)
+            .flags(headerDigestLength > 0 ? PduFlyweight.FLAG_HDGSTF : 0)
+            .commandCapsuleCid(commandId)
+            .transferTag(tag)
+            .r2tOffset(0)
+            .r2tLength(dataLength);
+        if (headerDigestLength > 0) {
+            dataHeader.putInt(R2TPdu.HEADER_LENGTH, connection.group.crc.compute(dataHeader, 0, R2TPdu.HEADER_LENGTH));
+        }
+        dataHeader.position(0);
+        dataHeader.limit(R2TPdu.HEADER_LENGTH + headerDigestLength);
+        send.segment(0, dataHeader);
+        send.arm(1);
     }
 
     /**
@@ -169,117 +178,81 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
      * followed by the CapsuleResp, or carrying SUCCESS instead of it.
      */
     void armReadData(boolean withSuccessFlag) {
-        send.armReadData(withSuccessFlag);
+        sendKind = SEND_C2H_DATA;
+        sendOffset = 0;
+        successFlag = withSuccessFlag;
+        armNextC2HDataPdu();
     }
 
-    /** The slot's PDUs as a job of the connection's send queue (the PDU engine's {@link PduSendJob}). */
-    final class Send extends PduSendJob {
-        /** Arms a CapsuleResp as the only PDU of this job. */
-        void armResponse(int headerDigestLength) {
-            sendKind = SEND_RESPONSE;
-            segments[0] = prepareResponsePdu(headerDigestLength);
-            armSegments(1);
+    private void armNextC2HDataPdu() {
+        TcpConnection c = connection;
+        int remaining = dataLength - sendOffset;
+        int chunk = Math.min(remaining, c.c2hDataPduSize);
+        boolean last = chunk == remaining;
+        int hdgst = c.headerDigestLength;
+        int ddgst = c.dataDigestLength;
+        int pdo = c.c2hDataOffset;
+        int flags = (hdgst > 0 ? PduFlyweight.FLAG_HDGSTF : 0)
+            | (ddgst > 0 ? PduFlyweight.FLAG_DDGSTF : 0)
+            | (last ? PduFlyweight.FLAG_LAST_PDU : 0)
+            | (last && successFlag ? PduFlyweight.FLAG_SUCCESS : 0);
+        dataHeader.clear();
+        c2hData.init((long) pdo + chunk + ddgst)
+            .flags(flags)
+            .pduDataOffset(pdo)
+            .commandCapsuleCid(commandId)
+            .dataOffset(sendOffset)
+            .dataLength(chunk);
+        if (hdgst > 0) {
+            dataHeader.putInt(C2HDataPdu.HEADER_LENGTH, c.group.crc.compute(dataHeader, 0, C2HDataPdu.HEADER_LENGTH));
         }
-
-        /** Arms one R2T for the whole transfer (as nvmet does: the host splits its answer at MAXH2CDATA). */
-        void armR2T(int headerDigestLength) {
-            sendKind = SEND_R2T;
-            dataHeader.clear(); // the last send left position/limit anywhere; absolute writes need the whole view
-            r2t.init(headerDigestLength)
-                .flags(headerDigestLength > 0 ? PduFlyweight.FLAG_HDGSTF : 0)
-                .commandCapsuleCid(commandId)
-                .transferTag(tag)
-                .r2tOffset(0)
-                .r2tLength(dataLength);
-            if (headerDigestLength > 0) {
-                dataHeader.putInt(R2TPdu.HEADER_LENGTH,
-                    connection.group.crc.compute(dataHeader, 0, R2TPdu.HEADER_LENGTH));
-            }
-            dataHeader.position(0);
-            dataHeader.limit(R2TPdu.HEADER_LENGTH + headerDigestLength);
-            segments[0] = dataHeader;
-            armSegments(1);
+        // Bytes between the digest and PDO (HPDA padding) stay zero: nothing else writes that part of the slot.
+        dataHeader.position(0);
+        dataHeader.limit(pdo);
+        int n = 0;
+        send.segment(n++, dataHeader);
+        data.limit(sendOffset + chunk);
+        data.position(sendOffset);
+        send.segment(n++, data);
+        if (ddgst > 0) {
+            dataDigest.putInt(0, c.group.crc.compute(data, sendOffset, chunk));
+            dataDigest.clear();
+            send.segment(n++, dataDigest);
         }
-
-        /**
-         * Arms the data of a successful read: C2HData PDUs of at most the connection's C2H PDU size, the last one
-         * followed by the CapsuleResp, or carrying SUCCESS instead of it.
-         */
-        void armReadData(boolean withSuccessFlag) {
-            sendKind = SEND_C2H_DATA;
-            sendOffset = 0;
-            successFlag = withSuccessFlag;
-            armNextC2HDataPdu();
+        if (last && !successFlag) {
+            send.segment(n++, prepareResponsePdu(hdgst));
         }
+        sendOffset += chunk;
+        send.arm(n);
+    }
 
-        private void armNextC2HDataPdu() {
-            TcpConnection c = connection;
-            int remaining = dataLength - sendOffset;
-            int chunk = Math.min(remaining, c.c2hDataPduSize);
-            boolean last = chunk == remaining;
-            int hdgst = c.headerDigestLength;
-            int ddgst = c.dataDigestLength;
-            int pdo = c.c2hDataOffset;
-            int flags = (hdgst > 0 ? PduFlyweight.FLAG_HDGSTF : 0)
-                | (ddgst > 0 ? PduFlyweight.FLAG_DDGSTF : 0)
-                | (last ? PduFlyweight.FLAG_LAST_PDU : 0)
-                | (last && successFlag ? PduFlyweight.FLAG_SUCCESS : 0);
-            dataHeader.clear();
-            c2hData.init((long) pdo + chunk + ddgst)
-                .flags(flags)
-                .pduDataOffset(pdo)
-                .commandCapsuleCid(commandId)
-                .dataOffset(sendOffset)
-                .dataLength(chunk);
-            if (hdgst > 0) {
-                dataHeader.putInt(C2HDataPdu.HEADER_LENGTH,
-                    c.group.crc.compute(dataHeader, 0, C2HDataPdu.HEADER_LENGTH));
-            }
-            // Bytes between the digest and PDO (HPDA padding) stay zero: nothing else writes that part of the slot.
-            dataHeader.position(0);
-            dataHeader.limit(pdo);
-            int n = 0;
-            segments[n++] = dataHeader;
-            data.limit(sendOffset + chunk);
-            data.position(sendOffset);
-            segments[n++] = data;
-            if (ddgst > 0) {
-                dataDigest.putInt(0, c.group.crc.compute(data, sendOffset, chunk));
-                dataDigest.clear();
-                segments[n++] = dataDigest;
-            }
-            if (last && !successFlag) {
-                segments[n++] = prepareResponsePdu(hdgst);
-            }
-            sendOffset += chunk;
-            armSegments(n);
+    private ByteBuffer prepareResponsePdu(int headerDigestLength) {
+        // Only the common header: the CQE after it was filled by the handler and fillCompletion.
+        responsePdu.clear();
+        response.pduType(PduType.CAPSULE_RESP)
+            .flags(headerDigestLength > 0 ? PduFlyweight.FLAG_HDGSTF : 0)
+            .headerLength(CapsuleRespPdu.HEADER_LENGTH)
+            .pduDataOffset(0)
+            .pduLength(CapsuleRespPdu.HEADER_LENGTH + headerDigestLength);
+        if (headerDigestLength > 0) {
+            responsePdu.putInt(CapsuleRespPdu.HEADER_LENGTH,
+                connection.group.crc.compute(responsePdu, 0, CapsuleRespPdu.HEADER_LENGTH));
         }
+        responsePdu.position(0);
+        responsePdu.limit(CapsuleRespPdu.HEADER_LENGTH + headerDigestLength);
+        return responsePdu;
+    }
 
-        private ByteBuffer prepareResponsePdu(int headerDigestLength) {
-            // Only the common header: the CQE after it was filled by the handler and fillCompletion.
-            responsePdu.clear();
-            response.pduType(PduType.CAPSULE_RESP)
-                .flags(headerDigestLength > 0 ? PduFlyweight.FLAG_HDGSTF : 0)
-                .headerLength(CapsuleRespPdu.HEADER_LENGTH)
-                .pduDataOffset(0)
-                .pduLength(CapsuleRespPdu.HEADER_LENGTH + headerDigestLength);
-            if (headerDigestLength > 0) {
-                responsePdu.putInt(CapsuleRespPdu.HEADER_LENGTH,
-                    connection.group.crc.compute(responsePdu, 0, CapsuleRespPdu.HEADER_LENGTH));
-            }
-            responsePdu.position(0);
-            responsePdu.limit(CapsuleRespPdu.HEADER_LENGTH + headerDigestLength);
-            return responsePdu;
-        }
-
+    /** The slot's PDUs as a job of the connection's send queue. */
+    private final class Send extends SendJob {
         @Override
-        protected boolean hasNextPdu() {
+        boolean hasMorePdus() {
             return sendKind == SEND_C2H_DATA && sendOffset < dataLength;
         }
 
         @Override
-        protected boolean armNext() {
-            if (hasNextPdu()) {
+        boolean armNextPdu() {
+            if (hasMorePdus()) {
                 armNextC2HDataPdu();
                 return true;
             }
@@ -287,7 +260,7 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
         }
 
         @Override
-        protected void sent() {
+        void onSent() {
             if (sendKind == SEND_R2T) {
                 r2tSent = true; // still RECEIVING: H2CData for this TTAG may now arrive
             } else {
@@ -297,7 +270,7 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
         }
 
         @Override
-        protected void dropped() {
+        void onDropped() {
             connection.recycle(TcpRequest.this);
         }
 
