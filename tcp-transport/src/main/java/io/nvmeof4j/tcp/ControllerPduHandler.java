@@ -219,7 +219,7 @@ final class ControllerPduHandler implements PduReceiver.Handler, PduSendQueue.Ow
         long datao = receiver.u32(H2CDataPdu.DATAO_OFFSET);
         long datal = receiver.u32(H2CDataPdu.DATAL_OFFSET);
         TcpRequest request = connection.slots.byTag(ttag);
-        if (request == null || request.state() != TcpRequest.RECEIVING || !request.r2tSent) {
+        if (request == null || request.state() != TcpRequest.State.RECEIVING || !request.r2tSent) {
             connection.terminate(FES_INVALID_HEADER_FIELD, H2CDataPdu.TTAG_OFFSET, type,
                 "no R2T outstanding for TTAG " + ttag);
             return false;

@@ -22,6 +22,16 @@ abstract class SendJob extends PduSendJob {
     /** The connection is closing or terminating and the job will not be (fully) sent: release what it holds. */
     abstract void onDropped();
 
+    /** Sets range {@code i} of the PDU(s) being armed (the engine's {@code segments}, for the slot that owns this job). */
+    final void segment(int i, java.nio.ByteBuffer buffer) {
+        segments[i] = buffer;
+    }
+
+    /** Arms ranges {@code 0..count)} set by {@link #segment}. */
+    final void arm(int count) {
+        armSegments(count);
+    }
+
     @Override
     protected final boolean hasNextPdu() {
         return hasMorePdus();

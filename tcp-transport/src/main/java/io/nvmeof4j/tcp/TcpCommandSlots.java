@@ -84,8 +84,8 @@ final class TcpCommandSlots {
 
     /** The slot is FREE again (once), and back on the free list unless the queue is closed. */
     void free(TcpRequest request, boolean reuse) {
-        if (request.state() != TcpRequest.FREE) {
-            request.state(TcpRequest.FREE);
+        if (request.state() != TcpRequest.State.FREE) {
+            request.state(TcpRequest.State.FREE);
             OUTSTANDING.setRelease(this, (int) OUTSTANDING.get(this) - 1);
             if (reuse) {
                 freeSlots[freeCount++] = request.tag;

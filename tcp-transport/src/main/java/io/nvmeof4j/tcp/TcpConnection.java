@@ -342,7 +342,7 @@ final class TcpConnection implements TransportQueue {
                 // The command is refused but its data is on the wire: skip it (and its digest) and carry on.
                 receiver.discard((long) inCapsuleBytes + dataDigestLength);
             }
-            request.state(TcpRequest.COMPLETING);
+            request.state(TcpRequest.State.COMPLETING);
             onCompleted(request, status);
             return true;
         }
@@ -357,7 +357,7 @@ final class TcpConnection implements TransportQueue {
             case TcpRequest.TRANSFER_C2H:
                 ByteBuffer pooled = group.acquireInOrder(request.dataLength);
                 if (pooled == null) {
-                    request.state(TcpRequest.PARKED);
+                    request.state(TcpRequest.State.PARKED);
                     group.park(request);
                 } else {
                     onBufferGranted(request, pooled);
@@ -370,86 +370,31 @@ final class TcpConnection implements TransportQueue {
     }
 
     /**
-     * Decides how the command's data moves from its SGL (wire reference 1.3 and 5) and returns SUCCESS, or the
-     * status to fail it with before it reaches the handler.
+     * Decides how the command's data moves from its SGL (the shared
+     * {@link io.nvmeof4j.protocol.spi.transport.DataMapping} rules) and returns SUCCESS, or the status to fail it with
+     * before it reaches the handler.
      */
     private int mapData(TcpRequest request, int inCapsuleBytes) {
-        SubmissionQueueEntry sqe = request.command();
-        if (sqe.psdt() != 1) {
-            // Fabrics data is always SGL-described (PSDT 01b): like nvmet, answer Invalid Field before reading the
-            // SGL, whose bytes mean something else under PRPs. FUSE is the command layer's to judge (it pairs
-            // fused commands by Request.sequence()).
-            return NvmeStatus.INVALID_FIELD | NvmeStatus.DNR;
+        // The slot's own buffer bounds in-capsule data too: a host that sends I/O before our Connect response may find
+        // the queue's size already raised by a Connect completed on another thread but the buffers not yet.
+        ByteBuffer own = request.inCapsuleBuffer;
+        int inCapsuleLimit = own == null ? -1 : Math.min(inCapsuleDataSize(), own.capacity());
+        io.nvmeof4j.protocol.spi.transport.DataMapping mapping = group.dataMapping;
+        int status = mapping.map(request.command(), inCapsuleBytes, inCapsuleLimit, maxTransferSize);
+        if (status != NvmeStatus.SUCCESS) {
+            return status;
         }
-        SglDescriptor sgl = sqe.sgl1();
-        int id = sgl.id();
-        long length = sgl.length();
-        if (id != SglDescriptor.ID_IN_CAPSULE && id != SglDescriptor.ID_TCP_TRANSPORT) {
-            // An all-zero (or zero-length unkeyed) descriptor just says "no data".
-            boolean unkeyed = sgl.type() == SglDescriptor.TYPE_DATA_BLOCK
-                || sgl.type() == SglDescriptor.TYPE_TRANSPORT_DATA_BLOCK;
-            if (!unkeyed || length != 0 || inCapsuleBytes != 0) {
-                return NvmeStatus.SGL_DESCRIPTOR_TYPE_INVALID | NvmeStatus.DNR;
+        if (mapping.transfer() == TcpRequest.TRANSFER_IN_CAPSULE && queueId < 0) {
+            if (preConnectDataOwner != null) {
+                // Connect is a queue's first command and a host waits for its response before sending more;
+                // the queue's one pre-Connect buffer holds its data, so a second command with data is refused
+                // (and its data skipped).
+                return NvmeStatus.COMMAND_SEQUENCE_ERROR;
             }
-            return NvmeStatus.SUCCESS;
+            preConnectDataOwner = request;
         }
-        if (length > maxTransferSize) {
-            return NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR;
-        }
-        DataDirection direction = request.direction;
-        if (id == SglDescriptor.ID_IN_CAPSULE) {
-            if (length == 0 && inCapsuleBytes == 0) {
-                return NvmeStatus.SUCCESS;
-            }
-            if (direction != DataDirection.HOST_TO_CONTROLLER) {
-                return NvmeStatus.INVALID_FIELD | NvmeStatus.DNR; // in-capsule data only goes host to controller
-            }
-            ByteBuffer own = request.inCapsuleBuffer;
-            if (length > inCapsuleDataSize() || own == null || length > own.capacity() || sgl.address() != 0) {
-                // What nvmet answers for in-capsule data beyond the queue's inline size (nvmet_tcp_map_data). The
-                // slot's buffer is checked too: a host that sends I/O before our Connect response may find the
-                // queue's size already raised by a Connect completed on another thread but the buffers not yet.
-                return NvmeStatus.SGL_OFFSET_INVALID | NvmeStatus.DNR;
-            }
-            if (length != inCapsuleBytes) {
-                return NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR;
-            }
-            if (queueId < 0) {
-                if (preConnectDataOwner != null) {
-                    // Connect is a queue's first command and a host waits for its response before sending more;
-                    // the queue's one pre-Connect buffer holds its data, so a second command with data is refused
-                    // (and its data skipped).
-                    return NvmeStatus.COMMAND_SEQUENCE_ERROR;
-                }
-                preConnectDataOwner = request;
-            }
-            request.transfer = TcpRequest.TRANSFER_IN_CAPSULE;
-            request.dataLength = (int) length;
-            return NvmeStatus.SUCCESS;
-        }
-        // Transport data block (0x5A): data moves by R2T/H2CData or C2HData.
-        if (inCapsuleBytes != 0) {
-            return NvmeStatus.INVALID_FIELD | NvmeStatus.DNR; // data in the capsule the SGL does not describe
-        }
-        if (length == 0) {
-            return NvmeStatus.SUCCESS;
-        }
-        if (sgl.address() != 0) {
-            return NvmeStatus.SGL_OFFSET_INVALID | NvmeStatus.DNR;
-        }
-        switch (direction) {
-            case HOST_TO_CONTROLLER:
-                request.transfer = TcpRequest.TRANSFER_R2T;
-                break;
-            case CONTROLLER_TO_HOST:
-                request.transfer = TcpRequest.TRANSFER_C2H;
-                break;
-            case NONE:
-                return NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR; // data for a command that has none
-            default:
-                return NvmeStatus.INVALID_FIELD | NvmeStatus.DNR; // bidirectional: no command we serve
-        }
-        request.dataLength = (int) length;
+        request.transfer = mapping.transfer();
+        request.dataLength = mapping.length();
         return NvmeStatus.SUCCESS;
     }
 
@@ -459,9 +404,9 @@ final class TcpConnection implements TransportQueue {
         request.dataPooled = true;
         switch (request.transfer) {
             case TcpRequest.TRANSFER_R2T:
-                request.state(TcpRequest.RECEIVING);
+                request.state(TcpRequest.State.RECEIVING);
                 request.armR2T(headerDigestLength);
-                sends.enqueue(request);
+                sends.enqueue(request.send);
                 break;
             default:
                 dispatch(request);
@@ -483,7 +428,7 @@ final class TcpConnection implements TransportQueue {
             data.clear();
             data.limit(request.dataLength);
         }
-        request.state(TcpRequest.EXECUTING);
+        request.state(TcpRequest.State.EXECUTING);
         request.reachedHandler = true;
         try {
             handler.onCommand(request);
@@ -504,7 +449,7 @@ final class TcpConnection implements TransportQueue {
         }
         int sqHeadField = sqFlowControlDisabled ? CompletionQueueEntry.SQHD_FLOW_CONTROL_DISABLED : sqHead;
         request.fillCompletion(status, Math.max(queueId, 0), sqHeadField);
-        request.state(TcpRequest.SENDING);
+        request.state(TcpRequest.State.SENDING);
         if (NvmeStatus.isSuccess(status) && request.transfer == TcpRequest.TRANSFER_C2H) {
             // With SQ flow control disabled the last C2HData can carry SUCCESS instead of a response capsule
             // (wire reference 5). Only when DW0/DW1 are zero: the flag cannot carry them.
@@ -515,7 +460,7 @@ final class TcpConnection implements TransportQueue {
             releaseData(request);
             request.armResponse(headerDigestLength);
         }
-        sends.enqueue(request);
+        sends.enqueue(request.send);
     }
 
     /** The request's response is on the socket: tell the handler that took the command (metrics end here). */
@@ -664,9 +609,9 @@ final class TcpConnection implements TransportQueue {
         }
         sends.close();
         for (TcpRequest request : slots.all()) {
-            int state = request.state();
+            TcpRequest.State state = request.state();
             // Executing commands release their buffers when they complete; parked ones when the group drops them.
-            if (state == TcpRequest.RECEIVING || state == TcpRequest.SENDING) {
+            if (state == TcpRequest.State.RECEIVING || state == TcpRequest.State.SENDING) {
                 recycle(request);
             }
         }

@@ -22,11 +22,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The real {@link TcpControllerTransport} on 127.0.0.1 with a tiny command layer: Connect sets the queue up
  * (honouring CATTR bit 2), Write (01h) stores into 8 MiB of RAM and Read (02h) returns it (512-byte LBAs),
- * opcode 0x80 never completes (for timeouts), anything else succeeds.
+ * anything else succeeds.
  */
 final class RamTarget implements AutoCloseable {
     static final int LBA = 512;
-    static final int NEVER_COMPLETES = 0x80;
 
     final ByteBuffer ram = ByteBuffer.allocateDirect(8 << 20).order(ByteOrder.LITTLE_ENDIAN);
     final AtomicInteger commands = new AtomicInteger();
@@ -81,8 +80,6 @@ final class RamTarget implements AutoCloseable {
             case 0x02:
                 request.data().put(0, ram, (int) offset, request.dataLength());
                 break;
-            case NEVER_COMPLETES:
-                return;
             default:
                 break;
         }

@@ -196,24 +196,6 @@ class TcpHostTransportTest {
     }
 
     @Test
-    void shouldFailOutstandingCommandsWithPathErrorWhenTheQueueCloses() throws Exception {
-        try (RamTarget target = new RamTarget(65536, 4096)) {
-            HostQueue queue = open(target.address(), false, false, 4, 4096);
-            fabricsConnect(queue, 1, 4, false);
-            CompletableFuture<Integer> status = new CompletableFuture<>();
-            group.execute(() -> queue.submit(io(RamTarget.NEVER_COMPLETES, 0, 1), null, 0, 0,
-                (cqe, ctx) -> status.complete(cqe.status()), null));
-            Thread.sleep(100);
-            assertThat(status).isNotDone();
-            queue.close("closed by the test");
-            assertThat(status.get(5, TimeUnit.SECONDS)).isEqualTo(HostStatus.HOST_PATH_ERROR);
-            awaitClosedReason();
-            assertThat(closedReasons).containsExactly("closed by the test");
-            assertThat(queue.isOpen()).isFalse();
-        }
-    }
-
-    @Test
     void shouldNameThePeerAndTheStepWhenTheConnectionIsRefused() throws Exception {
         int port;
         try (ServerSocket unused = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
