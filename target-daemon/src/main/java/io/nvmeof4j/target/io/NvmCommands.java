@@ -53,9 +53,9 @@ import java.util.function.Predicate;
  * CDW12 bit 30 (FUA) makes the destination write durable before completion.
  *
  * <h2>Fused Compare and Write (NVMe Base 2.0, 3.4.2; NVM Command Set 1.0, 3.2.1)</h2>
- * The controller layer pairs the halves ({@code ControllerQueueHandler}) and hands both here. Both must name the
- * same SLBA and NLB (else Invalid Field + DNR for both, as the spec says); a half failing its own checks gets its
- * status and the other Aborted – Failed Fused Command (0x009). The pair then takes its range in the namespace's
+ * The controller layer pairs the halves ({@code FusedPairs}, behind the command entry) and hands both here. Both
+ * must name the same SLBA and NLB (else Invalid Field + DNR for both, as the spec says); a half failing its own
+ * checks gets its status and the other Aborted – Failed Fused Command (0x009). The pair then takes its range in the namespace's
  * {@link LbaRangeLock}, compares, and writes only on a match: a miscompare answers the Compare with 0x285 + DNR and
  * the Write with 0x009, and the range is unchanged. Writes from any queue to the range wait for the pair; the
  * pair waits for writes already in flight.

@@ -14,6 +14,7 @@ import io.nvmeof4j.protocol.spi.host.HostStatus;
 import io.nvmeof4j.protocol.spi.host.TransportConnectException;
 import io.nvmeof4j.protocol.tcp.Crc32cDigest;
 import io.nvmeof4j.protocol.tcp.ICReqPdu;
+import io.nvmeof4j.tcp.TestReactor;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -47,13 +48,13 @@ class TcpHostTransportTest {
 
     private final TcpHostTransport transport = new TcpHostTransport();
     private TcpHostPollGroup group;
-    private LoopThread loop;
+    private TestReactor loop;
     private final List<String> closedReasons = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     @BeforeEach
     void startHost() {
         group = transport.createPollGroup();
-        loop = new LoopThread("host-loop", group);
+        loop = new TestReactor("host-loop", group);
     }
 
     @AfterEach
