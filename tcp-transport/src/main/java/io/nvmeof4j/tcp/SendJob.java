@@ -3,10 +3,10 @@ package io.nvmeof4j.tcp;
 import io.nvmeof4j.tcp.pdu.PduSendJob;
 
 /**
- * The controller's command slots as send jobs of the PDU engine ({@link PduSendJob}): {@link TcpRequest} arms its
- * CapsuleResp, R2T and C2HData PDUs and answers these package-private calls. They only forward the engine's own:
- * kept so that {@code TcpRequest} (whose lifecycle is being reworked separately, issue 12 item 1) did not have to
- * change with the engine; it can override the engine's methods directly and this class go.
+ * The controller's command slots as send jobs of the PDU engine ({@link PduSendJob}): {@link TcpRequest}'s job arms
+ * its CapsuleResp, R2T and C2HData PDUs through {@link #segment} and {@link #arm} and answers the package-private
+ * calls, which only forward the engine's own. A slot's job could extend {@link PduSendJob} directly and this class go;
+ * it stayed so that {@code TcpRequest} (reworked in parallel, issue 12 item 1) did not have to change with the engine.
  * <p>Reactor thread only.
  */
 abstract class SendJob extends PduSendJob {

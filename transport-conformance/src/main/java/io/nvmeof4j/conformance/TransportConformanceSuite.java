@@ -389,7 +389,7 @@ public abstract class TransportConformanceSuite {
                     out[i], 0, length[i]));
                 what.add((write ? "write " : "read ") + length[i] + " bytes on queue " + q.queueId);
                 if (pending.size() % IO_DEPTH == 0) {
-                    awaitAll(io.get(0), pending, what); // never more than a queue's depth per queue in flight
+                    awaitAll(io.get(0), pending, what); // 32 at a time: half a queue depth on each queue
                 }
             }
             awaitAll(io.get(0), pending, what);

@@ -49,9 +49,39 @@ abstract class AdminCommandSet {
 
     /**
      * Runs one admin command of this set and completes it. Called by the command entry after its checks (flags,
-     * Connect done, authentication, controller enabled); an opcode outside the set is Invalid Opcode + DNR.
+     * Connect done, authentication, controller enabled). The opcodes every controller serves are dispatched here;
+     * the others go to {@link #executeOwn}.
      */
-    abstract void execute(Request r);
+    final void execute(Request r) {
+        switch (r.command().opcode()) {
+            case AdminOpcode.IDENTIFY:
+                identify(r);
+                return;
+            case AdminOpcode.GET_LOG_PAGE:
+                getLogPage(r);
+                return;
+            case AdminOpcode.SET_FEATURES:
+                setFeatures(r);
+                return;
+            case AdminOpcode.GET_FEATURES:
+                getFeatures(r);
+                return;
+            case AdminOpcode.ASYNC_EVENT_REQUEST:
+                asyncEventRequest(r);
+                return;
+            case AdminOpcode.KEEP_ALIVE:
+                keepAlive(r);
+                return;
+            default:
+                executeOwn(r);
+        }
+    }
+
+    /** Identify, with the CNS values this set serves. */
+    abstract void identify(Request r);
+
+    /** An opcode beyond the common ones: this set's own, or Invalid Opcode + DNR. */
+    abstract void executeOwn(Request r);
 
     // ---------------------------------------------------------------- identify controller
 

@@ -77,26 +77,8 @@ final class AdminCommands extends AdminCommandSet {
     }
 
     @Override
-    void execute(Request r) {
+    void executeOwn(Request r) {
         switch (r.command().opcode()) {
-            case AdminOpcode.IDENTIFY:
-                identify(r);
-                return;
-            case AdminOpcode.GET_LOG_PAGE:
-                getLogPage(r);
-                return;
-            case AdminOpcode.SET_FEATURES:
-                setFeatures(r);
-                return;
-            case AdminOpcode.GET_FEATURES:
-                getFeatures(r);
-                return;
-            case AdminOpcode.ASYNC_EVENT_REQUEST:
-                asyncEventRequest(r);
-                return;
-            case AdminOpcode.KEEP_ALIVE:
-                keepAlive(r);
-                return;
             case AdminOpcode.ABORT:
                 if (expectLength(r, 0)) {
                     // Nothing is ever aborted: DW0 bit 0 = 1 says "command not aborted" (nvmet does the same).
@@ -111,7 +93,8 @@ final class AdminCommands extends AdminCommandSet {
 
     // ---------------------------------------------------------------- identify
 
-    private void identify(Request r) {
+    @Override
+    void identify(Request r) {
         if (!expectLength(r, IdentifyCommand.DATA_LENGTH)) {
             return;
         }

@@ -1,6 +1,5 @@
 package io.nvmeof4j.target.controller;
 
-import io.nvmeof4j.protocol.admin.AdminOpcode;
 import io.nvmeof4j.protocol.admin.GetLogPageCommand;
 import io.nvmeof4j.protocol.admin.IdentifyCommand;
 import io.nvmeof4j.protocol.admin.IdentifyController;
@@ -28,32 +27,12 @@ final class DiscoveryCommands extends AdminCommandSet {
     }
 
     @Override
-    void execute(Request r) {
-        switch (r.command().opcode()) {
-            case AdminOpcode.IDENTIFY:
-                identify(r);
-                return;
-            case AdminOpcode.GET_LOG_PAGE:
-                getLogPage(r);
-                return;
-            case AdminOpcode.SET_FEATURES:
-                setFeatures(r);
-                return;
-            case AdminOpcode.GET_FEATURES:
-                getFeatures(r);
-                return;
-            case AdminOpcode.ASYNC_EVENT_REQUEST:
-                asyncEventRequest(r);
-                return;
-            case AdminOpcode.KEEP_ALIVE:
-                keepAlive(r);
-                return;
-            default:
-                fail(r, NvmeStatus.INVALID_OPCODE | NvmeStatus.DNR, "opcode not served by a discovery controller");
-        }
+    void executeOwn(Request r) {
+        fail(r, NvmeStatus.INVALID_OPCODE | NvmeStatus.DNR, "opcode not served by a discovery controller");
     }
 
-    private void identify(Request r) {
+    @Override
+    void identify(Request r) {
         if (!expectLength(r, IdentifyCommand.DATA_LENGTH)) {
             return;
         }

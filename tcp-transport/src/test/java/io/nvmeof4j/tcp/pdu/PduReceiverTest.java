@@ -11,12 +11,12 @@ import org.junit.jupiter.api.Test;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Random;
 
+import static io.nvmeof4j.tcp.pdu.TestPdus.le;
+import static io.nvmeof4j.tcp.pdu.TestPdus.pattern;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -24,8 +24,6 @@ import static org.assertj.core.api.Assertions.assertThat;
  * (DATAL at byte 16) into one destination buffer, as both roles do with their data PDUs.
  */
 class PduReceiverTest {
-    private static final int DATA_PDU = PduType.C2H_DATA;
-
     private SocketPair pair;
     private Role role;
     private PduReceiver receiver;
@@ -282,18 +280,7 @@ class PduReceiverTest {
 
     /** A data PDU of HLEN 24 (C2HData's layout: DATAL at 16) with the digests asked for. */
     private static byte[] dataPdu(byte[] data, boolean headerDigest, boolean dataDigest) {
-        int pdo = 24 + (headerDigest ? 4 : 0);
-        byte[] pdu = new byte[pdo + data.length + (dataDigest ? 4 : 0)];
-        le(pdu).put(0, (byte) DATA_PDU).put(1, (byte) ((headerDigest ? 1 : 0) | (dataDigest ? 2 : 0) | 4))
-            .put(2, (byte) 24).put(3, (byte) pdo).putInt(4, pdu.length).putInt(16, data.length);
-        if (headerDigest) {
-            le(pdu).putInt(24, Crc32cDigest.of(pdu, 0, 24));
-        }
-        System.arraycopy(data, 0, pdu, pdo, data.length);
-        if (dataDigest) {
-            le(pdu).putInt(pdo + data.length, Crc32cDigest.of(data, 0, data.length));
-        }
-        return pdu;
+        return TestPdus.c2hData(0, data, headerDigest, dataDigest, false);
     }
 
     /** A C2HTermReq with PLEN {@code plen} (HLEN 24 and error data up to it, or just the header when shorter). */
@@ -302,16 +289,6 @@ class PduReceiverTest {
         le(pdu).put(0, (byte) PduType.C2H_TERM_REQ).put(2, (byte) 24).putInt(4, plen).putShort(8, (short) fes)
             .putInt(10, fei);
         return pdu;
-    }
-
-    private static ByteBuffer le(byte[] bytes) {
-        return ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
-    }
-
-    private static byte[] pattern(int length, long seed) {
-        byte[] bytes = new byte[length];
-        new Random(seed).nextBytes(bytes);
-        return bytes;
     }
 
     private static byte[] concat(byte[]... parts) {

@@ -7,6 +7,7 @@ import org.junit.jupiter.api.Test;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -106,19 +107,7 @@ class PduSendQueueTest {
         queue.flush(stream, iov);
         assertThat(queue.writeInterest()).as("socket full: OP_WRITE wanted").isTrue();
         assertThat(owner.interest).containsExactly(true);
-        CompletableFuture<byte[]> far = CompletableFuture.supplyAsync(() -> {
-            try {
-                return readFar(expected.size());
-            } catch (IOException e) {
-                throw new RuntimeException(e);
-            }
-        });
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!queue.isEmpty() && System.nanoTime() < deadline) {
-            queue.flush(stream, iov);
-            Thread.sleep(1);
-        }
-        assertThat(far.get(10, TimeUnit.SECONDS)).isEqualTo(expected.toByteArray());
+        assertThat(flushWhileThePeerReads(expected.size())).isEqualTo(expected.toByteArray());
         assertThat(queue.writeInterest()).as("OP_WRITE off once everything is out").isFalse();
         assertThat(events).hasSize(16).allMatch(e -> e.endsWith(" sent"));
     }
@@ -135,22 +124,10 @@ class PduSendQueueTest {
         Job termReq = new Job("TermReq", ByteBuffer.wrap(term));
         queue.terminateWith(termReq);
         assertThat(events).containsExactly("queued dropped");
-        CompletableFuture<byte[]> far = CompletableFuture.supplyAsync(() -> {
-            try {
-                return readFar(big.length + term.length);
-            } catch (IOException e) {
-                throw new RuntimeException(e);
-            }
-        });
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!queue.isEmpty() && System.nanoTime() < deadline) {
-            queue.flush(stream, iov);
-            Thread.sleep(1);
-        }
         ByteArrayOutputStream expected = new ByteArrayOutputStream();
         expected.writeBytes(big);
         expected.writeBytes(term);
-        assertThat(far.get(10, TimeUnit.SECONDS)).isEqualTo(expected.toByteArray());
+        assertThat(flushWhileThePeerReads(expected.size())).isEqualTo(expected.toByteArray());
         assertThat(events).containsExactly("queued dropped", "big dropped", "TermReq sent");
     }
 
@@ -181,6 +158,23 @@ class PduSendQueueTest {
     private void limitFarWindow() throws IOException {
         pair.near.setOption(StandardSocketOptions.SO_SNDBUF, 1 << 20);
         pair.far.setOption(StandardSocketOptions.SO_RCVBUF, 1 << 20);
+    }
+
+    /** Flushes until the queue is empty (as OP_WRITE would call it, bounded) while the peer reads; what it read. */
+    private byte[] flushWhileThePeerReads(int length) throws Exception {
+        CompletableFuture<byte[]> far = CompletableFuture.supplyAsync(() -> {
+            try {
+                return readFar(length);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        });
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!queue.isEmpty() && System.nanoTime() < deadline) {
+            queue.flush(stream, iov);
+            Thread.sleep(1);
+        }
+        return far.get(10, TimeUnit.SECONDS);
     }
 
     private byte[] readFar(int length) throws IOException {
