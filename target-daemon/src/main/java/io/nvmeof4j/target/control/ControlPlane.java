@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.nvmeof4j.protocol.ana.AnaState;
 import io.nvmeof4j.protocol.auth.DhchapCredentials;
 import io.nvmeof4j.protocol.spi.AddressFamily;
 import io.nvmeof4j.protocol.spi.TransportType;
@@ -17,9 +16,7 @@ import io.nvmeof4j.target.config.ReferralConfig;
 import io.nvmeof4j.target.config.SubsystemConfig;
 import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.daemon.TargetDaemon;
-import io.nvmeof4j.target.limits.NamespaceRefusedException;
 import io.nvmeof4j.target.model.Namespace;
-import io.nvmeof4j.target.model.Port;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -27,11 +24,9 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.Set;
 import java.util.function.UnaryOperator;
 
 /**
@@ -39,6 +34,9 @@ import java.util.function.UnaryOperator;
  * subsystems, listeners (ports and the subsystems they export), namespaces, allowed hosts, {@code allow_any_host},
  * host credentials, the ANA state of each group on each port.
  * One piece of code per operation; the front ends only translate parameters and errors.
+ * This class keeps the configuration, the persist-or-undo step and the subsystems; each other family is its own
+ * part over that step: {@link HostChanges} (allowed hosts, DH-HMAC-CHAP and TLS keys), {@link NamespaceChanges}
+ * (namespaces, sizes, QoS) and {@link PortChanges} (listeners, referrals, ANA states).
  *
  * <h2>Persistence</h2>
  * The control plane holds the configuration the daemon serves ({@link #configuration()}) and, when the daemon was
@@ -73,6 +71,9 @@ public final class ControlPlane {
     private TargetConfig current;
     /** The document last written (or read): keeps what the configuration model has no field for. */
     private JsonNode document;
+    private final HostChanges hosts;
+    private final NamespaceChanges namespaces;
+    private final PortChanges ports;
 
     /**
      * @param daemon  the running target
@@ -84,6 +85,9 @@ public final class ControlPlane {
         this.file = file == null ? null : file.toAbsolutePath();
         this.baseDirectory = this.file != null ? this.file.getParent() : Path.of("").toAbsolutePath();
         this.current = config;
+        this.hosts = new HostChanges(this, daemon);
+        this.namespaces = new NamespaceChanges(this, daemon);
+        this.ports = new PortChanges(this, daemon);
         // Read as TargetConfig reads it (comments allowed); they are not kept when the file is next written.
         this.document = this.file != null
             ? com.fasterxml.jackson.databind.json.JsonMapper.builder()
@@ -209,14 +213,14 @@ public final class ControlPlane {
             if (subs.remove(nqn) && subs.isEmpty()) {
                 closed.add(p.portId());
             } else {
-                ports.add(withSubsystems(p, subs));
+                ports.add(PortChanges.withSubsystems(p, subs));
             }
         }
         if (ports.isEmpty() && !closed.isEmpty()) {
             // The configuration needs a port: the last one stays, exporting nothing (it still answers discovery).
             int keep = closed.remove(closed.size() - 1);
             PortConfig last = current.ports().stream().filter(p -> p.portId() == keep).findFirst().orElseThrow();
-            ports.add(withSubsystems(last, List.of()));
+            ports.add(PortChanges.withSubsystems(last, List.of()));
         }
         List<SubsystemConfig> subsystems = new ArrayList<>(current.subsystems());
         subsystems.removeIf(s -> s.nqn().equals(nqn));
@@ -247,24 +251,7 @@ public final class ControlPlane {
 
     /** Adds a host to a subsystem's allowed hosts. */
     public synchronized void addHost(String who, String nqn, String host) throws ControlException {
-        SubsystemConfig s = requireSubsystem(nqn);
-        if (s.allowedHosts().contains(host)) {
-            throw new ControlException(ControlException.Kind.EXISTS, "host " + host + " is already allowed on " + nqn);
-        }
-        List<String> hosts = new ArrayList<>(s.allowedHosts());
-        hosts.add(host);
-        List<String> known = new ArrayList<>(current.hosts());
-        if (!known.contains(host)) {
-            known.add(host);
-        }
-        TargetConfig replaced = replace(nqn, old -> withHosts(old, hosts));
-        TargetConfig next = validate(replaced.withModel(known, replaced.ports(), replaced.subsystems()));
-        daemon.model().subsystem(nqn).addAllowedHost(host);
-        discoveryChanged();
-        commitOrUndo(who, "allow host " + host + " on " + nqn, next, () -> {
-            daemon.model().subsystem(nqn).removeAllowedHost(host);
-            discoveryChanged();
-        });
+        hosts.addHost(who, nqn, host);
     }
 
     /**
@@ -272,17 +259,7 @@ public final class ControlPlane {
      * disconnect, as with the Linux target and SPDK.
      */
     public synchronized void removeHost(String who, String nqn, String host) throws ControlException {
-        SubsystemConfig s = requireSubsystem(nqn);
-        if (!s.allowedHosts().contains(host)) {
-            throw new ControlException(ControlException.Kind.NOT_FOUND, "host " + host
-                + " is not on the allowed list of " + nqn);
-        }
-        List<String> hosts = new ArrayList<>(s.allowedHosts());
-        hosts.remove(host);
-        TargetConfig next = validate(replace(nqn, old -> withHosts(old, hosts)));
-        commit(who, "disallow host " + host + " on " + nqn, next);
-        daemon.model().subsystem(nqn).removeAllowedHost(host);
-        discoveryChanged();
+        hosts.removeHost(who, nqn, host);
     }
 
     /**
@@ -291,24 +268,7 @@ public final class ControlPlane {
      * host's next Connect or re-authentication. Returns the credentials now in force (null: none).
      */
     public synchronized DhchapCredentials setDhchap(String who, String host, JsonNode dhchap) throws ControlException {
-        ObjectNode doc = (ObjectNode) ConfigWriter.write(current, document);
-        ObjectNode entry = hostEntry(doc, host);
-        // One place for the settings: the configfs-named keys would otherwise clash with (or outlive) the object.
-        for (String f : List.of("key", "ctrl_key", "hash", "dhgroup")) {
-            entry.remove("dhchap_" + f);
-        }
-        if (dhchap == null) {
-            entry.remove("dhchap");
-        } else {
-            entry.set("dhchap", dhchap.deepCopy());
-        }
-        TargetConfig next = parse(doc);
-        DhchapCredentials before = daemon.registry().hostKeys().get(host);
-        DhchapCredentials after = next.hostCredentials().get(host);
-        daemon.setHostCredentials(host, after);
-        commitOrUndo(who, (after == null ? "remove" : "set") + " DH-HMAC-CHAP credentials of host " + host, next, doc,
-            () -> daemon.setHostCredentials(host, before));
-        return after;
+        return hosts.setDhchap(who, host, dhchap);
     }
 
     /**
@@ -319,34 +279,7 @@ public final class ControlPlane {
      */
     public synchronized io.nvmeof4j.tcp.tls.HostPskStore.HostPsk setTlsKey(String who, String host, String key,
                                                                           String derivation) throws ControlException {
-        ObjectNode doc = (ObjectNode) ConfigWriter.write(current, document);
-        ObjectNode entry = hostEntry(doc, host);
-        entry.remove(List.of("tls_key", "tls_psk_derivation"));
-        if (key != null) {
-            entry.put("tls_key", key);
-            if (derivation != null) {
-                entry.put("tls_psk_derivation", derivation);
-            }
-        }
-        TargetConfig next = parse(doc);
-        io.nvmeof4j.tcp.tls.HostPskStore.HostPsk before = daemon.tlsKey(host);
-        io.nvmeof4j.tcp.tls.HostPskStore.HostPsk after = next.tlsKeys().get(host);
-        daemon.setTlsKey(host, after);
-        commitOrUndo(who, (after == null ? "remove" : "set") + " the TLS PSK of host " + host, next, doc,
-            () -> daemon.setTlsKey(host, before));
-        return after;
-    }
-
-    /** The {@code hosts[]} object of {@code host} in {@code doc} (the last if listed twice), added if there is none. */
-    private static ObjectNode hostEntry(ObjectNode doc, String host) {
-        ArrayNode hosts = doc.withArray("hosts");
-        ObjectNode entry = null;
-        for (JsonNode h : hosts) {
-            if (h instanceof ObjectNode o && host.equals(o.path("nqn").asText())) {
-                entry = o;
-            }
-        }
-        return entry != null ? entry : hosts.addObject().put("nqn", host);
+        return hosts.setTlsKey(who, host, key, derivation);
     }
 
     // ------------------------------------------------------------------------------------------------ namespaces
@@ -356,73 +289,12 @@ public final class ControlPlane {
      * inside {@code allowed_paths}; RAM must fit the budget (both checked by the daemon before anything is opened).
      */
     public synchronized Namespace addNamespace(String who, String nqn, NamespaceConfig nc) throws ControlException {
-        SubsystemConfig s = requireSubsystem(nqn);
-        if (s.maxNamespaces() > 0 && Integer.compareUnsigned(nc.nsid(), s.maxNamespaces()) > 0) {
-            // SPDK: "Cannot add namespace with nsid N > max_nsid M".
-            throw new ControlException(ControlException.Kind.INVALID, "cannot add namespace with nsid "
-                + Integer.toUnsignedString(nc.nsid()) + " > max_namespaces " + s.maxNamespaces() + " of " + nqn);
-        }
-        for (NamespaceConfig n : s.namespaces()) {
-            if (n.nsid() == nc.nsid()) {
-                throw new ControlException(ControlException.Kind.EXISTS, "subsystem " + nqn + " already has namespace "
-                    + Integer.toUnsignedString(nc.nsid()));
-            }
-        }
-        // Not validated against the file's rules before the daemon has checked allowed_paths: validating looks at
-        // the file, and a refusal must say nothing about what lies outside the allowed directories. The daemon
-        // checks confinement and the RAM budget first, then opens; the whole configuration is validated after.
-        Namespace added;
-        try {
-            added = daemon.addNamespace(nqn, nc);
-        } catch (NamespaceRefusedException e) {
-            throw new ControlException(switch (e.reason()) {
-                case PATH_NOT_ALLOWED -> ControlException.Kind.FORBIDDEN;
-                case LARGER_THAN_BUDGET -> ControlException.Kind.INVALID;
-                case BUDGET_EXHAUSTED -> ControlException.Kind.NO_SPACE;
-            }, e.getMessage());
-        } catch (ConfigException e) {
-            throw new ControlException(ControlException.Kind.INVALID, e.getMessage());
-        } catch (IllegalStateException e) {
-            throw new ControlException(ControlException.Kind.EXISTS, e.getMessage());
-        } catch (IllegalArgumentException e) {
-            throw new ControlException(ControlException.Kind.NOT_FOUND, e.getMessage());
-        } catch (IOException e) {
-            throw new ControlException(ControlException.Kind.IO, e.getMessage(), e);
-        }
-        // Persist the file the daemon opened (every symlink resolved), as checked against allowed_paths.
-        NamespaceConfig persisted = nc;
-        if (nc.path() != null) {
-            try {
-                persisted = nc.withPath(nc.path().toRealPath());
-            } catch (IOException e) {
-                persisted = nc;
-            }
-        }
-        List<NamespaceConfig> finalList = new ArrayList<>(s.namespaces());
-        finalList.add(persisted);
-        TargetConfig next;
-        try {
-            next = validate(replace(nqn, old -> withNamespaces(old, finalList)));
-        } catch (ControlException e) {
-            daemon.removeNamespace(nqn, nc.nsid());
-            throw e;
-        }
-        commitOrUndo(who, "add namespace " + Integer.toUnsignedString(nc.nsid()) + " to " + nqn, next,
-            () -> daemon.removeNamespace(nqn, nc.nsid()));
-        return added;
+        return namespaces.addNamespace(who, nqn, nc);
     }
 
     /** Removes a namespace; returns it. */
     public synchronized Namespace removeNamespace(String who, String nqn, int nsid) throws ControlException {
-        SubsystemConfig s = requireSubsystem(nqn);
-        List<NamespaceConfig> namespaces = new ArrayList<>(s.namespaces());
-        if (!namespaces.removeIf(n -> n.nsid() == nsid)) {
-            throw new ControlException(ControlException.Kind.NOT_FOUND, "subsystem " + nqn + " has no namespace "
-                + Integer.toUnsignedString(nsid));
-        }
-        TargetConfig next = validate(replace(nqn, old -> withNamespaces(old, namespaces)));
-        commit(who, "remove namespace " + Integer.toUnsignedString(nsid) + " from " + nqn, next);
-        return daemon.removeNamespace(nqn, nsid);
+        return namespaces.removeNamespace(who, nqn, nsid);
     }
 
     /**
@@ -436,75 +308,7 @@ public final class ControlPlane {
      * {@code bdev_malloc_resize}). Returns the new size in bytes.
      */
     public synchronized long resizeNamespace(String who, String nqn, int nsid, long sizeBytes) throws ControlException {
-        SubsystemConfig s = requireSubsystem(nqn);
-        NamespaceConfig nc = s.namespaces().stream().filter(n -> n.nsid() == nsid && n.enabled()).findFirst()
-            .orElseThrow(() -> new ControlException(ControlException.Kind.NOT_FOUND, "subsystem " + nqn
-                + " has no namespace " + Integer.toUnsignedString(nsid)));
-        Namespace live = daemon.model().subsystem(nqn).namespace(nsid);
-        if (live == null) {
-            throw new ControlException(ControlException.Kind.NOT_FOUND, "subsystem " + nqn + " has no namespace "
-                + Integer.toUnsignedString(nsid));
-        }
-        long before = live.blockCount() * live.blockSize();
-        switch (nc.backend()) {
-            case RAM -> throw new ControlException(ControlException.Kind.INVALID, "namespace "
-                + Integer.toUnsignedString(nsid) + " of " + nqn + " is RAM, which cannot be resized");
-            case NULL -> {
-                if (sizeBytes <= 0) {
-                    throw new ControlException(ControlException.Kind.INVALID, "a null namespace needs its new size");
-                }
-            }
-            default -> {
-            }
-        }
-        if (sizeBytes > 0 && sizeBytes < before) {
-            throw new ControlException(ControlException.Kind.INVALID, "namespace " + Integer.toUnsignedString(nsid)
-                + " of " + nqn + " has " + before + " bytes; shrinking to " + sizeBytes + " is refused (only growing)");
-        }
-        if (sizeBytes > 0 && sizeBytes % live.blockSize() != 0) {
-            throw new ControlException(ControlException.Kind.INVALID, "size " + sizeBytes
-                + " is not a multiple of the block size " + live.blockSize());
-        }
-        long after;
-        try {
-            after = daemon.resizeNamespace(nqn, nsid, sizeBytes);
-        } catch (UnsupportedOperationException | IllegalArgumentException e) {
-            throw new ControlException(ControlException.Kind.INVALID, e.getMessage());
-        } catch (io.nvmeof4j.jni.NativeIoException e) {
-            throw new ControlException(e.errno() == 16 ? ControlException.Kind.BUSY : ControlException.Kind.INVALID,
-                "namespace " + Integer.toUnsignedString(nsid) + " of " + nqn + ": " + (e.errno() == 16
-                    ? "the file or device is smaller than the namespace now; shrinking is refused"
-                    : e.getMessage()), e);
-        } catch (IOException e) {
-            throw new ControlException(ControlException.Kind.IO, e.getMessage(), e);
-        }
-        // A file namespace sized by its file stays so; one with a configured size keeps the new size.
-        NamespaceConfig resized = nc.withSize(nc.backend() == io.nvmeof4j.target.config.BackendType.FILE
-            && nc.sizeBytes() == 0 ? 0 : after);
-        List<NamespaceConfig> list = new ArrayList<>();
-        for (NamespaceConfig n : s.namespaces()) {
-            list.add(n.nsid() == nsid ? resized : n);
-        }
-        Runnable undo = () -> {
-            try {
-                daemon.resizeNamespace(nqn, nsid, before);
-            } catch (IOException e) {
-                throw new IllegalStateException("cannot restore the size " + before + ": " + e.getMessage(), e);
-            }
-        };
-        TargetConfig next;
-        try {
-            next = validate(replace(nqn, old -> withNamespaces(old, list)));
-        } catch (ControlException e) {
-            undo.run();
-            throw e;
-        }
-        commitOrUndo(who, "resize namespace " + Integer.toUnsignedString(nsid) + " of " + nqn + " to " + after
-            + " bytes", next, undo);
-        if (after != before) {
-            daemon.registry().notifyNamespaceChanged(nqn, nsid);
-        }
-        return after;
+        return namespaces.resizeNamespace(who, nqn, nsid, sizeBytes);
     }
 
     /**
@@ -513,27 +317,7 @@ public final class ControlPlane {
      */
     public synchronized NamespaceConfig setQos(String who, String nqn, int nsid, QosLimits limits)
         throws ControlException {
-        SubsystemConfig s = requireSubsystem(nqn);
-        List<NamespaceConfig> namespaces = new ArrayList<>();
-        NamespaceConfig changed = null;
-        for (NamespaceConfig n : s.namespaces()) {
-            if (n.nsid() == nsid) {
-                changed = n.withQos(limits);
-                namespaces.add(changed);
-            } else {
-                namespaces.add(n);
-            }
-        }
-        if (changed == null) {
-            throw new ControlException(ControlException.Kind.NOT_FOUND, "subsystem " + nqn + " has no namespace "
-                + Integer.toUnsignedString(nsid));
-        }
-        TargetConfig next = validate(replace(nqn, old -> withNamespaces(old, namespaces)));
-        commit(who, "set QoS of namespace " + Integer.toUnsignedString(nsid) + " of " + nqn + ": " + limits, next);
-        if (changed.enabled()) {
-            daemon.setQos(nqn, nsid, limits); // cannot fail: the namespace is live and changes are serialised
-        }
-        return changed;
+        return namespaces.setQos(who, nqn, nsid, limits);
     }
 
     // ------------------------------------------------------------------------------------------------ listeners
@@ -544,60 +328,7 @@ public final class ControlPlane {
      */
     public synchronized PortConfig addListener(String who, String nqn, TransportType trtype, AddressFamily adrfam,
                                                String traddr, String trsvcid) throws ControlException {
-        requireSubsystem(nqn);
-        // Service id 0 asks for a new port on any free port number, never for a port configured with 0.
-        PortConfig existing = "0".equals(trsvcid) ? null : findPort(trtype, traddr, trsvcid);
-        if (existing != null) {
-            if (existing.subsystems().contains(nqn)) {
-                throw new ControlException(ControlException.Kind.EXISTS, "subsystem " + nqn + " already listens on "
-                    + existing.address());
-            }
-            List<String> subs = new ArrayList<>(existing.subsystems());
-            subs.add(nqn);
-            TargetConfig next = validate(replacePort(withSubsystems(existing, subs)));
-            Set<String> before = new LinkedHashSet<>(daemon.model().port(existing.portId()).subsystems());
-            daemon.exportOnPort(existing.portId(), new LinkedHashSet<>(subs));
-            commitOrUndo(who, "add listener " + existing.address() + " to " + nqn, next,
-                () -> daemon.exportOnPort(existing.portId(), before));
-            return next.ports().stream().filter(p -> p.portId() == existing.portId()).findFirst().orElseThrow();
-        }
-        int portId = FIRST_LIVE_PORTID;
-        for (PortConfig p : current.ports()) {
-            portId = Math.max(portId, p.portId() + 1);
-        }
-        ObjectNode doc = (ObjectNode) ConfigWriter.write(current, document);
-        ObjectNode port = doc.withArray("ports").addObject();
-        port.put("portid", portId);
-        ObjectNode addr = port.putObject("addr");
-        addr.put("trtype", trtype.configName());
-        addr.put("adrfam", adrfam.configName());
-        addr.put("traddr", traddr);
-        addr.put("trsvcid", trsvcid);
-        addr.put("treq", "not specified");
-        port.putArray("subsystems").add(nqn);
-        TargetConfig parsed = parse(doc);
-        int id = portId;
-        // A target-wide referral (SPDK's nvmf_discovery_add_referral puts it on every port) is on the new port too.
-        PortConfig pc = parsed.ports().stream().filter(p -> p.portId() == id).findFirst().orElseThrow()
-            .withReferrals(referralsOnEveryPort());
-        Port bound;
-        try {
-            bound = daemon.addPort(pc);
-        } catch (IOException e) {
-            throw new ControlException(ControlException.Kind.IO, "cannot listen on " + pc.address() + ": "
-                + e.getMessage(), e);
-        }
-        PortConfig persisted = new PortConfig(pc.where(), pc.portId(), pc.address().withPort(bound.address().port()),
-            pc.treq(), pc.options(), pc.subsystems(), pc.anaGroups(), pc.referrals());
-        TargetConfig next;
-        try {
-            next = validate(replacePort(parsed, persisted));
-        } catch (ControlException e) {
-            daemon.removePort(id);
-            throw e;
-        }
-        commitOrUndo(who, "add listener " + bound.address() + " to " + nqn, next, () -> daemon.removePort(id));
-        return persisted;
+        return ports.addListener(who, nqn, trtype, adrfam, traddr, trsvcid);
     }
 
     /**
@@ -606,30 +337,54 @@ public final class ControlPlane {
      */
     public synchronized void removeListener(String who, String nqn, TransportType trtype, String traddr,
                                             String trsvcid) throws ControlException {
-        requireSubsystem(nqn);
-        PortConfig port = findPort(trtype, traddr, trsvcid);
-        if (port == null || !port.subsystems().contains(nqn)) {
-            throw new ControlException(ControlException.Kind.NOT_FOUND, "subsystem " + nqn + " has no listener "
-                + trtype.configName() + " " + traddr + ":" + trsvcid);
-        }
-        List<String> subs = new ArrayList<>(port.subsystems());
-        subs.remove(nqn);
-        // A port left exporting nothing is closed, unless it is the last (the configuration needs one).
-        boolean close = subs.isEmpty() && current.ports().size() > 1;
-        TargetConfig next;
-        if (close) {
-            List<PortConfig> ports = new ArrayList<>(current.ports());
-            ports.removeIf(p -> p.portId() == port.portId());
-            next = validate(current.withModel(current.hosts(), ports, current.subsystems()));
-        } else {
-            next = validate(replacePort(withSubsystems(port, subs)));
-        }
-        commit(who, "remove listener " + port.address() + " from " + nqn, next);
-        if (close) {
-            daemon.removePort(port.portId());
-        } else {
-            daemon.exportOnPort(port.portId(), new LinkedHashSet<>(subs));
-        }
+        ports.removeListener(who, nqn, trtype, traddr, trsvcid);
+    }
+
+    /**
+     * Adds a referral: discovery logs read through port {@code portId} (-1: every port, as SPDK's target-wide
+     * {@code nvmf_discovery_add_referral}) list {@code referral} from now on; connected discovery controllers get the
+     * discovery log change event. A name already used on a port gets a suffix ({@code -2}, ...).
+     *
+     * @return the referral as added (to the first port)
+     */
+    public synchronized ReferralConfig addReferral(String who, int portId, ReferralConfig referral)
+        throws ControlException {
+        return ports.addReferral(who, portId, referral);
+    }
+
+    /**
+     * Removes the referrals of port {@code portId} (-1: every port) that {@code match} selects: written, then taken
+     * out of the discovery logs (discovery log change event).
+     *
+     * @return how many were removed (at least one)
+     */
+    public synchronized int removeReferral(String who, int portId, java.util.function.Predicate<ReferralConfig> match,
+                                           String what) throws ControlException {
+        return ports.removeReferral(who, portId, match, what);
+    }
+
+    /** The referrals every port has (what SPDK's target-wide calls added): each once, as the first port has it. */
+    public synchronized List<ReferralConfig> referralsOnEveryPort() {
+        return ports.referralsOnEveryPort();
+    }
+
+    /**
+     * Sets the ANA state of groups on one port ({@code states}: state by group id), persisted as the port's
+     * {@code ana_groups}: every controller connected through the port gets the ANA change event, and I/O on the
+     * groups' namespaces through the port gets the state's status at once. As in nvmet, a state belongs to a (port,
+     * group), whichever subsystems the port exports. Written, then applied (setting a state cannot fail once the port
+     * is known), so a change the file refuses never reaches a host. Returns the previous state of each group.
+     */
+    public synchronized java.util.Map<Integer, Integer> setAnaStates(String who, int portId,
+                                                                     java.util.Map<Integer, Integer> states)
+        throws ControlException {
+        return ports.setAnaStates(who, portId, states);
+    }
+
+    /** The port through which {@code nqn} listens at an address (SPDK names a listener by its address). */
+    public synchronized PortConfig listener(String nqn, TransportType trtype, String traddr, String trsvcid)
+        throws ControlException {
+        return ports.listener(nqn, trtype, traddr, trsvcid);
     }
 
     // ------------------------------------------------------------------------------------------------ bdevs
@@ -652,209 +407,15 @@ public final class ControlPlane {
         commit(who, what, current, doc);
     }
 
-    // ------------------------------------------------------------------------------------------------ referrals
 
-    /**
-     * Adds a referral: discovery logs read through port {@code portId} (-1: every port, as SPDK's target-wide
-     * {@code nvmf_discovery_add_referral}) list {@code referral} from now on; connected discovery controllers get the
-     * discovery log change event. A name already used on a port gets a suffix ({@code -2}, ...).
-     *
-     * @return the referral as added (to the first port)
-     */
-    public synchronized ReferralConfig addReferral(String who, int portId, ReferralConfig referral)
-        throws ControlException {
-        List<PortConfig> targets = referralPorts(portId);
-        List<PortConfig> ports = new ArrayList<>();
-        ReferralConfig first = null;
-        for (PortConfig p : current.ports()) {
-            if (!targets.contains(p)) {
-                ports.add(p);
-                continue;
-            }
-            for (ReferralConfig r : p.referrals()) {
-                if (r.sameTarget(referral)) {
-                    throw new ControlException(ControlException.Kind.EXISTS, "port " + p.portId() + " already refers "
-                        + "to " + referral.address() + " " + referral.subnqn() + " (referral " + r.name() + ")");
-                }
-            }
-            String name = referral.name();
-            for (int n = 2; hasReferralNamed(p, name); n++) {
-                name = referral.name() + "-" + n;
-            }
-            ReferralConfig added = new ReferralConfig(name, referral.portId(), referral.enabled(), referral.address(),
-                referral.treq(), referral.subnqn());
-            first = first == null ? added : first;
-            List<ReferralConfig> list = new ArrayList<>(p.referrals());
-            list.add(added);
-            ports.add(p.withReferrals(list));
-        }
-        TargetConfig next = validate(current.withModel(current.hosts(), ports, current.subsystems()));
-        TargetConfig before = current;
-        applyReferrals(next);
-        commitOrUndo(who, "add referral to " + referral.address() + " " + referral.subnqn() + " on "
-            + (portId < 0 ? "every port" : "port " + portId), next, () -> applyReferrals(before));
-        return first;
-    }
+    // ------------------------------------------------------------------------------------------------ persist or undo
 
-    /**
-     * Removes the referrals of port {@code portId} (-1: every port) that {@code match} selects: written, then taken
-     * out of the discovery logs (discovery log change event).
-     *
-     * @return how many were removed (at least one)
-     */
-    public synchronized int removeReferral(String who, int portId, java.util.function.Predicate<ReferralConfig> match,
-                                           String what) throws ControlException {
-        List<PortConfig> targets = referralPorts(portId);
-        List<PortConfig> ports = new ArrayList<>();
-        int removed = 0;
-        for (PortConfig p : current.ports()) {
-            if (!targets.contains(p)) {
-                ports.add(p);
-                continue;
-            }
-            List<ReferralConfig> list = new ArrayList<>(p.referrals());
-            int before = list.size();
-            list.removeIf(match);
-            removed += before - list.size();
-            ports.add(p.withReferrals(list));
-        }
-        if (removed == 0) {
-            throw new ControlException(ControlException.Kind.NOT_FOUND, "no referral " + what + " on "
-                + (portId < 0 ? "any port" : "port " + portId));
-        }
-        TargetConfig next = validate(current.withModel(current.hosts(), ports, current.subsystems()));
-        commit(who, "remove referral " + what + " from " + (portId < 0 ? "every port" : "port " + portId), next);
-        applyReferrals(next);
-        return removed;
-    }
-
-    /** The referrals every port has (what SPDK's target-wide calls added): each once, as the first port has it. */
-    public synchronized List<ReferralConfig> referralsOnEveryPort() {
-        List<ReferralConfig> common = new ArrayList<>();
-        List<PortConfig> ports = current.ports();
-        if (ports.isEmpty()) {
-            return common;
-        }
-        for (ReferralConfig r : ports.get(0).referrals()) {
-            if (ports.stream().allMatch(p -> p.referrals().stream().anyMatch(r::sameTarget))) {
-                common.add(r);
-            }
-        }
-        return common;
-    }
-
-    private List<PortConfig> referralPorts(int portId) throws ControlException {
-        if (portId < 0) {
-            return current.ports();
-        }
-        for (PortConfig p : current.ports()) {
-            if (p.portId() == portId) {
-                return List.of(p);
-            }
-        }
-        throw new ControlException(ControlException.Kind.NOT_FOUND, "no port " + portId);
-    }
-
-    private static boolean hasReferralNamed(PortConfig p, String name) {
-        return p.referrals().stream().anyMatch(r -> r.name().equals(name));
-    }
-
-    /** Serves each port's referrals as {@code config} has them (ports not served, e.g. RDMA without RDMA: skipped). */
-    private void applyReferrals(TargetConfig config) {
-        for (PortConfig p : config.ports()) {
-            if (daemon.model().port(p.portId()) != null) {
-                daemon.setReferrals(p.portId(), p.referrals());
-            }
-        }
-    }
-
-    // ------------------------------------------------------------------------------------------------ ANA
-
-    /**
-     * Sets the ANA state of groups on one port ({@code states}: state by group id), persisted as the port's
-     * {@code ana_groups}: every controller connected through the port gets the ANA change event, and I/O on the
-     * groups' namespaces through the port gets the state's status at once. As in nvmet, a state belongs to a (port,
-     * group), whichever subsystems the port exports. Written, then applied (setting a state cannot fail once the port
-     * is known), so a change the file refuses never reaches a host. Returns the previous state of each group.
-     */
-    public synchronized java.util.Map<Integer, Integer> setAnaStates(String who, int portId,
-                                                                     java.util.Map<Integer, Integer> states)
-        throws ControlException {
-        if (states.isEmpty()) {
-            throw new ControlException(ControlException.Kind.INVALID, "no ANA group given");
-        }
-        for (var e : states.entrySet()) {
-            if (e.getKey() < 1 || e.getKey() > PortConfig.ANA_GROUP_MAX) {
-                throw new ControlException(ControlException.Kind.INVALID, "ANA group " + e.getKey() + " is not in 1.."
-                    + PortConfig.ANA_GROUP_MAX);
-            }
-            if (!AnaState.isValid(e.getValue())) {
-                throw new ControlException(ControlException.Kind.INVALID, "not an ANA state: " + e.getValue());
-            }
-        }
-        PortConfig port = current.ports().stream().filter(p -> p.portId() == portId).findFirst()
-            .orElseThrow(() -> new ControlException(ControlException.Kind.NOT_FOUND, "no port " + portId));
-        Port live = daemon.model().port(portId);
-        if (live == null) {
-            throw new ControlException(ControlException.Kind.NOT_FOUND, "port " + portId + " is not served");
-        }
-        java.util.Map<Integer, Integer> previous = new java.util.TreeMap<>();
-        java.util.Map<Integer, Integer> groups = new java.util.TreeMap<>(port.anaGroups());
-        StringBuilder what = new StringBuilder("port ").append(portId).append(" ANA");
-        for (var e : new java.util.TreeMap<>(states).entrySet()) {
-            previous.put(e.getKey(), live.ana().state(e.getKey()));
-            groups.put(e.getKey(), e.getValue());
-            what.append(" group ").append(e.getKey()).append(' ').append(AnaState.name(previous.get(e.getKey())))
-                .append(" -> ").append(AnaState.name(e.getValue()));
-        }
-        TargetConfig next = validate(replacePort(new PortConfig(port.where(), port.portId(), port.address(),
-            port.treq(), port.options(), port.subsystems(), groups, port.referrals())));
-        commit(who, what.toString(), next);
-        states.forEach((group, state) -> daemon.setAnaState(portId, group, state));
-        return previous;
-    }
-
-    /** The port through which {@code nqn} listens at an address (SPDK names a listener by its address). */
-    public synchronized PortConfig listener(String nqn, TransportType trtype, String traddr, String trsvcid)
-        throws ControlException {
-        requireSubsystem(nqn);
-        PortConfig port = findPort(trtype, traddr, trsvcid);
-        if (port == null || !port.subsystems().contains(nqn)) {
-            throw new ControlException(ControlException.Kind.NOT_FOUND, "subsystem " + nqn + " has no listener "
-                + trtype.configName() + " " + traddr + ":" + trsvcid);
-        }
-        return port;
-    }
-
-    // ------------------------------------------------------------------------------------------------ helpers
-
-    private PortConfig findPort(TransportType trtype, String traddr, String trsvcid) {
-        for (PortConfig p : current.ports()) {
-            if (p.address().type() == trtype && p.address().traddr().equals(traddr)
-                && p.address().trsvcid().equals(trsvcid)) {
-                return p;
-            }
-        }
-        // A port configured with service id 0 is matched by the port it was bound to.
-        for (Port p : daemon.model().ports()) {
-            if (p.address().type() == trtype && p.address().traddr().equals(traddr)
-                && p.address().trsvcid().equals(trsvcid)) {
-                for (PortConfig pc : current.ports()) {
-                    if (pc.portId() == p.portId()) {
-                        return pc;
-                    }
-                }
-            }
-        }
-        return null;
-    }
-
-    private SubsystemConfig requireSubsystem(String nqn) throws ControlException {
+    SubsystemConfig requireSubsystem(String nqn) throws ControlException {
         return current.subsystem(nqn).orElseThrow(() -> new ControlException(ControlException.Kind.NOT_FOUND,
             "no subsystem " + nqn));
     }
 
-    private TargetConfig replace(String nqn, UnaryOperator<SubsystemConfig> change) {
+    TargetConfig replace(String nqn, UnaryOperator<SubsystemConfig> change) {
         List<SubsystemConfig> list = new ArrayList<>();
         for (SubsystemConfig s : current.subsystems()) {
             list.add(s.nqn().equals(nqn) ? change.apply(s) : s);
@@ -862,39 +423,12 @@ public final class ControlPlane {
         return current.withModel(current.hosts(), current.ports(), list);
     }
 
-    private TargetConfig replacePort(PortConfig port) {
-        return replacePort(current, port);
-    }
-
-    private static TargetConfig replacePort(TargetConfig config, PortConfig port) {
-        List<PortConfig> list = new ArrayList<>();
-        for (PortConfig p : config.ports()) {
-            list.add(p.portId() == port.portId() ? port : p);
-        }
-        return config.withModel(config.hosts(), list, config.subsystems());
-    }
-
-    private static PortConfig withSubsystems(PortConfig p, List<String> subsystems) {
-        return new PortConfig(p.where(), p.portId(), p.address(), p.treq(), p.options(), subsystems, p.anaGroups(),
-            p.referrals());
-    }
-
-    private static SubsystemConfig withHosts(SubsystemConfig s, List<String> hosts) {
-        return new SubsystemConfig(s.nqn(), s.allowAnyHost(), hosts, s.serial(), s.model(), s.firmware(), s.version(),
-            s.cntlidMin(), s.cntlidMax(), s.qidMax(), s.namespaces(), s.maxNamespaces());
-    }
-
-    private static SubsystemConfig withNamespaces(SubsystemConfig s, List<NamespaceConfig> namespaces) {
-        return new SubsystemConfig(s.nqn(), s.allowAnyHost(), s.allowedHosts(), s.serial(), s.model(), s.firmware(),
-            s.version(), s.cntlidMin(), s.cntlidMax(), s.qidMax(), namespaces, s.maxNamespaces());
-    }
-
     /** Writes and parses {@code next} again: what would be persisted is what the daemon starts from. */
-    private TargetConfig validate(TargetConfig next) throws ControlException {
+    TargetConfig validate(TargetConfig next) throws ControlException {
         return parse(ConfigWriter.write(next, document));
     }
 
-    private TargetConfig parse(JsonNode doc) throws ControlException {
+    TargetConfig parse(JsonNode doc) throws ControlException {
         try {
             return TargetConfig.parseQuietly(ConfigWriter.text(doc), baseDirectory);
         } catch (ConfigException e) {
@@ -903,12 +437,12 @@ public final class ControlPlane {
     }
 
     /** Persists {@code next} (a removal, not yet applied); refused, with nothing changed, when it cannot be. */
-    private void commit(String who, String what, TargetConfig next) throws ControlException {
+    void commit(String who, String what, TargetConfig next) throws ControlException {
         commit(who, what, next, document);
     }
 
     /** As {@link #commit(String, String, TargetConfig)}, keeping what {@code base} holds beyond the model. */
-    private void commit(String who, String what, TargetConfig next, JsonNode base) throws ControlException {
+    void commit(String who, String what, TargetConfig next, JsonNode base) throws ControlException {
         JsonNode doc = ConfigWriter.write(next, base);
         if (file != null) {
             try {
@@ -926,11 +460,11 @@ public final class ControlPlane {
     }
 
     /** Persists {@code next} (an addition already applied); undoes it when the file cannot be written. */
-    private void commitOrUndo(String who, String what, TargetConfig next, Runnable undo) throws ControlException {
+    void commitOrUndo(String who, String what, TargetConfig next, Runnable undo) throws ControlException {
         commitOrUndo(who, what, next, document, undo);
     }
 
-    private void commitOrUndo(String who, String what, TargetConfig next, JsonNode base, Runnable undo)
+    void commitOrUndo(String who, String what, TargetConfig next, JsonNode base, Runnable undo)
         throws ControlException {
         try {
             commit(who, what, next, base);
@@ -945,7 +479,7 @@ public final class ControlPlane {
         }
     }
 
-    private void discoveryChanged() {
+    void discoveryChanged() {
         daemon.model().discoveryChanged();
         daemon.registry().notifyDiscoveryChanged();
     }
