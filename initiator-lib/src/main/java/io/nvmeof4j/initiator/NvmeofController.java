@@ -1,14 +1,6 @@
 package io.nvmeof4j.initiator;
 
-import io.nvmeof4j.protocol.admin.ActiveNamespaceIdList;
-import io.nvmeof4j.protocol.admin.AdminOpcode;
-import io.nvmeof4j.protocol.admin.AsyncEvent;
-import io.nvmeof4j.protocol.admin.ChangedNamespaceList;
 import io.nvmeof4j.protocol.admin.FeatureIdentifier;
-import io.nvmeof4j.protocol.admin.IdentifyCommand;
-import io.nvmeof4j.protocol.admin.IdentifyNamespace;
-import io.nvmeof4j.protocol.admin.LogPageIdentifier;
-import io.nvmeof4j.protocol.admin.NamespaceIdDescriptorList;
 import io.nvmeof4j.protocol.auth.Dhchap;
 import io.nvmeof4j.protocol.auth.GeneratedPsk;
 import io.nvmeof4j.protocol.auth.HostAuthentication;
@@ -18,7 +10,6 @@ import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.host.HostQueue;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.protocol.spi.host.HostQueueOptions;
-import io.nvmeof4j.protocol.spi.host.HostStatus;
 import io.nvmeof4j.protocol.spi.host.HostTlsPsk;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -26,13 +17,7 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
-import java.util.UUID;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -44,6 +29,8 @@ import java.util.concurrent.TimeUnit;
  * MQES + 1, MAXCMD) − 1; Set Features Async Event Configuration and one Asynchronous Event Request when the
  * controller announces namespace notices (OAES bit 8); the namespace scan (Identify CNS 02h, then per NSID CNS 00h
  * and, from NVMe 1.3, CNS 03h); Keep Alive every KATO/2.
+ * Keep Alive ({@link KeepAlive}) and the asynchronous events with the namespace scan ({@link AsyncEvents}) are
+ * their own classes over this controller's state.
  *
  * <h2>Recovery</h2>
  * Any queue closing, a command timing out or a Keep Alive failing starts error recovery, as in the Linux host: the
@@ -55,11 +42,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class NvmeofController implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(NvmeofController.class);
-    private static final int MAX_IDENTIFIED_NAMESPACES = ActiveNamespaceIdList.MAX_ENTRIES;
     /** The Linux RDMA host never opens queues deeper than this (NVME_RDMA_MAX_QUEUE_SIZE). */
     static final int RDMA_MAX_QUEUE_SIZE = 256;
-    /** OAES / Async Event Configuration bit 11: ANA change notices. */
-    static final int AEC_ANA_CHANGE = 1 << 11;
 
     private final NvmeofHost host;
     private final TransportAddress address;
@@ -67,7 +51,6 @@ public final class NvmeofController implements AutoCloseable {
     private final ConnectOptions options;
     private final String peer;
     private final Object lock = new Object();
-    private final List<NamespaceListener> listeners = new CopyOnWriteArrayList<>();
 
     private volatile ControllerState state = ControllerState.RECONNECTING;
     private volatile String unavailableReason;
@@ -75,12 +58,10 @@ public final class NvmeofController implements AutoCloseable {
     /** The I/O queues' transport queues of the current association (for the post-bring-up check). */
     private volatile List<HostQueue> currentQueues = List.of();
     private volatile long maxTransferBytes = 1 << 20;
-    private volatile List<NvmeofNamespace> namespaces = List.of();
     private IoQueue[] ioQueues = new IoQueue[0];
     private int queueSize;
-    private ScheduledFuture<?> keepAliveTask;
-    /** The current admin connection's, or null (no KATO, or not yet live). */
-    private volatile KeepAliveSender keepAliveSender;
+    private final KeepAlive keepAlive;
+    private final AsyncEvents events;
     private long recoveryStartNanos;
     private int reconnectAttempts;
     private volatile String lastError;
@@ -103,6 +84,8 @@ public final class NvmeofController implements AutoCloseable {
         this.subsystemNqn = subsystemNqn;
         this.options = options;
         this.peer = address + " (" + subsystemNqn + ")";
+        this.keepAlive = new KeepAlive(this, host);
+        this.events = new AsyncEvents(this, host);
     }
 
     static NvmeofController connect(NvmeofHost host, TransportAddress address, String subsystemNqn,
@@ -185,12 +168,12 @@ public final class NvmeofController implements AutoCloseable {
 
     /** The active namespaces as of the last scan (connect, reconnect, or a namespace-change event). */
     public List<NvmeofNamespace> namespaces() {
-        return namespaces;
+        return events.namespaces;
     }
 
     /** The active namespace {@code nsid}, or null. */
     public NvmeofNamespace namespace(int nsid) {
-        for (NvmeofNamespace ns : namespaces) {
+        for (NvmeofNamespace ns : events.namespaces) {
             if (ns.nsid() == nsid) {
                 return ns;
             }
@@ -201,17 +184,17 @@ public final class NvmeofController implements AutoCloseable {
     /** Scans the namespaces again now (blocking) and returns the new list. */
     public List<NvmeofNamespace> rescanNamespaces() throws IOException {
         AdminConnection a = liveAdmin("namespace scan");
-        List<NvmeofNamespace> scanned = scanNamespaces(a);
-        namespaces = scanned;
+        List<NvmeofNamespace> scanned = events.scan(a);
+        events.namespaces = scanned;
         return scanned;
     }
 
     public void addNamespaceListener(NamespaceListener listener) {
-        listeners.add(listener);
+        events.listeners.add(listener);
     }
 
     public void removeNamespaceListener(NamespaceListener listener) {
-        listeners.remove(listener);
+        events.listeners.remove(listener);
     }
 
     /** I/O queues in use (the controller may grant fewer than asked). */
@@ -352,7 +335,7 @@ public final class NvmeofController implements AutoCloseable {
                     host.identity(), Dhchap.SC_C_NOSC);
             }
             if (first) {
-                namespaces = scanNamespaces(a);
+                events.namespaces = events.scan(a);
             }
             admin = a;
             currentQueues = List.copyOf(opened);
@@ -393,223 +376,34 @@ public final class NvmeofController implements AutoCloseable {
                 return;
             }
         }
-        startKeepAlive(a);
+        keepAlive.start(a);
         try {
-            enableAsyncEvents(a);
+            events.enable(a);
         } catch (NvmeofException e) {
             LOG.warn("{}: asynchronous events not enabled: {}", peer, e.getMessage());
         }
         if (reconnected) {
-            try {
-                List<NvmeofNamespace> before = namespaces;
-                List<NvmeofNamespace> after = scanNamespaces(a);
-                namespaces = after;
-                if (!sameNamespaces(before, after)) {
-                    notifyListeners(List.of(), after);
-                }
-            } catch (NvmeofException e) {
-                LOG.warn("{}: namespace rescan after reconnect failed: {}", peer, e.getMessage());
-            }
-        }
-    }
-
-    private void startKeepAlive(AdminConnection a) {
-        long kato = options.keepAliveTimeout().toMillis();
-        if (kato == 0) {
-            return;
-        }
-        long period = Math.max(1, kato / 2);
-        KeepAliveSender sender = new KeepAliveSender(a.queue, kato);
-        synchronized (lock) {
-            cancelKeepAlive();
-            keepAliveSender = sender;
-            keepAliveTask = host.timer().scheduleAtFixedRate(() -> sendKeepAlive(a, sender), period, period,
-                TimeUnit.MILLISECONDS);
-        }
-    }
-
-    private void cancelKeepAlive() {
-        ScheduledFuture<?> task = keepAliveTask;
-        if (task != null) {
-            task.cancel(false);
-            keepAliveTask = null;
+            events.rescanAfterReconnect(a);
         }
     }
 
     /** Keep Alives completed with success on the current admin connection (tests). */
     long keepAlivesCompleted() {
-        KeepAliveSender sender = keepAliveSender;
-        return sender == null ? 0 : sender.completedOk();
+        return keepAlive.completed();
     }
 
-    /** Timer thread: nothing here or in the sender allocates on the reactor (KeepAliveSender). */
-    private void sendKeepAlive(AdminConnection a, KeepAliveSender sender) {
-        if (state != ControllerState.LIVE || a != admin) {
-            return;
-        }
-        String failure = sender.tick();
-        if (failure != null && a == admin) {
-            startRecovery(failure);
-        }
+    /** The admin connection of the current association, or null. */
+    AdminConnection admin() {
+        return admin;
     }
 
-    private void enableAsyncEvents(AdminConnection a) throws NvmeofException {
-        int events = a.info.optionalAsyncEvents() & (FeatureIdentifier.AEC_NAMESPACE_ATTRIBUTE | AEC_ANA_CHANGE);
-        if (events == 0) {
-            return;
-        }
-        a.setFeatures("Set Features (Async Event Configuration)", FeatureIdentifier.ASYNC_EVENT_CONFIGURATION, events);
-        submitAsyncEventRequest(a);
+    /** The lock of the controller's state (bring-up, recovery, close). */
+    Object lock() {
+        return lock;
     }
 
-    private void submitAsyncEventRequest(AdminConnection a) {
-        Commands.submit(a.queue, sqe -> sqe.opcode(AdminOpcode.ASYNC_EVENT_REQUEST), null, 0)
-            .whenComplete((cqe, error) -> {
-                if (error != null) {
-                    return;
-                }
-                if (!cqe.ok()) {
-                    int code = NvmeStatus.code(cqe.status());
-                    // Path errors and aborts are what a closing or shutting-down controller does to a pending AER.
-                    if (code != HostStatus.HOST_PATH_ERROR && code != NvmeStatus.ABORTED_SQ_DELETION
-                        && code != NvmeStatus.ABORTED_BY_REQUEST) {
-                        LOG.warn("{}: Asynchronous Event Request failed: {}", peer, HostStatus.describe(cqe.status()));
-                    }
-                    return;
-                }
-                host.control().execute(() -> onAsyncEvent(a, cqe.dw0()));
-            });
-    }
-
-    private void onAsyncEvent(AdminConnection a, int dw0) {
-        int type = AsyncEvent.type(dw0);
-        int info = AsyncEvent.info(dw0);
-        int logId = AsyncEvent.logPageId(dw0);
-        LOG.info("{}: asynchronous event type {} info 0x{} log 0x{}", peer, type, Integer.toHexString(info),
-            Integer.toHexString(logId));
-        try {
-            if (type == AsyncEvent.TYPE_NOTICE && info == AsyncEvent.NOTICE_NAMESPACE_ATTRIBUTE_CHANGED) {
-                ByteBuffer log = Commands.direct(ChangedNamespaceList.LENGTH);
-                // RAE 0: reading the log re-arms the event.
-                a.getLogPage("Get Log Page (Changed Namespace List)", LogPageIdentifier.CHANGED_NAMESPACE_LIST,
-                    0xFFFF_FFFF, log, ChangedNamespaceList.LENGTH, 0, false);
-                ChangedNamespaceList list = new ChangedNamespaceList().wrap(log, 0);
-                List<Integer> changed = new ArrayList<>();
-                if (!list.isOverflow()) {
-                    for (int i = 0; i < list.count(); i++) {
-                        changed.add(list.nsid(i));
-                    }
-                }
-                List<NvmeofNamespace> scanned = scanNamespaces(a);
-                namespaces = scanned;
-                notifyListeners(Collections.unmodifiableList(changed), scanned);
-            } else if (type == AsyncEvent.TYPE_NOTICE && info == AsyncEvent.NOTICE_ANA_CHANGE) {
-                PathEvents events = pathEvents;
-                if (events != null) {
-                    events.onAnaChange(this); // it reads the ANA log with RAE 0, re-arming the event
-                } else {
-                    a.getLogPage("Get Log Page (ANA)", LogPageIdentifier.ANA, 0, Commands.direct(4096), 4096, 0,
-                        false);
-                }
-            }
-        } catch (NvmeofException e) {
-            LOG.warn("{}: handling asynchronous event 0x{} failed: {}", peer, Integer.toHexString(dw0), e.getMessage());
-        }
-        if (a == admin && state == ControllerState.LIVE) {
-            submitAsyncEventRequest(a);
-        }
-    }
-
-    private void notifyListeners(List<Integer> changed, List<NvmeofNamespace> current) {
-        for (NamespaceListener listener : listeners) {
-            try {
-                listener.onNamespacesChanged(this, changed, current);
-            } catch (RuntimeException e) {
-                LOG.warn("{}: namespace listener failed", peer, e);
-            }
-        }
-    }
-
-    private static boolean sameNamespaces(List<NvmeofNamespace> a, List<NvmeofNamespace> b) {
-        if (a.size() != b.size()) {
-            return false;
-        }
-        for (int i = 0; i < a.size(); i++) {
-            if (a.get(i).nsid() != b.get(i).nsid() || !a.get(i).sameGeometry(b.get(i))) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    /** Identify CNS 02h, then per NSID CNS 00h and (NVMe ≥ 1.3) CNS 03h; keeps unchanged namespace objects. */
-    private List<NvmeofNamespace> scanNamespaces(AdminConnection a) throws NvmeofException {
-        ByteBuffer data = Commands.direct(IdentifyCommand.DATA_LENGTH);
-        a.identify("Identify (active namespace list)", IdentifyCommand.CNS_ACTIVE_NAMESPACE_LIST, 0, data);
-        ActiveNamespaceIdList list = new ActiveNamespaceIdList().wrap(data, 0);
-        int count = Math.min(list.count(), MAX_IDENTIFIED_NAMESPACES);
-        int[] nsids = new int[count];
-        for (int i = 0; i < count; i++) {
-            nsids[i] = list.nsid(i);
-        }
-        Map<Integer, NvmeofNamespace> previous = new HashMap<>();
-        for (NvmeofNamespace ns : namespaces) {
-            previous.put(ns.nsid(), ns);
-        }
-        List<NvmeofNamespace> result = new ArrayList<>();
-        for (int nsid : nsids) {
-            ByteBuffer idns = Commands.direct(IdentifyCommand.DATA_LENGTH);
-            Cqe cqe = a.identifyAnyStatus("Identify Namespace " + nsid, IdentifyCommand.CNS_NAMESPACE, nsid, idns);
-            if (!cqe.ok()) {
-                LOG.warn("{}: Identify Namespace {} failed: {}; skipping it", peer, nsid,
-                    HostStatus.describe(cqe.status()));
-                continue;
-            }
-            IdentifyNamespace ns = new IdentifyNamespace().wrap(idns, 0);
-            long size = ns.size();
-            if (size == 0) {
-                continue; // inactive
-            }
-            int format = (ns.formattedLbaSize() & 0xF) | ((ns.formattedLbaSize() >>> 5) & 0x3) << 4;
-            int shift = ns.lbaFormatDataSizeShift(format);
-            if (shift < 9 || shift > 20 || ns.lbaFormatMetadataSize(format) != 0) {
-                LOG.warn("{}: namespace {} has LBA format {} (LBADS {}, metadata {}); not supported, skipping",
-                    peer, nsid, format, shift, ns.lbaFormatMetadataSize(format));
-                continue;
-            }
-            byte[] nguid = nonZero(ns.nguid());
-            byte[] eui64 = nonZero(ns.eui64());
-            UUID uuid = null;
-            if (a.version >= ControllerRegisters.VERSION_1_3) {
-                ByteBuffer descriptors = Commands.direct(IdentifyCommand.DATA_LENGTH);
-                Cqe d = a.identifyAnyStatus("Identify (namespace id descriptors) " + nsid,
-                    IdentifyCommand.CNS_NAMESPACE_ID_DESCRIPTORS, nsid, descriptors);
-                if (d.ok()) {
-                    NamespaceIdDescriptorList list3 = new NamespaceIdDescriptorList().wrap(descriptors, 0);
-                    int at = list3.find(NamespaceIdDescriptorList.NIDT_UUID);
-                    if (at >= 0 && list3.idLength(at) == NamespaceIdDescriptorList.UUID_LENGTH) {
-                        uuid = NamespaceIdDescriptorList.uuid(list3.id(at));
-                    }
-                    at = list3.find(NamespaceIdDescriptorList.NIDT_NGUID);
-                    if (nguid == null && at >= 0 && list3.idLength(at) == NamespaceIdDescriptorList.NGUID_LENGTH) {
-                        nguid = nonZero(list3.id(at));
-                    }
-                }
-            }
-            NvmeofNamespace fresh = new NvmeofNamespace(this, nsid, shift, size, nguid, uuid, eui64);
-            NvmeofNamespace old = previous.get(nsid);
-            result.add(fresh.sameGeometry(old) ? old : fresh);
-        }
-        return Collections.unmodifiableList(result);
-    }
-
-    private static byte[] nonZero(byte[] bytes) {
-        for (byte b : bytes) {
-            if (b != 0) {
-                return bytes;
-            }
-        }
-        return null;
+    PathEvents pathEvents() {
+        return pathEvents;
     }
 
     private AdminConnection liveAdmin(String step) throws NvmeofException {
@@ -679,7 +473,7 @@ public final class NvmeofController implements AutoCloseable {
             recoveryStartNanos = System.nanoTime();
             reconnectAttempts = 0;
             lastError = reason;
-            cancelKeepAlive();
+            keepAlive.cancel();
         }
         LOG.warn("{}: {}; tearing the queues down and reconnecting (controller-loss timeout {} s)", peer, reason,
             options.controllerLossTimeout().toSeconds());
@@ -798,7 +592,7 @@ public final class NvmeofController implements AutoCloseable {
             wasLive = state == ControllerState.LIVE;
             state = ControllerState.CLOSED;
             unavailableReason = "controller " + peer + " is closed";
-            cancelKeepAlive();
+            keepAlive.cancel();
         }
         for (IoQueue q : ioQueues) {
             q.closeTransport("controller closed");
