@@ -20,6 +20,8 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.concurrent.TimeUnit;
 
+import static io.nvmeof4j.rdma.RdmaQueueMemory.view;
+
 /**
  * One NVMe queue over one RC queue pair, in the controller role (NVMe over Fabrics RDMA binding; wire reference 4).
  * Owned by one {@link RdmaPollGroup}, touched only by its reactor thread except {@link #disconnect} and
@@ -46,6 +48,8 @@ import java.util.concurrent.TimeUnit;
  * until every posted receive and send has come back (bounded by {@link #DRAIN_TIMEOUT_NANOS}); then the queue pair is
  * destroyed and its memory deregistered. Commands still executing complete into nothing and give back their
  * buffers.
+ * <p>{@link RdmaWorkRequests} posts the work requests and counts those outstanding; {@link RdmaQueueMemory} lays out
+ * the registered memory (receives, responses, SQE copies).
  */
 final class RdmaControllerQueue extends AbstractTransportQueue implements PolledQueues.Polled {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaControllerQueue.class);
@@ -73,8 +77,6 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
     private final String peer;
     private final ByteBuffer memory;
     private final MemoryKeys memoryKeys;
-    /** The pool region's registration with this queue's protection domain. */
-    private final MemoryKeys poolKeys;
     /** Runs once the queue pair is destroyed: deregisters the memory, forgets the CM id. */
     private final Runnable onDestroyed;
     private final int receiveStride;
@@ -97,10 +99,7 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
     private int sqHead;
     /** Capsules received so far: each command's {@link RdmaRequest#sequence()}. */
     private long capsulesReceived;
-    private int postedReceives;
-    private int sendWorkRequests;
-    /** Per context: work requests posted and not yet known complete. */
-    private final int[] contextWorkRequests;
+    private final RdmaWorkRequests workRequests;
     private long drainDeadline;
     private String closeReason;
     boolean registeredInGroup;
@@ -117,14 +116,13 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
         this.peer = peer;
         this.memory = memory.order(ByteOrder.LITTLE_ENDIAN);
         this.memoryKeys = memoryKeys;
-        this.poolKeys = poolKeys;
         this.onDestroyed = onDestroyed;
-        this.receiveStride = receiveStride(sizing);
-        this.receiveBase = receiveBase(memoryKeys.address());
+        this.receiveStride = RdmaQueueMemory.receiveStride(sizing);
+        this.receiveBase = RdmaQueueMemory.receiveBase(memoryKeys.address());
         this.maxTransferSize = Math.min(portOptions.maxDataTransferSize(), group.pool().maxBufferSize());
-        if (memory.capacity() < memoryBytes(sizing)) {
+        if (memory.capacity() < RdmaQueueMemory.memoryBytes(sizing)) {
             throw new IllegalArgumentException("queue memory of " + memory.capacity() + " bytes, needs "
-                + memoryBytes(sizing));
+                + RdmaQueueMemory.memoryBytes(sizing));
         }
         int rq = sizing.receiveQueueSize();
         int n = sizing.contexts();
@@ -132,7 +130,7 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
         int sqesAt = responsesAt + n * CompletionQueueEntry.LENGTH;
         contexts = new RdmaRequest[n];
         freeContexts = new int[n];
-        contextWorkRequests = new int[n];
+        workRequests = new RdmaWorkRequests(verbs, group, memoryKeys, poolKeys, n);
         for (int i = n - 1; i >= 0; i--) {
             int responseAt = responsesAt + i * CompletionQueueEntry.LENGTH;
             contexts[i] = new RdmaRequest(this, i, view(memory, sqesAt + i * SubmissionQueueEntry.LENGTH,
@@ -149,50 +147,9 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
         }
     }
 
-    /*
-     * Receive layout. A capsule lands as the 64-byte SQE followed by its in-capsule data, and the data is handed to
-     * the backend as it lies: an O_DIRECT write straight from the receive buffer. O_DIRECT wants the memory aligned
-     * to the device's logical block size on kernels before 6.0 (and on devices with a stricter DMA alignment since),
-     * so data at "buffer + 64" would be refused (EINVAL, answered as Internal Error). Each receive therefore starts
-     * 64 bytes before a page boundary and takes whole pages:
-     *
-     *   memory:  [pad][SQE 0|data 0 ........][SQE 1|data 1 ........] ... [responses][SQE copies]
-     *                       ^ page-aligned          ^ page-aligned
-     *
-     * The pad (< 4 KiB) aligns the first one whatever address the memory has. The cost: the receive area grows
-     * from RQ x (64 + ICD) to RQ x roundUp(64 + ICD, 4096), e.g. 8,256 -> 12,288 bytes per receive with 8 KiB of
-     * in-capsule data; in exchange no capsule is ever copied to an aligned buffer.
-     */
-
-    /** In-capsule data starts on this boundary: enough for O_DIRECT on any logical block size up to 4096. */
-    static final int DATA_ALIGNMENT = 4096;
-
-    private static int receiveStride(QueueSizing sizing) {
-        int icd = sizing.inCapsuleDataSize();
-        if (icd == 0) {
-            return (sizing.receiveBufferSize() + 63) & ~63; // no data to align (admin queues)
-        }
-        return (SubmissionQueueEntry.LENGTH + icd + DATA_ALIGNMENT - 1) & -DATA_ALIGNMENT;
-    }
-
-    /** The offset from {@code address} at which an SQE must start for the data after it to be page-aligned. */
-    static int receiveBase(long address) {
-        return (int) Math.floorMod(-(address + SubmissionQueueEntry.LENGTH), (long) DATA_ALIGNMENT);
-    }
-
-    /** Bytes of registered memory a queue of this sizing needs (the alignment pad included). */
-    static int memoryBytes(QueueSizing sizing) {
-        return DATA_ALIGNMENT + sizing.receiveQueueSize() * receiveStride(sizing)
-            + sizing.contexts() * (CompletionQueueEntry.LENGTH + SubmissionQueueEntry.LENGTH);
-    }
-
     /** Address of receive {@code index}'s in-capsule data (tests check its alignment). */
     long inCapsuleDataAddress(int index) {
         return memoryKeys.address() + receiveBase + (long) index * receiveStride + SubmissionQueueEntry.LENGTH;
-    }
-
-    private static ByteBuffer view(ByteBuffer memory, int offset, int length) {
-        return memory.slice(offset, length).order(ByteOrder.LITTLE_ENDIAN);
     }
 
     QueueSizing sizing() {
@@ -285,12 +242,7 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
     }
 
     private int postReceive(int index) {
-        int rc = verbs.postReceive(WR_RECV | index, memoryKeys.address() + receiveBase + (long) index * receiveStride,
-            sizing.receiveBufferSize(), memoryKeys.lkey());
-        if (rc == 0) {
-            postedReceives++;
-        }
-        return rc;
+        return workRequests.postReceive(index, receiveBase + (long) index * receiveStride, sizing.receiveBufferSize());
     }
 
     /**
@@ -363,7 +315,7 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
         long kind = wrId & WR_KIND_MASK;
         int index = (int) wrId;
         if (kind == WR_RECV) {
-            postedReceives--;
+            workRequests.receiveCompleted();
             if (status != WorkCompletions.STATUS_SUCCESS) {
                 onError("receive", status, vendorError);
                 return;
@@ -381,14 +333,14 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
         }
         if (status == WorkCompletions.STATUS_SUCCESS && kind == WR_SEND) {
             // A signalled SEND completing means the unsignalled RDMA WRITE before it completed too.
-            retireWorkRequests(request, contextWorkRequests[index]);
+            workRequests.retire(index, workRequests.outstanding(index));
         } else {
-            retireWorkRequests(request, 1);
+            workRequests.retire(index, 1);
         }
         if (status != WorkCompletions.STATUS_SUCCESS) {
             onError(kind == WR_SEND ? "response SEND" : kind == WR_READ ? "RDMA READ" : "RDMA WRITE", status,
                 vendorError);
-            if (contextWorkRequests[index] == 0 && lifecycle >= CLOSING
+            if (workRequests.outstanding(index) == 0 && lifecycle >= CLOSING
                 && (request.state() == RdmaRequest.State.SENDING
                 || request.state() == RdmaRequest.State.TRANSFERRING_HOST_TO_CONTROLLER)) {
                 recycle(request);
@@ -415,13 +367,6 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
         } catch (RuntimeException e) {
             LOG.warn("NVMe/RDMA {}: queue handler failed after sending CID {}", peer, request.commandId, e);
         }
-    }
-
-    private void retireWorkRequests(RdmaRequest request, int count) {
-        int index = request.index;
-        int n = Math.min(count, contextWorkRequests[index]);
-        contextWorkRequests[index] -= n;
-        sendWorkRequests -= n;
     }
 
     private void onError(String what, int status, int vendorError) {
@@ -569,16 +514,12 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
     }
 
     private boolean postRead(RdmaRequest request) {
-        long local = poolKeys.address() + group.regionOffset(request.data);
-        int rc = verbs.postRead(WR_READ | request.index, local, request.dataLength, poolKeys.lkey(),
-            request.remoteAddress, request.remoteKey);
+        int rc = workRequests.postRead(request);
         if (rc < 0) {
             close("posting an RDMA READ failed: errno " + -rc);
             recycle(request);
             return false;
         }
-        contextWorkRequests[request.index] = 1;
-        sendWorkRequests++;
         return true;
     }
 
@@ -616,26 +557,11 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
             }
         }
         request.state(RdmaRequest.State.SENDING);
-        int rc;
-        int index = request.index;
-        if (NvmeStatus.isSuccess(status) && request.transfer == RdmaRequest.TRANSFER_WRITE) {
-            long local = poolKeys.address() + group.regionOffset(request.data);
-            rc = verbs.postWriteAndSend(WR_WRITE | index, local, request.dataLength, poolKeys.lkey(),
-                request.remoteAddress, request.remoteKey, WR_SEND | index, request.responseAddress,
-                CompletionQueueEntry.LENGTH, memoryKeys.lkey(), request.invalidateKey);
-            if (rc == 0) {
-                contextWorkRequests[index] = 2;
-                sendWorkRequests += 2;
-            }
-        } else {
+        boolean withData = NvmeStatus.isSuccess(status) && request.transfer == RdmaRequest.TRANSFER_WRITE;
+        if (!withData) {
             releaseData(request);
-            rc = verbs.postSend(WR_SEND | index, request.responseAddress, CompletionQueueEntry.LENGTH,
-                memoryKeys.lkey(), request.invalidateKey);
-            if (rc == 0) {
-                contextWorkRequests[index] = 1;
-                sendWorkRequests++;
-            }
         }
+        int rc = workRequests.postResponse(request, withData);
         if (rc < 0) {
             close("posting the response failed: errno " + -rc);
             recycle(request);
@@ -684,8 +610,7 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
         lifecycle = CLOSING;
         closeReason = reason;
         drainDeadline = System.nanoTime() + DRAIN_TIMEOUT_NANOS;
-        // Staged work requests never go out: they will not complete, so they are not waited for.
-        sendWorkRequests -= verbs.discardStagedSends();
+        workRequests.discardStaged();
         verbs.disconnect();
         if (!registeredInGroup) {
             group.register(this); // polled until drained even if it never got established
@@ -706,13 +631,14 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
         if (lifecycle != CLOSING) {
             return;
         }
-        boolean drained = postedReceives <= 0 && sendWorkRequests <= 0;
+        boolean drained = workRequests.drained();
         if (!drained && System.nanoTime() - drainDeadline < 0) {
             return;
         }
         if (!drained) {
             LOG.warn("NVMe/RDMA {}: queue {}: {} receives and {} sends not flushed within {} ms; destroying anyway",
-                peer, sizing.queueId(), postedReceives, sendWorkRequests, DRAIN_TIMEOUT_NANOS / 1_000_000);
+                peer, sizing.queueId(), workRequests.postedReceives(), workRequests.sendWorkRequests(),
+                DRAIN_TIMEOUT_NANOS / 1_000_000);
         }
         finishClose();
     }

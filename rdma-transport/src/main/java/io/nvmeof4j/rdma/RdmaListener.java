@@ -263,7 +263,7 @@ final class RdmaListener extends AbstractTransportListener {
             cq = context.createCompletionQueue(sizing.completionQueueSize(), device.channel(), 0);
             QueuePair qp = id.createQueuePair(device.pd(), cq, cq, new QueuePairCapabilities(sizing.sendQueueSize(),
                 sizing.receiveQueueSize(), 1, 1, 0));
-            ByteBuffer memory = ByteBuffer.allocateDirect(RdmaControllerQueue.memoryBytes(sizing));
+            ByteBuffer memory = ByteBuffer.allocateDirect(RdmaQueueMemory.memoryBytes(sizing));
             memoryRegion = device.pd().registerMemory(memory, MemoryRegion.LOCAL_WRITE);
             verbs = new JniQueuePair(id, qp, cq, RdmaPollGroup.POLL_BATCH);
             MemoryRegion mr = memoryRegion;

@@ -28,7 +28,7 @@ public final class ControllerEnd {
         MemoryKeys poolKeys = memory.register(region);
         group = new RdmaPollGroup(pool, new FakeWaiter(), null);
         QueueSizing sizing = QueueSizing.of(privateData, port, 16, 16);
-        ByteBuffer queueMemory = ByteBuffer.allocateDirect(RdmaControllerQueue.memoryBytes(sizing));
+        ByteBuffer queueMemory = ByteBuffer.allocateDirect(RdmaQueueMemory.memoryBytes(sizing));
         MemoryKeys keys = memory.register(queueMemory);
         qp = new FakeQueuePair(memory);
         queue = new RdmaControllerQueue(group, qp, sizing, port, handlers,

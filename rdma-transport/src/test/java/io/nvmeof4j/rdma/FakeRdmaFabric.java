@@ -116,7 +116,7 @@ public final class FakeRdmaFabric {
         }
         QueueSizing sizing = QueueSizing.of(privateData, listener.options, 16, 16);
         RdmaPollGroup group = listener.nextGroup();
-        ByteBuffer queueMemory = ByteBuffer.allocateDirect(RdmaControllerQueue.memoryBytes(sizing));
+        ByteBuffer queueMemory = ByteBuffer.allocateDirect(RdmaQueueMemory.memoryBytes(sizing));
         MemoryKeys keys = memory.register(queueMemory);
         FakeQueuePair qp = new FakeQueuePair(memory);
         RdmaControllerQueue queue = new RdmaControllerQueue(group, qp, sizing, listener.options, listener.handlers,

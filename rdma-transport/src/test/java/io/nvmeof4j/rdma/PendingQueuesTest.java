@@ -54,7 +54,7 @@ class PendingQueuesTest {
 
     private Accepted accept(String peer) {
         QueueSizing sizing = QueueSizing.of(CmConnectRequest.encode(1, 32, 32, 1), PORT, 16, 16);
-        ByteBuffer queueMemory = ByteBuffer.allocateDirect(RdmaControllerQueue.memoryBytes(sizing));
+        ByteBuffer queueMemory = ByteBuffer.allocateDirect(RdmaQueueMemory.memoryBytes(sizing));
         MemoryKeys keys = memory.register(queueMemory);
         FakeQueuePair qp = new FakeQueuePair(memory);
         RdmaControllerQueue queue = new RdmaControllerQueue(group, qp, sizing, PORT, handlers,

@@ -52,7 +52,7 @@ class RdmaControllerQueueTest {
 
     private void open(int qid, int sqSize) {
         QueueSizing sizing = QueueSizing.of(CmConnectRequest.encode(qid, sqSize, sqSize, 1), PORT, 16, 16);
-        ByteBuffer queueMemory = ByteBuffer.allocateDirect(RdmaControllerQueue.memoryBytes(sizing));
+        ByteBuffer queueMemory = ByteBuffer.allocateDirect(RdmaQueueMemory.memoryBytes(sizing));
         queueKeys = memory.register(queueMemory);
         qp = new FakeQueuePair(memory);
         MemoryKeys keys = queueKeys;
@@ -130,18 +130,18 @@ class RdmaControllerQueueTest {
     @Test
     void shouldPlaceEveryReceivesInCapsuleDataOnAPageBoundary() {
         for (long address : new long[] {0x10_0000_0000L, 0x7f00_0000_1010L, 0x7f00_0000_0fc0L, 0x7f00_0000_0fc1L}) {
-            int base = RdmaControllerQueue.receiveBase(address);
-            assertThat(base).isBetween(0, RdmaControllerQueue.DATA_ALIGNMENT - 1);
-            assertThat((address + base + 64) % RdmaControllerQueue.DATA_ALIGNMENT).as("address %x", address).isZero();
+            int base = RdmaQueueMemory.receiveBase(address);
+            assertThat(base).isBetween(0, RdmaQueueMemory.DATA_ALIGNMENT - 1);
+            assertThat((address + base + 64) % RdmaQueueMemory.DATA_ALIGNMENT).as("address %x", address).isZero();
         }
         QueueSizing sizing = QueueSizing.of(CmConnectRequest.encode(1, 32, 32, 1), PORT, 16, 16);
         assertThat(sizing.inCapsuleDataSize()).isPositive();
         for (int i = 0; i < sizing.receiveQueueSize(); i++) {
-            assertThat(queue.inCapsuleDataAddress(i) % RdmaControllerQueue.DATA_ALIGNMENT).as("receive %d", i).isZero();
+            assertThat(queue.inCapsuleDataAddress(i) % RdmaQueueMemory.DATA_ALIGNMENT).as("receive %d", i).isZero();
         }
         long end = queue.inCapsuleDataAddress(sizing.receiveQueueSize() - 1) + sizing.inCapsuleDataSize();
         assertThat(end).as("last receive inside the queue memory")
-            .isLessThanOrEqualTo(queueKeys.address() + RdmaControllerQueue.memoryBytes(sizing)
+            .isLessThanOrEqualTo(queueKeys.address() + RdmaQueueMemory.memoryBytes(sizing)
                 - sizing.contexts() * 80L);
     }
 
@@ -314,7 +314,7 @@ class RdmaControllerQueueTest {
     @Test
     void shouldDestroyAnAcceptedButNotEstablishedQueueWhenItsGroupCloses() {
         QueueSizing sizing = QueueSizing.of(CmConnectRequest.encode(2, 32, 32, 1), PORT, 16, 16);
-        ByteBuffer acceptedMemory = ByteBuffer.allocateDirect(RdmaControllerQueue.memoryBytes(sizing));
+        ByteBuffer acceptedMemory = ByteBuffer.allocateDirect(RdmaQueueMemory.memoryBytes(sizing));
         MemoryKeys keys = memory.register(acceptedMemory);
         FakeQueuePair acceptedQp = new FakeQueuePair(memory);
         RdmaControllerQueue accepted = new RdmaControllerQueue(group, acceptedQp, sizing, PORT, handlers,
