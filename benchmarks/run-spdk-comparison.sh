@@ -19,6 +19,7 @@
 #       [--pairings "spdk+spdk ours+spdk spdk+ours ours+ours"] [--workloads "4k-randread-qd1 ..."] [--reactors N]
 #       [--size-mib 512] [--spdk-mem-mib 1024] [--work DIR]
 #       [--transport tcp|rdma] [--addr 127.0.0.1] [--port P]   (rdma: an address of an RDMA device, e.g. rxe0's)
+#       [--target-java-opts OPTS]   (our daemon's JVM only, e.g. a JFR recording; NVMEOF4J_JAVA_OPTS goes to both)
 #
 # --size-mib is the namespace size (our RAM namespace, SPDK's malloc bdev); --spdk-mem-mib the memory each SPDK
 # process gets (-s). In the QEMU guest (NVMEOF4J_IN_GUEST=1) nothing is built: the host built before the boot.
@@ -33,6 +34,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
 seconds=10; warmup=3; rounds=3; reactors=1; size_mib=512; spdk_mem=1024; transport=tcp; addr=127.0.0.1; port=""
+target_java_opts=""
 work=$root/benchmarks/target/spdk-comparison
 pairings="spdk+spdk ours+spdk spdk+ours ours+ours"
 # name : workload : io size : queue depth (SPDK perf's -w -o -q; ours --workload --io-size --queue-depth)
@@ -53,6 +55,7 @@ while [ $# -gt 0 ]; do
         --transport) transport="$2"; shift 2 ;;
         --addr) addr="$2"; shift 2 ;;
         --port) port="$2"; shift 2 ;;
+        --target-java-opts) target_java_opts="$2"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "run-spdk-comparison.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -107,6 +110,17 @@ if [ "${NVMEOF4J_IN_GUEST:-0}" != 1 ]; then
     mvn -q -B -ntp -DskipTests -pl target-daemon,initiator-lib -am package
 fi
 
+# DPDK leaves an exited process's hugepage files (<mount>/spdk_pid<PID>map_N) behind, and each later SPDK process
+# takes a new prefix (spdk_pid<its PID>): without this, a few starts use up the pages and the next one fails.
+reclaim_hugepages() {
+    local f pid
+    for f in $(awk '$3 == "hugetlbfs" { print $2 }' /proc/mounts | sed 's|$|/spdk_pid*|'); do
+        [ -e "$f" ] || continue
+        pid=${f##*/spdk_pid}; pid=${pid%%map_*}
+        kill -0 "$pid" 2>/dev/null || rm -f "$f"
+    done
+}
+
 target_pid=""
 cleanup() { # SIGTERM, up to 30 s for an orderly stop, then SIGKILL
     if [ -n "$target_pid" ]; then
@@ -117,6 +131,7 @@ cleanup() { # SIGTERM, up to 30 s for an orderly stop, then SIGKILL
     fi
     target_pid=""
     rm -f "$spdk_sock"
+    reclaim_hugepages
     return 0
 }
 trap cleanup EXIT
@@ -145,7 +160,8 @@ start_ours() {
     "namespaces": [ {"nsid": 1, "device": {"backend": "ram", "size": "${size_mib}M", "block_size": 4096}} ]}],
   "nvmeof4j": {"reactors": $reactors, "idle_strategy": "busy", "http": "off"} }
 JSON
-    taskset -c "$target_cpus" bin/nvmeof-target --config "$work/ours.json" > "$work/ours-target.log" 2>&1 &
+    NVMEOF4J_JAVA_OPTS="${NVMEOF4J_JAVA_OPTS:-} $target_java_opts" \
+        taskset -c "$target_cpus" bin/nvmeof-target --config "$work/ours.json" > "$work/ours-target.log" 2>&1 &
     target_pid=$!
     wait_ready "$work/ours-target.log" || { echo "our daemon did not listen on $addr:$port; see $work/ours-target.log" >&2; exit 1; }
 }
@@ -176,6 +192,7 @@ run_spdk_perf() { # WORKLOAD SIZE QD LABEL
     timeout $((seconds + warmup + 120)) "$SPDK_DIR/build/bin/spdk_nvme_perf" -c "$load_mask" "${huge[@]}" \
         -q "$3" -o "$2" -w "$1" -t "$seconds" -a "$warmup" -L \
         -r "trtype:$spdk_trtype adrfam:IPv4 traddr:$addr trsvcid:$port subnqn:$nqn" > "$out" 2>&1 || true
+    reclaim_hugepages
     awk '/^Total/ { iops = $(NF-4) }
          /^ *50\.00000% :/ { p50 = $3 } /^ *99\.00000% :/ { p99 = $3 } /^ *99\.90000% :/ { p999 = $3 }
          END { gsub(/us/, "", p50); gsub(/us/, "", p99); gsub(/us/, "", p999);

@@ -15,6 +15,7 @@
 #                                      [--guest-java-opts OPTS]  (default -XX:-TieredCompilation, see below)
 #   SPDK_DIR=/path/to/spdk integration-tests/vm/bench-rdma.sh [--spdk-only] [--spdk-time 5] [--spdk-warmup 3]
 #                                      [--spdk-rounds 3] [--spdk-workloads "4k-randread-qd1 ..."]
+#                                      [--spdk-target-java-opts OPTS]  (our daemon only, e.g. a JFR recording)
 # With SPDK_DIR (an SPDK build configured --with-rdma, for a CPU the guest has: --target-arch=x86-64-v3 on an
 # AVX-512 host, whose DPDK otherwise refuses to start in the guest), the same guest then runs
 # benchmarks/run-spdk-comparison.sh --transport rdma on 10.0.2.15 (rxe0): SPDK's nvmf_tgt (malloc bdev) and our
@@ -202,9 +203,10 @@ spdk_part() {
     timeout --kill-after=30 "${BENCH_SPDK_BUDGET:-3000}" "$PROJECT/benchmarks/run-spdk-comparison.sh" --transport rdma \
         --addr 10.0.2.15 --port 4420 --time "${BENCH_SPDK_TIME:-5}" --warmup "${BENCH_SPDK_WARMUP:-3}" \
         --rounds "${BENCH_SPDK_ROUNDS:-3}" --size-mib "$size_mib" --spdk-mem-mib "$mem" --work "$res/spdk-comparison" \
-        ${BENCH_SPDK_WORKLOADS:+--workloads "$BENCH_SPDK_WORKLOADS"} 2>&1 | tee "$res/spdk-comparison.txt"
+        ${BENCH_SPDK_WORKLOADS:+--workloads "$BENCH_SPDK_WORKLOADS"} --target-java-opts "${BENCH_SPDK_TARGET_JAVA_OPTS:-}" \
+        2>&1 | tee "$res/spdk-comparison.txt"
     local prc=${PIPESTATUS[0]}
-    echo "BENCH rxe0 counters after the SPDK part: $(rdma statistic show link rxe0/1 2>/dev/null | tr '\n' ' ')"
+    echo "BENCH after the SPDK part: $(grep HugePages_Free /proc/meminfo | tr -s ' '); rxe0 counters: $(rdma statistic show link rxe0/1 2>/dev/null | tr '\n' ' ')"
     return "$prc"
 }
 
@@ -230,6 +232,7 @@ while [ $# -gt 0 ]; do
         --spdk-warmup) SPDK_WARMUP="$2"; shift 2 ;;
         --spdk-rounds) SPDK_ROUNDS="$2"; shift 2 ;;
         --spdk-workloads) SPDK_WORKLOADS="$2"; shift 2 ;;
+        --spdk-target-java-opts) SPDK_TJO="$2"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "bench-rdma.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -259,7 +262,7 @@ if [ -n "${SPDK_DIR:-}" ]; then
     TIMEOUT=$(( TIMEOUT + budget + 120 ))
     SPDK_ENV=(--env SPDK_DIR="$SPDK_DIR" --env BENCH_SPDK_ONLY="${SPDK_ONLY:-0}" --env BENCH_SPDK_TIME="${SPDK_TIME:-5}"
         --env BENCH_SPDK_WARMUP="${SPDK_WARMUP:-3}" --env BENCH_SPDK_ROUNDS="$rounds" --env BENCH_SPDK_BUDGET="$budget"
-        --env BENCH_SPDK_WORKLOADS="${SPDK_WORKLOADS:-}")
+        --env BENCH_SPDK_WORKLOADS="${SPDK_WORKLOADS:-}" --env BENCH_SPDK_TARGET_JAVA_OPTS="${SPDK_TJO:-}")
 fi
 "$HERE/prepare.sh" --quiet >/dev/null || exit 1
 # Build on the host if stale (the launchers do it); never inside the guest.
