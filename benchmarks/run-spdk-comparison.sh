@@ -126,8 +126,8 @@ cleanup() { # SIGTERM, up to 30 s for an orderly stop, then SIGKILL
     if [ -n "$target_pid" ]; then
         kill "$target_pid" 2>/dev/null
         for _ in $(seq 1 300); do kill -0 "$target_pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$target_pid" 2>/dev/null
-        wait "$target_pid" 2>/dev/null
+        kill -KILL "$target_pid" 2>/dev/null || true
+        wait "$target_pid" 2>/dev/null || true
     fi
     target_pid=""
     rm -f "$spdk_sock"

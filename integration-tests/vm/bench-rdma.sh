@@ -196,7 +196,9 @@ spdk_part() {
     local res="${RESULTS_DIR:-/tmp}" size_mib mem
     size_mib=$(( $(numfmt --from=iec "${BENCH_SIZE:-256M}") / 1048576 ))
     mem=$(( size_mib + 256 ))
-    echo "$mem" > /proc/sys/vm/nr_hugepages   # 2 processes x mem MiB in 2 MiB pages
+    # 2 processes x mem MiB in 2 MiB pages, and 512 MiB more: nvmf_tgt's heap grows past its -s (seen: 770 MiB
+    # taken with -s 512 and a 256 MiB malloc bdev over RDMA, leaving spdk_nvme_perf 254 MiB of its 512).
+    echo $(( mem + 256 )) > /proc/sys/vm/nr_hugepages
     mkdir -p /dev/hugepages && { grep -q ' /dev/hugepages ' /proc/mounts || mount -t hugetlbfs nodev /dev/hugepages; }
     echo "BENCH SPDK $SPDK_DIR ($(git -C "$SPDK_DIR" rev-parse --short=10 HEAD 2>/dev/null || echo 'no git')," \
         "$(grep HugePages_Free /proc/meminfo | tr -s ' '))"
