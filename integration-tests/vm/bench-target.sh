@@ -14,6 +14,10 @@
 #     --ours-backend file|ram   backend of our namespace (default file, on the guest's tmpfs / host /dev/shm)
 #     --ours-settings JSON the daemon's own settings object (config key "nvmeof4j"), e.g. '{"idle_strategy": "busy"}'
 #     --no-prebuild        do not start bin/nvmeof-target once on the host first (that builds the project if needed)
+#     --workloads "NAME ..." only these of 4k-randread-qd1 4k-randread-qd16 128k-seqread-qd8 (default all)
+#     --trace              count, per job, the io_uring requests the guest kernel punted to io-wq worker threads
+#                          (tracepoint io_uring:io_uring_queue_async_work, a hist trigger) next to the requests
+#                          completed (io_uring:io_uring_complete): where a file namespace's QD1 time goes
 #     --competitor         shared-CPU mode (issue 16): 4 KiB random reads at QD1 and QD32, each without and then with a
 #                          CPU-bound busy loop pinned to guest CPU 0; fio runs on CPU 1, our daemon (ours in the guest)
 #                          on CPU 0, the kernel target's workers where the kernel schedules them. Prints the ratios
@@ -44,6 +48,13 @@ guest_main() {
     local hostnqn="nqn.2014-08.org.nvmexpress:uuid:$hostid"
     local rc=0 competitor="${BENCH_COMPETITOR:-0}" pin=()
     if [ "$competitor" = 1 ]; then WORKLOADS="$COMPETITOR_WORKLOADS"; pin=(taskset -c 1); fi
+    if [ -n "${BENCH_WORKLOADS:-}" ]; then # --workloads: keep the named ones, in their order here
+        local kept="" w
+        for w in $WORKLOADS; do
+            case " $BENCH_WORKLOADS " in *" ${w%%:*} "*) kept="$kept $w" ;; esac
+        done
+        WORKLOADS="${kept# }"
+    fi
     echo "BENCH kernel $(uname -r), $(nproc) vCPUs, runtime ${runtime}s per job, namespace $size, ours in the $ours_where"
 
     fill() { # fill FILE SIZE: non-zero data, so reads touch real pages on both targets
@@ -64,10 +75,33 @@ guest_main() {
         kill "$busy"; wait "$busy" 2>/dev/null
         return 0
     }
+    local trace="${BENCH_TRACE:-0}" events=/sys/kernel/tracing/events/io_uring
+    if [ "$trace" = 1 ] && [ ! -d "$events" ]; then
+        mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+        [ -d "$events" ] || { echo "BENCH --trace: no io_uring tracepoints in this kernel"; trace=0; }
+    fi
+    trace_start() { # hist triggers count every event of the two tracepoints from now on
+        local e
+        [ "$trace" = 1 ] || return 0
+        for e in io_uring_queue_async_work io_uring_complete; do
+            echo 'hist:keys=common_type' > "$events/$e/trigger" 2>/dev/null
+        done
+    }
+    trace_stop() { # trace_stop LABEL NAME: prints and removes the counts
+        local e n line=""
+        [ "$trace" = 1 ] || return 0
+        for e in io_uring_queue_async_work io_uring_complete; do
+            n=$(awk '/^ *Hits:/ { print $2 }' "$events/$e/hist" 2>/dev/null)
+            echo '!hist:keys=common_type' > "$events/$e/trigger" 2>/dev/null
+            line="$line $e=${n:-0}"
+        done
+        echo "BENCH trace $1 $2:$line"
+    }
     run_workloads() { # run_workloads LABEL DEV
         local label="$1" dev="$2" w name rw bs qd
         for w in $WORKLOADS; do
             IFS=: read -r name rw bs qd <<< "$w"
+            trace_start
             if ! timeout $((runtime + 120)) "${pin[@]}" fio --name="$name" --filename="$dev" --ioengine=libaio --direct=1 \
                     --rw="$rw" --bs="$bs" --iodepth="$qd" --numjobs=1 --time_based --runtime="$runtime" \
                     --ramp_time=1 --norandommap --randrepeat=0 --lat_percentiles=1 --clat_percentiles=1 --output-format=json \
@@ -78,6 +112,7 @@ guest_main() {
             else
                 echo "BENCH $label $name: $(python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]["read"]; print("%.0f IOPS" % j["iops"])' "$res/bench-$label-$name.json")"
             fi
+            trace_stop "$label" "$name"
         done
     }
     warm() { # warm DEV SECONDS
@@ -233,6 +268,7 @@ fi
 # Host side
 # =================================================================================================================
 OURS=guest; RUNTIME=8; WARMUP=15; SIZE=256M; TIMEOUT=900; BACKEND="file"; PREBUILD=1; SETTINGS=""; COMPETITOR=0
+SELECTED=""; TRACE=0
 RESULTS="$PROJECT/integration-tests/target/bench-results/$(date +%Y%m%d-%H%M%S)"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -246,6 +282,8 @@ while [ $# -gt 0 ]; do
         --ours-settings) SETTINGS="$2"; shift 2 ;;
         --no-prebuild) PREBUILD=0; shift ;;
         --competitor) COMPETITOR=1; shift ;;
+        --workloads) SELECTED="$2"; shift 2 ;;
+        --trace) TRACE=1; shift ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "bench-target.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -318,7 +356,8 @@ fi
 
 ARGS=(--timeout "$TIMEOUT" --results "$RESULTS" --env BENCH_GUEST=1 --env BENCH_OURS="$OURS"
       --env BENCH_RUNTIME="$RUNTIME" --env BENCH_WARMUP="$WARMUP" --env BENCH_SIZE="$SIZE"
-      --env BENCH_OURS_BACKEND="$BACKEND" --env BENCH_COMPETITOR="$COMPETITOR")
+      --env BENCH_OURS_BACKEND="$BACKEND" --env BENCH_COMPETITOR="$COMPETITOR" --env BENCH_TRACE="$TRACE")
+[ -n "$SELECTED" ] && ARGS+=(--env BENCH_WORKLOADS="$SELECTED")
 [ -n "$SETTINGS" ] && ARGS+=(--env BENCH_OURS_SETTINGS="$SETTINGS")
 [ -n "${NVMEOF4J_TARGET_LAUNCHER:-}" ] && ARGS+=(--env NVMEOF4J_TARGET_LAUNCHER="$LAUNCHER")
 [ "$OURS" = host ] && ARGS+=(--env BENCH_OURS_PORT="$PORT")

@@ -7,7 +7,8 @@
 #       integration-tests/vm/guest/rdma-jni.sh
 #
 # Environment (defaults in brackets): CONSOLE_JAR (required: junit-platform-console-standalone), CHECKS_CP (required:
-# the native jar, its test jar, assertj), CHECK_CLASSES [io.nvmeof4j.jni.rdma.RdmaDeviceChecks; space-separated],
+# the native jar, its test jar, assertj; for RdmaSoftRoceConformance also the protocol, rdma-transport and
+# transport-conformance jars, slf4j-api and integration-tests/target/test-classes), CHECK_CLASSES [io.nvmeof4j.jni.rdma.RdmaDeviceChecks; space-separated],
 # JAVA_BIN [$JAVA_HOME/bin/java or java], RDMA_ADDR [10.0.2.15], CHECKS_TIMEOUT [150],
 # GUEST_JAVA_OPTS [-XX:TieredStopAtLevel=1].
 set -u -o pipefail

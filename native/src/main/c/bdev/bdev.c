@@ -58,6 +58,9 @@
 #define BDEV_OP_FLUSH 2
 #define BDEV_OP_WRITE_ZEROES 3
 #define BDEV_OP_UNMAP 4
+/* No device access: completes after t->length nanoseconds (IORING_OP_TIMEOUT). A completion that arrives while
+ * the reactor blocks, at a known time: what the wake-up tests and benchmarks need. */
+#define BDEV_OP_DELAY 5
 
 #define BDEV_IO_FUA 0x1
 #define BDEV_IO_FIXED 0x2
@@ -127,6 +130,7 @@ struct bdev_task {
     uint16_t op;
     uint16_t flags;
     int step;
+    struct __kernel_timespec delay; /* BDEV_OP_DELAY: read by the kernel when the entry is submitted */
 };
 
 /* The submission entry Java writes (offsets reported by bdev_layout). */
@@ -163,6 +167,8 @@ struct bdev_group {
     int fixed;
     int fixed_errno;
     uint8_t *zeroes;
+    /* bdev_group_wake_selector succeeded: completions signal a selector's eventfd while armed (bdev_group_arm). */
+    int wakes_selector;
 };
 
 /* ------------------------------------------------------------------------------------------------ devices */
@@ -584,7 +590,7 @@ static int bdev_queue(struct bdev_group *g, uint32_t tag)
 {
     struct bdev_task *t = &g->tasks[tag];
     struct bdev *dev = t->channel->desc->bdev;
-    if (t->op > BDEV_OP_UNMAP) {
+    if (t->op > BDEV_OP_DELAY) {
         return -EINVAL; /* before taking an SQE: one taken and left unprepared would be submitted stale */
     }
     if (t->op == BDEV_OP_UNMAP && dev->blkdev && dev->no_discard_cmd && t->step == BDEV_STEP_MAIN) {
@@ -594,7 +600,9 @@ static int bdev_queue(struct bdev_group *g, uint32_t tag)
     if (sqe == NULL) {
         return -EBUSY;
     }
-    if (t->step == BDEV_STEP_ZERO_WRITE) {
+    if (t->op == BDEV_OP_DELAY) {
+        io_uring_prep_timeout(sqe, &t->delay, 0, 0);
+    } else if (t->step == BDEV_STEP_ZERO_WRITE) {
         bdev_prep_zero_write(g, dev, t, sqe);
     } else if (t->step == BDEV_STEP_SYNC) {
         io_uring_prep_fsync(sqe, dev->fd, IORING_FSYNC_DATASYNC);
@@ -672,6 +680,15 @@ static void bdev_start(struct bdev_group *g, const struct bdev_sub *s)
     t->op = s->op;
     t->flags = s->flags;
     t->step = BDEV_STEP_MAIN;
+    if (t->op == BDEV_OP_DELAY) {
+        t->delay.tv_sec = (int64_t)(t->length / 1000000000u);
+        t->delay.tv_nsec = (long long)(t->length % 1000000000u);
+        int rc = bdev_queue(g, tag);
+        if (rc != 0) {
+            bdev_complete_now(g, tag, rc);
+        }
+        return;
+    }
     struct bdev *dev = t->channel->desc->bdev;
     if (t->op != BDEV_OP_FLUSH && (t->offset + t->length > dev->size_bytes || t->offset + t->length < t->offset)) {
         bdev_complete_now(g, tag, -ERANGE);
@@ -724,6 +741,10 @@ static int bdev_advance(struct bdev_group *g, uint32_t tag, int res, int32_t *re
 {
     struct bdev_task *t = &g->tasks[tag];
     struct bdev *dev = t->channel->desc->bdev;
+    if (t->op == BDEV_OP_DELAY) {
+        *result = res == -ETIME ? 0 : res; /* -ETIME is a timeout's normal end */
+        return 1;
+    }
     if (res == -EINTR || res == -EAGAIN) {
         goto again;
     }
@@ -856,6 +877,88 @@ static jint bdev_wait(JNIEnv *env, jclass cls, jlong handle, jlong timeout_nanos
     return rc == -ETIME || rc == -EINTR ? 0 : rc;
 }
 
+/*
+ * The selector's own wake-up eventfd (sun.nio.ch.EPollSelectorImpl.eventfd.efd, JDK 16 and later), read through JNI,
+ * which ignores module boundaries: no --add-opens. Returns the fd, or -ENOTSUP for any other selector (another
+ * JDK, another provider): the caller then keeps the bounded ring wait.
+ */
+static int bdev_selector_eventfd(JNIEnv *env, jobject selector)
+{
+    jclass cls = (*env)->GetObjectClass(env, selector);
+    jfieldID eventfd_field = (*env)->GetFieldID(env, cls, "eventfd", "Lsun/nio/ch/EventFD;");
+    if (eventfd_field == NULL) {
+        (*env)->ExceptionClear(env);
+        return -ENOTSUP;
+    }
+    jobject eventfd = (*env)->GetObjectField(env, selector, eventfd_field);
+    if (eventfd == NULL) {
+        return -ENOTSUP;
+    }
+    jclass eventfd_cls = (*env)->GetObjectClass(env, eventfd);
+    jfieldID efd_field = (*env)->GetFieldID(env, eventfd_cls, "efd", "I");
+    if (efd_field == NULL) {
+        (*env)->ExceptionClear(env);
+        return -ENOTSUP;
+    }
+    jint fd = (*env)->GetIntField(env, eventfd, efd_field);
+    return fd >= 0 ? fd : -EBADF;
+}
+
+/*
+ * Makes this ring's completions wake a thread blocked in `selector` (issue 17: one wait primitive per reactor): the
+ * selector's wake-up eventfd is registered as the ring's completion eventfd, so a completion is a Selector.wakeup()
+ * done by the kernel, and the selector drains the eventfd itself as it does after a wakeup(). Notifications start
+ * disabled: bdev_group_arm enables them only while the reactor blocks, so a busy reactor's completions never touch
+ * the selector. The kernel checks that the fd is an eventfd (EINVAL otherwise).
+ */
+static jint bdev_group_wake_selector(JNIEnv *env, jclass cls, jlong handle, jobject selector)
+{
+    struct bdev_group *g = nvmeof4j_ptr(handle);
+    if (g->wakes_selector) {
+        return -EBUSY;
+    }
+    int fd = bdev_selector_eventfd(env, selector);
+    if (fd < 0) {
+        return fd;
+    }
+    if (g->ring.cq.kflags == NULL) {
+        return -ENOSYS; /* a kernel before 5.8: no way to turn notifications off while busy */
+    }
+    int rc = io_uring_register_eventfd(&g->ring, fd);
+    if (rc < 0) {
+        return rc;
+    }
+    io_uring_cq_eventfd_toggle(&g->ring, false);
+    g->wakes_selector = 1;
+    return 0;
+}
+
+/*
+ * The reactor is about to block in the selector: completions from now on signal its eventfd. Returns 1 when a
+ * completion is already there (or waits in the kernel's task work) and the reactor must not block. The fence orders
+ * our flag store before our loads of the CQ tail and SQ flags; the kernel posts a CQE and then reads the flag under
+ * its completion lock, so one of the two sides sees the other (no lost wake-up).
+ */
+static jint bdev_group_arm(JNIEnv *env, jclass cls, jlong handle)
+{
+    struct bdev_group *g = nvmeof4j_ptr(handle);
+    io_uring_cq_eventfd_toggle(&g->ring, true);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (g->pending_count > 0 || io_uring_cq_ready(&g->ring) > 0
+        || (IO_URING_READ_ONCE(*g->ring.sq.kflags) & IORING_SQ_TASKRUN)) {
+        return 1;
+    }
+    return 0;
+}
+
+/* The reactor is awake again: its polling finds completions, the selector need not hear of them. */
+static jint bdev_group_disarm(JNIEnv *env, jclass cls, jlong handle)
+{
+    struct bdev_group *g = nvmeof4j_ptr(handle);
+    io_uring_cq_eventfd_toggle(&g->ring, false);
+    return 0;
+}
+
 /* out: in flight on the ring, completions waiting to be reaped */
 static jint bdev_group_pending(JNIEnv *env, jclass cls, jlong handle)
 {
@@ -928,6 +1031,7 @@ static jint bdev_layout(JNIEnv *env, jclass cls, jintArray out)
         (jint)offsetof(struct bdev_cpl, result),
         (jint)BDEV_MAX_CAPACITY,
         (jint)BDEV_RESULT_BLOCKING,
+        (jint)BDEV_OP_DELAY,
     };
     if ((*env)->GetArrayLength(env, out) < (jsize)NVMEOF4J_ARRAY_LEN(v)) {
         return -EINVAL;
@@ -953,6 +1057,9 @@ static const JNINativeMethod bdev_methods[] = {
     {"submit0", "(JI)I", (void *)bdev_submit},
     {"poll0", "(JI)I", (void *)bdev_poll},
     {"wait0", "(JJ)I", (void *)bdev_wait},
+    {"wakeSelector0", "(JLjava/nio/channels/Selector;)I", (void *)bdev_group_wake_selector},
+    {"arm0", "(J)I", (void *)bdev_group_arm},
+    {"disarm0", "(J)I", (void *)bdev_group_disarm},
     {"regionMap0", "(JZ[I)J", (void *)bdev_region_map},
     {"regionBuffer0", "(JJ)Ljava/nio/ByteBuffer;", (void *)bdev_region_buffer},
     {"regionUnmap0", "(JJZ)I", (void *)bdev_region_unmap},

@@ -2,7 +2,7 @@ package io.nvmeof4j.initiator;
 
 import io.nvmeof4j.protocol.spi.host.HostPollGroup;
 import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
-import io.nvmeof4j.protocol.spi.idle.IdleStrategy;
+import io.nvmeof4j.protocol.spi.reactor.ReactorLoop;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -11,21 +11,22 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One host data-path thread: polls its transport poll group, takes I/O handed over by other threads from its
- * queues' MPSC rings, and checks command deadlines every {@link #TIMER_PERIOD_NANOS}. It idles like the target's
- * reactors, with the same {@link AdaptiveIdleStrategy}: spin {@link #IDLE_SPIN_NANOS}, yield, then block in the
- * poll group, backing off to {@link #TIMER_PERIOD_NANOS} (so deadlines are still checked on time), and block at
- * once while its CPU is measured as shared (an application thread or a neighbour on the same core); submitters wake
- * it only when it is blocked.
+ * queues' MPSC rings, and checks command deadlines every {@link #TIMER_PERIOD_NANOS}. Its loop is the target's
+ * ({@link ReactorLoop}, with the same {@link AdaptiveIdleStrategy}): spin {@link #IDLE_SPIN_NANOS}, yield, then block
+ * in the poll group, backing off to {@link #TIMER_PERIOD_NANOS} (so deadlines are still checked on time), and block
+ * at once while its CPU is measured as shared (an application thread or a neighbour on the same core); submitters
+ * wake it only when it is blocked. What is the host's own: the round counter multipath takes turns by, the deadline
+ * timer, and the queues' inbound rings as the work handed over.
  */
 final class HostReactor implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HostReactor.class);
     static final long IDLE_SPIN_NANOS = AdaptiveIdleStrategy.SPIN_NANOS_DEFAULT;
     static final long TIMER_PERIOD_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+    private static final long STOP_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(5);
 
     final HostPollGroup group;
+    private final ReactorLoop loop;
     private final ReactorThread thread;
-    private volatile boolean running = true;
-    private volatile boolean sleeping;
     /** Reactor thread only (changed through {@link #execute}). */
     private IoQueue[] queues = new IoQueue[0];
     /** Reactor thread only. */
@@ -51,13 +52,17 @@ final class HostReactor implements AutoCloseable {
     /** @param slot this reactor's index among the host's reactors ({@link ReactorThread#slot}) */
     HostReactor(String name, HostPollGroup group, int slot) {
         this.group = group;
-        this.thread = new ReactorThread(this::run, name, slot);
-        thread.setDaemon(true);
-        thread.start();
+        ReactorThread[] made = new ReactorThread[1];
+        this.loop = new ReactorLoop(name, new Agent(),
+            wait -> AdaptiveIdleStrategy.forCurrentThread(name, wait, IDLE_SPIN_NANOS, TIMER_PERIOD_NANOS),
+            body -> made[0] = new ReactorThread(body, name, slot));
+        this.thread = made[0];
+        nextTimerNanos = System.nanoTime() + TIMER_PERIOD_NANOS;
+        loop.start();
     }
 
     boolean inReactorThread() {
-        return Thread.currentThread() == thread;
+        return loop.isLoopThread();
     }
 
     Thread thread() {
@@ -70,9 +75,7 @@ final class HostReactor implements AutoCloseable {
 
     /** Wakes the reactor if it is blocked (any thread; allocation-free). */
     void wake() {
-        if (sleeping) {
-            group.wakeup();
-        }
+        loop.wake();
     }
 
     void addQueue(IoQueue queue) {
@@ -87,22 +90,66 @@ final class HostReactor implements AutoCloseable {
         execute(() -> queues = Arrays.stream(queues).filter(q -> q != queue).toArray(IoQueue[]::new));
     }
 
-    private void run() {
-        IdleStrategy strategy = null;
-        try {
-            // Created here: the adaptive strategy measures the thread that creates it.
-            strategy = AdaptiveIdleStrategy.forCurrentThread(thread.getName(), this::block, IDLE_SPIN_NANOS,
-                TIMER_PERIOD_NANOS);
-            nextTimerNanos = System.nanoTime() + TIMER_PERIOD_NANOS;
-            while (running) {
-                strategy.idle(doWork());
+    /** The host's side of the shared loop. */
+    private final class Agent implements ReactorLoop.Agent {
+        /**
+         * One round: handed-over I/O, the poll group (reads, completions, then one flush per connection), the
+         * deadlines when due. A failed round is logged and counts 0.
+         */
+        @Override
+        public int doWork() {
+            try {
+                int work = 0;
+                IoQueue[] current = queues;
+                for (IoQueue queue : current) {
+                    work += queue.drainInbound();
+                }
+                work += group.poll();
+                // After the flush: what callbacks submit from here on (timeouts below, completions read while the
+                // reactor blocks) goes out with the next round's flush, so it belongs to the next round.
+                thread.round++;
+                long now = System.nanoTime();
+                if (now - nextTimerNanos >= 0) {
+                    for (IoQueue queue : current) {
+                        queue.checkTimeouts(now);
+                    }
+                    nextTimerNanos = now + TIMER_PERIOD_NANOS;
+                }
+                return work;
+            } catch (RuntimeException e) {
+                LOG.error("host reactor {} failed a round; continuing", thread.getName(), e);
+                return 0;
             }
-        } catch (Throwable t) {
-            LOG.error("host reactor {} stopped by an unexpected failure; closing its queues", thread.getName(), t);
-        } finally {
-            if (strategy != null) {
-                strategy.close();
+        }
+
+        @Override
+        public boolean hasPendingWork() {
+            IoQueue[] current = queues;
+            for (IoQueue queue : current) {
+                if (queue.hasInbound()) {
+                    return true;
+                }
             }
+            return false;
+        }
+
+        @Override
+        public void await(long timeoutNanos) {
+            try {
+                group.await(timeoutNanos);
+            } catch (RuntimeException e) {
+                LOG.error("host reactor {}: waiting in its poll group failed; continuing", thread.getName(), e);
+            }
+        }
+
+        @Override
+        public void wakeup() {
+            group.wakeup();
+        }
+
+        /** The poll group closes with the thread: every queue on it fails its commands with a path error. */
+        @Override
+        public void onStop() {
             try {
                 group.close();
             } catch (RuntimeException e) {
@@ -111,67 +158,11 @@ final class HostReactor implements AutoCloseable {
         }
     }
 
-    /**
-     * One round: handed-over I/O, the poll group (reads, completions, then one flush per connection), the deadlines
-     * when due. A failed round is logged and counts 0.
-     */
-    private int doWork() {
-        try {
-            int work = 0;
-            IoQueue[] current = queues;
-            for (IoQueue queue : current) {
-                work += queue.drainInbound();
-            }
-            work += group.poll();
-            // After the flush: what callbacks submit from here on (timeouts below, completions read while the
-            // reactor blocks) goes out with the next round's flush, so it belongs to the next round.
-            thread.round++;
-            long now = System.nanoTime();
-            if (now - nextTimerNanos >= 0) {
-                for (IoQueue queue : current) {
-                    queue.checkTimeouts(now);
-                }
-                nextTimerNanos = now + TIMER_PERIOD_NANOS;
-            }
-            return work;
-        } catch (RuntimeException e) {
-            LOG.error("host reactor {} failed a round; continuing", thread.getName(), e);
-            return 0;
-        }
-    }
-
-    /** The reactor's {@link io.nvmeof4j.protocol.spi.idle.IdleWait}. */
-    private void block(long timeoutNanos) {
-        sleeping = true; // volatile write, then the ring checks: pairs with wake() (Dekker)
-        try {
-            IoQueue[] current = queues;
-            for (IoQueue queue : current) {
-                if (queue.hasInbound()) {
-                    return;
-                }
-            }
-            group.await(timeoutNanos);
-        } catch (RuntimeException e) {
-            LOG.error("host reactor {}: waiting in its poll group failed; continuing", thread.getName(), e);
-        } finally {
-            sleeping = false;
-        }
-    }
-
     /** Stops the thread, which closes its poll group (every queue on it fails its commands with a path error). */
     @Override
     public void close() {
-        running = false;
-        group.wakeup();
-        if (!inReactorThread()) {
-            try {
-                thread.join(TimeUnit.SECONDS.toMillis(5));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            if (thread.isAlive()) {
-                LOG.warn("host reactor {} did not stop within 5 s", thread.getName());
-            }
+        if (!loop.stop(STOP_TIMEOUT_NANOS) && !inReactorThread()) {
+            LOG.warn("host reactor {} did not stop within 5 s", thread.getName());
         }
     }
 }

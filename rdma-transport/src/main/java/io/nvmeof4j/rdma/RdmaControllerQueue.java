@@ -1,21 +1,21 @@
 package io.nvmeof4j.rdma;
 
 import io.nvmeof4j.protocol.command.CompletionQueueEntry;
-import io.nvmeof4j.protocol.command.DataDirection;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.command.SglDescriptor;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
+import io.nvmeof4j.protocol.spi.ConnectRefusedException;
+import io.nvmeof4j.protocol.spi.PendingConnections;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.QueueHandler;
 import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
 import io.nvmeof4j.protocol.spi.TransportAddress;
-import io.nvmeof4j.protocol.spi.TransportQueue;
 import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.protocol.spi.transport.AbstractTransportQueue;
+import io.nvmeof4j.protocol.spi.transport.DataMapping;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.concurrent.TimeUnit;
@@ -47,18 +47,8 @@ import java.util.concurrent.TimeUnit;
  * destroyed and its memory deregistered. Commands still executing complete into nothing and give back their
  * buffers.
  */
-final class RdmaControllerQueue implements TransportQueue {
+final class RdmaControllerQueue extends AbstractTransportQueue implements PolledQueues.Polled {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaControllerQueue.class);
-    private static final VarHandle OUTSTANDING;
-
-    static {
-        try {
-            OUTSTANDING = MethodHandles.lookup().findVarHandle(RdmaControllerQueue.class, "outstanding", int.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
     static final int ACCEPTED = 0;
     static final int LIVE = 1;
     static final int CLOSING = 2;
@@ -91,6 +81,7 @@ final class RdmaControllerQueue implements TransportQueue {
     /** Offset in {@link #memory} of receive 0 (its SQE): chosen so that its in-capsule data is page-aligned. */
     private final int receiveBase;
     private final int maxTransferSize;
+    private final DataMapping dataMapping = DataMapping.forRdma();
 
     private final RdmaRequest[] contexts;
     private final int[] freeContexts;
@@ -106,8 +97,6 @@ final class RdmaControllerQueue implements TransportQueue {
     private int sqHead;
     /** Capsules received so far: each command's {@link RdmaRequest#sequence()}. */
     private long capsulesReceived;
-    @SuppressWarnings("unused") // accessed through OUTSTANDING
-    private int outstanding;
     private int postedReceives;
     private int sendWorkRequests;
     /** Per context: work requests posted and not yet known complete. */
@@ -227,6 +216,20 @@ final class RdmaControllerQueue implements TransportQueue {
         return peer;
     }
 
+    /**
+     * Refuses a Connect whose QID is not the one the host put in the CM private data (wire reference 4: they must be
+     * equal): the queue pair was sized for that queue (admin or I/O), so a mismatch is answered Connect Invalid
+     * Parameters, DNR, and the queue stays unconnected.
+     */
+    @Override
+    public void install(int queueId, int sqSize) throws ConnectRefusedException {
+        if (queueId != sizing.queueId()) {
+            throw new ConnectRefusedException(NvmeStatus.FABRICS_CONNECT_INVALID_PARAMETERS | NvmeStatus.DNR,
+                PendingConnections.Refusal.QUEUE_ID_MISMATCH, "NVMe/RDMA " + peer + ": Connect for QID " + queueId
+                + " on the queue pair the CM request opened for QID " + sizing.queueId());
+        }
+    }
+
     @Override
     public void connected(int queueId, int sqSize, boolean sqFlowControlDisabled) {
         if (queueId < 0 || queueId > 0xFFFF) {
@@ -236,10 +239,9 @@ final class RdmaControllerQueue implements TransportQueue {
             throw new IllegalArgumentException("SQ size " + sqSize + " outside 1..65536");
         }
         if (queueId != sizing.queueId()) {
-            // The QID in the CM private data must equal the Connect QID (wire reference 4).
-            LOG.warn("NVMe/RDMA {}: Connect for QID {} on the queue pair opened for QID {}; disconnecting", peer,
-                queueId, sizing.queueId());
-            disconnect("Connect QID " + queueId + " differs from the CM request's QID " + sizing.queueId());
+            // install refuses such a Connect: getting here means the command layer skipped it.
+            throw new IllegalArgumentException("Connect QID " + queueId + " on the queue pair opened for QID "
+                + sizing.queueId() + " (install refuses it)");
         }
         this.queueId = queueId;
         this.sqSize = sqSize;
@@ -257,17 +259,6 @@ final class RdmaControllerQueue implements TransportQueue {
     @Override
     public int inCapsuleDataSize() {
         return sizing.inCapsuleDataSize();
-    }
-
-    @Override
-    public int commandsOutstanding() {
-        return (int) OUTSTANDING.getAcquire(this);
-    }
-
-    @Override
-    public void disconnect(String reason) {
-        String why = reason == null ? "disconnected" : reason;
-        group.execute(() -> close(why));
     }
 
     @Override
@@ -330,7 +321,8 @@ final class RdmaControllerQueue implements TransportQueue {
 
     // ---- completions ---------------------------------------------------------------------------------------------
 
-    int armNotification() {
+    @Override
+    public int armNotification() {
         return verbs.armNotification();
     }
 
@@ -348,7 +340,8 @@ final class RdmaControllerQueue implements TransportQueue {
     }
 
     /** Polls this queue's completion queue once and handles what came. Reactor thread. */
-    int poll(WorkCompletions wc) {
+    @Override
+    public int poll(WorkCompletions wc) {
         if (lifecycle == CLOSED) {
             return 0;
         }
@@ -396,16 +389,16 @@ final class RdmaControllerQueue implements TransportQueue {
             onError(kind == WR_SEND ? "response SEND" : kind == WR_READ ? "RDMA READ" : "RDMA WRITE", status,
                 vendorError);
             if (contextWorkRequests[index] == 0 && lifecycle >= CLOSING
-                && (request.state() == RdmaRequest.SENDING || request.state() == RdmaRequest.READING)) {
+                && (request.state() == RdmaRequest.State.SENDING
+                || request.state() == RdmaRequest.State.TRANSFERRING_HOST_TO_CONTROLLER)) {
                 recycle(request);
             }
             return;
         }
         if (kind == WR_READ) {
-            if (lifecycle == LIVE && request.state() == RdmaRequest.READING) {
-                dispatch(request);
-            } else if (request.state() == RdmaRequest.READING) {
-                recycle(request);
+            if (request.state() == RdmaRequest.State.TRANSFERRING_HOST_TO_CONTROLLER) {
+                request.state(RdmaRequest.State.READY_TO_EXECUTE);
+                advance(request);
             }
         } else if (kind == WR_SEND) {
             if (request.reachedHandler) {
@@ -457,37 +450,18 @@ final class RdmaControllerQueue implements TransportQueue {
             return;
         }
         RdmaRequest request = contexts[freeContexts[--freeCount]];
-        OUTSTANDING.setRelease(this, (int) OUTSTANDING.get(this) + 1);
+        commandTaken();
         request.begin(memory, receiveBase + receive * receiveStride, System.nanoTime(), ++capsulesReceived);
         // Before Connect sets the queue size, the CM request's HSQSIZE + 1 bounds it (the Connect itself counts).
         if (++sqHead >= (sqSize > 0 ? sqSize : sizing.receiveQueueSize())) {
             sqHead = 0;
         }
-        int status = mapData(request, receive, byteLength - SubmissionQueueEntry.LENGTH);
+        request.completionStatus = mapData(request, receive, byteLength - SubmissionQueueEntry.LENGTH);
         if (request.heldReceive < 0 && !repost(receive)) {
             recycle(request);
             return;
         }
-        if (status != NvmeStatus.SUCCESS) {
-            request.state(RdmaRequest.COMPLETING);
-            onCompleted(request, status);
-            return;
-        }
-        switch (request.transfer) {
-            case RdmaRequest.TRANSFER_READ:
-            case RdmaRequest.TRANSFER_WRITE: {
-                ByteBuffer buffer = group.acquireInOrder(request.dataLength);
-                if (buffer == null) {
-                    request.state(RdmaRequest.PARKED);
-                    group.park(request);
-                } else {
-                    onBufferGranted(request, buffer);
-                }
-                return;
-            }
-            default:
-                dispatch(request);
-        }
+        advance(request);
     }
 
     private boolean repost(int receive) {
@@ -500,98 +474,112 @@ final class RdmaControllerQueue implements TransportQueue {
     }
 
     /**
-     * Decides how the command's data moves from its SGL (wire reference 1.3 and 4); returns SUCCESS or the status
-     * to fail it with before it reaches the handler.
+     * Decides how the command's data moves from its SGL (the shared {@link DataMapping} rules); returns SUCCESS or the
+     * status to fail it with before it reaches the handler.
      */
     private int mapData(RdmaRequest request, int receive, int inCapsuleBytes) {
         SubmissionQueueEntry sqe = request.command();
-        if (sqe.psdt() != 1) {
-            // FUSE is the command layer's to judge: it pairs fused commands by Request.sequence().
-            return NvmeStatus.INVALID_FIELD | NvmeStatus.DNR;
-        }
+        int status = dataMapping.map(sqe, inCapsuleBytes, sizing.inCapsuleDataSize(), maxTransferSize);
         SglDescriptor sgl = sqe.sgl1();
-        int id = sgl.id();
-        DataDirection direction = request.direction;
-        if (sgl.type() == SglDescriptor.TYPE_KEYED_DATA_BLOCK) {
-            if (id != SglDescriptor.ID_KEYED_ADDRESS && id != SglDescriptor.ID_KEYED_INVALIDATE) {
-                return NvmeStatus.SGL_DESCRIPTOR_TYPE_INVALID | NvmeStatus.DNR;
-            }
-            if (id == SglDescriptor.ID_KEYED_INVALIDATE) {
-                request.invalidateKey = sgl.key(); // SEND_WITH_INV even when the command fails
-            }
-            int length = sgl.keyedLength();
-            if (length == 0) {
-                return NvmeStatus.SUCCESS;
-            }
-            if (length > maxTransferSize) {
-                return NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR;
-            }
-            switch (direction) {
-                case HOST_TO_CONTROLLER:
-                    request.transfer = RdmaRequest.TRANSFER_READ;
-                    break;
-                case CONTROLLER_TO_HOST:
-                    request.transfer = RdmaRequest.TRANSFER_WRITE;
-                    break;
-                case NONE:
-                    return NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR;
-                default:
-                    return NvmeStatus.INVALID_FIELD | NvmeStatus.DNR;
-            }
-            request.dataLength = length;
-            request.remoteAddress = sgl.address();
-            request.remoteKey = sgl.key();
-            return NvmeStatus.SUCCESS;
+        if (sqe.psdt() == 1 && sgl.id() == SglDescriptor.ID_KEYED_INVALIDATE) {
+            request.invalidateKey = sgl.key(); // SEND_WITH_INV even when the command fails
         }
-        long length = sgl.length();
-        if (id == SglDescriptor.ID_IN_CAPSULE) {
-            if (length == 0) {
-                return NvmeStatus.SUCCESS;
-            }
-            if (direction != DataDirection.HOST_TO_CONTROLLER) {
-                return NvmeStatus.INVALID_FIELD | NvmeStatus.DNR; // nvmet_rdma_map_sgl_inline
-            }
-            if (sgl.address() != 0 || length > sizing.inCapsuleDataSize()) {
-                return NvmeStatus.SGL_OFFSET_INVALID | NvmeStatus.DNR;
-            }
-            if (length > inCapsuleBytes) {
-                return NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR;
-            }
+        if (status != NvmeStatus.SUCCESS) {
+            return status;
+        }
+        request.transfer = dataMapping.transfer();
+        request.dataLength = dataMapping.length();
+        if (request.transfer == RdmaRequest.TRANSFER_IN_CAPSULE) {
             ByteBuffer view = inCapsuleViews[receive];
-            view.clear().limit((int) length);
+            view.clear().limit(request.dataLength);
             request.data = view;
             request.heldReceive = receive;
-            request.transfer = RdmaRequest.TRANSFER_IN_CAPSULE;
-            request.dataLength = (int) length;
-            return NvmeStatus.SUCCESS;
+        } else if (request.transfer != RdmaRequest.TRANSFER_NONE) {
+            request.remoteAddress = sgl.address();
+            request.remoteKey = sgl.key();
         }
-        // An all-zero (or zero-length unkeyed) descriptor just says "no data".
-        if ((sgl.type() == SglDescriptor.TYPE_DATA_BLOCK || sgl.type() == SglDescriptor.TYPE_TRANSPORT_DATA_BLOCK)
-            && length == 0) {
-            return NvmeStatus.SUCCESS;
-        }
-        return NvmeStatus.SGL_DESCRIPTOR_TYPE_INVALID | NvmeStatus.DNR;
+        return NvmeStatus.SUCCESS;
     }
 
-    /** A pool buffer for a keyed transfer (at once or after parking): fetch the data or execute. */
+    /**
+     * The one step function of a command's life (SPDK's {@code nvmf_rdma_request_process}): moves {@code request}
+     * through as many {@link RdmaRequest.State states} as it can now, and returns where it must wait for something
+     * else: a pool buffer, its RDMA READ, the command layer, its response SEND. Whatever ends a wait calls it again.
+     * Reactor thread.
+     */
+    void advance(RdmaRequest request) {
+        RdmaRequest.State before;
+        do {
+            before = request.state();
+            switch (before) {
+                case NEW:
+                    request.state(request.completionStatus != NvmeStatus.SUCCESS ? RdmaRequest.State.EXECUTED
+                        : request.keyed() ? RdmaRequest.State.NEED_BUFFER : RdmaRequest.State.READY_TO_EXECUTE);
+                    break;
+                case NEED_BUFFER:
+                    if (!takeBuffer(request)) {
+                        return; // parked: the wait queue hands it a buffer and calls this again
+                    }
+                    if (request.transfer == RdmaRequest.TRANSFER_READ && !postRead(request)) {
+                        return;
+                    }
+                    request.state(request.transfer == RdmaRequest.TRANSFER_READ
+                        ? RdmaRequest.State.TRANSFERRING_HOST_TO_CONTROLLER : RdmaRequest.State.READY_TO_EXECUTE);
+                    break;
+                case READY_TO_EXECUTE:
+                    if (lifecycle != LIVE) {
+                        recycle(request);
+                        return;
+                    }
+                    dispatch(request); // EXECUTING; EXECUTED already if the handler completed it at once
+                    break;
+                case EXECUTED:
+                    if (lifecycle != LIVE) {
+                        recycle(request); // completes into nothing; its buffer goes back to the pool
+                        return;
+                    }
+                    sendResponse(request);
+                    break;
+                default:
+                    // FREE, TRANSFERRING_HOST_TO_CONTROLLER, EXECUTING, SENDING: waiting for something else
+                    return;
+            }
+        } while (request.state() != before);
+    }
+
+    /** A buffer for a keyed transfer: one given by the wait queue, or one from the pool; false when it must wait. */
+    private boolean takeBuffer(RdmaRequest request) {
+        if (request.data == null) {
+            ByteBuffer buffer = group.buffers().acquireInOrder(request.dataLength);
+            if (buffer == null) {
+                group.buffers().park(request);
+                return false;
+            }
+            request.data = buffer;
+            request.dataPooled = true;
+        }
+        return true;
+    }
+
+    /** The wait queue gives a parked command its buffer. */
     void onBufferGranted(RdmaRequest request, ByteBuffer buffer) {
         request.data = buffer;
-        request.pooled = true;
-        if (request.transfer == RdmaRequest.TRANSFER_READ) {
-            request.state(RdmaRequest.READING);
-            long local = poolKeys.address() + group.regionOffset(buffer);
-            int rc = verbs.postRead(WR_READ | request.index, local, request.dataLength, poolKeys.lkey(),
-                request.remoteAddress, request.remoteKey);
-            if (rc < 0) {
-                close("posting an RDMA READ failed: errno " + -rc);
-                recycle(request);
-                return;
-            }
-            contextWorkRequests[request.index] = 1;
-            sendWorkRequests++;
-        } else {
-            dispatch(request);
+        request.dataPooled = true;
+        advance(request);
+    }
+
+    private boolean postRead(RdmaRequest request) {
+        long local = poolKeys.address() + group.regionOffset(request.data);
+        int rc = verbs.postRead(WR_READ | request.index, local, request.dataLength, poolKeys.lkey(),
+            request.remoteAddress, request.remoteKey);
+        if (rc < 0) {
+            close("posting an RDMA READ failed: errno " + -rc);
+            recycle(request);
+            return false;
         }
+        contextWorkRequests[request.index] = 1;
+        sendWorkRequests++;
+        return true;
     }
 
     private void dispatch(RdmaRequest request) {
@@ -600,7 +588,7 @@ final class RdmaControllerQueue implements TransportQueue {
             data.clear();
             data.limit(request.dataLength);
         }
-        request.state(RdmaRequest.EXECUTING);
+        request.state(RdmaRequest.State.EXECUTING);
         request.reachedHandler = true;
         try {
             handler.onCommand(request);
@@ -613,12 +601,9 @@ final class RdmaControllerQueue implements TransportQueue {
         }
     }
 
-    /** A command finished (reactor thread): send its data and response, or drop it if the queue is going. */
-    void onCompleted(RdmaRequest request, int status) {
-        if (lifecycle != LIVE) {
-            recycle(request);
-            return;
-        }
+    /** Posts the data (RDMA WRITE, for a successful read) and the response SEND: the command is SENDING. */
+    private void sendResponse(RdmaRequest request) {
+        int status = request.completionStatus;
         int sqHeadField = sqFlowControlDisabled ? CompletionQueueEntry.SQHD_FLOW_CONTROL_DISABLED : sqHead;
         request.fillCompletion(status, Math.max(queueId, 0), sqHeadField);
         if (request.heldReceive >= 0) {
@@ -630,7 +615,7 @@ final class RdmaControllerQueue implements TransportQueue {
                 return;
             }
         }
-        request.state(RdmaRequest.SENDING);
+        request.state(RdmaRequest.State.SENDING);
         int rc;
         int index = request.index;
         if (NvmeStatus.isSuccess(status) && request.transfer == RdmaRequest.TRANSFER_WRITE) {
@@ -660,10 +645,10 @@ final class RdmaControllerQueue implements TransportQueue {
     /** The context is done: its pool buffer back, the context back on the free list. */
     void recycle(RdmaRequest request) {
         releaseData(request);
-        if (request.state() != RdmaRequest.FREE) {
-            request.state(RdmaRequest.FREE);
+        if (request.state() != RdmaRequest.State.FREE) {
+            request.state(RdmaRequest.State.FREE);
             request.heldReceive = -1;
-            OUTSTANDING.setRelease(this, (int) OUTSTANDING.get(this) - 1);
+            commandDone();
             freeContexts[freeCount++] = request.index;
         }
     }
@@ -672,9 +657,9 @@ final class RdmaControllerQueue implements TransportQueue {
         ByteBuffer data = request.data;
         if (data != null) {
             request.data = null;
-            if (request.pooled) {
-                request.pooled = false;
-                group.release(data);
+            if (request.dataPooled) {
+                request.dataPooled = false;
+                group.buffers().release(data);
             }
         }
     }
@@ -690,7 +675,8 @@ final class RdmaControllerQueue implements TransportQueue {
     // ---- closing -------------------------------------------------------------------------------------------------
 
     /** Starts the teardown (reactor thread). Idempotent. */
-    void close(String reason) {
+    @Override
+    protected void close(String reason) {
         if (lifecycle >= CLOSING) {
             return;
         }
@@ -745,9 +731,9 @@ final class RdmaControllerQueue implements TransportQueue {
         lifecycle = CLOSED;
         verbs.destroy();
         for (RdmaRequest request : contexts) {
-            int state = request.state();
+            RdmaRequest.State state = request.state();
             // Executing commands give their buffers back when they complete; parked ones when the group drops them.
-            if (state == RdmaRequest.READING || state == RdmaRequest.SENDING) {
+            if (state == RdmaRequest.State.TRANSFERRING_HOST_TO_CONTROLLER || state == RdmaRequest.State.SENDING) {
                 recycle(request);
             }
         }

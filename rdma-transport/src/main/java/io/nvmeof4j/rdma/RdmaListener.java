@@ -18,8 +18,8 @@ import io.nvmeof4j.protocol.spi.PendingConnections;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
 import io.nvmeof4j.protocol.spi.TransportAddress;
-import io.nvmeof4j.protocol.spi.TransportListener;
 import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.protocol.spi.transport.AbstractTransportListener;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -55,7 +55,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * The event thread wakes at least every 200 ms and checks the pending queues then. Refusals are counted
  * ({@link QueueHandlerFactory#onConnectionRefused}) and logged rate-limited per peer address.
  */
-final class RdmaListener implements TransportListener {
+final class RdmaListener extends AbstractTransportListener {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaListener.class);
     /** Rejects and refusals: one line per peer address a second. */
     private static final RateLimitedLog PEER_LOG = new RateLimitedLog(LOG);
@@ -65,10 +65,7 @@ final class RdmaListener implements TransportListener {
     private final RdmaControllerTransport transport;
     private final CmEventChannel channel;
     private final CmId listenId;
-    private final TransportAddress address;
-    private final PortOptions options;
     private final List<RdmaPollGroup> groups;
-    private final QueueHandlerFactory handlers;
     private final Thread thread;
     private final Map<CmId, RdmaControllerQueue> queues = new ConcurrentHashMap<>();
     private final PendingQueues pending;
@@ -78,13 +75,11 @@ final class RdmaListener implements TransportListener {
 
     RdmaListener(RdmaControllerTransport transport, CmEventChannel channel, CmId listenId, TransportAddress address,
                  PortOptions options, List<RdmaPollGroup> groups, QueueHandlerFactory handlers) {
+        super(address, options, handlers, PEER_LOG);
         this.transport = transport;
         this.channel = channel;
         this.listenId = listenId;
-        this.address = address;
-        this.options = options;
         this.groups = List.copyOf(groups);
-        this.handlers = handlers;
         this.pending = new PendingQueues(new PendingConnections(options.connectionLimits()));
         this.thread = new Thread(this::eventLoop, "nvmeof-rdma-cm-" + address.trsvcid());
         this.thread.setDaemon(true);
@@ -113,16 +108,6 @@ final class RdmaListener implements TransportListener {
         LOG.info("NVMe/RDMA listening on {}", address);
     }
 
-    @Override
-    public TransportAddress address() {
-        return address;
-    }
-
-    @Override
-    public PortOptions options() {
-        return options;
-    }
-
     int queueCount() {
         return queues.size();
     }
@@ -130,30 +115,6 @@ final class RdmaListener implements TransportListener {
     /** Queues of this port that have not completed Connect (a snapshot). */
     int pendingCount() {
         return pending.count();
-    }
-
-    /** Counts and logs (rate-limited per peer address) a refused or disconnected pending queue. */
-    private void refused(InetAddress peerAddress, String peer, PendingConnections.Refusal why) {
-        try {
-            handlers.onConnectionRefused(TransportType.RDMA, peer, why);
-        } catch (RuntimeException e) {
-            LOG.debug("NVMe/RDMA {}: refusal hook failed", address, e);
-        }
-        ConnectionLimits limits = options.connectionLimits();
-        switch (why) {
-            case HOST_LIMIT:
-                PEER_LOG.warnFrom(peerAddress, "NVMe/RDMA {}: rejected {} (no resources): {} queues of that address "
-                    + "have not completed Connect (max_pending_connections_per_host)", address, peer,
-                    limits.maxPendingPerHost());
-                break;
-            case PORT_LIMIT:
-                PEER_LOG.warnFrom(peerAddress, "NVMe/RDMA {}: disconnected {}, the oldest of {} queues that have not "
-                    + "completed Connect (max_pending_connections)", address, peer, limits.maxPending());
-                break;
-            default:
-                PEER_LOG.warnFrom(peerAddress, "NVMe/RDMA {}: disconnected {}: no Connect within {} ms "
-                    + "(connect_timeout_ms)", address, peer, limits.connectTimeoutMillis());
-        }
     }
 
     private void eventLoop() {
@@ -318,6 +279,7 @@ final class RdmaListener implements TransportListener {
             }
             queues.put(id, queue);
             id.accept(new ConnectionParameters(sizing.acceptPrivateData(), 0, sizing.initiatorDepth(), 1, 7, 7));
+            group.adopt(queue); // queued before this thread hands the group the queue's ESTABLISHED
             pending.track(queue, entry, () -> !queues.containsKey(id), why -> {
                 refused(peerAddress, peer, why);
                 queue.disconnect(why.tag());
@@ -396,19 +358,11 @@ final class RdmaListener implements TransportListener {
     void shutdown() {
         running = false;
         channel.wakeup();
-        if (Thread.currentThread() != thread) {
-            try {
-                thread.join(JOIN_TIMEOUT_MILLIS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            if (thread.isAlive()) {
-                // It may be inside a CM call on an id the channel close would destroy: leak rather than free under it.
-                LOG.warn("NVMe/RDMA {}: CM event thread did not stop within {} ms; its event channel is left open",
-                    address, JOIN_TIMEOUT_MILLIS);
-                transport.removeListener(this);
-                return;
-            }
+        if (!join(thread, JOIN_TIMEOUT_MILLIS, LOG)) {
+            // It may be inside a CM call on an id the channel close would destroy: leak rather than free under it.
+            LOG.warn("NVMe/RDMA {}: its CM event channel is left open", address);
+            transport.removeListener(this);
+            return;
         }
         for (RdmaControllerQueue queue : queues.values()) {
             queue.disconnect("transport closed");

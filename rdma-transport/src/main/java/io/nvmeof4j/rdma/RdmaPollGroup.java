@@ -2,16 +2,15 @@ package io.nvmeof4j.rdma;
 
 import io.nvmeof4j.protocol.buffer.OffHeapBufferPool;
 import io.nvmeof4j.protocol.spi.PollGroup;
+import io.nvmeof4j.protocol.spi.transport.BufferWaitQueue;
+import io.nvmeof4j.protocol.spi.transport.CompletionInbox;
+import io.nvmeof4j.protocol.spi.transport.PollGroupCore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * The NVMe/RDMA share of one reactor (SPDK's RDMA poll group): the queues it owns, each with its own completion
@@ -22,42 +21,30 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  * buffers as they come back. Nothing allocates per I/O. {@link #await} arms every completion queue, polls once
  * more (a completion may have slipped in before arming), then blocks on the completion channel;
  * {@link #wakeup()} interrupts it.
- * <p>Completions from other threads go on an intrusive lock-free stack (one CAS per command, never full), as in the
- * NVMe/TCP poll group.
+ * <p>Control tasks, the reactor binding and the wake-up flag are the shared {@link PollGroupCore}; completions from
+ * other threads arrive through a {@link CompletionInbox}; commands waiting for pool buffers wait in a
+ * {@link BufferWaitQueue}, as in the NVMe/TCP poll group.
  */
 public final class RdmaPollGroup implements PollGroup {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaPollGroup.class);
     /** Work completions taken from a completion queue per poll call. */
     static final int POLL_BATCH = 32;
-    private static final VarHandle COMPLETED_HEAD;
-
-    static {
-        try {
-            COMPLETED_HEAD = MethodHandles.lookup().findVarHandle(RdmaPollGroup.class, "completedHead",
-                RdmaRequest.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
 
     private final OffHeapBufferPool pool;
     private final CompletionWaiter waiter;
     /** Released when the group closes, after its queues (the pool region's registrations, the devices' resources). */
     private final AutoCloseable resources;
     private final WorkCompletions completions = new WorkCompletions(POLL_BATCH);
-    private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
-    private volatile Thread reactorThread;
-    private volatile boolean sleeping;
-    private volatile boolean closed;
-    @SuppressWarnings("unused") // accessed through COMPLETED_HEAD
-    private volatile RdmaRequest completedHead;
+    private final PollGroupCore core;
+    private final CompletionInbox<RdmaRequest> inbox = new CompletionInbox<>();
+    private final BufferWaitQueue<RdmaRequest> bufferWaits;
 
-    private RdmaControllerQueue[] queues = new RdmaControllerQueue[8];
-    private int queueCount;
-    private RdmaRequest parkedHead;
-    private RdmaRequest parkedTail;
-    /** Written by the reactor only. */
-    private volatile long bufferWaits;
+    private final PolledQueues<RdmaControllerQueue> queues = new PolledQueues<>();
+    /**
+     * Queues accepted by the CM but not established yet: not polled (no response may be posted before the queue pair
+     * is in RTS), but owned, so that closing the group destroys them too.
+     */
+    private final List<RdmaControllerQueue> accepted = new ArrayList<>();
 
     /**
      * @param pool      the reactor's pool, built over a region; the transport registers the region once with each
@@ -73,6 +60,8 @@ public final class RdmaPollGroup implements PollGroup {
         this.pool = pool;
         this.waiter = waiter;
         this.resources = resources;
+        this.core = new PollGroupCore("NVMe/RDMA poll group", waiter::wakeup);
+        this.bufferWaits = new BufferWaitQueue<>(pool);
     }
 
     public OffHeapBufferPool pool() {
@@ -83,32 +72,33 @@ public final class RdmaPollGroup implements PollGroup {
         return waiter;
     }
 
-    /** Queues owned by this group (a gauge). */
+    /** Queues polled by this group (a gauge). */
     public int queueCount() {
-        return queueCount;
+        return queues.size();
     }
 
-    Thread reactorThread() {
-        return reactorThread;
+    /** Queues accepted and not established yet (reactor thread, for tests). */
+    int acceptedCount() {
+        return accepted.size();
+    }
+
+    boolean inReactorThread() {
+        return core.inReactorThread();
     }
 
     boolean isClosed() {
-        return closed;
+        return core.isClosed();
     }
 
     // ---- PollGroup ---------------------------------------------------------------------------------------------
 
     @Override
     public int poll() {
-        bindReactorThread();
-        int work = 0;
-        if (!tasks.isEmpty()) {
-            work += runTasks();
-        }
+        int work = core.beginPoll();
         work += pollQueues();
-        work += drainCompletions();
-        if (parkedHead != null) {
-            work += retryParked();
+        work += inbox.drain();
+        if (!bufferWaits.isEmpty()) {
+            work += bufferWaits.grant();
         }
         flushQueues();
         return work;
@@ -116,43 +106,33 @@ public final class RdmaPollGroup implements PollGroup {
 
     /** One chained post per queue for everything its commands staged this round. */
     private void flushQueues() {
-        for (int i = queueCount - 1; i >= 0; i--) {
-            if (i < queueCount) {
-                queues[i].flushSends();
+        for (int i = queues.size() - 1; i >= 0; i--) {
+            if (i < queues.size()) {
+                queues.get(i).flushSends();
             }
         }
     }
 
     private int pollQueues() {
-        int work = 0;
-        // Backwards: a queue that finishes closing removes itself (swapping the last one into its place).
-        for (int i = queueCount - 1; i >= 0; i--) {
-            if (i < queueCount) {
-                work += queues[i].poll(completions);
-            }
-        }
-        return work;
+        return queues.pollAll(completions);
     }
 
     @Override
     public void await(long timeoutNanos) {
-        bindReactorThread();
-        sleeping = true; // volatile write, then the volatile reads below: pairs with enqueueCompletion (Dekker)
+        core.beginWait(); // then the volatile reads below: pairs with enqueueCompletion (PollGroupCore)
         try {
-            if (completedHead != null || !tasks.isEmpty()) {
+            if (!inbox.isEmpty() || core.hasTasks()) {
                 return;
             }
             flushQueues();
-            for (int i = 0; i < queueCount; i++) {
-                queues[i].armNotification();
-            }
+            queues.armAll();
             if (pollQueues() > 0 || timeoutNanos <= 0) {
                 flushQueues();
                 return;
             }
             waiter.await(timeoutNanos);
         } finally {
-            sleeping = false;
+            core.endWait();
         }
     }
 
@@ -163,25 +143,21 @@ public final class RdmaPollGroup implements PollGroup {
 
     @Override
     public void close() {
-        if (closed) {
+        if (!core.markClosed()) {
             return;
         }
-        closed = true;
-        runTasks();
+        core.runTasks();
         flushQueues();
-        for (int i = queueCount - 1; i >= 0; i--) {
-            if (i < queueCount) {
-                queues[i].finishClose();
+        for (int i = queues.size() - 1; i >= 0; i--) {
+            if (i < queues.size()) {
+                queues.get(i).finishClose();
             }
         }
-        drainCompletions();
-        while (parkedHead != null) {
-            RdmaRequest request = parkedHead;
-            parkedHead = request.parkedNext;
-            request.parkedNext = null;
-            request.queue.dropParked(request);
+        for (RdmaControllerQueue queue : new ArrayList<>(accepted)) {
+            queue.finishClose();
         }
-        parkedTail = null;
+        inbox.drain();
+        bufferWaits.dropAll();
         waiter.close();
         if (resources != null) {
             try {
@@ -192,95 +168,49 @@ public final class RdmaPollGroup implements PollGroup {
         }
     }
 
-    private void bindReactorThread() {
-        if (reactorThread == null) {
-            reactorThread = Thread.currentThread();
-        }
-    }
-
     // ---- hand-over from other threads ----------------------------------------------------------------------------
 
     /** Any thread: runs {@code task} on the reactor thread during a coming {@link #poll()}. */
     public void execute(Runnable task) {
-        tasks.add(task);
-        waiter.wakeup();
+        core.execute(task);
     }
 
+    /** Any thread other than the reactor: a command completed; the reactor finishes it. */
     void enqueueCompletion(RdmaRequest request) {
-        RdmaRequest head;
-        do {
-            head = completedHead;
-            request.completedNext = head;
-        } while (!COMPLETED_HEAD.compareAndSet(this, head, request));
-        if (sleeping) {
-            waiter.wakeup();
-        }
-    }
-
-    private int runTasks() {
-        int n = 0;
-        Runnable task;
-        while ((task = tasks.poll()) != null) {
-            n++;
-            try {
-                task.run();
-            } catch (RuntimeException e) {
-                LOG.error("task on an NVMe/RDMA poll group failed", e);
-            }
-        }
-        return n;
-    }
-
-    private int drainCompletions() {
-        if (completedHead == null) {
-            return 0;
-        }
-        RdmaRequest stack = (RdmaRequest) COMPLETED_HEAD.getAndSet(this, (RdmaRequest) null);
-        RdmaRequest fifo = null;
-        while (stack != null) {
-            RdmaRequest next = stack.completedNext;
-            stack.completedNext = fifo;
-            fifo = stack;
-            stack = next;
-        }
-        int n = 0;
-        while (fifo != null) {
-            RdmaRequest next = fifo.completedNext;
-            fifo.completedNext = null;
-            fifo.queue.onCompleted(fifo, fifo.completionStatus);
-            fifo = next;
-            n++;
-        }
-        return n;
+        inbox.push(request);
+        core.wakeIfSleeping();
     }
 
     // ---- queues --------------------------------------------------------------------------------------------------
 
+    /** Any thread (the CM thread, once it accepted the queue): the group owns the queue from now on. */
+    void adopt(RdmaControllerQueue queue) {
+        execute(() -> accepted.add(queue));
+    }
+
     void register(RdmaControllerQueue queue) {
+        accepted.remove(queue);
         if (queue.registeredInGroup) {
             return;
         }
-        if (queueCount == queues.length) {
-            queues = Arrays.copyOf(queues, queueCount * 2);
-        }
-        queues[queueCount++] = queue;
+        queues.add(queue);
         queue.registeredInGroup = true;
     }
 
     void unregister(RdmaControllerQueue queue) {
-        for (int i = 0; i < queueCount; i++) {
-            if (queues[i] == queue) {
-                queues[i] = queues[--queueCount];
-                queues[queueCount] = null;
-                queue.registeredInGroup = false;
-                return;
-            }
+        accepted.remove(queue);
+        if (queues.remove(queue)) {
+            queue.registeredInGroup = false;
         }
     }
 
     /** Queues currently polled, for tests. */
     List<RdmaControllerQueue> queues() {
-        return new ArrayList<>(Arrays.asList(queues).subList(0, queueCount));
+        List<RdmaControllerQueue> list = new ArrayList<>();
+        for (int i = 0; i < queues.size(); i++) {
+            list.add(queues.get(i));
+        }
+        return list;
     }
 
     // ---- data buffers ------------------------------------------------------------------------------------------
@@ -294,61 +224,18 @@ public final class RdmaPollGroup implements PollGroup {
         return offset;
     }
 
-    ByteBuffer acquireInOrder(int length) {
-        return parkedHead != null ? null : pool.acquire(length);
+    /** The pool and the commands waiting for it (reactor thread). */
+    BufferWaitQueue<RdmaRequest> buffers() {
+        return bufferWaits;
     }
 
     /** Commands that found the data-buffer pool dry (or others waiting) and waited for a buffer. Any thread. */
     public long bufferWaits() {
-        return bufferWaits;
-    }
-
-    void release(ByteBuffer buffer) {
-        pool.release(buffer);
-    }
-
-    void park(RdmaRequest request) {
-        bufferWaits = bufferWaits + 1; // the reactor is the only writer
-        request.parkedNext = null;
-        if (parkedTail == null) {
-            parkedHead = request;
-        } else {
-            parkedTail.parkedNext = request;
-        }
-        parkedTail = request;
-    }
-
-    private int retryParked() {
-        int granted = 0;
-        while (parkedHead != null) {
-            RdmaRequest request = parkedHead;
-            if (request.queue.isGone()) {
-                popParked();
-                request.queue.dropParked(request);
-                continue;
-            }
-            ByteBuffer buffer = pool.acquire(request.dataLength);
-            if (buffer == null) {
-                break;
-            }
-            popParked();
-            granted++;
-            request.queue.onBufferGranted(request, buffer);
-        }
-        return granted;
-    }
-
-    private void popParked() {
-        RdmaRequest request = parkedHead;
-        parkedHead = request.parkedNext;
-        if (parkedHead == null) {
-            parkedTail = null;
-        }
-        request.parkedNext = null;
+        return bufferWaits.waits();
     }
 
     @Override
     public String toString() {
-        return "RdmaPollGroup[queues=" + queueCount + "]";
+        return "RdmaPollGroup[queues=" + queues.size() + "]";
     }
 }

@@ -1,90 +1,75 @@
 package io.nvmeof4j.rdma;
 
 import io.nvmeof4j.protocol.command.CompletionQueueEntry;
-import io.nvmeof4j.protocol.command.DataDirection;
-import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
-import io.nvmeof4j.protocol.spi.Request;
 import io.nvmeof4j.protocol.spi.TransportQueue;
+import io.nvmeof4j.protocol.spi.transport.BufferWaitQueue;
+import io.nvmeof4j.protocol.spi.transport.CompletionInbox;
+import io.nvmeof4j.protocol.spi.transport.DataMapping;
+import io.nvmeof4j.protocol.spi.transport.TransportRequest;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 
 /**
- * One command context of an {@link RdmaControllerQueue}, reused for every command that lands in it. It owns a copy
- * of the received SQE and the 16-byte response capsule (in the queue's registered memory, sent from there).
- * <p>Life: FREE → READING (RDMA READ of keyed write data posted) or PARKED (waiting for a pool buffer) →
- * EXECUTING (with the handler) → COMPLETING ({@link #complete} called, maybe on another thread) → SENDING (the
- * response SEND, chained after the RDMA WRITE of read data, is posted) → FREE when the SEND completes. Everything
- * but {@link #complete} runs on the reactor thread.
+ * One command context of an {@link RdmaControllerQueue}, reused for every command that lands in it: the shared
+ * {@link TransportRequest} (its SQE copy and the 16-byte response capsule live in the queue's registered memory, sent
+ * from there) plus what RDMA adds: the receive holding in-capsule data, the host's keyed address, the rkey to
+ * invalidate.
+ * <p>Its life is {@link State}, moved by the queue's one step function ({@link RdmaControllerQueue#advance});
+ * everything but {@link #complete} runs on the reactor thread. Between states it may wait in its poll group's
+ * {@link BufferWaitQueue} (NEED_BUFFER) or, completed on another thread, in its {@link CompletionInbox} (EXECUTED).
  */
-final class RdmaRequest implements Request {
-    static final int FREE = 0;
-    static final int READING = 1;
-    static final int PARKED = 2;
-    static final int EXECUTING = 3;
-    static final int COMPLETING = 4;
-    static final int SENDING = 5;
-
-    static final int TRANSFER_NONE = 0;
-    static final int TRANSFER_IN_CAPSULE = 1;
-    /** Keyed host-to-controller: the target RDMA READs, then executes. */
-    static final int TRANSFER_READ = 2;
-    /** Keyed controller-to-host: the target executes, then RDMA WRITEs before the response. */
-    static final int TRANSFER_WRITE = 3;
-
-    private static final VarHandle STATE;
-
-    static {
-        try {
-            STATE = MethodHandles.lookup().findVarHandle(RdmaRequest.class, "state", int.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
+final class RdmaRequest extends TransportRequest<RdmaRequest.State, RdmaRequest> {
+    /**
+     * A context's states (SPDK's {@code spdk_nvmf_rdma_request_state}, reduced to what this target does). Only
+     * {@link RdmaControllerQueue#advance} moves a context from one to the next, except {@link #complete} (EXECUTING to
+     * EXECUTED, any thread) and the completions of the work requests it waits for.
+     */
+    enum State {
+        /** On the queue's free list. */
+        FREE,
+        /** Its capsule arrived and its data was mapped ({@link #completionStatus} holds a refusal, if any). */
+        NEW,
+        /** A keyed transfer waiting for a pool buffer (in the group's buffer wait queue while the pool is dry). */
+        NEED_BUFFER,
+        /** The RDMA READ of the host's data is posted; its completion makes the command ready. */
+        TRANSFERRING_HOST_TO_CONTROLLER,
+        /** Every byte the command needs is here. */
+        READY_TO_EXECUTE,
+        /** With the command layer, which will call {@link #complete}. */
+        EXECUTING,
+        /** Completed (maybe on another thread, then through the completion inbox): the response goes next. */
+        EXECUTED,
+        /** The response SEND (chained after the RDMA WRITE of read data) is posted; FREE when it completes. */
+        SENDING
     }
+
+    static final int TRANSFER_NONE = DataMapping.TRANSFER_NONE;
+    static final int TRANSFER_IN_CAPSULE = DataMapping.TRANSFER_IN_CAPSULE;
+    /** Keyed host-to-controller: the target RDMA READs, then executes. */
+    static final int TRANSFER_READ = DataMapping.TRANSFER_FROM_HOST;
+    /** Keyed controller-to-host: the target executes, then RDMA WRITEs before the response. */
+    static final int TRANSFER_WRITE = DataMapping.TRANSFER_TO_HOST;
 
     final RdmaControllerQueue queue;
     final int index;
-    private final SubmissionQueueEntry sqe = new SubmissionQueueEntry();
-    private final ByteBuffer sqeBuffer;
-    private final CompletionQueueEntry cqe = new CompletionQueueEntry();
     /** Registered address of the response capsule. */
     final long responseAddress;
 
-    @SuppressWarnings("unused") // accessed through STATE
-    private volatile int state;
-    int commandId;
-    DataDirection direction = DataDirection.NONE;
-    int transfer;
-    int dataLength;
-    ByteBuffer data;
-    /** Whether {@link #data} is a pool buffer (else a view of the receive buffer, for in-capsule data). */
-    boolean pooled;
     /** The receive this command's in-capsule data sits in, reposted when the command completes; -1 if none. */
     int heldReceive = -1;
     long remoteAddress;
     int remoteKey;
     /** rkey to invalidate with SEND_WITH_INV (keyed SGL subtype 0xF), or 0. */
     int invalidateKey;
-    long receivedNanos;
-    long sequence;
-    private Object attachment;
-
-    int completionStatus;
-    RdmaRequest completedNext;
-    RdmaRequest parkedNext;
 
     RdmaRequest(RdmaControllerQueue queue, int index, ByteBuffer sqeBuffer, ByteBuffer responseView,
                 long responseAddress) {
+        super(sqeBuffer, new CompletionQueueEntry().wrap(responseView, 0), State.FREE, State.EXECUTING,
+            State.EXECUTED);
         this.queue = queue;
         this.index = index;
-        this.sqeBuffer = sqeBuffer;
         this.responseAddress = responseAddress;
-        sqe.wrap(sqeBuffer, 0);
-        cqe.wrap(responseView, 0);
     }
-
-    // ---- Request ---------------------------------------------------------------------------------------------
 
     @Override
     public TransportQueue queue() {
@@ -92,102 +77,54 @@ final class RdmaRequest implements Request {
     }
 
     @Override
-    public SubmissionQueueEntry command() {
-        return sqe;
-    }
-
-    @Override
-    public CompletionQueueEntry response() {
-        return cqe;
-    }
-
-    @Override
-    public ByteBuffer data() {
-        return data;
-    }
-
-    @Override
-    public int dataLength() {
-        return dataLength;
-    }
-
-    @Override
-    public long receivedNanos() {
-        return receivedNanos;
-    }
-
-    @Override
-    public long sequence() {
-        return sequence;
-    }
-
-    @Override
-    public void complete(int nvmeStatus) {
-        if (!STATE.compareAndSet(this, EXECUTING, COMPLETING)) {
-            throw new IllegalStateException("command " + commandId + " on " + queue.peer()
-                + " completed twice, or completed while not executing");
-        }
-        RdmaPollGroup group = queue.group;
-        if (Thread.currentThread() == group.reactorThread()) {
-            queue.onCompleted(this, nvmeStatus);
+    protected void completed() {
+        if (queue.group.inReactorThread()) {
+            queue.advance(this);
         } else {
-            completionStatus = nvmeStatus;
-            group.enqueueCompletion(this); // its CAS publishes the status and the handler's data writes
+            queue.group.enqueueCompletion(this);
         }
     }
 
-    /** Takes back a command the handler failed on, unless it was completed meanwhile. */
-    boolean abandon() {
-        return STATE.compareAndSet(this, EXECUTING, COMPLETING);
-    }
-
     @Override
-    public Object attachment() {
-        return attachment;
+    public int slot() {
+        return index;
     }
 
-    @Override
-    public void attach(Object attachment) {
-        this.attachment = attachment;
-    }
-
-    // ---- reactor thread ----------------------------------------------------------------------------------------
-
-    int state() {
-        return (int) STATE.getOpaque(this);
-    }
-
-    void state(int newState) {
-        STATE.setRelease(this, newState);
-    }
-
-    /** The handler took this command (so it hears when the response is sent). */
-    boolean reachedHandler;
-
-    /** Takes a received SQE (64 bytes at {@code offset} of {@code source}) into this context. */
+    /** Takes a received SQE (64 bytes at {@code offset} of {@code source}) into this context: NEW. */
     void begin(ByteBuffer source, int offset, long nowNanos, long sequence) {
-        for (int i = 0; i < SubmissionQueueEntry.LENGTH; i += 8) {
-            sqeBuffer.putLong(i, source.getLong(offset + i));
-        }
-        cqe.clear();
-        commandId = sqe.commandId();
-        direction = sqe.dataDirection();
-        receivedNanos = nowNanos;
-        this.sequence = sequence;
-        transfer = TRANSFER_NONE;
-        dataLength = 0;
-        data = null;
-        pooled = false;
-        reachedHandler = false;
+        beginCommand(source, offset, nowNanos, sequence);
         heldReceive = -1;
         remoteAddress = 0;
         remoteKey = 0;
         invalidateKey = 0;
-        state(READING); // "not FREE": the exact pre-execution state is set by the queue
+        state(State.NEW);
     }
 
-    void fillCompletion(int status, int sqId, int sqHead) {
-        cqe.commandId(commandId).sqId(sqId).sqHead(sqHead).status(status);
+    /** The transfer moves data by RDMA READ or WRITE, through a pool buffer. */
+    boolean keyed() {
+        return transfer == TRANSFER_READ || transfer == TRANSFER_WRITE;
+    }
+
+    // ---- waiting in the poll group -------------------------------------------------------------------------------
+
+    @Override
+    public void finishCompletion() {
+        queue.advance(this);
+    }
+
+    @Override
+    public boolean waitAbandoned() {
+        return queue.isGone();
+    }
+
+    @Override
+    public void bufferGranted(ByteBuffer buffer) {
+        queue.onBufferGranted(this, buffer);
+    }
+
+    @Override
+    public void dropWaiting() {
+        queue.dropParked(this);
     }
 
     @Override

@@ -2,6 +2,7 @@ package io.nvmeof4j.rdma;
 
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
+import io.nvmeof4j.protocol.spi.ConnectRefusedException;
 import io.nvmeof4j.protocol.spi.QueueHandler;
 import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
 import io.nvmeof4j.protocol.spi.Request;
@@ -14,7 +15,8 @@ import java.util.concurrent.LinkedBlockingQueue;
 
 /**
  * A fake command layer for the RDMA state machine tests: Write (0x01) stores into RAM at SLBA × 512, Read (0x02)
- * returns it, anything else succeeds without data. Fabrics commands (0x7F) call {@link TransportQueue#connected}.
+ * returns it, anything else succeeds without data. Fabrics commands (0x7F) are a Connect: {@link TransportQueue#install}
+ * (whose refusal is the answer), then {@link TransportQueue#connected}.
  * With {@link #hold} set, commands wait in {@link #held} for the test to complete them.
  */
 public final class RamHandlers implements QueueHandlerFactory {
@@ -56,9 +58,18 @@ public final class RamHandlers implements QueueHandlerFactory {
         ByteBuffer data = request.data();
         int at = (int) (sqe.cdw10And11() * 512);
         switch (sqe.opcode()) {
-            case 0x7F:
-                request.queue().connected(sqe.cdw(10) >>> 16, (sqe.cdw(11) & 0xFFFF) + 1, false);
+            case 0x7F: {
+                // Connect as the target does it: install (the transport may refuse), then connected.
+                int qid = sqe.cdw(10) >>> 16;
+                int sqSize = (sqe.cdw(11) & 0xFFFF) + 1;
+                try {
+                    request.queue().install(qid, sqSize);
+                } catch (ConnectRefusedException e) {
+                    return e.status();
+                }
+                request.queue().connected(qid, sqSize, false);
                 return NvmeStatus.SUCCESS;
+            }
             case 0x01:
                 data.get(0, ram, at, request.dataLength());
                 return NvmeStatus.SUCCESS;

@@ -206,6 +206,26 @@ class RdmaControllerQueueTest {
         assertThat(cqe.sqHead()).isEqualTo(2);
     }
 
+    /** Wire reference 4: the Connect's QID must be the one the CM request's private data opened the queue pair for. */
+    @Test
+    void shouldRefuseAConnectWhoseQidDiffersFromTheCmRequest() {
+        // The queue pair was opened for QID 1; the Connect asks for QID 2.
+        byte[] connect = capsule(0x7F, 0, SglDescriptor.ID_KEYED_ADDRESS, hostKeys.address(), 1024, hostKeys.rkey(),
+            null);
+        ByteBuffer b = ByteBuffer.wrap(connect).order(ByteOrder.LITTLE_ENDIAN);
+        b.put(4, (byte) 0x01).putLong(40, 0).putShort(42, (short) 2).putShort(44, (short) 31);
+        qp.deliver(connect);
+        group.poll();
+        group.poll();
+        CompletionQueueEntry cqe = lastResponse();
+        assertThat(cqe.status()).isEqualTo(NvmeStatus.FABRICS_CONNECT_INVALID_PARAMETERS | NvmeStatus.DNR);
+        assertThat(queue.queueId()).as("still unconnected").isEqualTo(-1);
+        assertThat(handlers.closed).isEmpty(); // refused, not torn down: the host may send the right Connect
+        group.poll();
+        assertThat(pool.buffersInUse()).isZero();
+        assertThat(queue.commandsOutstanding()).isZero();
+    }
+
     @Test
     void shouldTearDownOnShortCapsuleReturningEveryReceive() {
         qp.deliver(new byte[20]);
@@ -285,5 +305,32 @@ class RdmaControllerQueueTest {
         taken.forEach(pool::release);
         group.poll();
         assertThat(pool.buffersInUse()).isZero();
+    }
+
+    /**
+     * A queue the CM accepted but that never got ESTABLISHED is the poll group's too: closing the group (daemon
+     * shutdown stops the reactors before it closes the transport) destroys its queue pair and deregisters its memory.
+     */
+    @Test
+    void shouldDestroyAnAcceptedButNotEstablishedQueueWhenItsGroupCloses() {
+        QueueSizing sizing = QueueSizing.of(CmConnectRequest.encode(2, 32, 32, 1), PORT, 16, 16);
+        ByteBuffer acceptedMemory = ByteBuffer.allocateDirect(RdmaControllerQueue.memoryBytes(sizing));
+        MemoryKeys keys = memory.register(acceptedMemory);
+        FakeQueuePair acceptedQp = new FakeQueuePair(memory);
+        RdmaControllerQueue accepted = new RdmaControllerQueue(group, acceptedQp, sizing, PORT, handlers,
+            new TransportAddress(TransportType.RDMA, AddressFamily.IPV4, "10.0.2.15", "4420"), "10.0.2.15:50001",
+            acceptedMemory, keys, poolKeys, () -> memory.deregister(keys));
+        assertThat(accepted.postInitialReceives()).isZero();
+        group.adopt(accepted); // what the listener does right after rdma_accept
+        group.poll();
+        assertThat(group.acceptedCount()).isEqualTo(1);
+        assertThat(group.queueCount()).as("only the established queue is polled").isEqualTo(1);
+        assertThat(memory.registrations()).isEqualTo(4); // pool region, host memory, two queues
+
+        group.close();
+        assertThat(acceptedQp.destroyed).isTrue();
+        assertThat(qp.destroyed).isTrue();
+        assertThat(memory.registrations()).as("both queues' memory deregistered").isEqualTo(2);
+        assertThat(handlers.opened).as("the accepted queue never reached the command layer").containsExactly(queue);
     }
 }

@@ -1,44 +1,15 @@
 package io.nvmeof4j.tcp;
 
-import java.nio.ByteBuffer;
+import io.nvmeof4j.tcp.pdu.PduSendJob;
 
 /**
- * Something a connection sends: one or more PDUs, each described as up to {@link #MAX_SEGMENTS} buffers
- * (header, data, data digest, and for the last data PDU of a read the response capsule) that a gathering write
- * sends together. Jobs form an intrusive FIFO per connection ({@link #nextJob}), so queuing allocates nothing.
+ * The controller's command slots as send jobs of the PDU engine ({@link PduSendJob}): {@link TcpRequest}'s job arms
+ * its CapsuleResp, R2T and C2HData PDUs through {@link #segment} and {@link #arm} and answers the package-private
+ * calls, which only forward the engine's own. A slot's job could extend {@link PduSendJob} directly and this class go;
+ * it stayed so that {@code TcpRequest} (reworked in parallel, issue 12 item 1) did not have to change with the engine.
  * <p>Reactor thread only.
  */
-abstract class SendJob {
-    static final int MAX_SEGMENTS = 4;
-
-    final ByteBuffer[] segments = new ByteBuffer[MAX_SEGMENTS];
-    int segmentCount;
-    /** First segment that still has bytes to send. */
-    int segmentIndex;
-    /** Position of segment 0 when the current PDU was armed: tells whether any of it went out yet. */
-    private int firstSegmentStart;
-    SendJob nextJob;
-
-    /** Arms the segments of the next PDU(s); {@code segments[0..count)} must be positioned at their first byte. */
-    final void armSegments(int count) {
-        segmentCount = count;
-        segmentIndex = 0;
-        firstSegmentStart = segments[0].position();
-    }
-
-    /** Whether every byte of the armed segments has been written. */
-    final boolean armedSegmentsWritten() {
-        while (segmentIndex < segmentCount && !segments[segmentIndex].hasRemaining()) {
-            segmentIndex++;
-        }
-        return segmentIndex == segmentCount;
-    }
-
-    /** Whether part of the armed PDU already went out (it must then be finished before anything else is sent). */
-    final boolean armedSegmentsStarted() {
-        return segmentIndex > 0 || segments[0].position() != firstSegmentStart;
-    }
-
+abstract class SendJob extends PduSendJob {
     /** Whether more PDUs follow the armed ones; the connection then sends nothing else until they are armed. */
     abstract boolean hasMorePdus();
 
@@ -50,4 +21,34 @@ abstract class SendJob {
 
     /** The connection is closing or terminating and the job will not be (fully) sent: release what it holds. */
     abstract void onDropped();
+
+    /** Sets range {@code i} of the PDU(s) being armed (the engine's {@code segments}, for the slot that owns this job). */
+    final void segment(int i, java.nio.ByteBuffer buffer) {
+        segments[i] = buffer;
+    }
+
+    /** Arms ranges {@code 0..count)} set by {@link #segment}. */
+    final void arm(int count) {
+        armSegments(count);
+    }
+
+    @Override
+    protected final boolean hasNextPdu() {
+        return hasMorePdus();
+    }
+
+    @Override
+    protected final boolean armNext() {
+        return armNextPdu();
+    }
+
+    @Override
+    protected final void sent() {
+        onSent();
+    }
+
+    @Override
+    protected final void dropped() {
+        onDropped();
+    }
 }

@@ -69,7 +69,7 @@ public final class TcpControllerTransport implements ControllerTransport {
      * command slots (at least 32) and an in-capsule buffer of {@code inCapsuleDataSize} per slot.
      */
     public static long queueBufferBytes(TcpTransportOptions options, int sqSize, int inCapsuleDataSize) {
-        return TcpConnection.queueCharge(options.receiveBufferSize(), Math.max(TcpConnection.INITIAL_SLOTS, sqSize),
+        return TcpCommandSlots.queueCharge(options.receiveBufferSize(), Math.max(TcpCommandSlots.INITIAL_SLOTS, sqSize),
             inCapsuleDataSize);
     }
 

@@ -6,8 +6,7 @@ import io.nvmeof4j.protocol.spi.PendingConnections;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.QueueHandlerFactory;
 import io.nvmeof4j.protocol.spi.TransportAddress;
-import io.nvmeof4j.protocol.spi.TransportListener;
-import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.protocol.spi.transport.AbstractTransportListener;
 import io.nvmeof4j.tcp.tls.PskResolver;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -39,7 +38,7 @@ import java.util.concurrent.atomic.LongAdder;
  * <p>accept() failing (EMFILE, ENFILE, ENOBUFS) backs off exponentially from 10 ms to 1 s, logging one line a second
  * without a stack trace: the kernel keeps the connections queued in the backlog meanwhile.
  */
-final class TcpListener implements TransportListener {
+final class TcpListener extends AbstractTransportListener {
     private static final Logger LOG = LoggerFactory.getLogger(TcpListener.class);
     /** Refusals and accept failures: one line per peer address (or per port) a second. */
     static final RateLimitedLog REFUSALS = new RateLimitedLog(LOG);
@@ -51,10 +50,7 @@ final class TcpListener implements TransportListener {
 
     private final TcpControllerTransport transport;
     private final ServerSocketChannel server;
-    private final TransportAddress address;
-    private final PortOptions options;
     private final List<TcpPollGroup> groups;
-    private final QueueHandlerFactory handlers;
     private final PendingConnections pending;
     private final Thread acceptor;
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -63,12 +59,10 @@ final class TcpListener implements TransportListener {
 
     TcpListener(TcpControllerTransport transport, ServerSocketChannel server, TransportAddress address,
                 PortOptions options, List<TcpPollGroup> groups, QueueHandlerFactory handlers) {
+        super(address, options, handlers, REFUSALS);
         this.transport = transport;
         this.server = server;
-        this.address = address;
-        this.options = options;
         this.groups = List.copyOf(groups);
-        this.handlers = handlers;
         this.pending = new PendingConnections(options.connectionLimits());
         this.acceptor = new Thread(this::acceptLoop, "nvmeof-tcp-accept-" + address.trsvcid());
         this.acceptor.setDaemon(true);
@@ -77,16 +71,6 @@ final class TcpListener implements TransportListener {
     void start() {
         acceptor.start();
         LOG.info("NVMe/TCP listening on {}", address);
-    }
-
-    @Override
-    public TransportAddress address() {
-        return address;
-    }
-
-    @Override
-    public PortOptions options() {
-        return options;
     }
 
     QueueHandlerFactory handlers() {
@@ -202,30 +186,6 @@ final class TcpListener implements TransportListener {
         group.adopt(channel, this, entry);
     }
 
-    /** Counts and logs (rate-limited per peer address) a refused or closed pending connection. Any thread. */
-    void refused(InetAddress peerAddress, String peer, PendingConnections.Refusal why) {
-        try {
-            handlers.onConnectionRefused(TransportType.TCP, peer, why);
-        } catch (RuntimeException e) {
-            LOG.debug("NVMe/TCP {}: refusal hook failed", address, e);
-        }
-        ConnectionLimits limits = options.connectionLimits();
-        switch (why) {
-            case HOST_LIMIT:
-                REFUSALS.warnFrom(peerAddress, "NVMe/TCP {}: refused {}: {} connections of that address have not "
-                    + "completed Connect (max_pending_connections_per_host)", address, peer,
-                    limits.maxPendingPerHost());
-                break;
-            case PORT_LIMIT:
-                REFUSALS.warnFrom(peerAddress, "NVMe/TCP {}: closed {}, the oldest of {} connections that have not "
-                    + "completed Connect (max_pending_connections)", address, peer, limits.maxPending());
-                break;
-            default:
-                REFUSALS.warnFrom(peerAddress, "NVMe/TCP {}: closed {}: no ICReq and Connect within {} ms "
-                    + "(connect_timeout_ms)", address, peer, limits.connectTimeoutMillis());
-        }
-    }
-
     private static void closeQuietly(SocketChannel channel) {
         try {
             channel.close();
@@ -244,16 +204,7 @@ final class TcpListener implements TransportListener {
         } catch (IOException e) {
             LOG.debug("error closing the NVMe/TCP listener on {}", address, e);
         }
-        if (Thread.currentThread() != acceptor) {
-            try {
-                acceptor.join(JOIN_TIMEOUT_MILLIS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            if (acceptor.isAlive()) {
-                LOG.warn("NVMe/TCP acceptor for {} did not stop within {} ms", address, JOIN_TIMEOUT_MILLIS);
-            }
-        }
+        join(acceptor, JOIN_TIMEOUT_MILLIS, LOG);
         transport.removeListener(this);
         LOG.info("NVMe/TCP stopped listening on {}", address);
     }

@@ -2,15 +2,17 @@ package io.nvmeof4j.tcp;
 
 import io.nvmeof4j.protocol.spi.BufferPool;
 import io.nvmeof4j.protocol.spi.PendingConnections;
-import io.nvmeof4j.protocol.spi.PollGroup;
+import io.nvmeof4j.protocol.spi.transport.BufferWaitQueue;
+import io.nvmeof4j.protocol.spi.transport.CompletionInbox;
+import io.nvmeof4j.protocol.spi.transport.DataMapping;
+import io.nvmeof4j.protocol.spi.transport.FlushList;
+import io.nvmeof4j.protocol.spi.transport.PollGroupCore;
+import io.nvmeof4j.protocol.spi.reactor.SelectorPollGroup;
 import io.nvmeof4j.protocol.tcp.Crc32cDigest;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.ByteBuffer;
@@ -18,37 +20,26 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.function.Consumer;
 
 /**
- * The NVMe/TCP share of one reactor: a {@link Selector} and the connections registered with it, the reactor's
+ * The NVMe/TCP share of one reactor: a {@link SocketSelector} and the connections registered with it, the reactor's
  * data buffer pool, and the hand-over points other threads use (SPDK's poll group).
  * <p>{@link #poll()} does one round without blocking: control tasks (new connections, disconnects), ready sockets
  * (through {@code selectNow} with a reused consumer, so no selected-key set and no iterator garbage), completions
  * handed over by other threads, commands waiting for pool buffers, and pending sends. Nothing in a round allocates
  * once connections are set up.
- * <p>Completions from other threads go on an intrusive lock-free stack (each {@link TcpRequest} is its own node,
- * so the hand-over is one CAS, can never be full, and allocates nothing), drained in arrival order each round.
- * The producer wakes the selector only when the reactor is (about to be) blocked in {@link #await}.
+ * <p>Control tasks, the reactor binding and the wake-up flag are the shared {@link PollGroupCore}; completions from
+ * other threads arrive through a {@link CompletionInbox} (one CAS each, never full, nothing allocated), drained in
+ * arrival order each round, the selector woken only when the reactor is (about to be) blocked in {@link #await};
+ * commands waiting for pool buffers wait in a {@link BufferWaitQueue}; connections with sends staged this round are
+ * in a {@link FlushList}.
  */
-public final class TcpPollGroup implements PollGroup {
+public final class TcpPollGroup implements SelectorPollGroup {
     private static final Logger LOG = LoggerFactory.getLogger(TcpPollGroup.class);
 
     /** Buffers in one gathering write: several complete responses, or one multi-part data PDU. */
     private static final int IOV_LENGTH = 64;
-
-    private static final VarHandle COMPLETED_HEAD;
-
-    static {
-        try {
-            COMPLETED_HEAD = MethodHandles.lookup().findVarHandle(TcpPollGroup.class, "completedHead", TcpRequest.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
 
     final TcpControllerTransport transport;
     final BufferPool pool;
@@ -56,34 +47,24 @@ public final class TcpPollGroup implements PollGroup {
     /** Shared by the group's connections: everything here runs on the reactor thread. */
     final Crc32cDigest crc = new Crc32cDigest();
     final ByteBuffer[] iov = new ByteBuffer[IOV_LENGTH];
+    /** The SGL rules' flyweight result, used by the group's connections one command at a time. */
+    final DataMapping dataMapping = DataMapping.forTcp();
 
-    private final Selector selector;
-    private final Consumer<SelectionKey> readyKeyHandler = this::onKeyReady;
-    private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
-    private volatile Thread reactorThread;
-    private volatile boolean sleeping;
-    private volatile boolean closed;
-    @SuppressWarnings("unused") // accessed through COMPLETED_HEAD
-    private volatile TcpRequest completedHead;
+    private final SocketSelector selector = new SocketSelector("NVMe/TCP poll group", this::onKeyReady);
+    private final PollGroupCore core;
+    private final CompletionInbox<TcpRequest> inbox = new CompletionInbox<>();
+    private final BufferWaitQueue<TcpRequest> bufferWaits;
 
     private final List<TcpConnection> connections = new ArrayList<>();
-    private TcpConnection[] flushList = new TcpConnection[16];
-    private int flushCount;
+    private final FlushList<TcpConnection> flushList = new FlushList<>(16);
     private final List<TcpConnection> terminating = new ArrayList<>();
-    private TcpRequest parkedHead;
-    private TcpRequest parkedTail;
-    /** Written by the reactor only. */
-    private volatile long bufferWaits;
 
     TcpPollGroup(TcpControllerTransport transport, BufferPool pool, TcpTransportOptions options) {
         this.transport = transport;
         this.pool = pool;
         this.options = options;
-        try {
-            this.selector = Selector.open();
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot open a selector for an NVMe/TCP poll group", e);
-        }
+        this.core = new PollGroupCore("NVMe/TCP poll group", selector::wakeup);
+        this.bufferWaits = new BufferWaitQueue<>(pool);
     }
 
     /** The pool this group draws data buffers from. */
@@ -96,32 +77,24 @@ public final class TcpPollGroup implements PollGroup {
         return connections.size();
     }
 
-    Thread reactorThread() {
-        return reactorThread;
+    boolean inReactorThread() {
+        return core.inReactorThread();
     }
 
     // ---- PollGroup ---------------------------------------------------------------------------------------------
 
     @Override
     public int poll() {
-        bindReactorThread();
-        int work = 0;
-        if (!tasks.isEmpty()) {
-            work += runTasks();
-        }
-        try {
-            work += selector.selectNow(readyKeyHandler);
-        } catch (IOException e) {
-            throw new UncheckedIOException("NVMe/TCP poll group selector failed", e);
-        }
-        work += drainCompletions();
-        if (parkedHead != null) {
-            work += retryParked();
+        int work = core.beginPoll();
+        work += selector.selectNow();
+        work += inbox.drain();
+        if (!bufferWaits.isEmpty()) {
+            work += bufferWaits.grant();
         }
         work += flushAll();
-        if (parkedHead != null) {
+        if (!bufferWaits.isEmpty()) {
             // Sends just finished may have returned buffers: let waiting commands have them in this round.
-            int granted = retryParked();
+            int granted = bufferWaits.grant();
             if (granted > 0) {
                 work += granted + flushAll();
             }
@@ -134,22 +107,14 @@ public final class TcpPollGroup implements PollGroup {
 
     @Override
     public void await(long timeoutNanos) {
-        bindReactorThread();
-        sleeping = true; // volatile write, then the volatile reads below: pairs with enqueueCompletion (Dekker)
+        core.beginWait(); // then the volatile reads below: pairs with enqueueCompletion (PollGroupCore)
         try {
-            if (completedHead != null || !tasks.isEmpty() || flushCount > 0) {
+            if (!inbox.isEmpty() || core.hasTasks() || flushList.size() > 0) {
                 return;
             }
-            if (timeoutNanos <= 0) {
-                selector.selectNow(readyKeyHandler);
-            } else {
-                long millis = Math.max(1L, (timeoutNanos + 999_999L) / 1_000_000L);
-                selector.select(readyKeyHandler, millis);
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("NVMe/TCP poll group selector failed", e);
+            selector.select(timeoutNanos);
         } finally {
-            sleeping = false;
+            core.endWait();
         }
     }
 
@@ -158,48 +123,36 @@ public final class TcpPollGroup implements PollGroup {
         selector.wakeup();
     }
 
+    /** The reactor's one wait primitive: its io_uring wakes this selector too (SelectorPollGroup). */
+    @Override
+    public Selector selector() {
+        return selector.nioSelector();
+    }
+
     @Override
     public void close() {
-        if (closed) {
+        if (!core.markClosed()) {
             return;
         }
-        closed = true;
-        runTasks(); // hand-overs still queued: their sockets get closed (register sees closed)
+        core.runTasks(); // hand-overs still queued: their sockets get closed (register sees closed)
         for (TcpConnection connection : new ArrayList<>(connections)) {
             connection.close("poll group closed");
         }
-        drainCompletions();
-        while (parkedHead != null) {
-            TcpRequest request = parkedHead;
-            parkedHead = request.parkedNext;
-            request.parkedNext = null;
-            request.connection.dropParked(request);
-        }
-        parkedTail = null;
-        try {
-            selector.close();
-        } catch (IOException e) {
-            LOG.debug("error closing an NVMe/TCP poll group selector", e);
-        }
-    }
-
-    private void bindReactorThread() {
-        if (reactorThread == null) {
-            reactorThread = Thread.currentThread();
-        }
+        inbox.drain();
+        bufferWaits.dropAll();
+        selector.close();
     }
 
     // ---- hand-over from other threads ----------------------------------------------------------------------------
 
     /** Any thread: runs {@code task} on the reactor thread during a coming {@link #poll()}. */
     void execute(Runnable task) {
-        tasks.add(task);
-        selector.wakeup();
+        core.execute(task);
     }
 
     /** Acceptor thread: a new connection for this group. */
     void adopt(SocketChannel channel, TcpListener listener, PendingConnections.Entry pending) {
-        if (closed) {
+        if (core.isClosed()) {
             pending.release();
             closeQuietly(channel);
             return;
@@ -209,58 +162,14 @@ public final class TcpPollGroup implements PollGroup {
 
     /** Any thread other than the reactor: a command completed; the reactor finishes it. */
     void enqueueCompletion(TcpRequest request) {
-        TcpRequest head;
-        do {
-            head = completedHead;
-            request.completedNext = head;
-        } while (!COMPLETED_HEAD.compareAndSet(this, head, request));
-        if (sleeping) {
-            selector.wakeup();
-        }
-    }
-
-    private int runTasks() {
-        int n = 0;
-        Runnable task;
-        while ((task = tasks.poll()) != null) {
-            n++;
-            try {
-                task.run();
-            } catch (RuntimeException e) {
-                LOG.error("task on an NVMe/TCP poll group failed", e);
-            }
-        }
-        return n;
-    }
-
-    private int drainCompletions() {
-        if (completedHead == null) {
-            return 0;
-        }
-        TcpRequest stack = (TcpRequest) COMPLETED_HEAD.getAndSet(this, (TcpRequest) null);
-        // The stack is newest first: reverse it so completions go out in the order they happened.
-        TcpRequest fifo = null;
-        while (stack != null) {
-            TcpRequest next = stack.completedNext;
-            stack.completedNext = fifo;
-            fifo = stack;
-            stack = next;
-        }
-        int n = 0;
-        while (fifo != null) {
-            TcpRequest next = fifo.completedNext;
-            fifo.completedNext = null;
-            fifo.connection.onCompleted(fifo, fifo.completionStatus);
-            fifo = next;
-            n++;
-        }
-        return n;
+        inbox.push(request);
+        core.wakeIfSleeping();
     }
 
     // ---- connections -------------------------------------------------------------------------------------------
 
     private void register(SocketChannel channel, TcpListener listener, PendingConnections.Entry pending) {
-        if (closed) {
+        if (core.isClosed()) {
             pending.release();
             closeQuietly(channel);
             return;
@@ -278,11 +187,9 @@ public final class TcpPollGroup implements PollGroup {
                 closeQuietly(channel);
                 return;
             }
-            connection.key = channel.register(selector, SelectionKey.OP_READ, connection);
+            connection.key = selector.register(channel, SelectionKey.OP_READ, connection);
             connections.add(connection);
-            if (flushList.length < connections.size()) {
-                flushList = Arrays.copyOf(flushList, connections.size() * 2);
-            }
+            flushList.ensureCapacity(connections.size());
             LOG.debug("NVMe/TCP connection from {} on {}", peer, listener.address());
         } catch (IOException | RuntimeException | OutOfMemoryError e) {
             // OutOfMemoryError too: a connection's receive buffer is direct memory, which a flood can use up; the
@@ -334,29 +241,19 @@ public final class TcpPollGroup implements PollGroup {
 
     void requestFlush(TcpConnection connection) {
         connection.inFlushList = true;
-        if (flushCount == flushList.length) {
-            flushList = Arrays.copyOf(flushList, flushCount * 2); // only with closed connections still listed
-        }
-        flushList[flushCount++] = connection;
+        flushList.add(connection);
     }
 
     private int flushAll() {
-        int count = flushCount;
-        if (count == 0) {
-            return 0;
-        }
+        int count = flushList.size();
         int work = 0;
         for (int i = 0; i < count; i++) {
-            TcpConnection connection = flushList[i];
-            flushList[i] = null;
+            TcpConnection connection = flushList.take(i);
             connection.inFlushList = false;
             work += connection.flush();
         }
-        // Connections that asked again during the loop were appended after the snapshot: move them down.
-        int later = flushCount - count;
-        System.arraycopy(flushList, count, flushList, 0, later);
-        Arrays.fill(flushList, later, flushCount, null);
-        flushCount = later;
+        // Connections that asked again during the loop were appended after the snapshot: keep them for next time.
+        flushList.keepAfter(count);
         return work;
     }
 
@@ -379,57 +276,21 @@ public final class TcpPollGroup implements PollGroup {
 
     /** A pool buffer, unless the pool is dry or commands are already waiting (first come, first served). */
     ByteBuffer acquireInOrder(int length) {
-        return parkedHead != null ? null : pool.acquire(length);
+        return bufferWaits.acquireInOrder(length);
     }
 
     /** Commands that found the data-buffer pool dry (or others waiting) and waited for a buffer. Any thread. */
     public long bufferWaits() {
-        return bufferWaits;
+        return bufferWaits.waits();
     }
 
     void release(ByteBuffer buffer) {
-        pool.release(buffer);
+        bufferWaits.release(buffer);
     }
 
     /** Queues a command until the pool can give it a buffer. */
     void park(TcpRequest request) {
-        bufferWaits = bufferWaits + 1; // the reactor is the only writer
-        request.parkedNext = null;
-        if (parkedTail == null) {
-            parkedHead = request;
-        } else {
-            parkedTail.parkedNext = request;
-        }
-        parkedTail = request;
-    }
-
-    private int retryParked() {
-        int granted = 0;
-        while (parkedHead != null) {
-            TcpRequest request = parkedHead;
-            if (request.connection.isGone()) {
-                popParked();
-                request.connection.dropParked(request);
-                continue;
-            }
-            ByteBuffer buffer = pool.acquire(request.dataLength);
-            if (buffer == null) {
-                break;
-            }
-            popParked();
-            granted++;
-            request.connection.onBufferGranted(request, buffer);
-        }
-        return granted;
-    }
-
-    private void popParked() {
-        TcpRequest request = parkedHead;
-        parkedHead = request.parkedNext;
-        if (parkedHead == null) {
-            parkedTail = null;
-        }
-        request.parkedNext = null;
+        bufferWaits.park(request);
     }
 
     @Override

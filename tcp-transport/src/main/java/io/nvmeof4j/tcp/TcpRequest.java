@@ -1,44 +1,53 @@
 package io.nvmeof4j.tcp;
 
-import io.nvmeof4j.protocol.command.CompletionQueueEntry;
-import io.nvmeof4j.protocol.command.DataDirection;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
-import io.nvmeof4j.protocol.spi.Request;
 import io.nvmeof4j.protocol.spi.TransportQueue;
+import io.nvmeof4j.protocol.spi.transport.BufferWaitQueue;
+import io.nvmeof4j.protocol.spi.transport.CompletionInbox;
+import io.nvmeof4j.protocol.spi.transport.DataMapping;
+import io.nvmeof4j.protocol.spi.transport.TransportRequest;
 import io.nvmeof4j.protocol.tcp.C2HDataPdu;
 import io.nvmeof4j.protocol.tcp.CapsuleRespPdu;
 import io.nvmeof4j.protocol.tcp.PduFlyweight;
 import io.nvmeof4j.protocol.tcp.PduType;
 import io.nvmeof4j.protocol.tcp.R2TPdu;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
 /**
  * One command slot of a connection, reused for every command that lands in it; its index is the TTAG of the R2Ts
- * it sends. It owns preallocated views of the connection's slot memory: the received SQE, the CapsuleResp PDU
- * (whose CQE the handler fills in place), the header of the R2T or C2HData PDU being sent, and a data digest.
- * Its in-capsule data lands in a buffer of its own ({@link #inCapsuleBuffer}); R2T and C2H data in a pool buffer.
- * <p>Life of a slot: FREE → RECEIVING (in-capsule data or R2T/H2CData) or PARKED (an R2T or C2H command waiting
- * for a pool buffer) →
- * EXECUTING (with the handler) → COMPLETING (complete() called, maybe handed over from another thread) →
- * SENDING → FREE. Everything but {@link #complete} runs on the reactor thread.
+ * it sends. The shared {@link TransportRequest} (the received SQE in the slot's memory, the CQE inside the slot's
+ * CapsuleResp PDU, which the handler fills in place) plus what NVMe/TCP adds: the header of the R2T or C2HData PDU
+ * being sent, a data digest, the H2C progress, and the slot's own buffer for in-capsule data
+ * ({@link #inCapsuleBuffer}); R2T and C2H data go through a pool buffer. Its PDUs go out as one job ({@link #send})
+ * of the connection's send queue.
+ * <p>Its life is {@link State}, moved by its connection; everything but {@link #complete} runs on the reactor thread.
+ * Between states it may wait in its poll group's {@link BufferWaitQueue} (PARKED) or, when completed on another
+ * thread, in its {@link CompletionInbox} (COMPLETING).
  */
-final class TcpRequest extends SendJob implements Request {
-    static final int FREE = 0;
-    static final int RECEIVING = 1;
-    static final int PARKED = 2;
-    static final int EXECUTING = 3;
-    static final int COMPLETING = 4;
-    static final int SENDING = 5;
+final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
+    /** A slot's states (SPDK's {@code spdk_nvmf_tcp_req_state}, reduced to what this target does). */
+    enum State {
+        /** On the connection's free list. */
+        FREE,
+        /** Taken by a capsule: its in-capsule data, or (after the R2T) its H2CData, is arriving. */
+        RECEIVING,
+        /** An R2T or C2H command waiting in the poll group's buffer wait queue for a pool buffer. */
+        PARKED,
+        /** With the command layer, which will call {@link #complete}. */
+        EXECUTING,
+        /** {@link #complete} was called (maybe on another thread): the reactor queues the response next. */
+        COMPLETING,
+        /** Its C2HData and CapsuleResp PDUs are queued or being written; FREE once written. */
+        SENDING
+    }
 
-    /** How the command's data moves. */
-    static final int TRANSFER_NONE = 0;
-    static final int TRANSFER_IN_CAPSULE = 1;
-    static final int TRANSFER_R2T = 2;
-    static final int TRANSFER_C2H = 3;
+    /** How the command's data moves: the shared kinds ({@link DataMapping}) under their NVMe/TCP names. */
+    static final int TRANSFER_NONE = DataMapping.TRANSFER_NONE;
+    static final int TRANSFER_IN_CAPSULE = DataMapping.TRANSFER_IN_CAPSULE;
+    static final int TRANSFER_R2T = DataMapping.TRANSFER_FROM_HOST;
+    static final int TRANSFER_C2H = DataMapping.TRANSFER_TO_HOST;
 
     private static final int SEND_RESPONSE = 0;
     private static final int SEND_R2T = 1;
@@ -53,76 +62,49 @@ final class TcpRequest extends SendJob implements Request {
     private static final int DATA_HEADER_BYTES = 128;
     private static final int DATA_DIGEST_AT = 224;
 
-    private static final VarHandle STATE;
-
-    static {
-        try {
-            STATE = MethodHandles.lookup().findVarHandle(TcpRequest.class, "state", int.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
     final TcpConnection connection;
     /** Slot index, sent as TTAG. */
     final int tag;
+    /** This slot's PDUs as one job of the connection's send queue. */
+    final SendJob send = new Send();
 
-    private final SubmissionQueueEntry sqe = new SubmissionQueueEntry();
-    private final ByteBuffer sqeBuffer;
     private final ByteBuffer responsePdu;
-    private final CapsuleRespPdu response = new CapsuleRespPdu();
-    private final CompletionQueueEntry cqe;
+    private final CapsuleRespPdu response;
     private final ByteBuffer dataHeader;
     private final C2HDataPdu c2hData = new C2HDataPdu();
     private final R2TPdu r2t = new R2TPdu();
     private final ByteBuffer dataDigest;
 
-    @SuppressWarnings("unused") // accessed through STATE
-    private volatile int state;
-    int commandId;
-    DataDirection direction = DataDirection.NONE;
-    int transfer;
-    int dataLength;
-    ByteBuffer data;
-    /** {@link #data} is a buffer of the poll group's pool, to be given back when the slot is done. */
-    boolean dataPooled;
     /**
      * This slot's buffer for in-capsule data (before Connect, the queue's one buffer for Connect's data), null when
      * the queue takes none: in-capsule data never waits for the pool. Set by the connection at ICReq and Connect.
      */
     ByteBuffer inCapsuleBuffer;
-    long receivedNanos;
-    long sequence;
-    private Object attachment;
 
     /** H2C: bytes received so far (the DATAO the next H2CData must carry). */
     int h2cReceived;
     /** H2C: the R2T has been written, H2CData for this TTAG is now legal. */
     boolean r2tSent;
-    /** The handler took this command (so it hears when the response is sent). */
-    boolean reachedHandler;
 
     private int sendKind;
     private int sendOffset;
     private boolean successFlag;
 
-    /** Status handed over by a completion from another thread. */
-    int completionStatus;
-    /** Intrusive links: the poll group's completion stack and its FIFO of commands waiting for a buffer. */
-    TcpRequest completedNext;
-    TcpRequest parkedNext;
-
     TcpRequest(TcpConnection connection, int tag, ByteBuffer slotMemory, int slotOffset) {
+        this(connection, tag, slotMemory, slotOffset, new CapsuleRespPdu(),
+            view(slotMemory, slotOffset + RESPONSE_AT, CapsuleRespPdu.HEADER_LENGTH + PduFlyweight.DIGEST_LENGTH));
+    }
+
+    private TcpRequest(TcpConnection connection, int tag, ByteBuffer slotMemory, int slotOffset,
+                       CapsuleRespPdu response, ByteBuffer responsePdu) {
+        super(view(slotMemory, slotOffset + SQE_AT, SubmissionQueueEntry.LENGTH), response.wrap(responsePdu, 0).cqe(),
+            State.FREE, State.EXECUTING, State.COMPLETING);
         this.connection = connection;
         this.tag = tag;
-        this.sqeBuffer = view(slotMemory, slotOffset + SQE_AT, SubmissionQueueEntry.LENGTH);
-        this.responsePdu = view(slotMemory, slotOffset + RESPONSE_AT,
-            CapsuleRespPdu.HEADER_LENGTH + PduFlyweight.DIGEST_LENGTH);
+        this.response = response;
+        this.responsePdu = responsePdu;
         this.dataHeader = view(slotMemory, slotOffset + DATA_HEADER_AT, DATA_HEADER_BYTES);
         this.dataDigest = view(slotMemory, slotOffset + DATA_DIGEST_AT, PduFlyweight.DIGEST_LENGTH);
-        sqe.wrap(sqeBuffer, 0);
-        response.wrap(responsePdu, 0);
-        cqe = response.cqe();
         c2hData.wrap(dataHeader, 0);
         r2t.wrap(dataHeader, 0);
     }
@@ -142,104 +124,34 @@ final class TcpRequest extends SendJob implements Request {
     }
 
     @Override
-    public SubmissionQueueEntry command() {
-        return sqe;
-    }
-
-    @Override
-    public CompletionQueueEntry response() {
-        return cqe;
-    }
-
-    @Override
-    public ByteBuffer data() {
-        return data;
-    }
-
-    @Override
-    public int dataLength() {
-        return dataLength;
-    }
-
-    @Override
-    public long receivedNanos() {
-        return receivedNanos;
-    }
-
-    @Override
-    public long sequence() {
-        return sequence;
-    }
-
-    @Override
-    public void complete(int nvmeStatus) {
-        if (!STATE.compareAndSet(this, EXECUTING, COMPLETING)) {
-            throw new IllegalStateException("command " + commandId + " on " + connection.peer()
-                + " completed twice, or completed while not executing");
-        }
-        TcpPollGroup group = connection.group;
-        if (Thread.currentThread() == group.reactorThread()) {
-            connection.onCompleted(this, nvmeStatus);
+    protected void completed() {
+        if (connection.group.inReactorThread()) {
+            connection.onCompleted(this, completionStatus);
         } else {
-            completionStatus = nvmeStatus;
-            group.enqueueCompletion(this); // its CAS publishes the status and the handler's data writes
+            connection.group.enqueueCompletion(this);
         }
     }
 
-    /** Takes back a command the handler failed on, unless it was completed meanwhile. */
-    boolean abandon() {
-        return STATE.compareAndSet(this, EXECUTING, COMPLETING);
-    }
-
     @Override
-    public Object attachment() {
-        return attachment;
-    }
-
-    @Override
-    public void attach(Object attachment) {
-        this.attachment = attachment;
+    public int slot() {
+        return tag;
     }
 
     // ---- slot lifecycle (reactor thread) -----------------------------------------------------------------------
 
-    int state() {
-        return (int) STATE.getOpaque(this);
-    }
-
-    void state(int newState) {
-        STATE.setRelease(this, newState);
-    }
-
-    /** Takes a freshly received SQE (64 bytes at {@code sqeOffset} of {@code source}) into this slot. */
+    /** Takes a freshly received SQE (64 bytes at {@code sqeOffset} of {@code source}) into this slot: RECEIVING. */
     void begin(ByteBuffer source, int sqeOffset, long nowNanos, long sequence) {
-        for (int i = 0; i < SubmissionQueueEntry.LENGTH; i += 8) {
-            sqeBuffer.putLong(i, source.getLong(sqeOffset + i));
-        }
-        cqe.clear();
-        commandId = sqe.commandId();
-        direction = sqe.dataDirection();
-        receivedNanos = nowNanos;
-        this.sequence = sequence;
-        transfer = TRANSFER_NONE;
-        dataLength = 0;
-        data = null;
+        beginCommand(source, sqeOffset, nowNanos, sequence);
         h2cReceived = 0;
         r2tSent = false;
-        reachedHandler = false;
-        state(RECEIVING);
-    }
-
-    /** Fills the CQE fields the transport owns. */
-    void fillCompletion(int status, int sqId, int sqHead) {
-        cqe.commandId(commandId).sqId(sqId).sqHead(sqHead).status(status);
+        state(State.RECEIVING);
     }
 
     /** Arms a CapsuleResp as the only PDU of this job. */
     void armResponse(int headerDigestLength) {
         sendKind = SEND_RESPONSE;
-        segments[0] = prepareResponsePdu(headerDigestLength);
-        armSegments(1);
+        send.segment(0, prepareResponsePdu(headerDigestLength));
+        send.arm(1);
     }
 
     /** Arms one R2T for the whole transfer (as nvmet does: the host splits its answer at MAXH2CDATA). */
@@ -257,8 +169,8 @@ final class TcpRequest extends SendJob implements Request {
         }
         dataHeader.position(0);
         dataHeader.limit(R2TPdu.HEADER_LENGTH + headerDigestLength);
-        segments[0] = dataHeader;
-        armSegments(1);
+        send.segment(0, dataHeader);
+        send.arm(1);
     }
 
     /**
@@ -298,20 +210,20 @@ final class TcpRequest extends SendJob implements Request {
         dataHeader.position(0);
         dataHeader.limit(pdo);
         int n = 0;
-        segments[n++] = dataHeader;
+        send.segment(n++, dataHeader);
         data.limit(sendOffset + chunk);
         data.position(sendOffset);
-        segments[n++] = data;
+        send.segment(n++, data);
         if (ddgst > 0) {
             dataDigest.putInt(0, c.group.crc.compute(data, sendOffset, chunk));
             dataDigest.clear();
-            segments[n++] = dataDigest;
+            send.segment(n++, dataDigest);
         }
         if (last && !successFlag) {
-            segments[n++] = prepareResponsePdu(hdgst);
+            send.segment(n++, prepareResponsePdu(hdgst));
         }
         sendOffset += chunk;
-        armSegments(n);
+        send.arm(n);
     }
 
     private ByteBuffer prepareResponsePdu(int headerDigestLength) {
@@ -331,33 +243,63 @@ final class TcpRequest extends SendJob implements Request {
         return responsePdu;
     }
 
-    @Override
-    boolean hasMorePdus() {
-        return sendKind == SEND_C2H_DATA && sendOffset < dataLength;
-    }
-
-    @Override
-    boolean armNextPdu() {
-        if (hasMorePdus()) {
-            armNextC2HDataPdu();
-            return true;
+    /** The slot's PDUs as a job of the connection's send queue. */
+    private final class Send extends SendJob {
+        @Override
+        boolean hasMorePdus() {
+            return sendKind == SEND_C2H_DATA && sendOffset < dataLength;
         }
-        return false;
-    }
 
-    @Override
-    void onSent() {
-        if (sendKind == SEND_R2T) {
-            r2tSent = true; // still RECEIVING: H2CData for this TTAG may now arrive
-        } else {
-            connection.responseSent(this);
-            connection.recycle(this);
+        @Override
+        boolean armNextPdu() {
+            if (hasMorePdus()) {
+                armNextC2HDataPdu();
+                return true;
+            }
+            return false;
+        }
+
+        @Override
+        void onSent() {
+            if (sendKind == SEND_R2T) {
+                r2tSent = true; // still RECEIVING: H2CData for this TTAG may now arrive
+            } else {
+                connection.responseSent(TcpRequest.this);
+                connection.recycle(TcpRequest.this);
+            }
+        }
+
+        @Override
+        void onDropped() {
+            connection.recycle(TcpRequest.this);
+        }
+
+        @Override
+        public String toString() {
+            return TcpRequest.this.toString();
         }
     }
 
+    // ---- waiting in the poll group -------------------------------------------------------------------------------
+
     @Override
-    void onDropped() {
-        connection.recycle(this);
+    public void finishCompletion() {
+        connection.onCompleted(this, completionStatus);
+    }
+
+    @Override
+    public boolean waitAbandoned() {
+        return connection.isGone();
+    }
+
+    @Override
+    public void bufferGranted(ByteBuffer buffer) {
+        connection.onBufferGranted(this, buffer);
+    }
+
+    @Override
+    public void dropWaiting() {
+        connection.dropParked(this);
     }
 
     @Override

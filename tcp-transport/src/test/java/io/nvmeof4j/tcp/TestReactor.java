@@ -1,70 +1,71 @@
 package io.nvmeof4j.tcp;
 
 import io.nvmeof4j.protocol.spi.PollGroup;
+import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
+import io.nvmeof4j.protocol.spi.reactor.ReactorLoop;
 
 import java.util.concurrent.TimeUnit;
 
 /**
- * A minimal reactor for tests: one thread polling a group, spinning briefly when idle, then blocking in
- * {@code await} for at most a millisecond. Closes the group when stopped, as a real reactor does.
+ * A minimal reactor for tests of both roles (a target's poll group, a host's): the shared {@link ReactorLoop} over one
+ * group (spin briefly when idle, then block in
+ * {@code await} for at most a millisecond). Closes the group when stopped, as a real reactor does.
  */
-final class TestReactor implements AutoCloseable {
-    private static final int IDLE_SPINS = 200;
-    private static final long AWAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+public final class TestReactor implements AutoCloseable {
+    private static final long MAX_AWAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
 
-    private final PollGroup group;
-    private final Thread thread;
-    private volatile boolean running = true;
+    private final ReactorLoop loop;
     private volatile Throwable failure;
 
-    TestReactor(String name, PollGroup group) {
-        this.group = group;
-        this.thread = new Thread(this::run, name);
-        this.thread.setDaemon(true);
-        this.thread.start();
-    }
-
-    private void run() {
-        try {
-            while (running) {
-                if (group.poll() > 0) {
-                    continue;
-                }
-                boolean worked = false;
-                for (int i = 0; i < IDLE_SPINS && running; i++) {
-                    if (group.poll() > 0) {
-                        worked = true;
-                        break;
-                    }
-                    Thread.onSpinWait();
-                }
-                if (!worked && running) {
-                    group.await(AWAIT_NANOS);
+    public TestReactor(String name, PollGroup group) {
+        this.loop = new ReactorLoop(name, new ReactorLoop.Agent() {
+            @Override
+            public int doWork() {
+                try {
+                    return group.poll();
+                } catch (RuntimeException | Error e) {
+                    failure = e;
+                    throw e;
                 }
             }
-        } catch (Throwable t) {
-            failure = t;
-        } finally {
-            group.close();
-        }
+
+            @Override
+            public boolean hasPendingWork() {
+                return false;
+            }
+
+            @Override
+            public void await(long timeoutNanos) {
+                group.await(timeoutNanos);
+            }
+
+            @Override
+            public void wakeup() {
+                group.wakeup();
+            }
+
+            @Override
+            public void onStop() {
+                group.close();
+            }
+        }, wait -> AdaptiveIdleStrategy.forCurrentThread(name, wait, AdaptiveIdleStrategy.SPIN_NANOS_DEFAULT,
+            MAX_AWAIT_NANOS), body -> new Thread(body, name));
+        loop.start();
     }
 
-    Thread thread() {
-        return thread;
+    public Thread thread() {
+        return loop.thread();
     }
 
     /** Non-null if the loop died with an exception (a transport bug). */
-    Throwable failure() {
+    public Throwable failure() {
         return failure;
     }
 
     @Override
-    public void close() throws InterruptedException {
-        running = false;
-        group.wakeup();
-        thread.join(TimeUnit.SECONDS.toMillis(5));
-        if (thread.isAlive()) {
-            throw new IllegalStateException("reactor " + thread.getName() + " did not stop within 5 s");
+    public void close() {
+        if (!loop.stop(TimeUnit.SECONDS.toNanos(5))) {
+            throw new IllegalStateException("reactor " + loop.name() + " did not stop within 5 s");
         }
     }
 }

@@ -26,14 +26,19 @@ import static org.assertj.core.api.Assertions.assertThat;
  * completion-channel waits, CM reject with private data, connect to nothing and unroutable addresses within their
  * timeouts, disconnect flushing receives, closing everything twice) with the JUnit Platform console launcher
  * inside the guest ({@code integration-tests/vm/guest/rdma-jni.sh}). The library is loaded from the native jar.
+ * In the same boot and launcher run: {@link RdmaSoftRoceConformance}, the transport conformance suite over our
+ * NVMe-oF/RDMA host and controller transports on {@code rxe0} (docs/testing.md).
  *
- * <p>Asserts on the launcher's XML report: as many tests as the class has {@code @Test} methods, none failed,
+ * <p>Asserts on the launcher's XML report: as many tests as the classes have {@code @Test} methods, none failed,
  * errored or skipped. Set {@code NVMEOF4J_SKIP_VM_TESTS=1} to skip; logs stay in
  * {@code integration-tests/target/vm-rdma-jni-it-<time>/}.
  */
 class RdmaJniIT {
-    private static final String CHECKS = "io.nvmeof4j.jni.rdma.RdmaDeviceChecks";
-    private static final Duration GUEST_TIMEOUT = Duration.ofSeconds(Long.getLong("nvmeof4j.it.guestSeconds", 300));
+    private static final List<String> CHECKS = List.of("io.nvmeof4j.jni.rdma.RdmaDeviceChecks",
+        RdmaSoftRoceConformance.class.getName());
+    private static final Duration GUEST_TIMEOUT = Duration.ofSeconds(Long.getLong("nvmeof4j.it.guestSeconds", 480));
+    /** The launcher's own bound inside the guest (rdma-jni.sh's CHECKS_TIMEOUT), below the guest's. */
+    private static final long CHECKS_TIMEOUT_SECONDS = GUEST_TIMEOUT.toSeconds() - 90;
 
     private static Path vm;
 
@@ -50,22 +55,33 @@ class RdmaJniIT {
         List<String> classpath = testClasspath();
         String console = classpath.stream().filter(e -> e.contains("junit-platform-console-standalone")).findFirst()
             .orElseThrow(() -> new AssertionError("junit-platform-console-standalone not on " + classpath));
-        // The checks' own classpath: the native jar (the .so inside) and its test jar, plus AssertJ; JUnit comes
-        // from the standalone launcher.
+        // The checks' own classpath: the native jar (the .so inside) and its test jar, plus AssertJ; for the
+        // conformance suite the protocol, rdma-transport and transport-conformance jars, SLF4J's API (no binding:
+        // silent) and this module's test classes. JUnit comes from the standalone launcher.
         List<String> checksCp = classpath.stream().filter(e -> {
             String name = Path.of(e).getFileName().toString();
-            return e.contains("/native/target/") || name.startsWith("native-") || name.startsWith("assertj-core");
+            return e.contains("/native/target/") || name.startsWith("native-") || name.startsWith("assertj-core")
+                || e.contains("/nvmeof-protocol/target/") || name.startsWith("nvmeof-protocol-")
+                || e.contains("/rdma-transport/target/") || name.startsWith("rdma-transport-")
+                || e.contains("/transport-conformance/target/") || name.startsWith("transport-conformance-")
+                || name.startsWith("slf4j-api") || e.endsWith("/integration-tests/target/test-classes");
         }).toList();
-        assertThat(checksCp).as("native jar, native test jar and assertj in %s", classpath).hasSizeGreaterThanOrEqualTo(3);
-        int expectedTests = testMethods(CHECKS);
-        assertThat(expectedTests).isGreaterThanOrEqualTo(10);
+        assertThat(checksCp).as("native jar, native test jar, assertj, protocol, rdma-transport, conformance suite, "
+            + "slf4j-api and this module's test classes in %s", classpath).hasSizeGreaterThanOrEqualTo(8);
+        int expectedTests = 0;
+        for (String checks : CHECKS) {
+            int n = testMethods(checks);
+            assertThat(n).as("@Test methods of %s", checks).isGreaterThanOrEqualTo(8);
+            expectedTests += n;
+        }
 
         List<String> cmd = new ArrayList<>(List.of(vm.resolve("run-guest.sh").toString(),
             "--timeout", Long.toString(GUEST_TIMEOUT.toSeconds()), "--results", results.toString(),
             "--env", "CONSOLE_JAR=" + console,
             "--env", "CHECKS_CP=" + String.join(File.pathSeparator, checksCp),
             "--env", "JAVA_BIN=" + Path.of(System.getProperty("java.home"), "bin", "java"),
-            "--env", "CHECK_CLASSES=" + CHECKS,
+            "--env", "CHECK_CLASSES=" + String.join(" ", CHECKS),
+            "--env", "CHECKS_TIMEOUT=" + CHECKS_TIMEOUT_SECONDS,
             vm.resolve("guest/rdma-jni.sh").toString()));
         long t0 = System.nanoTime();
         VmHarness.Result guest = VmHarness.run(cmd, java.util.Map.of(), GUEST_TIMEOUT.plusSeconds(60), "[guest] ",
@@ -105,10 +121,14 @@ class RdmaJniIT {
         return (Element) suites.item(0);
     }
 
-    /** The @Test methods of the checks class (loaded from native's test jar on this classpath). */
+    /** The @Test methods of a checks class and its superclasses (the conformance suite's are inherited). */
     private static int testMethods(String className) throws Exception {
-        Class<?> checks = Class.forName(className, false, RdmaJniIT.class.getClassLoader());
-        return (int) Arrays.stream(checks.getDeclaredMethods()).filter(RdmaJniIT::isTest).count();
+        int n = 0;
+        for (Class<?> c = Class.forName(className, false, RdmaJniIT.class.getClassLoader()); c != null;
+             c = c.getSuperclass()) {
+            n += (int) Arrays.stream(c.getDeclaredMethods()).filter(RdmaJniIT::isTest).count();
+        }
+        return n;
     }
 
     private static boolean isTest(Method m) {

@@ -21,6 +21,8 @@ public final class BdevIoChannel extends NativeHandle {
     public static final int OP_FLUSH = 2;
     public static final int OP_WRITE_ZEROES = 3;
     public static final int OP_UNMAP = 4;
+    /** {@link #delay}: no device access. */
+    public static final int OP_DELAY = BdevNative.OP_DELAY;
 
     private final BdevDescriptor descriptor;
     private final BdevPollGroup group;
@@ -91,6 +93,17 @@ public final class BdevIoChannel extends NativeHandle {
     /** Deallocates the range (hole punch on a file: reads return zeros; discard on a block device). */
     public int unmap(long offset, long length, Object context) {
         return submit(OP_UNMAP, offset, 0, length, 0, context);
+    }
+
+    /**
+     * Completes (result 0) after {@code nanos}, touching no device: a completion the kernel posts at a known time
+     * while the owning thread may be blocked. For tests and benchmarks of the wake-up path (an io_uring timeout).
+     */
+    public int delay(long nanos, Object context) {
+        if (nanos < 0) {
+            return -Errno.EINVAL;
+        }
+        return submit(OP_DELAY, 0, 0, nanos, 0, context);
     }
 
     private int data(int op, long offset, ByteBuffer buffer, int index, int length, int flags, Object context) {

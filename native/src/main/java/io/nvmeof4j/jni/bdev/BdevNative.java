@@ -35,9 +35,10 @@ final class BdevNative {
     static final int CPL_RESULT;
     static final int MAX_CAPACITY;
     static final int RESULT_BLOCKING;
+    static final int OP_DELAY;
 
     static {
-        int[] layout = new int[13];
+        int[] layout = new int[14];
         if (UNAVAILABILITY_CAUSE == null) {
             layout0(layout);
         }
@@ -54,6 +55,7 @@ final class BdevNative {
         CPL_RESULT = layout[10];
         MAX_CAPACITY = layout[11];
         RESULT_BLOCKING = layout[12];
+        OP_DELAY = layout[13];
     }
 
     private BdevNative() {
@@ -98,6 +100,12 @@ final class BdevNative {
     static native int poll0(long group, int max);
 
     static native int wait0(long group, long timeoutNanos);
+
+    static native int wakeSelector0(long group, java.nio.channels.Selector selector);
+
+    static native int arm0(long group);
+
+    static native int disarm0(long group);
 
     static native long regionMap0(long length, boolean hugepages, int[] fellBack);
 

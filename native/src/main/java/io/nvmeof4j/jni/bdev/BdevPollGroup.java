@@ -5,6 +5,7 @@ import io.nvmeof4j.jni.NativeIoException;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.Selector;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -19,6 +20,13 @@ import java.util.concurrent.TimeUnit;
  * them on the ring and enters the kernel once. {@link #poll()} flushes, then reaps up to {@link #capacity()}
  * completions in one call into a native completion array and calls each channel's handler with the context.
  * I/O refused at submission completes at once; its completion is reaped by the next poll like the others.
+ *
+ * <h2>Waking a selector (one wait primitive per reactor)</h2>
+ * A reactor that serves sockets blocks in its {@link Selector}. {@link #wakeSelector(Selector)} registers that
+ * selector's own wake-up eventfd as this ring's completion eventfd, so a completion wakes the blocked selector the
+ * way {@link Selector#wakeup()} does, and the reactor needs no bounded wait on the ring. Notifications are on only
+ * between {@link #armWakeup()} and {@link #disarmWakeup()} (the reactor's block), so completions reaped by a busy
+ * reactor cost the selector nothing. docs/datapath.md, "One wait primitive", says why this way.
  *
  * <h2>Threading</h2>
  * Not thread-safe: one thread (the reactor) submits, polls and closes. {@link #await(long)} blocks in
@@ -45,6 +53,7 @@ public final class BdevPollGroup extends NativeHandle {
     private final long regionAddress;
     private final long regionLength;
     private final ByteBuffer region;
+    private boolean wakesSelector;
 
     /**
      * @param capacity most I/Os in flight at once (1..32768)
@@ -236,6 +245,43 @@ public final class BdevPollGroup extends NativeHandle {
         if (rc < 0) {
             throw new IllegalStateException(new NativeIoException("io_uring_wait_cqe_timeout", -rc));
         }
+    }
+
+    /**
+     * Makes this ring's completions wake {@code selector} while armed (class comment). Returns 0, or {@code -errno}
+     * when the selector's wake-up eventfd cannot be used: {@code -EOPNOTSUPP} for a selector that is not the JDK's
+     * epoll selector with an eventfd (JDK 16+ on Linux), {@code -ENOSYS} for a kernel before 5.8,
+     * {@code -EBUSY} when a selector was already set. The caller then keeps waiting on the ring with a bound.
+     * Before the group is used, or on its thread.
+     */
+    public int wakeSelector(Selector selector) {
+        if (!selector.isOpen()) {
+            return -io.nvmeof4j.jni.Errno.EBADF;
+        }
+        int rc = BdevNative.wakeSelector0(handle(), selector);
+        wakesSelector = rc == 0;
+        return rc;
+    }
+
+    /** True when {@link #wakeSelector} succeeded. */
+    public boolean wakesSelector() {
+        return wakesSelector;
+    }
+
+    /**
+     * Before the owning thread blocks in the selector: flushes queued submissions and turns completion
+     * notifications on. Returns false when a completion is already waiting (poll instead of blocking); after a
+     * true, completions wake the selector until {@link #disarmWakeup()}. Only after {@link #wakeSelector}.
+     */
+    public boolean armWakeup() {
+        long group = handle();
+        flushChecked(group);
+        return BdevNative.arm0(group) == 0;
+    }
+
+    /** After the block: completions stop signalling the selector (the thread polls them). */
+    public void disarmWakeup() {
+        BdevNative.disarm0(handle());
     }
 
     /**

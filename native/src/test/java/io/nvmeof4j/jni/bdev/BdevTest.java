@@ -101,6 +101,66 @@ class BdevTest {
         return b;
     }
 
+    /**
+     * Issue 17 item 3: a ring joined to a selector wakes a thread blocked in that selector with no timeout, when the
+     * completion lands (an io_uring timeout due 30 ms after submission), not before and not much after.
+     */
+    @Test
+    void shouldWakeASelectorBlockedWithoutTimeoutWhenARingCompletionLands() throws Exception {
+        BdevIoChannel ch = channel(closeLater(Bdev.openUring(file("w.img", FILE_BYTES), UringOptions.defaults())));
+        try (java.nio.channels.Selector selector = java.nio.channels.Selector.open()) {
+            assertThat(group.wakeSelector(selector)).as("joined to the JDK's epoll selector").isZero();
+            assertThat(group.wakesSelector()).isTrue();
+            long due = TimeUnit.MILLISECONDS.toNanos(30);
+            Thread watchdog = new Thread(() -> {
+                try {
+                    Thread.sleep(10_000);
+                    selector.wakeup(); // only if the ring never woke it: the assertions below then fail
+                } catch (InterruptedException e) {
+                    // the test ended first
+                }
+            });
+            watchdog.setDaemon(true);
+            long submitted = System.nanoTime();
+            assertThat(ch.delay(due, "late")).isZero();
+            assertThat(group.armWakeup()).as("nothing has completed yet: the thread may block").isTrue();
+            watchdog.start();
+            selector.select(); // no timeout
+            long woke = System.nanoTime() - submitted;
+            watchdog.interrupt();
+            group.disarmWakeup();
+            assertThat(group.poll()).isEqualTo(1);
+            assertThat(results.byContext).containsEntry("late", 0);
+            System.out.printf("selector blocked without timeout, ring completion due after 30 ms: woken after %d us%n",
+                TimeUnit.NANOSECONDS.toMicros(woke));
+            // Only the ring or the watchdog (10 s) can end this select; on a quiet machine it ends within a few ms of
+            // the due time (1-3 ms measured); the upper bound leaves room for a loaded CI machine (180 ms seen).
+            assertThat(woke).as("woken when the completion landed (ns after submission)")
+                .isBetween(due - TimeUnit.MILLISECONDS.toNanos(1), due + TimeUnit.SECONDS.toNanos(2));
+        }
+    }
+
+    /** Disarmed (the reactor is busy polling), completions leave the selector alone; armed late, it does not block. */
+    @Test
+    void shouldNotSignalTheSelectorWhileDisarmedAndRefuseToArmOverAWaitingCompletion() throws Exception {
+        BdevIoChannel ch = channel(closeLater(Bdev.openUring(file("d.img", FILE_BYTES), UringOptions.defaults())));
+        try (java.nio.channels.Selector selector = java.nio.channels.Selector.open()) {
+            assertThat(group.wakeSelector(selector)).isZero();
+            assertThat(ch.delay(TimeUnit.MILLISECONDS.toNanos(1), "quiet")).isZero();
+            group.flush();
+            Thread.sleep(20); // the completion lands while disarmed
+            long start = System.nanoTime();
+            assertThat(selector.select(100)).isZero();
+            assertThat(System.nanoTime() - start).as("the selector slept its whole timeout")
+                .isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(90));
+            assertThat(group.armWakeup()).as("a completion is waiting: do not block").isFalse();
+            group.disarmWakeup();
+            assertThat(group.poll()).isEqualTo(1);
+            assertThat(results.byContext).containsEntry("quiet", 0);
+            assertThat(group.wakeSelector(selector)).as("joined once").isEqualTo(-Errno.EBUSY);
+        }
+    }
+
     /** A namespace resized live: a rescan takes a grown file's size, never a shrunk one's; never beyond the file. */
     @Test
     void shouldResizeToTheFilesSizeAndRefuseShrinkingOrGrowingPastIt() throws Exception {

@@ -8,13 +8,11 @@ import java.util.Objects;
 
 /**
  * A layer around a transport's {@link Request} (metering, in-flight counting): everything forwards to the request
- * behind it except {@link #complete(int)}, which the layer overrides, and the {@link #attachment()} slot, which is the
- * layer's own so that the layers behind it keep their per-slot context. One per transport slot, kept in the
- * request's attachment: nothing is allocated per command.
+ * behind it except {@link #complete(int)}, which the layer overrides. One per transport slot, kept in the command
+ * layer's per-slot context: nothing is allocated per command.
  */
 public abstract class ForwardingRequest implements Request {
     protected final Request delegate;
-    private Object attachment;
 
     protected ForwardingRequest(Request delegate) {
         this.delegate = Objects.requireNonNull(delegate, "delegate");
@@ -56,12 +54,7 @@ public abstract class ForwardingRequest implements Request {
     }
 
     @Override
-    public Object attachment() {
-        return attachment;
-    }
-
-    @Override
-    public void attach(Object attachment) {
-        this.attachment = attachment;
+    public int slot() {
+        return delegate.slot();
     }
 }

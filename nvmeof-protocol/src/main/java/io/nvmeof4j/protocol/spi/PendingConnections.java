@@ -29,7 +29,12 @@ public final class PendingConnections {
          */
         QUEUE_BUFFER_BUDGET("queue_buffer_budget"),
         /** The Connect was refused (Controller Busy): allocating the queue's buffers failed (no direct memory). */
-        DIRECT_MEMORY("direct_memory");
+        DIRECT_MEMORY("direct_memory"),
+        /**
+         * The Connect was refused (Connect Invalid Parameters): its QID is not the one the NVMe-oF/RDMA CM request
+         * opened the queue pair for.
+         */
+        QUEUE_ID_MISMATCH("queue_id_mismatch");
 
         private final String tag;
 

@@ -54,11 +54,11 @@ public interface Request {
     void complete(int nvmeStatus);
 
     /**
-     * The command layer's per-slot context. It survives reuse of the slot, so the layer can create its context the
-     * first time a slot is seen and find it again on every later command: no allocation per command. One owner:
-     * the NVM command executor keeps its I/O context here.
+     * This request's slot in its queue: a small index (0 for the first slot, below the number of slots the
+     * transport made for the queue), fixed for the life of the object and never shared by two commands in flight.
+     * The command layer keeps its typed per-slot context in an array of its own indexed by it (nvmet embeds its
+     * {@code nvmet_req} in the transport's per-slot structure; here the command layer's context is found from the
+     * slot instead), so nothing is allocated per command and no context is stored here.
      */
-    Object attachment();
-
-    void attach(Object attachment);
+    int slot();
 }

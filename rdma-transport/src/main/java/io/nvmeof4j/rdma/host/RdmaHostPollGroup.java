@@ -1,13 +1,14 @@
 package io.nvmeof4j.rdma.host;
 
 import io.nvmeof4j.protocol.spi.host.HostPollGroup;
+import io.nvmeof4j.protocol.spi.transport.FlushList;
+import io.nvmeof4j.protocol.spi.transport.PollGroupCore;
 import io.nvmeof4j.rdma.CompletionWaiter;
+import io.nvmeof4j.rdma.PolledQueues;
 import io.nvmeof4j.rdma.WorkCompletions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.util.Arrays;
-import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * The NVMe/RDMA host share of one host reactor thread: its queues (each with its own completion queue, all
@@ -23,18 +24,15 @@ public final class RdmaHostPollGroup implements HostPollGroup {
 
     private final CompletionWaiter waiter;
     private final WorkCompletions completions = new WorkCompletions(POLL_BATCH);
-    private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
-    private RdmaHostQueue[] queues = new RdmaHostQueue[8];
-    private int queueCount;
-    private RdmaHostQueue[] flushList = new RdmaHostQueue[8];
-    private int flushCount;
-    private volatile Thread thread;
-    private volatile boolean closed;
+    private final PollGroupCore core;
+    private final PolledQueues<RdmaHostQueue> queues = new PolledQueues<>();
+    private final FlushList<RdmaHostQueue> flushList = new FlushList<>(8);
     /** The device resources (JNI) or, in unit tests, null; closed after the queues. */
     volatile AutoCloseable resources;
 
     RdmaHostPollGroup(CompletionWaiter waiter) {
         this.waiter = waiter;
+        this.core = new PollGroupCore("NVMe/RDMA host poll group", waiter::wakeup);
     }
 
     CompletionWaiter waiter() {
@@ -43,11 +41,7 @@ public final class RdmaHostPollGroup implements HostPollGroup {
 
     @Override
     public int poll() {
-        bindThread();
-        int work = 0;
-        if (!tasks.isEmpty()) {
-            work += runTasks();
-        }
+        int work = core.beginPoll();
         work += pollQueues();
         return work + flush();
     }
@@ -57,49 +51,33 @@ public final class RdmaHostPollGroup implements HostPollGroup {
      * ends with it; a caller that submits outside a poll and wants the commands out at once calls it.
      */
     public int flush() {
-        int n = flushCount;
+        int n = flushList.size();
         int work = 0;
         for (int i = 0; i < n; i++) {
-            RdmaHostQueue q = flushList[i];
-            flushList[i] = null;
-            work += q.flushSends();
+            work += flushList.take(i).flushSends();
         }
         // Queues that asked again during the loop (a failed post closing a queue does not) were appended after n.
-        int later = flushCount - n;
-        System.arraycopy(flushList, n, flushList, 0, later);
-        java.util.Arrays.fill(flushList, later, flushCount, null);
-        flushCount = later;
+        flushList.keepAfter(n);
         return work;
     }
 
     void requestFlush(RdmaHostQueue queue) {
-        if (flushCount == flushList.length) {
-            flushList = Arrays.copyOf(flushList, flushCount * 2);
-        }
-        flushList[flushCount++] = queue;
+        flushList.add(queue);
     }
 
     private int pollQueues() {
-        int work = 0;
-        for (int i = queueCount - 1; i >= 0; i--) {
-            if (i < queueCount) {
-                work += queues[i].poll(completions);
-            }
-        }
-        return work;
+        return queues.pollAll(completions);
     }
 
     @Override
     public void await(long timeoutNanos) {
-        bindThread();
-        if (!tasks.isEmpty() || flushCount > 0) {
+        core.bindReactorThread();
+        if (core.hasTasks() || flushList.size() > 0) {
             flush();
             return;
         }
-        for (int i = 0; i < queueCount; i++) {
-            queues[i].armNotification();
-        }
-        if (pollQueues() > 0 || timeoutNanos <= 0 || !tasks.isEmpty()) {
+        queues.armAll();
+        if (pollQueues() > 0 || timeoutNanos <= 0 || core.hasTasks()) {
             flush();
             return;
         }
@@ -113,38 +91,36 @@ public final class RdmaHostPollGroup implements HostPollGroup {
 
     @Override
     public void execute(Runnable task) {
-        if (closed) {
+        if (core.isClosed()) {
             throw new IllegalStateException("NVMe/RDMA host poll group is closed");
         }
-        tasks.add(task);
-        waiter.wakeup();
+        core.execute(task);
     }
 
     @Override
     public boolean inPollGroupThread() {
-        return thread == Thread.currentThread();
+        return core.inReactorThread();
     }
 
     boolean isClosed() {
-        return closed;
+        return core.isClosed();
     }
 
     /** Queues polled now (a gauge). */
     public int queueCount() {
-        return queueCount;
+        return queues.size();
     }
 
     @Override
     public void close() {
-        if (closed) {
+        if (!core.markClosed()) {
             return;
         }
-        closed = true;
-        runTasks();
+        core.runTasks();
         flush();
-        for (int i = queueCount - 1; i >= 0; i--) {
-            if (i < queueCount) {
-                queues[i].destroyNow();
+        for (int i = queues.size() - 1; i >= 0; i--) {
+            if (i < queues.size()) {
+                queues.get(i).destroyNow();
             }
         }
         waiter.close();
@@ -158,50 +134,22 @@ public final class RdmaHostPollGroup implements HostPollGroup {
         }
     }
 
-    private void bindThread() {
-        if (thread == null) {
-            thread = Thread.currentThread();
-        }
-    }
-
-    private int runTasks() {
-        int n = 0;
-        Runnable task;
-        while ((task = tasks.poll()) != null) {
-            n++;
-            try {
-                task.run();
-            } catch (RuntimeException e) {
-                LOG.error("task on an NVMe/RDMA host poll group failed", e);
-            }
-        }
-        return n;
-    }
-
     void register(RdmaHostQueue queue) {
         if (queue.registered) {
             return;
         }
-        if (queueCount == queues.length) {
-            queues = Arrays.copyOf(queues, queueCount * 2);
-        }
-        queues[queueCount++] = queue;
+        queues.add(queue);
         queue.registered = true;
     }
 
     void unregister(RdmaHostQueue queue) {
-        for (int i = 0; i < queueCount; i++) {
-            if (queues[i] == queue) {
-                queues[i] = queues[--queueCount];
-                queues[queueCount] = null;
-                queue.registered = false;
-                return;
-            }
+        if (queues.remove(queue)) {
+            queue.registered = false;
         }
     }
 
     @Override
     public String toString() {
-        return "RdmaHostPollGroup[queues=" + queueCount + "]";
+        return "RdmaHostPollGroup[queues=" + queues.size() + "]";
     }
 }

@@ -11,6 +11,7 @@ import io.nvmeof4j.protocol.spi.host.HostPollGroup;
 import io.nvmeof4j.protocol.spi.host.HostQueueListener;
 import io.nvmeof4j.protocol.spi.host.HostStatus;
 import io.nvmeof4j.rdma.MemoryKeys;
+import io.nvmeof4j.rdma.PolledQueues;
 import io.nvmeof4j.rdma.QueuePairVerbs;
 import io.nvmeof4j.rdma.WorkCompletions;
 import org.slf4j.Logger;
@@ -39,7 +40,7 @@ import java.util.concurrent.TimeUnit;
  * memory), outstanding commands complete with {@link HostStatus#HOST_PATH_ERROR}, the listener hears why, and the
  * queue is polled until its flushed work requests are back, then destroyed.
  */
-final class RdmaHostQueue extends AbstractHostQueue<RdmaHostCommand> {
+final class RdmaHostQueue extends AbstractHostQueue<RdmaHostCommand> implements PolledQueues.Polled {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaHostQueue.class);
 
     static final long WR_RECV = 1L << 32;
@@ -222,11 +223,13 @@ final class RdmaHostQueue extends AbstractHostQueue<RdmaHostCommand> {
         return 1;
     }
 
-    int armNotification() {
+    @Override
+    public int armNotification() {
         return destroyed ? 0 : verbs.armNotification();
     }
 
-    int poll(WorkCompletions wc) {
+    @Override
+    public int poll(WorkCompletions wc) {
         if (destroyed) {
             return 0;
         }

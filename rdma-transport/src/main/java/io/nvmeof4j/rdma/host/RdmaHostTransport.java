@@ -278,7 +278,14 @@ public final class RdmaHostTransport implements HostTransport {
         }
     }
 
-    private static void register(RdmaHostPollGroup group, RdmaHostQueue queue, long deadline, String where)
+    /**
+     * Hands the established queue to its poll group's thread, waiting at most until {@code deadline}. The hand-over has
+     * one winner: the group's task registers the queue only if the caller still waits ({@code registered} completes
+     * first), and a caller that gives up (timeout, interrupt) does so only if the task has not registered it yet. So a
+     * timed-out queue is never touched by the group, and the caller's clean-up (destroy the queue pair, deregister the
+     * memory) cannot pull resources from under a queue the group polls.
+     */
+    static void register(RdmaHostPollGroup group, RdmaHostQueue queue, long deadline, String where)
         throws TransportConnectException {
         String step = TransportConnectException.STEP_REGISTER;
         if (group.inPollGroupThread()) {
@@ -288,8 +295,9 @@ public final class RdmaHostTransport implements HostTransport {
         CompletableFuture<Void> registered = new CompletableFuture<>();
         try {
             group.execute(() -> {
-                group.register(queue);
-                registered.complete(null);
+                if (registered.complete(null)) {
+                    group.register(queue);
+                }
             });
         } catch (IllegalStateException e) {
             throw new TransportConnectException(where, step, e.getMessage(), e);
@@ -297,14 +305,18 @@ public final class RdmaHostTransport implements HostTransport {
         try {
             registered.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
-            queue.close("registration timed out");
-            throw new TransportConnectException(where, step, "poll group did not take the queue within the connect "
-                + "timeout (is its reactor thread running?)", e);
+            if (registered.completeExceptionally(e)) {
+                throw new TransportConnectException(where, step, "poll group did not take the queue within the "
+                    + "connect timeout (is its reactor thread running?)", e);
+            }
+            // The group took it just now: it is the group's queue.
         } catch (ExecutionException e) {
             throw new TransportConnectException(where, step, String.valueOf(e.getCause()), e.getCause());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new TransportConnectException(where, step, "interrupted", e);
+            if (registered.completeExceptionally(e)) {
+                throw new TransportConnectException(where, step, "interrupted", e);
+            }
         }
     }
 

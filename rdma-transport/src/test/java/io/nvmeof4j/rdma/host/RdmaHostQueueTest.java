@@ -226,4 +226,43 @@ class RdmaHostQueueTest {
         assertThat(controller.destroyed()).isTrue();
         assertThat(group.queueCount()).isZero();
     }
+
+    /**
+     * A connect that gave up waiting for its poll group (whose reactor had not started) cleans up alone: when the
+     * reactor runs later, it neither registers nor closes the queue, whose queue pair the caller has destroyed.
+     */
+    @Test
+    void shouldLeaveATimedOutRegistrationToTheCallerAlone() throws Exception {
+        RdmaHostPollGroup late = new RdmaHostPollGroup(new FakeWaiter()); // not polled yet: no reactor thread
+        FakeQueuePair lateQp = new FakeQueuePair(memory);
+        ByteBuffer bounceRegion = ByteBuffer.allocateDirect(1 << 20);
+        HostMemory hostMemory = new HostMemory(new RegistrationCache(new MemoryRegistrar() {
+            @Override
+            public MemoryKeys register(ByteBuffer buffer) {
+                return memory.register(buffer);
+            }
+
+            @Override
+            public void deregister(MemoryKeys keys) {
+                memory.deregister(keys);
+            }
+        }, 1 << 20, 4), new OffHeapBufferPool(1 << 20, bounceRegion), memory.register(bounceRegion));
+        ByteBuffer queueMemory = ByteBuffer.allocateDirect(RdmaHostQueue.memoryBytes(4, 0, 4));
+        MemoryKeys keys = memory.register(queueMemory);
+        RdmaHostQueue lateQueue = new RdmaHostQueue(late, hostMemory, lateQp,
+            new TransportAddress(TransportType.RDMA, AddressFamily.IPV4, "10.0.2.15", "4420"), "10.0.2.15:4420",
+            4, 0, 4, queueMemory, keys, (q, reason) -> closedReasons.add(reason), () -> memory.deregister(keys));
+        assertThat(lateQueue.postInitialReceives()).isZero();
+
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> RdmaHostTransport.register(late, lateQueue,
+                System.nanoTime() + 20_000_000L, "10.0.2.15:4420"))
+            .isInstanceOf(io.nvmeof4j.protocol.spi.host.TransportConnectException.class)
+            .hasMessageContaining("did not take the queue");
+        late.poll(); // the reactor starts late and runs the hand-over task
+        assertThat(late.queueCount()).as("not registered").isZero();
+        assertThat(lateQp.disconnected).as("not touched by the group").isFalse();
+        assertThat(closedReasons).isEmpty();
+        late.close();
+        assertThat(lateQp.destroyed).as("the caller's to destroy, not the group's").isFalse();
+    }
 }

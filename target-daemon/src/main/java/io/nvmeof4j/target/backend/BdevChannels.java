@@ -11,6 +11,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.nio.ByteBuffer;
+import java.nio.channels.Selector;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
@@ -28,6 +29,10 @@ import java.util.function.Predicate;
  * per queue slot, so waiting allocates nothing) and is submitted, in order, as completions free slots in {@link #poll()}.
  * Each I/O that had to wait is counted ({@link #waits()}, the metric
  * {@code nvmeof.target.resource.waits{resource="io_uring"}}).
+ * <h2>Waking the reactor</h2>
+ * On a reactor that blocks in a selector (NVMe/TCP), the ring's completions wake that selector
+ * ({@link #wakeSelector}: the selector's own eventfd is the ring's completion eventfd, armed only while the reactor
+ * blocks), so the reactor waits on one thing. Elsewhere the reactor waits in {@link #await} with a bound.
  * <p>Reactor thread only (the devices find it with {@link Reactor#current()}).
  */
 public final class BdevChannels implements PollGroup, InFlightAware {
@@ -35,6 +40,11 @@ public final class BdevChannels implements PollGroup, InFlightAware {
     /** System property: io_uring entries per reactor (tests shrink it to make the ring overflow). */
     public static final String ENTRIES_PROP_NAME = "nvmeof4j.io_uring.entries";
     public static final int ENTRIES_DEFAULT = 4096;
+    /**
+     * System property: false keeps the ring off the reactor's selector (the reactor then waits in the ring, 200 us at
+     * a time, while I/O is in flight: the behaviour before issue 17), for before/after comparisons.
+     */
+    public static final String WAKE_SELECTOR_PROP_NAME = "nvmeof4j.io_uring.wake_selector";
 
     private final String name;
     private final BdevPollGroup group;
@@ -44,6 +54,10 @@ public final class BdevChannels implements PollGroup, InFlightAware {
     private final BlockIoFifo waiting = new BlockIoFifo();
     /** Written by the reactor only; read by the metrics scrape. */
     private volatile long waits;
+    /** The selector this ring's completions wake, or null. */
+    private Selector wakes;
+    /** The reactor thread this group belongs to, once known. */
+    private volatile Thread owner;
 
     /**
      * @param pool the reactor's buffer pool; its region (when it has one) is registered as io_uring fixed buffer
@@ -130,6 +144,40 @@ public final class BdevChannels implements PollGroup, InFlightAware {
         return reactor == null ? null : reactor.pollGroup(BdevChannels.class);
     }
 
+    /**
+     * The ring {@code io} runs on when submitted from the calling thread, or null off the reactors: the one bound to
+     * the descriptor at its first submission while the caller is that ring's reactor (the common case: one field
+     * read and a thread compare), else looked up and bound anew.
+     */
+    static BdevChannels bound(BlockIo io) {
+        BdevChannels ring = io.boundRing;
+        if (ring != null && ring.owner == Thread.currentThread()) {
+            return ring;
+        }
+        ring = current();
+        if (ring != null && ring.owner == null) {
+            ring.owner = Thread.currentThread(); // current() found it through this thread's reactor
+        }
+        if (ring != io.boundRing) {
+            io.boundRing = ring;
+            io.boundDevice = null;
+            io.boundChannel = null;
+        }
+        return ring;
+    }
+
+    /** The device's channel on this ring for {@code io}: the one bound to the descriptor, else resolved and bound. */
+    BdevIoChannel boundChannel(BlockIo io, UringBlockDevice device) throws NativeIoException {
+        BdevIoChannel ch = io.boundChannel;
+        if (io.boundDevice == device && ch != null && !ch.isClosed()) {
+            return ch;
+        }
+        ch = channel(device);
+        io.boundDevice = device;
+        io.boundChannel = ch;
+        return ch;
+    }
+
     BdevPollGroup group() {
         return group;
     }
@@ -200,6 +248,39 @@ public final class BdevChannels implements PollGroup, InFlightAware {
     @Override
     public void await(long timeoutNanos) {
         group.await(timeoutNanos);
+    }
+
+    @Override
+    public boolean wakeSelector(Selector selector) {
+        if (closed || !Boolean.parseBoolean(System.getProperty(WAKE_SELECTOR_PROP_NAME, "true"))) {
+            return false;
+        }
+        int rc = group.wakeSelector(selector);
+        if (rc != 0) {
+            LOG.info("{}: io_uring completions cannot wake the reactor's selector ({}): {}", name,
+                io.nvmeof4j.jni.Errno.describe(-rc), rc == -io.nvmeof4j.jni.Errno.EOPNOTSUPP
+                    ? "this JDK's selector has no eventfd" : "kernel before 5.8, or already joined");
+            return false;
+        }
+        wakes = selector;
+        return true;
+    }
+
+    @Override
+    public boolean wakes(Selector selector) {
+        return wakes == selector && selector != null;
+    }
+
+    @Override
+    public boolean armWakeup() {
+        return group.armWakeup();
+    }
+
+    @Override
+    public void disarmWakeup() {
+        if (wakes != null && !closed) {
+            group.disarmWakeup();
+        }
     }
 
     /** The ring wait cannot be interrupted from another thread; the reactor bounds it instead. */

@@ -27,6 +27,14 @@ public abstract class BlockIo {
     int deferredStatus;
     Runnable deferredCompletion;
 
+    // The io_uring resources this descriptor's I/O runs on, resolved at its first submission on its queue's reactor
+    // and kept: a queue slot stays on one reactor, so later I/O finds its ring and the device's channel here instead
+    // of looking them up per I/O (SPDK resolves a qpair's I/O channels when the qpair joins its poll group).
+    BdevChannels boundRing;
+    UringBlockDevice boundDevice;
+    io.nvmeof4j.jni.bdev.BdevIoChannel boundChannel;
+    QosWaits boundQos;
+
     /** Sets up the descriptor for the next submission; returns this. */
     public BlockIo prepare(Op op, long offset, long length, ByteBuffer buffer, boolean forceUnitAccess) {
         this.op = op;

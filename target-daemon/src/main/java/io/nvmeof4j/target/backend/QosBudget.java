@@ -225,7 +225,7 @@ public final class QosBudget {
      * I/O is counted against the budget but never held: the caller's thread would block.
      */
     public void submit(BlockIo io, BlockDevice device) {
-        QosWaits waiting = QosWaits.current();
+        QosWaits waiting = QosWaits.bound(io);
         if (waiting == null) {
             tryTake(io);
             device.submit(io);

@@ -26,6 +26,8 @@ public final class QosWaits implements PollGroup, InFlightAware {
     private boolean closed;
     /** Written by the reactor only; read by the metrics scrape. */
     private volatile long waits;
+    /** The reactor thread this group belongs to, once known. */
+    private volatile Thread owner;
 
     public QosWaits(String name) {
         this.name = name;
@@ -35,6 +37,23 @@ public final class QosWaits implements PollGroup, InFlightAware {
     static QosWaits current() {
         Reactor reactor = Reactor.current();
         return reactor == null ? null : reactor.pollGroup(QosWaits.class);
+    }
+
+    /**
+     * The calling reactor's, as bound to {@code io} at its first submission there (a queue slot stays on its reactor:
+     * no lookup per I/O, as {@link BdevChannels#bound}), or null off the reactors.
+     */
+    static QosWaits bound(BlockIo io) {
+        QosWaits qos = io.boundQos;
+        if (qos != null && qos.owner == Thread.currentThread()) {
+            return qos;
+        }
+        qos = current();
+        io.boundQos = qos;
+        if (qos != null && qos.owner == null) {
+            qos.owner = Thread.currentThread(); // current() found it through this thread's reactor
+        }
+        return qos;
     }
 
     /** I/Os that waited for a QoS budget on this reactor, since start. Any thread. */

@@ -245,7 +245,7 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
             io.complete(status);
             return;
         }
-        BdevChannels channels = BdevChannels.current();
+        BdevChannels channels = BdevChannels.bound(io);
         if (channels == null) {
             if (Reactor.current() != null) {
                 // A reactor without a ring (io_uring refused at start): never block a reactor on the private ring.
@@ -266,7 +266,7 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
     private boolean submitOn(BdevChannels channels, BlockIo io) {
         int rc;
         try {
-            rc = start(channels.channel(this), channels, io);
+            rc = start(channels.boundChannel(io, this), channels, io);
         } catch (NativeIoException | IllegalStateException e) {
             errorLog.error("{}: no I/O channel on this reactor: {}", path, e.toString());
             io.complete(DeviceSupport.STATUS_CLOSED);

@@ -205,7 +205,7 @@ public final class ConfigWriter {
     }
 
     /**
-     * The {@code "nvmeof4j"} object for {@code d}: every setting {@link ConfigParser} reads, so that parsing it gives
+     * The {@code "nvmeof4j"} object for {@code d}: every setting {@link SettingsSection} reads, so that parsing it gives
      * {@code d} again (the derived RAM budget is left out: it stays derived). Settings at their default are written
      * too: the daemon runs with them, and a later default must not change it.
      */

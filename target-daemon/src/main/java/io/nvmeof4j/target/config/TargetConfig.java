@@ -232,7 +232,7 @@ public final class TargetConfig {
      * @throws IllegalArgumentException saying what is wrong
      */
     public static String checkNqn(String nqn) {
-        return ConfigParser.checkNqn(nqn);
+        return ConfigValues.checkNqn(nqn);
     }
 
     /**
@@ -243,7 +243,7 @@ public final class TargetConfig {
     public static DhchapCredentials parseDhchap(JsonNode dhchap) throws ConfigException {
         ObjectNode host = MAPPER.createObjectNode();
         host.set("dhchap", dhchap);
-        return ConfigParser.dhchap(host, "");
+        return HostsSection.dhchap(host, "");
     }
 
     /** This configuration with other daemon settings (command-line overrides such as {@code --http}). */
@@ -415,11 +415,11 @@ public final class TargetConfig {
     }
 
     static byte[] derivedNguid(String subsystemNqn, int nsid) {
-        return ConfigParser.md5("nvmeof4j:nguid:" + subsystemNqn + ":" + Integer.toUnsignedString(nsid));
+        return ConfigValues.md5("nvmeof4j:nguid:" + subsystemNqn + ":" + Integer.toUnsignedString(nsid));
     }
 
     static String derivedSerial(String subsystemNqn) {
-        return ConfigParser.hex(ConfigParser.md5("nvmeof4j:serial:" + subsystemNqn)).substring(0, 16);
+        return ConfigValues.hex(ConfigValues.md5("nvmeof4j:serial:" + subsystemNqn)).substring(0, 16);
     }
 
     /** {@code attr.firmware} default: the nvmeof4j version, cut to the 8 bytes of Identify FR (as nvmet cuts the kernel release). */

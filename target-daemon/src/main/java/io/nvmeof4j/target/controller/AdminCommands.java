@@ -3,7 +3,6 @@ package io.nvmeof4j.target.controller;
 import io.nvmeof4j.protocol.io.NvmOpcode;
 import io.nvmeof4j.protocol.admin.ActiveNamespaceIdList;
 import io.nvmeof4j.protocol.ana.AnaLogPage;
-import io.nvmeof4j.protocol.reservation.ReservationCommand;
 import io.nvmeof4j.protocol.reservation.ReservationNotificationLog;
 import io.nvmeof4j.protocol.reservation.ReservationType;
 import io.nvmeof4j.target.model.AnaStates;
@@ -22,42 +21,29 @@ import io.nvmeof4j.protocol.admin.IdentifyNamespace;
 import io.nvmeof4j.protocol.admin.IoCommandSetIndependentNamespace;
 import io.nvmeof4j.protocol.admin.LogPageIdentifier;
 import io.nvmeof4j.protocol.admin.NamespaceIdDescriptorList;
-import io.nvmeof4j.protocol.admin.SetFeaturesCommand;
 import io.nvmeof4j.protocol.admin.SmartLog;
 import io.nvmeof4j.protocol.admin.SupportedLogPages;
 import io.nvmeof4j.protocol.command.NvmeStatus;
-import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
-import io.nvmeof4j.protocol.fabrics.ControllerRegisters;
-import io.nvmeof4j.protocol.fabrics.FabricsCommandType;
-import io.nvmeof4j.protocol.fabrics.PropertyCommand;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.Request;
-import io.nvmeof4j.protocol.spi.TransportType;
-import io.nvmeof4j.target.discovery.DiscoveryLogBuilder;
 import io.nvmeof4j.target.io.NvmCommands;
 import io.nvmeof4j.target.model.Namespace;
-import io.nvmeof4j.target.model.Port;
 import io.nvmeof4j.target.model.Subsystem;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 
 /**
- * The admin queue of one controller: fabrics property access, then the admin command set of an NVM I/O
- * controller (wire reference 2.5–2.9) or of a discovery controller (2.10). Runs on the admin queue's reactor
- * thread, one command at a time; the flyweights and the log scratch buffer here are used by that thread only.
- * Statuses follow the Linux target (nvmet) wherever the host can tell the difference; the class comments name
- * the places where we chose otherwise.
+ * The admin command set of an NVM I/O controller (wire reference 2.5–2.9; nvmet's admin-cmd.c,
+ * {@code nvmet_parse_admin_cmd}): Identify (CNS 00h, 01h, 02h, 03h, 05h, 06h, 07h, 08h, 1Ch), Get Log Page (01h,
+ * 02h, 03h, 04h, 05h, 0Ch ANA, 80h reservation notifications, 00h supported pages), Set/Get Features (07h, 0Bh, 0Fh,
+ * 06h, 81h, 19h, 82h, 83h), Asynchronous Event Request, Keep Alive and Abort. Any other opcode is Invalid Opcode +
+ * DNR. What the discovery controller shares with it lives in {@link AdminCommandSet}; the fabrics commands of the
+ * admin queue (Property Get/Set, authentication) in {@link FabricsCommands}. The class comments name the places
+ * where we chose otherwise than nvmet.
  */
-final class AdminCommands {
-    private static final Logger LOG = LoggerFactory.getLogger(AdminCommands.class);
-
+final class AdminCommands extends AdminCommandSet {
     /** Recommended arbitration burst (nvmet's value). */
     static final int RAB = 6;
-    /** Keep-alive granularity in 100 ms units: the timer here works in milliseconds, so 100 ms is honest. */
-    static final int KAS = 1;
     /** ACL, 0-based: Abort is accepted but never aborts anything, so the spec minimum. */
     static final int ACL = 3;
     /** Error Information log entries (ELPE + 1); we keep no errors, so the log reads as empty entries. */
@@ -73,15 +59,7 @@ final class AdminCommands {
     static final int RESCAP = ReservationType.RESCAP_PTPL | ReservationType.RESCAP_ALL_TYPES
         | ReservationType.RESCAP_IGNORE_EXISTING_KEY;
 
-    private static final String FIRMWARE_REVISION = firmwareRevision();
-
-    private final Controller controller;
     private final IdentifyCommand identify = new IdentifyCommand();
-    private final GetLogPageCommand getLogPage = new GetLogPageCommand();
-    private final SetFeaturesCommand setFeatures = new SetFeaturesCommand();
-    private final GetFeaturesCommand getFeatures = new GetFeaturesCommand();
-    private final PropertyCommand property = new PropertyCommand();
-    private final IdentifyController identifyController = new IdentifyController();
     private final IdentifyNamespace identifyNamespace = new IdentifyNamespace();
     private final IoCommandSetIndependentNamespace independentNamespace = new IoCommandSetIndependentNamespace();
     private final NamespaceIdDescriptorList descriptors = new NamespaceIdDescriptorList();
@@ -93,48 +71,14 @@ final class AdminCommands {
     private final SupportedLogPages supportedLogPages = new SupportedLogPages();
     private final AnaLogPage anaLogPage = new AnaLogPage();
     private final ReservationNotificationLog reservationLog = new ReservationNotificationLog();
-    private final DiscoveryLogBuilder discoveryLog;
-    private ByteBuffer scratch = ByteBuffer.allocate(4096).order(ByteOrder.LITTLE_ENDIAN);
 
     AdminCommands(Controller controller) {
-        this.controller = controller;
-        this.discoveryLog = controller.isDiscovery() ? new DiscoveryLogBuilder(controller.model()) : null;
+        super(controller);
     }
 
-    void execute(Request r) {
-        SubmissionQueueEntry sqe = r.command();
-        if (sqe.isFabrics()) {
-            fabrics(r, sqe);
-            return;
-        }
-        if (!controller.isReady()) {
-            fail(r, NvmeStatus.COMMAND_SEQUENCE_ERROR | NvmeStatus.DNR, "controller not ready (CC.EN/CSTS.RDY)");
-            return;
-        }
-        int opcode = sqe.opcode();
-        if (controller.isDiscovery()) {
-            discoveryCommand(r, opcode);
-            return;
-        }
-        switch (opcode) {
-            case AdminOpcode.IDENTIFY:
-                identify(r);
-                return;
-            case AdminOpcode.GET_LOG_PAGE:
-                getLogPage(r);
-                return;
-            case AdminOpcode.SET_FEATURES:
-                setFeatures(r);
-                return;
-            case AdminOpcode.GET_FEATURES:
-                getFeatures(r);
-                return;
-            case AdminOpcode.ASYNC_EVENT_REQUEST:
-                asyncEventRequest(r);
-                return;
-            case AdminOpcode.KEEP_ALIVE:
-                keepAlive(r);
-                return;
+    @Override
+    void executeOwn(Request r) {
+        switch (r.command().opcode()) {
             case AdminOpcode.ABORT:
                 if (expectLength(r, 0)) {
                     // Nothing is ever aborted: DW0 bit 0 = 1 says "command not aborted" (nvmet does the same).
@@ -147,83 +91,10 @@ final class AdminCommands {
         }
     }
 
-    private void discoveryCommand(Request r, int opcode) {
-        switch (opcode) {
-            case AdminOpcode.IDENTIFY:
-                if (!expectLength(r, IdentifyCommand.DATA_LENGTH)) {
-                    return;
-                }
-                identify.wrap(r.command());
-                if (identify.cns() != IdentifyCommand.CNS_CONTROLLER) {
-                    fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "discovery Identify CNS other than 01h");
-                    return;
-                }
-                identifyController(r);
-                return;
-            case AdminOpcode.GET_LOG_PAGE:
-                getLogPage(r);
-                return;
-            case AdminOpcode.SET_FEATURES:
-                setFeatures(r);
-                return;
-            case AdminOpcode.GET_FEATURES:
-                getFeatures(r);
-                return;
-            case AdminOpcode.ASYNC_EVENT_REQUEST:
-                asyncEventRequest(r);
-                return;
-            case AdminOpcode.KEEP_ALIVE:
-                keepAlive(r);
-                return;
-            default:
-                fail(r, NvmeStatus.INVALID_OPCODE | NvmeStatus.DNR, "opcode not served by a discovery controller");
-        }
-    }
-
-    // ---------------------------------------------------------------- fabrics: properties
-
-    private void fabrics(Request r, SubmissionQueueEntry sqe) {
-        int fctype = sqe.fabricsCommandType();
-        if (fctype != FabricsCommandType.PROPERTY_GET && fctype != FabricsCommandType.PROPERTY_SET) {
-            // Connect on a connected queue, Disconnect, authentication: not offered (nvmet: Invalid Opcode).
-            fail(r, NvmeStatus.INVALID_OPCODE | NvmeStatus.DNR, FabricsCommandType.name(fctype) + " on the admin queue");
-            return;
-        }
-        if (!expectLength(r, 0)) {
-            return;
-        }
-        property.wrap(sqe);
-        int offset = property.propertyOffset();
-        if (fctype == FabricsCommandType.PROPERTY_GET) {
-            if ((property.attributes() & 1) != 0) {
-                if (offset != ControllerRegisters.CAP) {
-                    fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "8-byte Property Get of offset " + offset);
-                    return;
-                }
-                r.response().result64(controller.capabilities());
-            } else {
-                long value = controller.readRegister4(offset);
-                if (value < 0) {
-                    fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "4-byte Property Get of offset " + offset);
-                    return;
-                }
-                r.response().result64(value);
-            }
-            r.complete(NvmeStatus.SUCCESS);
-            return;
-        }
-        // Only CC is writable, and it is 4 bytes (nvmet: Invalid Field for anything else, NSSR included).
-        if ((property.attributes() & 1) != 0 || offset != ControllerRegisters.CC) {
-            fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Property Set of offset " + offset);
-            return;
-        }
-        controller.writeControllerConfiguration((int) property.value());
-        r.complete(NvmeStatus.SUCCESS);
-    }
-
     // ---------------------------------------------------------------- identify
 
-    private void identify(Request r) {
+    @Override
+    void identify(Request r) {
         if (!expectLength(r, IdentifyCommand.DATA_LENGTH)) {
             return;
         }
@@ -283,31 +154,10 @@ final class AdminCommands {
     }
 
     private void identifyController(Request r) {
-        Port port = controller.port();
-        PortOptions options = port.options();
-        boolean discovery = controller.isDiscovery();
+        PortOptions options = controller.port().options();
         Subsystem subsystem = controller.subsystem();
-        IdentifyController id = identifyController.wrap(r.data(), 0).clear();
-        id.serialNumber(ascii(discovery ? controller.registry().discoverySerialNumber() : subsystem.serialNumber(),
-                IdentifyController.SN_LENGTH))
-            .modelNumber(ascii(discovery ? "nvmeof4j discovery" : subsystem.modelNumber(), IdentifyController.MN_LENGTH))
-            .firmwareRevision(ascii(discovery ? FIRMWARE_REVISION : subsystem.firmwareRevision(),
-                IdentifyController.FR_LENGTH))
-            .controllerId(controller.cntlid())
-            .version(Controller.VERSION)
-            .optionalAsyncEvents(controller.optionalAsyncEvents())
-            .controllerType(discovery ? IdentifyController.CNTRLTYPE_DISCOVERY : IdentifyController.CNTRLTYPE_IO)
-            .asyncEventRequestLimit(Controller.ASYNC_EVENT_REQUEST_LIMIT - 1)
-            .keepAliveSupport(KAS)
-            .maxOutstandingCommands(Math.min(options.maxQueueSize(), 0xFFFF)) // MAXCMD is 16 bits
-            .sglSupport(sglSupport(controller.transportType(), options.inlineDataSize()))
-            .subsystemNqn(controller.subsystemNqn());
-        if (discovery) {
-            // The discovery controller's own fields (nvmet): extended Get Log Page for LPO/NUMDU, nothing else.
-            id.logPageAttributes(IdentifyController.LPA_EXTENDED_DATA);
-            r.complete(NvmeStatus.SUCCESS);
-            return;
-        }
+        IdentifyController id = identifyControllerCommon(r, subsystem.serialNumber(), subsystem.modelNumber(),
+            subsystem.firmwareRevision(), IdentifyController.CNTRLTYPE_IO);
         id.recommendedArbitrationBurst(RAB)
             // Several ports and several controllers per subsystem, and ANA (log 0Ch, ANAGRPID per namespace).
             .multiPathCapabilities(IdentifyController.CMIC_MULTI_PORT | IdentifyController.CMIC_MULTI_CONTROLLER
@@ -344,18 +194,6 @@ final class AdminCommands {
             .fabricsControllerAttributes(0)
             .maxSglDataBlockDescriptors(1);
         r.complete(NvmeStatus.SUCCESS);
-    }
-
-    /** SGLS: byte-aligned SGLs always; keyed SGLs on RDMA; the in-capsule offset form when the port takes in-capsule data. */
-    static int sglSupport(TransportType type, int inlineDataSize) {
-        int sgls = IdentifyController.SGLS_SUPPORTED_BYTE_ALIGNED;
-        if (type == TransportType.RDMA) {
-            sgls |= IdentifyController.SGLS_KEYED_DATA_BLOCK;
-        }
-        if (inlineDataSize > 0) {
-            sgls |= IdentifyController.SGLS_OFFSET_SUPPORTED;
-        }
-        return sgls;
     }
 
     private void identifyNamespace(Request r, int nsid) {
@@ -440,33 +278,8 @@ final class AdminCommands {
 
     // ---------------------------------------------------------------- get log page
 
-    private void getLogPage(Request r) {
-        GetLogPageCommand cmd = getLogPage.wrap(r.command());
-        long length = cmd.lengthBytes();
-        if (length != r.dataLength() || r.data() == null) {
-            fail(r, NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR, "Get Log Page of " + length
-                + " bytes with an SGL of " + r.dataLength());
-            return;
-        }
-        int valid = cmd.validate();
-        if (valid != NvmeStatus.SUCCESS) {
-            fail(r, valid, "Get Log Page offset " + cmd.logPageOffset() + " not dword aligned");
-            return;
-        }
-        int lid = cmd.logPageId();
-        if (controller.isDiscovery()) {
-            if (lid != LogPageIdentifier.DISCOVERY) {
-                fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "discovery Get Log Page of LID " + lid);
-                return;
-            }
-            Port port = currentPort();
-            String localTraddr = controller.localAddress() == null ? null : controller.localAddress().traddr();
-            scratch = discoveryLog.build(port, controller.hostNqn(), localTraddr, scratch);
-            if (sendLog(r, cmd, scratch.limit())) {
-                controller.discoveryLogRead(cmd.retainAsyncEvent());
-            }
-            return;
-        }
+    @Override
+    void logPage(Request r, GetLogPageCommand cmd, int lid) {
         if (lid == LogPageIdentifier.ANA) {
             anaLog(r, cmd);
             return;
@@ -623,115 +436,52 @@ final class AdminCommands {
         log.io(NvmOpcode.WRITE_ZEROES, CommandsSupportedAndEffects.CSUPP | CommandsSupportedAndEffects.LBCC);
         log.io(NvmOpcode.VERIFY, CommandsSupportedAndEffects.CSUPP);
         log.io(NvmOpcode.COPY, CommandsSupportedAndEffects.CSUPP | CommandsSupportedAndEffects.LBCC);
-        log.io(ReservationCommand.OPC_REGISTER, CommandsSupportedAndEffects.CSUPP);
-        log.io(ReservationCommand.OPC_REPORT, CommandsSupportedAndEffects.CSUPP);
-        log.io(ReservationCommand.OPC_ACQUIRE, CommandsSupportedAndEffects.CSUPP);
-        log.io(ReservationCommand.OPC_RELEASE, CommandsSupportedAndEffects.CSUPP);
-    }
-
-    /**
-     * Sends bytes [LPO, LPO + length) of the page held in {@link #scratch} (positions 0..pageLength), zero-filling
-     * past its end; an LPO beyond the page is Invalid Field (NVMe Base 2.0, 5.16).
-     */
-    private boolean sendLog(Request r, GetLogPageCommand cmd, int pageLength) {
-        long lpo = cmd.logPageOffset();
-        if (Long.compareUnsigned(lpo, pageLength) > 0) {
-            fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "log page offset " + Long.toUnsignedString(lpo)
-                + " beyond the " + pageLength + "-byte log " + cmd.logPageId());
-            return false;
-        }
-        ByteBuffer data = r.data();
-        int length = r.dataLength();
-        int copy = (int) Math.min(length, pageLength - lpo);
-        data.put(0, scratch, (int) lpo, copy);
-        AsciiFields.zero(data, copy, length - copy);
-        r.complete(NvmeStatus.SUCCESS);
-        return true;
-    }
-
-    private ByteBuffer scratch(int length) {
-        if (scratch.capacity() < length) {
-            scratch = ByteBuffer.allocate(length).order(ByteOrder.LITTLE_ENDIAN);
-        }
-        scratch.clear();
-        return scratch;
-    }
-
-    private Port currentPort() {
-        // The daemon may replace a port by its bound form (real service id) after this controller connected.
-        Port connected = controller.port();
-        for (Port p : controller.model().ports()) {
-            if (p.portId() == connected.portId()) {
-                return p;
-            }
-        }
-        return connected;
+        log.io(NvmOpcode.RESERVATION_REGISTER, CommandsSupportedAndEffects.CSUPP);
+        log.io(NvmOpcode.RESERVATION_REPORT, CommandsSupportedAndEffects.CSUPP);
+        log.io(NvmOpcode.RESERVATION_ACQUIRE, CommandsSupportedAndEffects.CSUPP);
+        log.io(NvmOpcode.RESERVATION_RELEASE, CommandsSupportedAndEffects.CSUPP);
     }
 
     // ---------------------------------------------------------------- features
 
-    private void setFeatures(Request r) {
-        SetFeaturesCommand cmd = setFeatures.wrap(r.command());
-        int fid = cmd.featureId();
-        boolean discovery = controller.isDiscovery();
-        if (fid == FeatureIdentifier.HOST_IDENTIFIER && !discovery) {
+    @Override
+    int setFeatureRefusal(int fid) {
+        if (fid == FeatureIdentifier.HOST_IDENTIFIER) {
             // Fabrics hosts give their id in the Connect data; nvmet refuses to change it.
-            fail(r, NvmeStatus.COMMAND_SEQUENCE_ERROR | NvmeStatus.DNR, "Set Features Host Identifier on fabrics");
-            return;
+            return NvmeStatus.COMMAND_SEQUENCE_ERROR | NvmeStatus.DNR;
         }
-        boolean supported = fid == FeatureIdentifier.KEEP_ALIVE_TIMER || fid == FeatureIdentifier.ASYNC_EVENT_CONFIGURATION
-            || (!discovery && (fid == FeatureIdentifier.NUMBER_OF_QUEUES
-                || fid == FeatureIdentifier.IO_COMMAND_SET_PROFILE || isReservationFeature(fid)));
-        if (!supported) {
-            fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Set Features " + FeatureIdentifier.name(fid));
-            return;
-        }
-        if (cmd.save()) {
-            // Nothing survives a reset here, so no feature is saveable (nvmet ignores SV; the spec wants this).
-            fail(r, NvmeStatus.FEATURE_NOT_SAVEABLE | NvmeStatus.DNR, "Set Features " + FeatureIdentifier.name(fid) + " with SV");
-            return;
-        }
-        if (!expectLength(r, 0)) {
-            return;
-        }
-        int value = cmd.value();
+        boolean supported = fid == FeatureIdentifier.NUMBER_OF_QUEUES || fid == FeatureIdentifier.IO_COMMAND_SET_PROFILE
+            || isReservationFeature(fid);
+        return supported ? NvmeStatus.SUCCESS : super.setFeatureRefusal(fid);
+    }
+
+    @Override
+    boolean setFeature(Request r, int fid, int value) {
         switch (fid) {
             case FeatureIdentifier.NUMBER_OF_QUEUES: {
                 int nsqr = FeatureIdentifier.requestedSubmissionQueues0Based(value);
                 int ncqr = FeatureIdentifier.requestedCompletionQueues0Based(value);
                 if (nsqr == FeatureIdentifier.NUMBER_OF_QUEUES_INVALID || ncqr == FeatureIdentifier.NUMBER_OF_QUEUES_INVALID) {
                     fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Number of Queues 0xFFFF");
-                    return;
+                    return false;
                 }
                 long result = controller.setNumberOfQueues(nsqr, ncqr);
                 if (result < 0) {
                     fail(r, NvmeStatus.COMMAND_SEQUENCE_ERROR | NvmeStatus.DNR, "Number of Queues after I/O queues exist");
-                    return;
+                    return false;
                 }
                 r.response().dw0((int) result);
-                break;
+                return true;
             }
-            case FeatureIdentifier.ASYNC_EVENT_CONFIGURATION:
-                if ((value & ~controller.asyncEventConfigMask()) != 0) {
-                    fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Async Event Configuration 0x"
-                        + Integer.toHexString(value));
-                    return;
-                }
-                controller.asyncEventConfig(value);
-                r.response().dw0(value);
-                break;
-            case FeatureIdentifier.KEEP_ALIVE_TIMER:
-                controller.keepAliveTimeoutMillis(value & 0xFFFF_FFFFL);
-                break;
             case FeatureIdentifier.RESERVATION_NOTIFICATION_MASK:
             case FeatureIdentifier.RESERVATION_PERSISTENCE: {
                 int status = setReservationFeature(fid, r.command().nsid(), value);
                 if (status != NvmeStatus.SUCCESS) {
                     fail(r, status, "Set Features " + FeatureIdentifier.name(fid) + " NSID "
                         + Integer.toUnsignedString(r.command().nsid()));
-                    return;
+                    return false;
                 }
-                break;
+                return true;
             }
             case FeatureIdentifier.IO_COMMAND_SET_PROFILE:
                 // CAP.CSS bit 43 makes this feature the host's way to pick a combination of Identify CNS 1Ch; the
@@ -739,63 +489,36 @@ final class AdminCommands {
                 if ((value & FeatureIdentifier.IO_COMMAND_SET_COMBINATION_INDEX_MASK) != 0) {
                     fail(r, NvmeStatus.IO_COMMAND_SET_COMBINATION_REJECTED | NvmeStatus.DNR, "I/O Command Set Profile "
                         + (value & FeatureIdentifier.IO_COMMAND_SET_COMBINATION_INDEX_MASK) + " (only 0 exists)");
-                    return;
+                    return false;
                 }
                 r.response().dw0(0);
-                break;
+                return true;
             default:
                 throw new AssertionError(fid);
         }
-        r.complete(NvmeStatus.SUCCESS);
     }
 
-    private void getFeatures(Request r) {
-        GetFeaturesCommand cmd = getFeatures.wrap(r.command());
-        int fid = cmd.featureId();
-        int sel = cmd.select();
-        boolean discovery = controller.isDiscovery();
-        boolean supported = fid == FeatureIdentifier.KEEP_ALIVE_TIMER || fid == FeatureIdentifier.ASYNC_EVENT_CONFIGURATION
-            || (!discovery && (fid == FeatureIdentifier.NUMBER_OF_QUEUES || fid == FeatureIdentifier.VOLATILE_WRITE_CACHE
-                || fid == FeatureIdentifier.HOST_IDENTIFIER || fid == FeatureIdentifier.IO_COMMAND_SET_PROFILE
-                || isReservationFeature(fid)));
-        if (!supported) {
-            fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Get Features " + FeatureIdentifier.name(fid));
-            return;
-        }
-        boolean hostId = fid == FeatureIdentifier.HOST_IDENTIFIER && sel != GetFeaturesCommand.SEL_SUPPORTED_CAPABILITIES;
-        if (!expectLength(r, hostId ? FeatureIdentifier.HOST_IDENTIFIER_LENGTH : 0)) {
-            return;
-        }
-        if (sel > GetFeaturesCommand.SEL_SUPPORTED_CAPABILITIES) {
-            fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Get Features SEL " + sel);
-            return;
-        }
-        if (sel == GetFeaturesCommand.SEL_SUPPORTED_CAPABILITIES) {
-            boolean changeable = fid != FeatureIdentifier.VOLATILE_WRITE_CACHE && fid != FeatureIdentifier.HOST_IDENTIFIER;
-            r.response().dw0(changeable ? GetFeaturesCommand.CAPABILITY_CHANGEABLE : 0);
-            r.complete(NvmeStatus.SUCCESS);
-            return;
-        }
-        // Nothing is saveable, so "saved" reports the default (NVMe Base 2.0, 5.15).
-        boolean current = sel == GetFeaturesCommand.SEL_CURRENT;
+    @Override
+    boolean getFeatureSupported(int fid) {
+        return fid == FeatureIdentifier.NUMBER_OF_QUEUES || fid == FeatureIdentifier.VOLATILE_WRITE_CACHE
+            || fid == FeatureIdentifier.HOST_IDENTIFIER || fid == FeatureIdentifier.IO_COMMAND_SET_PROFILE
+            || isReservationFeature(fid) || super.getFeatureSupported(fid);
+    }
+
+    @Override
+    boolean getFeature(Request r, GetFeaturesCommand cmd, int fid, boolean current) {
         switch (fid) {
             case FeatureIdentifier.NUMBER_OF_QUEUES: {
                 int granted = current ? controller.grantedIoQueues() : controller.maxIoQueues();
                 r.response().dw0(FeatureIdentifier.numberOfQueuesResult(granted, granted));
-                break;
+                return true;
             }
-            case FeatureIdentifier.ASYNC_EVENT_CONFIGURATION:
-                r.response().dw0(current ? controller.asyncEventConfig() : controller.defaultAsyncEventConfig());
-                break;
-            case FeatureIdentifier.KEEP_ALIVE_TIMER:
-                r.response().dw0(current ? (int) controller.keepAliveTimeoutMillis() : 0);
-                break;
             case FeatureIdentifier.VOLATILE_WRITE_CACHE:
                 r.response().dw0(1);
-                break;
+                return true;
             case FeatureIdentifier.IO_COMMAND_SET_PROFILE:
                 r.response().dw0(0); // combination index 0, current and default alike
-                break;
+                return true;
             case FeatureIdentifier.RESERVATION_NOTIFICATION_MASK:
             case FeatureIdentifier.RESERVATION_PERSISTENCE: {
                 // Both are namespace features: a single active NSID (the current value; the default is 0).
@@ -803,7 +526,7 @@ final class AdminCommands {
                 if (ns == null) {
                     fail(r, NvmeStatus.INVALID_NAMESPACE | NvmeStatus.DNR, "Get Features " + FeatureIdentifier.name(fid)
                         + " of NSID " + Integer.toUnsignedString(r.command().nsid()));
-                    return;
+                    return false;
                 }
                 if (!current) {
                     r.response().dw0(0);
@@ -813,20 +536,19 @@ final class AdminCommands {
                     r.response().dw0(ns.reservations().persistThroughPowerLoss()
                         ? ReservationNotificationLog.PERSISTENCE_PTPL : 0);
                 }
-                break;
+                return true;
             }
             case FeatureIdentifier.HOST_IDENTIFIER:
                 if ((cmd.cdw11() & FeatureIdentifier.HOST_IDENTIFIER_EXTENDED) == 0) {
                     // Only the 128-bit form exists here (CTRATT bit 0), as in nvmet.
                     fail(r, NvmeStatus.INVALID_FIELD | NvmeStatus.DNR, "Get Features Host Identifier without EXHID");
-                    return;
+                    return false;
                 }
                 controller.hostId().write(r.data(), 0);
-                break;
+                return true;
             default:
                 throw new AssertionError(fid);
         }
-        r.complete(NvmeStatus.SUCCESS);
     }
 
     private static boolean isReservationFeature(int fid) {
@@ -864,55 +586,7 @@ final class AdminCommands {
         return NvmeStatus.SUCCESS;
     }
 
-    // ---------------------------------------------------------------- events, keep-alive
-
-    private void asyncEventRequest(Request r) {
-        if (!expectLength(r, 0)) {
-            return;
-        }
-        if (!controller.parkAsyncEventRequest(r)) {
-            fail(r, NvmeStatus.ASYNC_EVENT_REQUEST_LIMIT_EXCEEDED | NvmeStatus.DNR, "more than AERL + 1 requests");
-        }
-    }
-
-    private void keepAlive(Request r) {
-        if (!expectLength(r, 0)) {
-            return;
-        }
-        if (controller.keepAliveTimeoutMillis() == 0) {
-            // No DNR: the host may set a KATO and try again (nvmet).
-            r.complete(NvmeStatus.KEEP_ALIVE_INVALID);
-            return;
-        }
-        controller.keepAliveReceived();
-        r.complete(NvmeStatus.SUCCESS);
-    }
-
     // ---------------------------------------------------------------- helpers
-
-    /** nvmet_check_transfer_len: the SGL must describe exactly the bytes the command moves. */
-    private boolean expectLength(Request r, int length) {
-        if (r.dataLength() != length || (length > 0 && r.data() == null)) {
-            fail(r, NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR, "SGL of " + r.dataLength()
-                + " bytes where " + length + " are transferred");
-            return false;
-        }
-        return true;
-    }
-
-    private void fail(Request r, int status, String why) {
-        if (LOG.isDebugEnabled()) {
-            SubmissionQueueEntry sqe = r.command();
-            LOG.debug("controller {} ({}): admin {} cid {} failed with {}: {}", controller.cntlid(), controller.peer(),
-                sqe.isFabrics() ? FabricsCommandType.name(sqe.fabricsCommandType()) : AdminOpcode.name(sqe.opcode()),
-                sqe.commandId(), NvmeStatus.describe(status), why);
-        }
-        r.complete(status);
-    }
-
-    private static void zeroData(Request r) {
-        AsciiFields.zero(r.data(), 0, r.dataLength());
-    }
 
     private static boolean allZero(byte[] bytes) {
         for (byte b : bytes) {
@@ -921,20 +595,5 @@ final class AdminCommands {
             }
         }
         return true;
-    }
-
-    /** Printable ASCII, cut to {@code max} bytes: Identify strings must never make the command fail. */
-    static String ascii(String text, int max) {
-        StringBuilder sb = new StringBuilder(Math.min(text.length(), max));
-        for (int i = 0; i < text.length() && sb.length() < max; i++) {
-            char c = text.charAt(i);
-            sb.append(c >= 0x20 && c <= 0x7E ? c : '?');
-        }
-        return sb.toString();
-    }
-
-    private static String firmwareRevision() {
-        String version = AdminCommands.class.getPackage().getImplementationVersion();
-        return ascii(version == null ? "0.1.0" : version, IdentifyController.FR_LENGTH);
     }
 }

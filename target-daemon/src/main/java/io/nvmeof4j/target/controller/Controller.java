@@ -1,12 +1,12 @@
 package io.nvmeof4j.target.controller;
 
 import io.nvmeof4j.protocol.HostId;
-import io.nvmeof4j.protocol.admin.AsyncEvent;
 import io.nvmeof4j.protocol.admin.ChangedNamespaceList;
 import io.nvmeof4j.protocol.admin.FeatureIdentifier;
 import io.nvmeof4j.protocol.admin.IdentifyController;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.fabrics.ControllerRegisters;
+import io.nvmeof4j.protocol.reservation.ReservationNotificationLog;
 import io.nvmeof4j.protocol.spi.Request;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
@@ -26,11 +26,12 @@ import java.util.concurrent.ScheduledFuture;
  * One NVMe controller of the dynamic controller model: created by an admin-queue Connect, owning that admin queue
  * and the I/O queues connected to it with its CNTLID, gone when the admin queue closes, the keep-alive timer
  * expires or the target shuts down. A discovery controller (Connect to the discovery NQN) is the same object with
- * no subsystem and no I/O queues.
+ * no subsystem, no I/O queues and the discovery admin command set ({@link DiscoveryCommands} instead of
+ * {@link AdminCommands}, chosen here once). Asynchronous events and the logs they point to are {@link AsyncEvents}.
  * <p>State (wire reference 6): CC as the host wrote it; CSTS.RDY set when CC.EN goes 0→1 with the fabrics
  * entry sizes (IOSQES 6, IOCQES 4), MPS 0, AMS 0 and CSS 000b or 110b, else CSTS.CFS; EN 1→0 clears RDY;
- * SHN ≠ 0 reports the shutdown complete at once (SHST 10b): nothing is cached here. Admin commands other than fabrics commands
- * and all I/O commands need EN = 1 and RDY = 1.
+ * SHN ≠ 0 reports the shutdown complete at once (SHST 10b): nothing is cached here. Admin commands other than fabrics
+ * commands and all I/O commands need EN = 1 and RDY = 1 (the command entry checks {@link #isReady()}).
  * <p>Thread-safety: the admin queue's reactor runs admin commands; I/O reactors read {@link #isReady()} and the
  * subsystem; the keep-alive timer and the management API call in from their threads. Control state is guarded
  * by one lock; the I/O path reads only a volatile flag.
@@ -52,8 +53,6 @@ public final class Controller {
     public static final long MIN_KEEP_ALIVE_TIMEOUT_MILLIS = 1000;
     /** CAP.TO: 15 × 500 ms = 7.5 s for CSTS.RDY to follow CC.EN (we answer at once). */
     public static final int CAP_TIMEOUT_500MS = 15;
-    /** Reservation notifications kept for the host to read; older ones are dropped (the count shows the gap). */
-    static final int RESERVATION_LOG_DEPTH = 64;
     /** VS of both I/O and discovery controllers. */
     public static final int VERSION = ControllerRegisters.VERSION_1_3;
 
@@ -70,7 +69,9 @@ public final class Controller {
     private final Instant createdAt = Instant.now();
     private final long capabilities;
     private final int maxIoQueues;
-    private final AdminCommands admin;
+    /** The admin command set: the NVM one, or the discovery one. */
+    private final AdminCommandSet admin;
+    private final AsyncEvents events;
     private final TargetModel model;
 
     private final Object lock = new Object();
@@ -82,7 +83,6 @@ public final class Controller {
     private boolean shutdownNotified;
     private boolean destroyed;
     private int grantedIoQueues;
-    private int asyncEventConfig;
     private long keepAliveTimeoutMillis;
     private ScheduledFuture<?> keepAliveTask;
     /** Identifies the current timer chain: a check from a cancelled chain that already started does nothing. */
@@ -93,28 +93,6 @@ public final class Controller {
      */
     private volatile boolean draining;
 
-    private final Request[] parkedAsyncEvents = new Request[ASYNC_EVENT_REQUEST_LIMIT];
-    private int parkedAsyncEventCount;
-    /** Events raised while no request was parked, oldest first (a handful at most: each type is masked). */
-    private final int[] pendingEvents = new int[8];
-    private int pendingEventCount;
-    private boolean namespaceNoticeMasked;
-    private boolean discoveryNoticeMasked;
-    private final int[] changedNamespaces = new int[ChangedNamespaceList.MAX_ENTRIES];
-    private int changedNamespaceCount;
-    private boolean changedNamespacesOverflow;
-    private boolean anaNoticeMasked;
-    /** Reservation notifications not yet read (log 80h), oldest first: NSID and type, a bounded ring. */
-    private final int[] reservationNsids = new int[RESERVATION_LOG_DEPTH];
-    private final int[] reservationTypes = new int[RESERVATION_LOG_DEPTH];
-    private final long[] reservationCounts = new long[RESERVATION_LOG_DEPTH];
-    private int reservationHead;
-    private int reservationCount;
-    private long reservationLogCount;
-    private boolean reservationEventMasked;
-    /** Feature 82h per NSID (set bits mask notification types); guarded by lock. */
-    private final java.util.Map<Integer, Integer> reservationMasks = new java.util.HashMap<>();
-    private int reservationMaskAll;
 
     Controller(ControllerRegistry registry, int cntlid, Subsystem subsystem, String subsystemNqn, String hostNqn,
                HostId hostId, Port port, TransportType transportType, TransportAddress localAddress, String peer,
@@ -133,11 +111,11 @@ public final class Controller {
         this.queues = new ControllerQueueHandler[maxIoQueues + 1];
         this.capabilities = ControllerRegisters.capabilities(port.options().maxQueueSize(), CAP_TIMEOUT_500MS, true);
         this.grantedIoQueues = maxIoQueues;
-        this.asyncEventConfig = defaultAsyncEventConfig();
+        this.events = new AsyncEvents(subsystem == null, defaultAsyncEventConfig());
         this.keepAliveTimeoutMillis = keepAliveTimeoutMillis == 0 && subsystem == null
             ? DISCOVERY_IDLE_TIMEOUT_MILLIS : effectiveKeepAliveTimeout(keepAliveTimeoutMillis);
         this.model = Objects.requireNonNull(model);
-        this.admin = new AdminCommands(this);
+        this.admin = subsystem == null ? new DiscoveryCommands(this) : new AdminCommands(this);
     }
 
     // ---------------------------------------------------------------- identity (management API)
@@ -270,7 +248,8 @@ public final class Controller {
 
     // ---------------------------------------------------------------- package: wiring
 
-    AdminCommands admin() {
+    /** The admin command set of this controller, for the command entry. */
+    AdminCommandSet admin() {
         return admin;
     }
 
@@ -502,15 +481,11 @@ public final class Controller {
     }
 
     int asyncEventConfig() {
-        synchronized (lock) {
-            return asyncEventConfig;
-        }
+        return events.config();
     }
 
     void asyncEventConfig(int value) {
-        synchronized (lock) {
-            asyncEventConfig = value;
-        }
+        events.config(value);
     }
 
     /** The KATO in force for a host's request: 0 stays 0 (no keep-alive, as in nvmet and SPDK), else at least 1 s. */
@@ -598,7 +573,7 @@ public final class Controller {
         destroy("keep-alive timeout (KATO " + kato + " ms)", true);
     }
 
-    // ---------------------------------------------------------------- asynchronous events
+    // ---------------------------------------------------------------- asynchronous events (AsyncEvents)
 
     /**
      * Asynchronous Event Request: completes at once when an event is pending, else parks the request.
@@ -606,242 +581,49 @@ public final class Controller {
      * @return false when {@link #ASYNC_EVENT_REQUEST_LIMIT} requests are already parked
      */
     boolean parkAsyncEventRequest(Request request) {
-        int event;
-        synchronized (lock) {
-            if (destroyed || draining) {
-                event = -1;
-            } else if (pendingEventCount > 0) {
-                event = pendingEvents[0];
-                System.arraycopy(pendingEvents, 1, pendingEvents, 0, pendingEventCount - 1);
-                pendingEventCount--;
-            } else {
-                if (parkedAsyncEventCount >= ASYNC_EVENT_REQUEST_LIMIT) {
-                    return false;
-                }
-                parkedAsyncEvents[parkedAsyncEventCount++] = request;
-                return true;
-            }
-        }
-        if (event == -1) {
-            request.complete(NvmeStatus.ABORTED_SQ_DELETION);
-        } else {
-            request.response().dw0(event);
-            request.complete(NvmeStatus.SUCCESS);
-        }
-        return true;
+        return events.park(request);
     }
 
-    /**
-     * Namespace {@code nsid} was added, removed or changed: it goes into the Changed Namespace List log, and when
-     * the host enabled namespace attribute notices (Async Event Configuration bit 8) and has not been told since
-     * it last read that log, an event (notice, info 00h, log 04h) completes a parked Asynchronous Event Request.
-     */
+    /** Namespace {@code nsid} was added, removed or changed: log 04h, and its notice when enabled and unmasked. */
     public void notifyNamespaceChanged(int nsid) {
-        Request toComplete;
-        synchronized (lock) {
-            if (destroyed || isDiscovery()) {
-                return;
-            }
-            addChangedNamespaceLocked(nsid);
-            if ((asyncEventConfig & FeatureIdentifier.AEC_NAMESPACE_ATTRIBUTE) == 0 || namespaceNoticeMasked) {
-                return;
-            }
-            namespaceNoticeMasked = true;
-            toComplete = raiseLocked(AsyncEvent.NAMESPACE_ATTRIBUTE_CHANGED_DW0);
-        }
-        completeEvent(toComplete, AsyncEvent.NAMESPACE_ATTRIBUTE_CHANGED_DW0);
+        events.notifyNamespaceChanged(nsid);
     }
 
-    /**
-     * An ANA group's state changed on this controller's port: an event (notice, info 03h, log 0Ch) when the host
-     * enabled ANA change notices (Async Event Configuration bit 11) and has read the ANA log since the last one.
-     */
+    /** An ANA group's state changed on this controller's port: its notice (log 0Ch) when enabled and unmasked. */
     public void notifyAnaChanged() {
-        Request toComplete;
-        synchronized (lock) {
-            if (destroyed || isDiscovery()) {
-                return;
-            }
-            if ((asyncEventConfig & FeatureIdentifier.AEC_ANA_CHANGE) == 0 || anaNoticeMasked) {
-                return;
-            }
-            anaNoticeMasked = true;
-            toComplete = raiseLocked(AsyncEvent.ANA_CHANGE_DW0);
-        }
-        completeEvent(toComplete, AsyncEvent.ANA_CHANGE_DW0);
+        events.notifyAnaChanged();
     }
 
-    /** The host read the ANA log with RAE = 0: ANA change notices are re-armed. */
     void anaLogRead(boolean retainAsyncEvent) {
-        if (!retainAsyncEvent) {
-            synchronized (lock) {
-                anaNoticeMasked = false;
-            }
-        }
+        events.anaLogRead(retainAsyncEvent);
     }
 
-    /**
-     * A reservation notification for this controller's host on namespace {@code nsid}: queued for log 80h unless
-     * masked (feature 82h), and announced by an event (I/O command set specific, info 00h, log 80h) unless one is
-     * already outstanding.
-     */
     void notifyReservation(int nsid, int type) {
-        Request toComplete;
-        synchronized (lock) {
-            if (destroyed || isDiscovery()) {
-                return;
-            }
-            if ((reservationMaskLocked(nsid) & io.nvmeof4j.protocol.reservation.ReservationNotificationLog.maskBit(type)) != 0) {
-                return;
-            }
-            if (reservationCount == RESERVATION_LOG_DEPTH) {
-                reservationHead = (reservationHead + 1) % RESERVATION_LOG_DEPTH;
-                reservationCount--;
-            }
-            int at = (reservationHead + reservationCount) % RESERVATION_LOG_DEPTH;
-            reservationNsids[at] = nsid;
-            reservationTypes[at] = type;
-            reservationCount++;
-            // The count wraps from the largest value to 1: 0 means an empty page.
-            reservationLogCount = reservationLogCount == -1L ? 1 : reservationLogCount + 1;
-            reservationCounts[at] = reservationLogCount;
-            if (reservationEventMasked) {
-                return;
-            }
-            reservationEventMasked = true;
-            toComplete = raiseLocked(AsyncEvent.RESERVATION_LOG_AVAILABLE_DW0);
-        }
-        completeEvent(toComplete, AsyncEvent.RESERVATION_LOG_AVAILABLE_DW0);
+        events.notifyReservation(nsid, type);
     }
 
-    /**
-     * Log 80h: the oldest queued notification, removed (unless RAE), with the number still queued; an empty page when
-     * none is. Reading re-arms the event.
-     */
-    void readReservationLog(io.nvmeof4j.protocol.reservation.ReservationNotificationLog log, boolean retainAsyncEvent) {
-        synchronized (lock) {
-            log.clear();
-            if (reservationCount > 0) {
-                log.count(reservationCounts[reservationHead])
-                    .type(reservationTypes[reservationHead])
-                    .nsid(reservationNsids[reservationHead])
-                    .available(reservationCount - 1);
-                if (!retainAsyncEvent) {
-                    reservationHead = (reservationHead + 1) % RESERVATION_LOG_DEPTH;
-                    reservationCount--;
-                }
-            }
-            if (!retainAsyncEvent) {
-                reservationEventMasked = false;
-            }
-        }
+    void readReservationLog(ReservationNotificationLog log, boolean retainAsyncEvent) {
+        events.readReservationLog(log, retainAsyncEvent);
     }
 
-    /** Feature 82h for one NSID, or every namespace with NSID FFFFFFFFh. */
     void reservationMask(int nsid, int mask) {
-        synchronized (lock) {
-            if (nsid == -1) {
-                reservationMaskAll = mask;
-                reservationMasks.clear();
-            } else {
-                reservationMasks.put(nsid, mask);
-            }
-        }
+        events.reservationMask(nsid, mask);
     }
 
     int reservationMask(int nsid) {
-        synchronized (lock) {
-            return reservationMaskLocked(nsid);
-        }
+        return events.reservationMask(nsid);
     }
 
-    private int reservationMaskLocked(int nsid) {
-        Integer m = reservationMasks.get(nsid);
-        return m != null ? m : reservationMaskAll;
-    }
-
-    /** The discovery log changed: an event (notice, info F0h, log 70h) if the host enabled it (bit 31). */
     void notifyDiscoveryChanged() {
-        Request toComplete;
-        synchronized (lock) {
-            if (destroyed || !isDiscovery()) {
-                return;
-            }
-            if ((asyncEventConfig & FeatureIdentifier.AEC_DISCOVERY_LOG_CHANGE) == 0 || discoveryNoticeMasked) {
-                return;
-            }
-            discoveryNoticeMasked = true;
-            toComplete = raiseLocked(AsyncEvent.DISCOVERY_LOG_CHANGED_DW0);
-        }
-        completeEvent(toComplete, AsyncEvent.DISCOVERY_LOG_CHANGED_DW0);
+        events.notifyDiscoveryChanged();
     }
 
-    /** The parked request to complete with {@code event}, or null after queueing the event. */
-    private Request raiseLocked(int event) {
-        if (parkedAsyncEventCount > 0) {
-            Request r = parkedAsyncEvents[--parkedAsyncEventCount];
-            parkedAsyncEvents[parkedAsyncEventCount] = null;
-            return r;
-        }
-        if (pendingEventCount < pendingEvents.length) {
-            pendingEvents[pendingEventCount++] = event;
-        }
-        return null;
-    }
-
-    private static void completeEvent(Request request, int event) {
-        if (request != null) {
-            request.response().dw0(event);
-            request.complete(NvmeStatus.SUCCESS);
-        }
-    }
-
-    private void addChangedNamespaceLocked(int nsid) {
-        if (changedNamespacesOverflow) {
-            return;
-        }
-        for (int i = 0; i < changedNamespaceCount; i++) {
-            if (changedNamespaces[i] == nsid) {
-                return;
-            }
-        }
-        if (changedNamespaceCount == changedNamespaces.length) {
-            changedNamespacesOverflow = true;
-            changedNamespaceCount = 0;
-            return;
-        }
-        changedNamespaces[changedNamespaceCount++] = nsid;
-    }
-
-    /**
-     * Writes the Changed Namespace List into {@code list}; unless {@code retainAsyncEvent}, clears it and
-     * re-arms the namespace attribute notice.
-     */
     void readChangedNamespaces(ChangedNamespaceList list, boolean retainAsyncEvent) {
-        synchronized (lock) {
-            list.clear();
-            if (changedNamespacesOverflow) {
-                list.markOverflow();
-            } else {
-                for (int i = 0; i < changedNamespaceCount; i++) {
-                    list.nsid(i, changedNamespaces[i]);
-                }
-            }
-            if (!retainAsyncEvent) {
-                changedNamespaceCount = 0;
-                changedNamespacesOverflow = false;
-                namespaceNoticeMasked = false;
-            }
-        }
+        events.readChangedNamespaces(list, retainAsyncEvent);
     }
 
-    /** The host read the discovery log with RAE = 0: discovery change notices are re-armed. */
     void discoveryLogRead(boolean retainAsyncEvent) {
-        if (!retainAsyncEvent) {
-            synchronized (lock) {
-                discoveryNoticeMasked = false;
-            }
-        }
+        events.discoveryLogRead(retainAsyncEvent);
     }
 
     /**
@@ -849,16 +631,10 @@ public final class Controller {
      * new command at once, so only the commands already executing remain in flight while the registry drains.
      */
     void drain() {
-        List<Request> aborted = new ArrayList<>();
         synchronized (lock) {
             draining = true;
-            for (int i = 0; i < parkedAsyncEventCount; i++) {
-                aborted.add(parkedAsyncEvents[i]);
-                parkedAsyncEvents[i] = null;
-            }
-            parkedAsyncEventCount = 0;
         }
-        for (Request r : aborted) {
+        for (Request r : events.drain()) {
             r.complete(NvmeStatus.ABORTED_SQ_DELETION);
         }
     }
@@ -873,7 +649,6 @@ public final class Controller {
      */
     void destroy(String reason, boolean fatal) {
         List<ControllerQueueHandler> toClose = new ArrayList<>();
-        List<Request> aborted = new ArrayList<>();
         synchronized (lock) {
             if (destroyed) {
                 return;
@@ -887,11 +662,6 @@ public final class Controller {
                 keepAliveTask.cancel(false);
                 keepAliveTask = null;
             }
-            for (int i = 0; i < parkedAsyncEventCount; i++) {
-                aborted.add(parkedAsyncEvents[i]);
-                parkedAsyncEvents[i] = null;
-            }
-            parkedAsyncEventCount = 0;
             for (int qid = 0; qid < queues.length; qid++) {
                 if (queues[qid] != null) {
                     toClose.add(queues[qid]);
@@ -900,7 +670,7 @@ public final class Controller {
             }
         }
         registry.unregister(this);
-        for (Request r : aborted) {
+        for (Request r : events.close()) {
             r.complete(NvmeStatus.ABORTED_SQ_DELETION);
         }
         for (ControllerQueueHandler q : toClose) {

@@ -3,6 +3,7 @@ package io.nvmeof4j.target.controller;
 import io.nvmeof4j.protocol.HostId;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
+import io.nvmeof4j.protocol.io.NvmOpcode;
 import io.nvmeof4j.protocol.reservation.ReservationCommand;
 import io.nvmeof4j.protocol.reservation.ReservationStatusData;
 import io.nvmeof4j.protocol.spi.Request;
@@ -25,14 +26,14 @@ final class ReservationCommands {
     }
 
     static boolean isReservationCommand(int opcode) {
-        return opcode == ReservationCommand.OPC_REGISTER || opcode == ReservationCommand.OPC_REPORT
-            || opcode == ReservationCommand.OPC_ACQUIRE || opcode == ReservationCommand.OPC_RELEASE;
+        return opcode == NvmOpcode.RESERVATION_REGISTER || opcode == NvmOpcode.RESERVATION_REPORT
+            || opcode == NvmOpcode.RESERVATION_ACQUIRE || opcode == NvmOpcode.RESERVATION_RELEASE;
     }
 
     static void execute(Controller c, Request r, Namespace ns) {
         SubmissionQueueEntry sqe = r.command();
         int opcode = sqe.opcode();
-        if (opcode == ReservationCommand.OPC_REPORT) {
+        if (opcode == NvmOpcode.RESERVATION_REPORT) {
             report(c, r, ns, sqe);
             return;
         }
@@ -47,9 +48,9 @@ final class ReservationCommands {
         HostId host = c.hostId();
         int cdw10 = sqe.cdw10();
         Reservations.Outcome outcome = switch (opcode) {
-            case ReservationCommand.OPC_REGISTER -> ns.reservations().register(host, cdw10, crkey,
+            case NvmOpcode.RESERVATION_REGISTER -> ns.reservations().register(host, cdw10, crkey,
                 ReservationCommand.secondKey(data, base));
-            case ReservationCommand.OPC_ACQUIRE -> ns.reservations().acquire(host, cdw10, crkey,
+            case NvmOpcode.RESERVATION_ACQUIRE -> ns.reservations().acquire(host, cdw10, crkey,
                 ReservationCommand.secondKey(data, base));
             default -> ns.reservations().release(host, cdw10, crkey);
         };
@@ -60,7 +61,7 @@ final class ReservationCommands {
                 }
             }
         }
-        if (opcode == ReservationCommand.OPC_ACQUIRE && outcome.status() == NvmeStatus.SUCCESS
+        if (opcode == NvmOpcode.RESERVATION_ACQUIRE && outcome.status() == NvmeStatus.SUCCESS
             && ReservationCommand.action(cdw10) == ReservationCommand.PREEMPT_AND_ABORT) {
             List<HostId> preempted = outcome.preempted();
             if (!preempted.isEmpty()) {

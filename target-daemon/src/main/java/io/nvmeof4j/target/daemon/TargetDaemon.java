@@ -3,22 +3,13 @@ package io.nvmeof4j.target.daemon;
 import io.nvmeof4j.jni.rdma.Rdma;
 import io.nvmeof4j.protocol.auth.DhchapCredentials;
 import io.nvmeof4j.protocol.buffer.OffHeapBufferPool;
-import io.nvmeof4j.protocol.spi.PollGroup;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportListener;
-import io.nvmeof4j.jni.NativeIoException;
-import io.nvmeof4j.jni.bdev.Bdev;
-import io.nvmeof4j.jni.bdev.BdevRegion;
 import io.nvmeof4j.jni.bdev.UringOptions;
 import io.nvmeof4j.target.backend.BdevChannels;
 import io.nvmeof4j.target.backend.QosLimits;
-import io.nvmeof4j.target.backend.QosWaits;
 import io.nvmeof4j.protocol.spi.TransportType;
-import io.nvmeof4j.rdma.RdmaControllerTransport;
 import io.nvmeof4j.target.backend.BlockDevice;
-import io.nvmeof4j.target.backend.NullBlockDevice;
-import io.nvmeof4j.target.backend.RamBlockDevice;
-import io.nvmeof4j.target.backend.UringBlockDevice;
 import io.nvmeof4j.target.config.BackendType;
 import io.nvmeof4j.target.config.BuildVersion;
 import io.nvmeof4j.target.config.ConfigException;
@@ -41,17 +32,12 @@ import io.nvmeof4j.target.limits.NamespaceRefusedException;
 import io.nvmeof4j.target.limits.PathConfinement;
 import io.nvmeof4j.target.limits.RamBudget;
 import io.nvmeof4j.target.io.NvmCommands;
-import io.nvmeof4j.target.metrics.TargetMeterNames;
 import io.nvmeof4j.target.metrics.TargetMetrics;
 import io.nvmeof4j.target.model.AnaStates;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Port;
-import io.nvmeof4j.target.model.Referral;
 import io.nvmeof4j.target.model.Subsystem;
 import io.nvmeof4j.target.model.TargetModel;
-import io.nvmeof4j.target.reactor.Reactor;
-import io.nvmeof4j.target.reservation.Reservations;
-import io.nvmeof4j.tcp.TcpControllerTransport;
 import io.nvmeof4j.tcp.tls.HostPskStore;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -59,15 +45,12 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.net.BindException;
 import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashSet;
 import java.util.EnumSet;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.List;
 import java.util.Map;
@@ -124,33 +107,15 @@ public final class TargetDaemon implements AutoCloseable {
 
     private final TargetConfig config;
     private final TargetModel model = new TargetModel();
-    /** Open devices, in opening order, with the namespace each serves (for shutdown messages). */
-    private final List<OpenDevice> devices = new ArrayList<>();
-    private final List<Path> createdFiles = new ArrayList<>();
-    private final List<Reactor> reactors = new ArrayList<>();
-    private final List<TransportListener> listeners = new ArrayList<>();
-    private final List<TransportAddress> listenAddresses = new ArrayList<>();
-    /** The listener of each served port, by PORTID (a port added or removed live too). */
-    private final Map<Integer, TransportListener> listenerByPort = new HashMap<>();
-    /** Every reactor's NVMe/TCP and NVMe-oF/RDMA poll group: what a port added live listens with. */
-    private final List<PollGroup> tcpGroups = new ArrayList<>();
-    private final List<PollGroup> rdmaGroups = new ArrayList<>();
-    /** Each reactor's buffer pool, by reactor index: what a poll group created live draws from. */
-    private final List<OffHeapBufferPool> pools = new ArrayList<>();
-    /**
-     * Each reactor's buffer-wait counters, summed by its resource-wait meter; a poll group created live adds its own
-     * (copy-on-write: the meter reads from a scrape thread).
-     */
-    private final List<List<java.util.function.LongSupplier>> bufferWaits = new ArrayList<>();
+    /** The reactors, their poll groups, the transports and the listeners. */
+    private final DaemonTransports transports = new DaemonTransports();
+    /** The namespaces' devices, opened and closed in one place; the live namespace changes. */
+    private final DaemonNamespaces namespaces;
+    /** The live changes of subsystems and ports. */
+    private final DaemonPorts ports;
     private NvmCommands nvm;
-    private TcpControllerTransport transport;
     /** Each host's TLS PSK ({@code hosts[].tls_key}), as every TLS port's handshakes look them up; changed live. */
     private HostPskStore tlsKeys;
-    /** Created with the first RDMA port (at start or live); serving once every reactor has its RDMA group. */
-    private RdmaControllerTransport rdmaTransport;
-    private volatile boolean rdmaServed;
-    /** TCP poll groups exist (always, unless the daemon started with RDMA ports only). */
-    private volatile boolean tcpServed;
     /** The ports started: every configured port, less RDMA ports when RDMA is unavailable. */
     private List<PortConfig> servedPorts = List.of();
     private ControllerRegistry registry;
@@ -163,14 +128,14 @@ public final class TargetDaemon implements AutoCloseable {
     private RamBudget ramBudget;
     /** What connected NVMe/TCP queues may hold in buffers together ({@code queue_buffer_budget_mib}). */
     private io.nvmeof4j.protocol.spi.MemoryBudget queueBufferBudget;
-    /** Where live file and block-device namespaces may lie ({@code allowed_paths}). */
-    private PathConfinement confinement;
     private boolean started;
     private final AtomicBoolean closing = new AtomicBoolean();
     private final CountDownLatch closed = new CountDownLatch(1);
 
     private TargetDaemon(TargetConfig config) {
         this.config = config;
+        this.namespaces = new DaemonNamespaces(this, config, model, transports);
+        this.ports = new DaemonPorts(this, model, transports, namespaces);
     }
 
     /**
@@ -206,68 +171,14 @@ public final class TargetDaemon implements AutoCloseable {
         queueBufferBudget = new io.nvmeof4j.protocol.spi.MemoryBudget(settings.queueBufferBudgetBytes(),
             "queue buffer budget of " + Sizes.format(settings.queueBufferBudgetBytes()) + " (nvmeof4j."
                 + DaemonSettings.QUEUE_BUFFER_BUDGET_MIB + ")");
-        confinement = new PathConfinement(settings.allowedPaths());
-        servedPorts = portsToServe();
+        servedPorts = DaemonTransports.portsToServe(config);
         buildModel();
         if (settings.metrics()) {
             bindMetrics();
         }
 
-        transport = new TcpControllerTransport(io.nvmeof4j.tcp.TcpTransportOptions.defaults(), queueBufferBudget);
         tlsKeys = new HostPskStore(config.tlsKeys());
-        transport.pskResolver(tlsKeys);
-        boolean rdma = servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.RDMA);
-        boolean tcp = !rdma || servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.TCP);
-        int largestBuffer = config.largestBuffer();
-        for (int i = 0; i < settings.reactors(); i++) {
-            Reactor reactor = new Reactor("nvmeof-reactor-" + i, settings.idleStrategy(), settings.idleSpinNanos());
-            reactors.add(reactor);
-            OffHeapBufferPool pool = new OffHeapBufferPool(largestBuffer, poolRegion(reactor, settings));
-            pools.add(pool);
-            if (metrics != null) {
-                metrics.bindPool(i, pool);
-            }
-            List<java.util.function.LongSupplier> waits = new java.util.concurrent.CopyOnWriteArrayList<>();
-            bufferWaits.add(waits);
-            if (rdma) {
-                // First: an idle reactor blocks on its first group's wait primitive (here the completion channel).
-                addRdmaGroup(i);
-            }
-            if (tcp) {
-                // Only when TCP ports exist: an idle group still costs a selectNow per reactor round.
-                addTcpGroup(i);
-            }
-            if (metrics != null) {
-                metrics.bindResourceWaits(i, TargetMeterNames.RESOURCE_BUFFER_POOL, waits,
-                    ws -> ws.stream().mapToLong(java.util.function.LongSupplier::getAsLong).sum());
-            }
-            // Every reactor: a RAM namespace's I/O waits for its QoS budget as a file namespace's does.
-            QosWaits qosWaits = new QosWaits(reactor.name() + " QoS");
-            reactor.add(qosWaits);
-            if (metrics != null) {
-                metrics.bindResourceWaits(i, TargetMeterNames.RESOURCE_QOS, qosWaits, QosWaits::waits);
-            }
-            if (Bdev.isAvailable()) {
-                try {
-                    BdevChannels channels = new BdevChannels(reactor.name() + " block I/O", pool,
-                        BdevChannels.entriesFromProperty());
-                    reactor.add(channels);
-                    if (metrics != null) {
-                        metrics.bindResourceWaits(i, TargetMeterNames.RESOURCE_IO_URING, channels, BdevChannels::waits);
-                    }
-                } catch (NativeIoException e) {
-                    // io_uring refused (a seccomp profile, kernel.io_uring_disabled): RAM and null namespaces still
-                    // serve; file and block-device namespaces answer Namespace Not Ready on this reactor.
-                    LOG.warn("{}: no io_uring for file and block-device namespaces: {}", reactor.name(),
-                        e.getMessage());
-                }
-            }
-        }
-        rdmaServed = rdma;
-        tcpServed = tcp;
-        for (Reactor reactor : reactors) {
-            reactor.start();
-        }
+        transports.start(settings, config.largestBuffer(), servedPorts, queueBufferBudget, tlsKeys, metrics);
         registry = new ControllerRegistry(config.maxIoQueues());
         registry.hostKeys().replaceAll(config.hostCredentials());
         registry.tlsKeys(tlsKeys);
@@ -283,108 +194,17 @@ public final class TargetDaemon implements AutoCloseable {
         startHttp(settings, token);
         started = true;
         LOG.info("nvmeof4j target started in {} ms, listening on {}{}",
-            TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - begin), listenAddresses,
+            TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - begin), transports.listenAddresses(),
             http == null ? "" : "; HTTP (metrics, management API) on " + http.url() + ", API token in "
                 + http.tokenFile());
     }
 
     /** Binds a port of the model (configured, or added live) and replaces it in the model by its bound form. */
-    private void listen(PortConfig pc, Port port) throws IOException {
+    void listen(PortConfig pc, Port port) throws IOException {
         ControllerQueueHandlerFactory handlers = new ControllerQueueHandlerFactory(model, port, nvm, registry,
             metrics);
-        TransportListener listener;
-        try {
-            if (pc.transportType() == TransportType.RDMA) {
-                serveRdma();
-                listener = rdmaTransport.listen(port.address(), port.options(), rdmaGroups, handlers);
-            } else {
-                serveTcp();
-                listener = transport.listen(port.address(), port.options(), tcpGroups, handlers);
-            }
-        } catch (IOException e) {
-            throw new IOException(pc.where() + " (portid " + pc.portId() + "): " + e.getMessage(), e);
-        }
-        listeners.add(listener);
-        listenerByPort.put(pc.portId(), listener);
+        TransportListener listener = transports.listen(pc, port, handlers);
         model.replacePort(port, port.boundTo(listener.address()));
-        listenAddresses.add(listener.address());
-    }
-
-    /**
-     * Makes every reactor serve NVMe-oF/RDMA, for the first RDMA port added live to a daemon that started without
-     * one (a no-op once served). Creates the transport and, per reactor that has none yet, an RDMA poll group on that
-     * reactor's pool, handed to the running reactor. A failure part-way leaves the groups already handed over (idle:
-     * no listener feeds them) and serves nothing: the port is refused, and the next RDMA port completes the set.
-     * Under the daemon's lock (start, or a live change).
-     */
-    private void serveRdma() throws IOException {
-        if (rdmaServed) {
-            return;
-        }
-        if (!Rdma.isAvailable()) {
-            throw new IOException(rdmaUnavailableReason());
-        }
-        addGroupsToRunningReactors("NVMe-oF/RDMA", rdmaGroups, this::addRdmaGroup);
-        rdmaServed = true;
-    }
-
-    /**
-     * A daemon started with RDMA ports only has no TCP poll groups (each would cost a selectNow per reactor round);
-     * the first TCP port added live gives every running reactor one, as {@link #serveRdma()} does for RDMA.
-     */
-    private void serveTcp() throws IOException {
-        if (tcpServed) {
-            return;
-        }
-        addGroupsToRunningReactors("NVMe/TCP", tcpGroups, this::addTcpGroup);
-        tcpServed = true;
-    }
-
-    /**
-     * The first live listener of a transport the daemon did not start with: a poll group for every reactor that has
-     * none yet (one that refused its group before, its task queue full, gets it now).
-     */
-    private void addGroupsToRunningReactors(String transport, List<PollGroup> groups,
-                                            java.util.function.IntConsumer addGroup) throws IOException {
-        for (int i = groups.size(); i < reactors.size(); i++) {
-            try {
-                addGroup.accept(i);
-            } catch (RuntimeException e) {
-                throw new IOException(reactors.get(i) + ": cannot add an " + transport + " poll group: "
-                    + e.getMessage(), e);
-            }
-        }
-        LOG.info("{} served from now on: one poll group added to each of the {} running reactor(s)", transport,
-            reactors.size());
-    }
-
-    /** Creates reactor {@code index}'s TCP poll group on its pool and hands it to the reactor (started or not). */
-    private void addTcpGroup(int index) {
-        io.nvmeof4j.tcp.TcpPollGroup group = transport.createPollGroup(pools.get(index));
-        try {
-            reactors.get(index).add(group);
-        } catch (RuntimeException e) {
-            group.close(); // never polled: it has no connection yet
-            throw e;
-        }
-        tcpGroups.add(group);
-        bufferWaits.get(index).add(group::bufferWaits);
-    }
-
-    /** Creates reactor {@code index}'s RDMA poll group on its pool and hands it to the reactor (started or not). */
-    private void addRdmaGroup(int index) {
-        if (rdmaTransport == null) {
-            rdmaTransport = new RdmaControllerTransport();
-        }
-        io.nvmeof4j.rdma.RdmaPollGroup group = rdmaTransport.createPollGroup(pools.get(index));
-        try {
-            reactors.get(index).add(group);
-        } catch (RuntimeException e) {
-            group.close(); // never polled: it has no queue and no device yet
-            throw e;
-        }
-        rdmaGroups.add(group);
-        bufferWaits.get(index).add(group::bufferWaits);
     }
 
     /** Every subsystem, the discovery subsystem and every namespace get their meters before the first Connect. */
@@ -434,48 +254,6 @@ public final class TargetDaemon implements AutoCloseable {
         }
     }
 
-    private static ByteBuffer poolRegion(Reactor reactor, DaemonSettings settings) throws IOException {
-        if (!Bdev.isAvailable()) {
-            return ByteBuffer.allocateDirect((int) Math.min(Integer.MAX_VALUE, settings.bufferPoolBytes()));
-        }
-        BdevRegion region = BdevRegion.map(Math.min(Integer.MAX_VALUE, settings.bufferPoolBytes()), settings.hugepages());
-        if (settings.hugepages() && !region.hugepages()) {
-            LOG.warn("{}: no hugepages for the {} buffer pool (errno {}; reserve some with vm.nr_hugepages): "
-                + "using normal pages", reactor.name(), Sizes.format(region.length()), region.hugepageFailure());
-        }
-        reactor.own(region);
-        return region.buffer();
-    }
-
-    /**
-     * The configured ports this machine can serve: RDMA ports only when RDMA is available (else each is named
-     * with the reason, and the daemon serves the rest).
-     */
-    private List<PortConfig> portsToServe() throws IOException {
-        List<PortConfig> served = new ArrayList<>();
-        Throwable rdmaCause = null;
-        boolean rdmaChecked = false;
-        for (PortConfig p : config.servablePorts()) {
-            if (p.transportType() == TransportType.RDMA) {
-                if (!rdmaChecked) {
-                    rdmaCause = Rdma.unavailabilityCause();
-                    rdmaChecked = true;
-                }
-                if (rdmaCause != null) {
-                    LOG.warn("{} (portid {}, {}): not served: RDMA is unavailable: {}", p.where(), p.portId(),
-                        p.address(), rdmaCause.getMessage());
-                    continue;
-                }
-            }
-            served.add(p);
-        }
-        if (served.isEmpty() && !config.servablePorts().isEmpty()) {
-            throw new IOException("nothing to serve: every port is RDMA and RDMA is unavailable: "
-                + (rdmaCause == null ? "?" : rdmaCause.getMessage()));
-        }
-        return served;
-    }
-
     private Port findPort(int portId) {
         for (Port p : model.ports()) {
             if (p.portId() == portId) {
@@ -496,9 +274,9 @@ public final class TargetDaemon implements AutoCloseable {
                 if (!nc.enabled()) {
                     continue;
                 }
-                BlockDevice device = open(sc.nqn(), nc, UringOptions.Confinement.NONE);
+                BlockDevice device = namespaces.open(sc.nqn(), nc, UringOptions.Confinement.NONE);
                 Namespace namespace = new Namespace(nc.nsid(), device, nc.uuid(), nc.nguid(), nc.anaGroupId(),
-                    reservations(sc.nqn(), nc));
+                    namespaces.reservations(sc.nqn(), nc));
                 namespace.qos().limits(nc.qos());
                 subsystem.addNamespace(namespace);
                 LOG.info("{} namespace {}: {}, {} blocks of {} bytes, uuid {}", sc.nqn(),
@@ -510,72 +288,7 @@ public final class TargetDaemon implements AutoCloseable {
         for (PortConfig pc : servedPorts) {
             Set<String> exported = new LinkedHashSet<>(pc.subsystems());
             model.addPort(new Port(pc.portId(), pc.address(), pc.options(), exported, new AnaStates(pc.anaGroups())));
-            model.referrals(pc.portId(), referrals(pc.referrals()));
-        }
-    }
-
-    /**
-     * The one place devices are created (configured namespaces and namespaces added through the API alike).
-     *
-     * @param confinement what a live namespace's path was checked to be ({@link PathConfinement}); NONE for the
-     *                    configuration's namespaces
-     */
-    private BlockDevice open(String subsystemNqn, NamespaceConfig nc, UringOptions.Confinement confinement)
-        throws IOException {
-        String label = subsystemNqn + " namespace " + Integer.toUnsignedString(nc.nsid());
-        BlockDevice device;
-        try {
-            if (nc.backend() == BackendType.RAM) {
-                device = new RamBlockDevice("", nc.sizeBytes(), nc.blockSize());
-            } else if (nc.backend() == BackendType.NULL) {
-                device = new NullBlockDevice("", nc.sizeBytes(), nc.blockSize());
-            } else {
-                if (!Bdev.isAvailable()) {
-                    throw new IOException("the io_uring block-device library is not available: "
-                        + Bdev.unavailabilityCause());
-                }
-                boolean existed = Files.exists(nc.path());
-                device = UringBlockDevice.open(nc.path(), nc.sizeBytes(), nc.blockSize(), nc.bufferedIo(), confinement,
-                    nc.shared());
-                if (!existed) {
-                    createdFiles.add(nc.path());
-                    LOG.info("{}: created {} ({}, sparse)", nc.where(), nc.path(), Sizes.format(nc.sizeBytes()));
-                }
-            }
-        } catch (IOException | RuntimeException e) {
-            throw new IOException(nc.where() + " (" + label + "): cannot open "
-                + (nc.path() != null ? nc.path() : nc.backend().configName() + " device") + ": " + e.getMessage(), e);
-        } catch (OutOfMemoryError e) {
-            // The budget keeps a RAM device's chunk table small; should memory still run out, this namespace is
-            // refused and the daemon keeps serving the others.
-            throw new IOException(nc.where() + " (" + label + "): not enough memory for the "
-                + nc.backend().configName() + " device: " + e.getMessage());
-        }
-        synchronized (devices) {
-            devices.add(new OpenDevice(label, device));
-        }
-        return device;
-    }
-
-    /**
-     * The reservation state of a namespace. A file namespace's is persisted in {@link #reservationFile}; RAM and null
-     * namespaces lose their data with the daemon, so their reservations live in memory only.
-     */
-    private Reservations reservations(String subsystemNqn, NamespaceConfig nc) throws IOException {
-        if (nc.backend() != BackendType.FILE) {
-            return new Reservations(null);
-        }
-        Path file = reservationFile(subsystemNqn, nc.nsid());
-        try {
-            Reservations r = Reservations.load(file);
-            Reservations.Report report = r.report();
-            if (!report.registrants().isEmpty()) {
-                LOG.info("{} namespace {}: {} registrant(s), reservation type {} restored from {}", subsystemNqn,
-                    Integer.toUnsignedString(nc.nsid()), report.registrants().size(), report.type(), file);
-            }
-            return r;
-        } catch (IOException e) {
-            throw new IOException(nc.where() + ": reservation state: " + e.getMessage(), e);
+            model.referrals(pc.portId(), DaemonPorts.referrals(pc.referrals()));
         }
     }
 
@@ -586,11 +299,7 @@ public final class TargetDaemon implements AutoCloseable {
      * directory ({@code $XDG_STATE_HOME/nvmeof4j/reservations}, else {@code ~/.local/state/nvmeof4j/reservations}).
      */
     public Path reservationFile(String subsystemNqn, int nsid) {
-        Path dir = config.source()
-            .map(src -> src.toAbsolutePath().resolveSibling(src.getFileName() + ".reservations"))
-            .orElseGet(() -> HttpSecurity.stateDirectoryTokenFile().getParent().resolve("reservations"));
-        return dir.resolve(subsystemNqn.replaceAll("[^A-Za-z0-9._-]", "_") + "-" + Integer.toUnsignedString(nsid)
-            + ".json");
+        return namespaces.reservationFile(subsystemNqn, nsid);
     }
 
     /**
@@ -602,24 +311,7 @@ public final class TargetDaemon implements AutoCloseable {
      */
     public int setAnaState(int portId, int group, int state) {
         checkRunning();
-        Port port = null;
-        for (Port p : model.ports()) {
-            if (p.portId() == portId) {
-                port = p;
-            }
-        }
-        if (port == null) {
-            throw new IllegalArgumentException("no port " + portId);
-        }
-        int old = port.ana().state(group, state);
-        LOG.info("port {}: ANA group {} {} -> {}", portId, group, io.nvmeof4j.protocol.ana.AnaState.name(old),
-            io.nvmeof4j.protocol.ana.AnaState.name(state));
-        for (io.nvmeof4j.target.controller.Controller c : registry.controllers()) {
-            if (!c.isDiscovery() && c.port().portId() == portId) {
-                c.notifyAnaChanged();
-            }
-        }
-        return old;
+        return ports.setAnaState(portId, group, state);
     }
 
     // ---------------------------------------------------------------------------------------------- live changes
@@ -639,80 +331,7 @@ public final class TargetDaemon implements AutoCloseable {
      */
     public synchronized Namespace addNamespace(String subsystemNqn, NamespaceConfig nc) throws IOException {
         checkRunning();
-        Subsystem subsystem = model.subsystem(subsystemNqn);
-        if (subsystem == null) {
-            throw new IllegalArgumentException("no subsystem " + subsystemNqn);
-        }
-        if (subsystem.namespace(nc.nsid()) != null) {
-            throw new IllegalStateException(subsystemNqn + " already has namespace " + Integer.toUnsignedString(nc.nsid()));
-        }
-        String label = subsystemNqn + " namespace " + Integer.toUnsignedString(nc.nsid());
-        UringOptions.Confinement kind = UringOptions.Confinement.NONE;
-        if (nc.backend() == BackendType.FILE) {
-            // Whatever the request said, a live namespace's file lies inside allowed_paths: checked before the
-            // file is looked at for anything else, opened by the checked real path without following symlinks.
-            PathConfinement.Checked checked = confinement.check(nc.path(), nc.sizeBytes() > 0);
-            nc = nc.withPath(checked.realPath());
-            kind = checked.kind();
-            TargetConfig.checkNamespaceFile(nc);
-        }
-        long ramReserved = 0;
-        if (nc.backend() == BackendType.RAM) {
-            ramBudget.reserve(nc.sizeBytes(), label);
-            ramReserved = nc.sizeBytes();
-        }
-        int createdBefore = createdFiles.size();
-        BlockDevice device;
-        try {
-            device = open(subsystemNqn, nc, kind);
-        } catch (IOException | RuntimeException | Error e) {
-            ramBudget.release(ramReserved);
-            throw e;
-        }
-        Namespace namespace = null;
-        boolean added = false;
-        try {
-            namespace = new Namespace(nc.nsid(), device, nc.uuid(), nc.nguid(), nc.anaGroupId(),
-                reservations(subsystemNqn, nc));
-            namespace.qos().limits(nc.qos());
-            if (metrics != null) {
-                // This NSID has no meters (checked above, and changes are serialised): unbinding below on failure
-                // removes only what this call bound.
-                metrics.bindNamespace(subsystem, namespace);
-            }
-            added = subsystem.addNamespace(namespace);
-            if (!added) {
-                throw new IllegalStateException(subsystemNqn + " already has namespace "
-                    + Integer.toUnsignedString(nc.nsid()));
-            }
-        } finally {
-            if (!added) {
-                if (metrics != null && namespace != null) {
-                    metrics.unbindNamespace(namespace);
-                }
-                closeDevice(device);
-                ramBudget.release(ramReserved);
-                if (createdFiles.size() > createdBefore) {
-                    Path created = createdFiles.remove(createdFiles.size() - 1);
-                    try {
-                        Files.deleteIfExists(created);
-                    } catch (IOException e) {
-                        // Do not hide why the add failed; say what is left behind.
-                        LOG.warn("{}: created for namespace {}, not removed after the failed add: {}", created,
-                            Integer.toUnsignedString(nc.nsid()), e.toString());
-                    }
-                }
-            }
-        }
-        // The file is the namespace's now: a later failed start must not delete it.
-        while (createdFiles.size() > createdBefore) {
-            createdFiles.remove(createdFiles.size() - 1);
-        }
-        LOG.info("{} namespace {} added: {}, {} blocks of {} bytes, uuid {}", subsystemNqn,
-            Integer.toUnsignedString(nc.nsid()), device.description(), device.blockCount(), device.blockSize(),
-            nc.uuid());
-        registry.notifyNamespaceChanged(subsystemNqn, nc.nsid());
-        return namespace;
+        return namespaces.addNamespace(subsystemNqn, nc);
     }
 
     /**
@@ -725,17 +344,7 @@ public final class TargetDaemon implements AutoCloseable {
      */
     public synchronized Namespace removeNamespace(String subsystemNqn, int nsid) {
         checkRunning();
-        Subsystem subsystem = model.subsystem(subsystemNqn);
-        if (subsystem == null) {
-            throw new IllegalArgumentException("no subsystem " + subsystemNqn);
-        }
-        Namespace removed = subsystem.removeNamespace(nsid);
-        if (removed == null) {
-            return null;
-        }
-        registry.notifyNamespaceChanged(subsystemNqn, nsid);
-        releaseNamespace(subsystem, removed);
-        return removed;
+        return namespaces.removeNamespace(subsystemNqn, nsid);
     }
 
     /**
@@ -750,20 +359,7 @@ public final class TargetDaemon implements AutoCloseable {
      */
     public synchronized long resizeNamespace(String subsystemNqn, int nsid, long sizeBytes) throws IOException {
         checkRunning();
-        Subsystem subsystem = model.subsystem(subsystemNqn);
-        Namespace ns = subsystem == null ? null : subsystem.namespace(nsid);
-        if (ns == null) {
-            throw new IllegalArgumentException("no namespace " + Integer.toUnsignedString(nsid) + " in "
-                + subsystemNqn);
-        }
-        long before = ns.blockCount() * ns.blockSize();
-        long after = ns.device().resize(sizeBytes);
-        if (after != before) {
-            LOG.info("{} namespace {} resized: {} -> {} ({} blocks of {} bytes)", subsystemNqn,
-                Integer.toUnsignedString(nsid), Sizes.format(before), Sizes.format(after), ns.blockCount(),
-                ns.blockSize());
-        }
-        return after;
+        return namespaces.resizeNamespace(subsystemNqn, nsid, sizeBytes);
     }
 
     /**
@@ -773,51 +369,7 @@ public final class TargetDaemon implements AutoCloseable {
      */
     public synchronized void setQos(String subsystemNqn, int nsid, QosLimits limits) {
         checkRunning();
-        Subsystem subsystem = model.subsystem(subsystemNqn);
-        Namespace namespace = subsystem == null ? null : subsystem.namespace(nsid);
-        if (namespace == null) {
-            throw new IllegalArgumentException("no namespace " + Integer.toUnsignedString(nsid) + " in "
-                + subsystemNqn);
-        }
-        namespace.qos().limits(limits);
-        LOG.info("{} namespace {}: {}", subsystemNqn, Integer.toUnsignedString(nsid), limits);
-    }
-
-    /** Unbinds the meters of a namespace taken off the data path and closes its device once its I/O has drained. */
-    private void releaseNamespace(Subsystem subsystem, Namespace removed) {
-        String subsystemNqn = subsystem.nqn();
-        int nsid = removed.nsid();
-        // I/O waiting for the QoS budget goes to the device at its reactor's next poll (which answers it Namespace
-        // Not Ready once the device stops), so nothing stays queued for a namespace that is gone.
-        removed.qos().limits(QosLimits.NONE);
-        if (metrics != null) {
-            metrics.unbindNamespace(removed);
-        }
-        if (removed.device() instanceof UringBlockDevice uring) {
-            // Its I/O channels live on the reactors: each reactor finishes the I/O in flight there and closes its
-            // channel before the native device may be freed. If one does not in time, leak the device (say so)
-            // rather than free memory a ring still completes into.
-            boolean detached;
-            try {
-                detached = uring.detach(reactors, DEVICE_CLOSE_TIMEOUT);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                detached = false;
-            }
-            if (!detached) {
-                LOG.error("{} namespace {} removed, but its I/O did not finish within {} ms: {} is left open",
-                    subsystemNqn, Integer.toUnsignedString(nsid), DEVICE_CLOSE_TIMEOUT.toMillis(),
-                    uring.description());
-                forgetDevice(uring);
-                return;
-            }
-        }
-        closeDevice(removed.device());
-        if (removed.device() instanceof RamBlockDevice) {
-            ramBudget.release(removed.device().blockCount() * removed.device().blockSize());
-        }
-        LOG.info("{} namespace {} removed ({})", subsystemNqn, Integer.toUnsignedString(nsid),
-            removed.device().description());
+        namespaces.setQos(subsystemNqn, nsid, limits);
     }
 
     /**
@@ -828,22 +380,7 @@ public final class TargetDaemon implements AutoCloseable {
      */
     public synchronized Subsystem addSubsystem(SubsystemConfig sc) {
         checkRunning();
-        if (model.subsystem(sc.nqn()) != null) {
-            throw new IllegalStateException("subsystem " + sc.nqn() + " exists already");
-        }
-        Subsystem subsystem = new Subsystem(sc.nqn(), sc.serial(), sc.model(), sc.firmware(), sc.allowAnyHost());
-        // Live as at start: a second daemon serving the subsystem relies on the range from the first Connect on.
-        subsystem.cntlidRange(sc.cntlidMin(), sc.cntlidMax());
-        for (String host : sc.allowedHosts()) {
-            subsystem.addAllowedHost(host);
-        }
-        model.addSubsystem(subsystem);
-        if (metrics != null) {
-            metrics.bindSubsystem(subsystem.nqn());
-        }
-        LOG.info("{} created (serial {}, model {}, allow_any_host {})", sc.nqn(), sc.serial(), sc.model(),
-            sc.allowAnyHost());
-        return subsystem;
+        return ports.addSubsystem(sc);
     }
 
     /**
@@ -853,27 +390,7 @@ public final class TargetDaemon implements AutoCloseable {
      */
     public synchronized Subsystem removeSubsystem(String nqn) {
         checkRunning();
-        Subsystem subsystem = model.subsystem(nqn);
-        if (subsystem == null) {
-            return null;
-        }
-        for (Port p : model.ports()) {
-            if (p.exports(nqn)) {
-                Set<String> rest = new LinkedHashSet<>(p.subsystems());
-                rest.remove(nqn);
-                model.replacePort(p, new Port(p.portId(), p.address(), p.options(), rest, p.ana()));
-            }
-        }
-        model.removeSubsystem(nqn);
-        registry.notifyDiscoveryChanged();
-        for (Controller c : registry.controllers(nqn)) {
-            c.disconnect("subsystem " + nqn + " deleted");
-        }
-        for (Namespace ns : subsystem.namespaces()) {
-            releaseNamespace(subsystem, ns);
-        }
-        LOG.info("{} deleted", nqn);
-        return subsystem;
+        return ports.removeSubsystem(nqn);
     }
 
     /**
@@ -884,22 +401,7 @@ public final class TargetDaemon implements AutoCloseable {
      */
     public synchronized Port addPort(PortConfig pc) throws IOException {
         checkRunning();
-        if (model.port(pc.portId()) != null) {
-            throw new IllegalStateException("portid " + pc.portId() + " is in use");
-        }
-        Port port = new Port(pc.portId(), pc.address(), pc.options(), new LinkedHashSet<>(pc.subsystems()),
-            new AnaStates(pc.anaGroups()));
-        model.addPort(port);
-        model.referrals(pc.portId(), referrals(pc.referrals()));
-        try {
-            listen(pc, port);
-        } catch (IOException | RuntimeException e) {
-            model.removePort(pc.portId());
-            throw e;
-        }
-        registry.notifyDiscoveryChanged();
-        LOG.info("port {} added: {} exporting {}", pc.portId(), model.port(pc.portId()).address(), pc.subsystems());
-        return model.port(pc.portId());
+        return ports.addPort(pc);
     }
 
     /**
@@ -908,18 +410,7 @@ public final class TargetDaemon implements AutoCloseable {
      */
     public synchronized void exportOnPort(int portId, Set<String> subsystems) {
         checkRunning();
-        Port port = model.port(portId);
-        if (port == null) {
-            throw new IllegalArgumentException("no port " + portId);
-        }
-        // The same ANA states: controllers of this port keep reading them, and a change must not reset them.
-        model.replacePort(port, new Port(portId, port.address(), port.options(), subsystems, port.ana()));
-        registry.notifyDiscoveryChanged();
-        for (Controller c : registry.controllers()) {
-            if (!c.isDiscovery() && c.port().portId() == portId && !subsystems.contains(c.subsystemNqn())) {
-                c.disconnect("listener " + port.address() + " removed from " + c.subsystemNqn());
-            }
-        }
+        ports.exportOnPort(portId, subsystems);
     }
 
     /**
@@ -928,24 +419,7 @@ public final class TargetDaemon implements AutoCloseable {
      */
     public synchronized Port removePort(int portId) {
         checkRunning();
-        Port port = model.removePort(portId);
-        if (port == null) {
-            return null;
-        }
-        TransportListener listener = listenerByPort.remove(portId);
-        if (listener != null) {
-            listeners.remove(listener);
-            listenAddresses.remove(listener.address());
-            step("closing the listener on " + listener.address(), listener::close);
-        }
-        for (Controller c : registry.controllers()) {
-            if (c.port().portId() == portId) {
-                c.disconnect("listener " + port.address() + " removed");
-            }
-        }
-        registry.notifyDiscoveryChanged();
-        LOG.info("port {} removed ({})", portId, port.address());
-        return port;
+        return ports.removePort(portId);
     }
 
     /**
@@ -954,22 +428,7 @@ public final class TargetDaemon implements AutoCloseable {
      */
     public synchronized void setReferrals(int portId, List<ReferralConfig> list) {
         checkRunning();
-        if (model.port(portId) == null) {
-            throw new IllegalArgumentException("no port " + portId);
-        }
-        model.referrals(portId, referrals(list));
-        registry.notifyDiscoveryChanged();
-    }
-
-    /** The enabled referrals of a port, as the discovery log lists them. */
-    private static List<Referral> referrals(List<ReferralConfig> list) {
-        List<Referral> served = new ArrayList<>();
-        for (ReferralConfig r : list) {
-            if (r.enabled()) {
-                served.add(new Referral(r.portId(), r.address(), r.treqBits(), r.subnqn()));
-            }
-        }
-        return served;
+        ports.setReferrals(portId, list);
     }
 
     /**
@@ -982,26 +441,7 @@ public final class TargetDaemon implements AutoCloseable {
 
     /** Why an RDMA listener cannot be added (see {@link #servesRdma()}). */
     public String rdmaUnavailableReason() {
-        Throwable cause = Rdma.unavailabilityCause();
-        return "NVMe-oF/RDMA is unavailable on this machine: " + (cause == null ? "?" : cause.getMessage());
-    }
-
-    /** Takes {@code device} off the list of devices to close at shutdown; returns its entry, or null. */
-    private OpenDevice forgetDevice(BlockDevice device) {
-        synchronized (devices) {
-            for (int i = 0; i < devices.size(); i++) {
-                if (devices.get(i).device() == device) {
-                    return devices.remove(i);
-                }
-            }
-        }
-        return null;
-    }
-
-    private void closeDevice(BlockDevice device) {
-        OpenDevice open = forgetDevice(device);
-        String label = open != null ? open.label() : device.description();
-        step("closing " + label + " (" + device.description() + ")", device::close);
+        return DaemonTransports.rdmaUnavailableReason();
     }
 
     private void checkRunning() {
@@ -1129,7 +569,7 @@ public final class TargetDaemon implements AutoCloseable {
 
     /** The bound address of every served port, in configuration order (port 0 resolved to the real port). */
     public List<TransportAddress> listenAddresses() {
-        return Collections.unmodifiableList(listenAddresses);
+        return Collections.unmodifiableList(transports.listenAddresses());
     }
 
     /** The live controllers (for status output and the management API). */
@@ -1182,8 +622,9 @@ public final class TargetDaemon implements AutoCloseable {
     }
 
     private void awaitClosed() {
-        long bound = config.daemon().shutdownTimeout().toMillis() + REACTOR_STOP_TIMEOUT.toMillis() * reactors.size()
-            + DEVICE_CLOSE_TIMEOUT.toMillis() * Math.max(1, devices.size()) + 10_000;
+        long bound = config.daemon().shutdownTimeout().toMillis()
+            + REACTOR_STOP_TIMEOUT.toMillis() * transports.reactors().size()
+            + DEVICE_CLOSE_TIMEOUT.toMillis() * Math.max(1, namespaces.openDeviceCount()) + 10_000;
         try {
             if (!closed.await(bound, TimeUnit.MILLISECONDS)) {
                 LOG.warn("close: the shutdown running in another thread did not finish within {} ms", bound);
@@ -1205,10 +646,7 @@ public final class TargetDaemon implements AutoCloseable {
             HttpApiServer h = http;
             step("stopping the HTTP server on " + h.url(), h::close);
         }
-        for (int i = listeners.size() - 1; i >= 0; i--) {
-            TransportListener listener = listeners.get(i);
-            step("closing the listener on " + listener.address(), listener::close);
-        }
+        transports.closeListeners();
         if (registry != null) {
             Duration timeout = config.daemon().shutdownTimeout();
             step("shutting down the controllers", () -> {
@@ -1218,61 +656,24 @@ public final class TargetDaemon implements AutoCloseable {
                 }
             });
         }
-        boolean[] reactorStuck = {false};
-        for (int i = reactors.size() - 1; i >= 0; i--) {
-            Reactor reactor = reactors.get(i);
-            step("stopping " + reactor, () -> {
-                if (!reactor.stop(REACTOR_STOP_TIMEOUT)) {
-                    reactorStuck[0] = true;
-                    LOG.warn("{} did not stop within {} ms", reactor, REACTOR_STOP_TIMEOUT.toMillis());
-                }
-            });
-        }
-        if (transport != null) {
-            step("closing the NVMe/TCP transport", transport::close);
-        }
-        if (rdmaTransport != null) {
-            if (reactorStuck[0]) {
-                // Closing it destroys the queue pairs a still-running reactor may be polling.
-                LOG.error("not closing the NVMe-oF/RDMA transport: a reactor did not stop");
-            } else {
-                step("closing the NVMe-oF/RDMA transport", rdmaTransport::close);
-            }
-        }
-        List<OpenDevice> toClose;
+        boolean reactorStuck = transports.stopReactors();
+        transports.closeTransports(reactorStuck);
+        List<DaemonNamespaces.OpenDevice> toClose;
         // Under the lock live changes hold: one in progress finishes first, none starts (closing is set).
         synchronized (this) {
-            synchronized (devices) {
-                toClose = new ArrayList<>(devices);
-                devices.clear();
-            }
+            toClose = namespaces.takeOpenDevices();
         }
-        for (int i = toClose.size() - 1; i >= 0; i--) {
-            OpenDevice open = toClose.get(i);
-            if (reactorStuck[0] && open.device() instanceof UringBlockDevice) {
-                // A reactor still running may still be draining its ring into this device's native structures.
-                LOG.error("not closing {} ({}): a reactor did not stop, and its io_uring may still use the device",
-                    open.label(), open.device().description());
-                continue;
-            }
-            step("closing " + open.label() + " (" + open.device().description() + ")", open.device()::close);
-        }
+        namespaces.close(toClose, reactorStuck);
         if (!started) {
-            // A failed start leaves nothing behind, not even the empty files it created for new namespaces.
-            for (Path file : createdFiles) {
-                step("removing " + file + ", created by the failed start", () -> Files.deleteIfExists(file));
-            }
+            namespaces.removeCreatedFiles();
         }
     }
 
-    private record OpenDevice(String label, BlockDevice device) {
-    }
-
-    private interface Step {
+    interface Step {
         void run() throws Exception;
     }
 
-    private static void step(String what, Step step) {
+    static void step(String what, Step step) {
         try {
             step.run();
         } catch (Exception | Error e) {
@@ -1282,6 +683,6 @@ public final class TargetDaemon implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "TargetDaemon[" + listenAddresses + (closing.get() ? ", closed" : "") + "]";
+        return "TargetDaemon[" + transports.listenAddresses() + (closing.get() ? ", closed" : "") + "]";
     }
 }

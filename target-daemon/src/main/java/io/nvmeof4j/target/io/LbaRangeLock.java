@@ -1,6 +1,5 @@
 package io.nvmeof4j.target.io;
 
-import io.nvmeof4j.target.io.NvmCommands.IoSlot;
 
 import java.util.concurrent.atomic.AtomicLongArray;
 
@@ -27,7 +26,7 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * a resumed write is counted in flight before anything else registers, so a later pair waits for it.
  * <p>Reads, Compares and Verify are not held back (SPDK does the same): a reader may see the range before or after
  * the pair, the pair itself is what must not interleave with writes.
- * <p>Resuming: a deferred command continues on its own queue's reactor ({@link IoSlot#resume()}), never on the
+ * <p>Resuming: a deferred command continues on its own queue's reactor ({@link IoContext#resume()}), never on the
  * thread that released the range. The monitor is held only for list edits, never across I/O.
  */
 public final class LbaRangeLock {
@@ -47,21 +46,21 @@ public final class LbaRangeLock {
     /** A flip of {@link #epoch} waits for the previous half to drain. */
     private boolean flipPending;
     /** Registered pairs, oldest first. */
-    private IoSlot registeredHead;
-    private IoSlot registeredTail;
+    private IoContext registeredHead;
+    private IoContext registeredTail;
     /** Deferred writes and pairs, FIFO. */
-    private IoSlot deferredHead;
-    private IoSlot deferredTail;
+    private IoContext deferredHead;
+    private IoContext deferredTail;
 
-    /** Commands to resume once the monitor is released, chained through {@link IoSlot#resumeNext}. */
-    private IoSlot resumeHead;
-    private IoSlot resumeTail;
+    /** Commands to resume once the monitor is released, chained through {@link IoContext#resumeNext}. */
+    private IoContext resumeHead;
+    private IoContext resumeTail;
 
     /**
      * A write of blocks [first, end) starts: counts it in flight and returns true to go on, or defers it (false) until
-     * an overlapping pair ends; {@link IoSlot#resume()} then runs it again with the slot already counted.
+     * an overlapping pair ends; {@link IoContext#resume()} then runs it again with the slot already counted.
      */
-    boolean beginWrite(IoSlot slot, long first, long end) {
+    boolean beginWrite(IoContext slot, long first, long end) {
         int index;
         while (true) {
             long e = epoch;
@@ -78,7 +77,7 @@ public final class LbaRangeLock {
         if (locked == 0) {
             return true;
         }
-        IoSlot resume;
+        IoContext resume;
         synchronized (this) {
             if (!overlapsRegistered(first, end)) {
                 return true;
@@ -97,7 +96,7 @@ public final class LbaRangeLock {
     }
 
     /** The write counted by {@link #beginWrite} (or granted at a release) finished. Any thread. */
-    void endWrite(IoSlot slot) {
+    void endWrite(IoContext slot) {
         int index = slot.inFlightIndex;
         if (index < 0) {
             return;
@@ -105,7 +104,7 @@ public final class LbaRangeLock {
         slot.inFlightIndex = -1;
         inFlight.getAndDecrement(index); // a full fence before the read of locked
         if (locked != 0) {
-            IoSlot resume;
+            IoContext resume;
             synchronized (this) {
                 advanceEpoch();
                 resume = takeResumes();
@@ -116,14 +115,14 @@ public final class LbaRangeLock {
 
     /**
      * A fused pair asks for blocks [first, end). Returns true when it holds the range now (nothing overlapping, no
-     * earlier write in flight); false when it waits: {@link IoSlot#resume()} runs once it holds the range.
+     * earlier write in flight); false when it waits: {@link IoContext#resume()} runs once it holds the range.
      */
-    boolean lockRange(IoSlot pair, long first, long end) {
+    boolean lockRange(IoContext pair, long first, long end) {
         pair.lockFirst = first;
         pair.lockEnd = end;
         pair.lockPair = true;
         pair.lockHeld = false;
-        IoSlot resume;
+        IoContext resume;
         synchronized (this) {
             if (overlapsRegistered(first, end) || overlapsDeferred(first, end)) {
                 append(pair); // behind whatever already waits for this range: FIFO
@@ -137,8 +136,8 @@ public final class LbaRangeLock {
     }
 
     /** The pair is done with its range: what waited on it resumes, oldest first. Any thread. */
-    void unlockRange(IoSlot pair) {
-        IoSlot resume;
+    void unlockRange(IoContext pair) {
+        IoContext resume;
         synchronized (this) {
             unregister(pair);
             admitDeferred();
@@ -168,11 +167,11 @@ public final class LbaRangeLock {
     }
 
     /** Resumes the chain outside the monitor; returns true when {@code self} was in it (the caller goes on itself). */
-    private static boolean resumeAll(IoSlot chain, IoSlot self) {
+    private static boolean resumeAll(IoContext chain, IoContext self) {
         boolean found = false;
-        IoSlot s = chain;
+        IoContext s = chain;
         while (s != null) {
-            IoSlot next = s.resumeNext;
+            IoContext next = s.resumeNext;
             s.resumeNext = null;
             if (s == self) {
                 found = true;
@@ -186,7 +185,7 @@ public final class LbaRangeLock {
 
     // ---- under the monitor -------------------------------------------------------------------------------------
 
-    private void toResume(IoSlot slot) {
+    private void toResume(IoContext slot) {
         slot.resumeNext = null;
         if (resumeTail == null) {
             resumeHead = slot;
@@ -196,15 +195,15 @@ public final class LbaRangeLock {
         resumeTail = slot;
     }
 
-    private IoSlot takeResumes() {
-        IoSlot head = resumeHead;
+    private IoContext takeResumes() {
+        IoContext head = resumeHead;
         resumeHead = null;
         resumeTail = null;
         return head;
     }
 
     private boolean overlapsRegistered(long first, long end) {
-        for (IoSlot s = registeredHead; s != null; s = s.lockNext) {
+        for (IoContext s = registeredHead; s != null; s = s.lockNext) {
             if (first < s.lockEnd && s.lockFirst < end) {
                 return true;
             }
@@ -213,7 +212,7 @@ public final class LbaRangeLock {
     }
 
     private boolean overlapsDeferred(long first, long end) {
-        for (IoSlot s = deferredHead; s != null; s = s.lockNext) {
+        for (IoContext s = deferredHead; s != null; s = s.lockNext) {
             if (first < s.lockEnd && s.lockFirst < end) {
                 return true;
             }
@@ -221,7 +220,7 @@ public final class LbaRangeLock {
         return false;
     }
 
-    private void register(IoSlot pair) {
+    private void register(IoContext pair) {
         pair.lockNext = null;
         pair.drainEpoch = epoch;
         if (registeredTail == null) {
@@ -233,9 +232,9 @@ public final class LbaRangeLock {
         locked++; // volatile write before this pair reads any counter
     }
 
-    private void unregister(IoSlot pair) {
-        IoSlot previous = null;
-        for (IoSlot s = registeredHead; s != null; previous = s, s = s.lockNext) {
+    private void unregister(IoContext pair) {
+        IoContext previous = null;
+        for (IoContext s = registeredHead; s != null; previous = s, s = s.lockNext) {
             if (s == pair) {
                 if (previous == null) {
                     registeredHead = s.lockNext;
@@ -254,7 +253,7 @@ public final class LbaRangeLock {
         throw new IllegalStateException("range [" + pair.lockFirst + ", " + pair.lockEnd + ") was not registered");
     }
 
-    private void append(IoSlot slot) {
+    private void append(IoContext slot) {
         slot.lockNext = null;
         if (deferredTail == null) {
             deferredHead = slot;
@@ -270,10 +269,10 @@ public final class LbaRangeLock {
      * resume; a pair is registered (granted by {@link #advanceEpoch} once earlier writes drain).
      */
     private void admitDeferred() {
-        IoSlot previous = null;
-        IoSlot s = deferredHead;
+        IoContext previous = null;
+        IoContext s = deferredHead;
         while (s != null) {
-            IoSlot next = s.lockNext;
+            IoContext next = s.lockNext;
             if (!overlapsRegistered(s.lockFirst, s.lockEnd) && !overlapsEarlierDeferred(s)) {
                 if (previous == null) {
                     deferredHead = next;
@@ -299,8 +298,8 @@ public final class LbaRangeLock {
         }
     }
 
-    private boolean overlapsEarlierDeferred(IoSlot slot) {
-        for (IoSlot s = deferredHead; s != null && s != slot; s = s.lockNext) {
+    private boolean overlapsEarlierDeferred(IoContext slot) {
+        for (IoContext s = deferredHead; s != null && s != slot; s = s.lockNext) {
             if (slot.lockFirst < s.lockEnd && s.lockFirst < slot.lockEnd) {
                 return true;
             }
@@ -320,7 +319,7 @@ public final class LbaRangeLock {
                 }
                 flipPending = false;
                 long drained = epoch - 1;
-                for (IoSlot s = registeredHead; s != null; s = s.lockNext) {
+                for (IoContext s = registeredHead; s != null; s = s.lockNext) {
                     if (!s.lockHeld && s.drainEpoch <= drained) {
                         s.lockHeld = true;
                         toResume(s);
@@ -328,7 +327,7 @@ public final class LbaRangeLock {
                 }
             }
             boolean waiting = false;
-            for (IoSlot s = registeredHead; s != null; s = s.lockNext) {
+            for (IoContext s = registeredHead; s != null; s = s.lockNext) {
                 if (!s.lockHeld) {
                     waiting = true;
                     break;

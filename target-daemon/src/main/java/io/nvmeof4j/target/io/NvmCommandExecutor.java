@@ -11,15 +11,21 @@ import io.nvmeof4j.target.model.Namespace;
  * request with the NVMe status. Never blocks, never throws on bad input, allocates nothing per command.
  */
 public interface NvmCommandExecutor {
-    void execute(Request request, Namespace namespace);
+    /**
+     * @param io the I/O context of the request's queue slot: the same object for every command of that slot, used
+     *           by one command at a time
+     */
+    void execute(Request request, Namespace namespace, IoContext io);
 
     /**
      * Executes a fused Compare and Write whose halves the controller layer has paired (adjacent on one submission
      * queue, same NSID): atomically against every other write to the range, completing both requests. An executor
      * without fused operations refuses both halves with Invalid Field in Command, what the spec asks of a
      * controller whose FUSES is 0.
+     *
+     * @param io the I/O context of the Compare half's slot (the pair runs in it)
      */
-    default void executeFused(Request compare, Request write, Namespace namespace) {
+    default void executeFused(Request compare, Request write, Namespace namespace, IoContext io) {
         compare.complete(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
         write.complete(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
     }

@@ -15,8 +15,6 @@ import io.nvmeof4j.target.reactor.Reactor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.function.Predicate;
@@ -55,17 +53,16 @@ import java.util.function.Predicate;
  * CDW12 bit 30 (FUA) makes the destination write durable before completion.
  *
  * <h2>Fused Compare and Write (NVMe Base 2.0, 3.4.2; NVM Command Set 1.0, 3.2.1)</h2>
- * The controller layer pairs the halves ({@code ControllerQueueHandler}) and hands both here. Both must name the
- * same SLBA and NLB (else Invalid Field + DNR for both, as the spec says); a half failing its own checks gets its
- * status and the other Aborted – Failed Fused Command (0x009). The pair then takes its range in the namespace's
+ * The controller layer pairs the halves ({@code FusedPairs}, behind the command entry) and hands both here. Both
+ * must name the same SLBA and NLB (else Invalid Field + DNR for both, as the spec says); a half failing its own
+ * checks gets its status and the other Aborted – Failed Fused Command (0x009). The pair then takes its range in the namespace's
  * {@link LbaRangeLock}, compares, and writes only on a match: a miscompare answers the Compare with 0x285 + DNR and
  * the Write with 0x009, and the range is unchanged. Writes from any queue to the range wait for the pair; the
  * pair waits for writes already in flight.
  *
  * <h2>Data path</h2>
- * Per queue slot, one {@link IoSlot} (created the first time the slot is seen and kept in
- * {@link Request#attachment()}) is the {@link BlockIo} submitted to the device; its completion completes the
- * request. Every command that writes (Write, Write Zeroes, deallocate, Copy) is counted in the namespace's
+ * Per queue slot, one {@link IoContext} (the command layer's per-slot context holds it and passes it with every
+ * command of the slot) is the {@link BlockIo} submitted to the device; its completion completes the request. Every command that writes (Write, Write Zeroes, deallocate, Copy) is counted in the namespace's
  * {@link LbaRangeLock} (two uncontended atomic adds while no fused pair is active). The request's data buffer goes to the device as is: network and backend share one buffer. Compare
  * reads the device into a per-slot 64 KiB scratch buffer, chunk by chunk. Nothing is allocated per command once
  * a slot has been used; there are no locks. A namespace with QoS limits ({@link QosBudget}) may hold a Read or
@@ -74,7 +71,7 @@ import java.util.function.Predicate;
  * <p>Thread-safe: one instance serves every queue of every reactor; all state lives in the slots.
  */
 public final class NvmCommands implements NvmCommandExecutor {
-    private static final Logger LOG = LoggerFactory.getLogger(NvmCommands.class);
+    static final Logger LOG = LoggerFactory.getLogger(NvmCommands.class);
 
     /** CDW12: Force Unit Access. */
     public static final int CDW12_FUA = 1 << 30;
@@ -108,14 +105,13 @@ public final class NvmCommands implements NvmCommandExecutor {
     }
 
     @Override
-    public void execute(Request request, Namespace namespace) {
-        IoSlot slot = slot(request);
+    public void execute(Request request, Namespace namespace, IoContext slot) {
         slot.begin(request, namespace);
         dispatch(slot, request, namespace);
     }
 
     /** Runs a command; also where a deferred write starts again (its slot already counted in flight). */
-    static void dispatch(IoSlot slot, Request request, Namespace namespace) {
+    static void dispatch(IoContext slot, Request request, Namespace namespace) {
         SubmissionQueueEntry sqe = request.command();
         int opcode = sqe.opcode();
         switch (opcode) {
@@ -149,7 +145,7 @@ public final class NvmCommands implements NvmCommandExecutor {
     }
 
     @Override
-    public void executeFused(Request compare, Request write, Namespace namespace) {
+    public void executeFused(Request compare, Request write, Namespace namespace, IoContext slot) {
         SubmissionQueueEntry c = compare.command();
         SubmissionQueueEntry w = write.command();
         long slba = c.cdw10And11();
@@ -178,12 +174,11 @@ public final class NvmCommands implements NvmCommandExecutor {
             write.complete(NvmeStatus.ABORTED_FAILED_FUSED);
             return;
         }
-        IoSlot slot = slot(compare);
         slot.begin(compare, namespace);
         slot.startFused(compare, write, namespace, slba, blocks, (w.cdw12() & CDW12_FUA) != 0);
     }
 
-    private static void readWriteCompare(IoSlot slot, Request request, Namespace namespace, SubmissionQueueEntry sqe,
+    private static void readWriteCompare(IoContext slot, Request request, Namespace namespace, SubmissionQueueEntry sqe,
                                          int opcode) {
         long slba = sqe.cdw10And11();
         int cdw12 = sqe.cdw12();
@@ -211,11 +206,11 @@ public final class NvmCommands implements NvmCommandExecutor {
                     (cdw12 & CDW12_FUA) != 0);
                 break;
             default:
-                slot.startRead(IoSlot.KIND_COMPARE, request, namespace.device(), offset, (int) length);
+                slot.startRead(IoContext.KIND_COMPARE, request, namespace.device(), offset, (int) length);
         }
     }
 
-    private static void writeZeroes(IoSlot slot, Request request, Namespace namespace, SubmissionQueueEntry sqe) {
+    private static void writeZeroes(IoContext slot, Request request, Namespace namespace, SubmissionQueueEntry sqe) {
         if (request.dataLength() != 0) {
             request.complete(NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR);
             return;
@@ -239,7 +234,7 @@ public final class NvmCommands implements NvmCommandExecutor {
         slot.submitSingle(request, namespace.device(), op, slba << shift, blocks << shift, null, fua);
     }
 
-    private static void datasetManagement(IoSlot slot, Request request, Namespace namespace, SubmissionQueueEntry sqe) {
+    private static void datasetManagement(IoContext slot, Request request, Namespace namespace, SubmissionQueueEntry sqe) {
         int rangeCount = (sqe.cdw10() & 0xFF) + 1;
         if (request.dataLength() < rangeCount * DSM_RANGE_LENGTH || request.data() == null) {
             request.complete(NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR);
@@ -275,7 +270,7 @@ public final class NvmCommands implements NvmCommandExecutor {
         slot.startDeallocate(request, namespace.device(), ranges, base, rangeCount, namespace.blockSizeShift());
     }
 
-    private static void verify(IoSlot slot, Request request, Namespace namespace, SubmissionQueueEntry sqe) {
+    private static void verify(IoContext slot, Request request, Namespace namespace, SubmissionQueueEntry sqe) {
         if (request.dataLength() != 0) {
             request.complete(NvmeStatus.SGL_DATA_LENGTH_INVALID | NvmeStatus.DNR);
             return;
@@ -287,10 +282,10 @@ public final class NvmCommands implements NvmCommandExecutor {
             return;
         }
         int shift = namespace.blockSizeShift();
-        slot.startRead(IoSlot.KIND_VERIFY, request, namespace.device(), slba << shift, (int) (blocks << shift));
+        slot.startRead(IoContext.KIND_VERIFY, request, namespace.device(), slba << shift, (int) (blocks << shift));
     }
 
-    private static void copy(IoSlot slot, Request request, Namespace namespace, SubmissionQueueEntry sqe) {
+    private static void copy(IoContext slot, Request request, Namespace namespace, SubmissionQueueEntry sqe) {
         int cdw12 = sqe.cdw12();
         if (((cdw12 >>> COPY_CDW12_DESFMT_SHIFT) & COPY_CDW12_DESFMT_MASK) != 0) {
             request.complete(NvmeStatus.INVALID_FIELD | NvmeStatus.DNR);
@@ -352,7 +347,7 @@ public final class NvmCommands implements NvmCommandExecutor {
         if (reactor == null) {
             return 0;
         }
-        Predicate<BlockIo> which = io -> io instanceof IoSlot s && s.namespace == namespace && s.request != null
+        Predicate<BlockIo> which = io -> io instanceof IoContext s && s.namespace == namespace && s.request != null
             && s.request.queue() == queue;
         int n = 0;
         QosWaits qos = reactor.pollGroup(QosWaits.class);
@@ -371,424 +366,18 @@ public final class NvmCommands implements NvmCommandExecutor {
         return Long.compareUnsigned(slba, capacityBlocks) < 0 && blocks <= capacityBlocks - slba;
     }
 
-    private static short shortLe(ByteBuffer buffer, int index) {
+    static short shortLe(ByteBuffer buffer, int index) {
         short v = buffer.getShort(index);
         return buffer.order() == ByteOrder.LITTLE_ENDIAN ? v : Short.reverseBytes(v);
     }
 
-    private static int intLe(ByteBuffer buffer, int index) {
+    static int intLe(ByteBuffer buffer, int index) {
         int v = buffer.getInt(index);
         return buffer.order() == ByteOrder.LITTLE_ENDIAN ? v : Integer.reverseBytes(v);
     }
 
-    private static long longLe(ByteBuffer buffer, int index) {
+    static long longLe(ByteBuffer buffer, int index) {
         long v = buffer.getLong(index);
         return buffer.order() == ByteOrder.LITTLE_ENDIAN ? v : Long.reverseBytes(v);
-    }
-
-    /** The slot's I/O context, created the first time the slot carries an I/O command. */
-    private static IoSlot slot(Request request) {
-        Object attachment = request.attachment();
-        if (attachment instanceof IoSlot) {
-            return (IoSlot) attachment;
-        }
-        IoSlot slot = new IoSlot();
-        request.attach(slot);
-        return slot;
-    }
-
-    /**
-     * A queue slot's I/O context: the {@link BlockIo} handed to the device, plus the cursors of multi-step
-     * commands and its place in the namespace's {@link LbaRangeLock}. Used by one command at a time (the slot's),
-     * completed from any thread.
-     */
-    static final class IoSlot extends BlockIo implements Runnable {
-        private static final VarHandle STATE;
-
-        static {
-            try {
-                STATE = MethodHandles.lookup().findVarHandle(IoSlot.class, "state", int.class);
-            } catch (ReflectiveOperationException e) {
-                throw new ExceptionInInitializerError(e);
-            }
-        }
-
-        static final int KIND_SINGLE = 0;
-        static final int KIND_DEALLOCATE = 1;
-        static final int KIND_COMPARE = 2;
-        static final int KIND_VERIFY = 3;
-        static final int KIND_COPY = 4;
-        static final int KIND_FUSED = 5;
-
-        /** Multi-step progress: no step outstanding; a step submitted; a step completed inside its submit. */
-        private static final int IDLE = 0;
-        private static final int SUBMITTING = 1;
-        private static final int COMPLETED_INLINE = 2;
-        /** afterStep(): keep going. */
-        private static final int CONTINUE = -1;
-
-        private Request request;
-        private BlockDevice device;
-        /** The namespace of the slot's current command (a deferred command resumes with it). */
-        Namespace namespace;
-        private int kind;
-        @SuppressWarnings("unused") // through STATE
-        private volatile int state;
-        private int inlineStatus;
-        private boolean started;
-        /** Copy and fused pairs: false while reading, true once the write step is under way. */
-        private boolean writing;
-        private boolean fua;
-
-        // Dataset Management and Copy source ranges
-        private ByteBuffer ranges;
-        private int rangeBase;
-        private int rangeCount;
-        private int nextRange;
-        private int blockShift;
-
-        // Compare, Verify, Copy, fused: the device range read into the scratch buffer, chunk by chunk
-        private ByteBuffer scratch;
-        private long compareOffset;
-        private int compareLength;
-        private int compared;
-        private int chunkLength;
-        /** Copy: the destination byte offset. */
-        private long destinationOffset;
-
-        /** Fused: the Write half (the slot belongs to the Compare half). */
-        private Request fusedWrite;
-
-        // LbaRangeLock state: written under its monitor, or by the slot's own command before it is shared
-        /** The in-flight counter this slot's write was counted in, or -1. */
-        int inFlightIndex = -1;
-        IoSlot lockNext;
-        IoSlot resumeNext;
-        long lockFirst;
-        long lockEnd;
-        boolean lockPair;
-        boolean lockHeld;
-        long drainEpoch;
-        private LbaRangeLock rangeLock;
-
-        /** A new command in this slot: what {@link #resume} needs before anything may defer it. */
-        void begin(Request request, Namespace namespace) {
-            this.request = request;
-            this.namespace = namespace;
-            this.kind = KIND_SINGLE;
-        }
-
-        /**
-         * Counts this slot's write of blocks [first, end) in the namespace's lock: true to go on, false when it was
-         * deferred behind a fused pair ({@link #resume} runs the command again). A resumed write is already counted.
-         */
-        boolean claimWrite(Namespace namespace, long first, long end) {
-            rangeLock = namespace.rangeLock();
-            if (inFlightIndex >= 0) {
-                return true;
-            }
-            return rangeLock.beginWrite(this, first, end);
-        }
-
-        /** A deferred command may go on: continue it on its queue's reactor thread. Any thread. */
-        void resume() {
-            Request r = request;
-            TransportQueue queue = r == null ? null : r.queue();
-            if (queue != null) {
-                try {
-                    queue.execute(this);
-                    return;
-                } catch (RuntimeException e) {
-                    LOG.debug("reactor of {} gone; resuming on this thread", queue.peer(), e);
-                }
-            }
-            run();
-        }
-
-        /** Continues a deferred command ({@link #resume}). */
-        @Override
-        public void run() {
-            if (kind == KIND_FUSED) {
-                startFusedCompare();
-            } else {
-                dispatch(this, request, namespace);
-            }
-        }
-
-        void submitSingle(Request request, BlockDevice device, Op op, long offset, long length, ByteBuffer buffer,
-                          boolean fua) {
-            this.request = request;
-            this.device = device;
-            this.kind = KIND_SINGLE;
-            prepare(op, offset, length, buffer, fua);
-            submitToDevice();
-        }
-
-        /** Hands the prepared I/O to the device, through the namespace's QoS budget while it has limits. */
-        private void submitToDevice() {
-            QosBudget qos = namespace == null ? null : namespace.qos();
-            if (qos != null && qos.enabled()) {
-                qos.submit(this, device); // may wait on this reactor for the next timeslice; never fails
-            } else {
-                device.submit(this);
-            }
-        }
-
-        void startDeallocate(Request request, BlockDevice device, ByteBuffer ranges, int base, int count, int shift) {
-            this.request = request;
-            this.device = device;
-            this.kind = KIND_DEALLOCATE;
-            this.ranges = ranges;
-            this.rangeBase = base;
-            this.rangeCount = count;
-            this.nextRange = 0;
-            this.blockShift = shift;
-            this.started = false;
-            drive(NvmeStatus.SUCCESS);
-        }
-
-        /** Compare or Verify: reads the range into the scratch buffer, chunk by chunk. */
-        void startRead(int kind, Request request, BlockDevice device, long offset, int length) {
-            this.request = request;
-            this.device = device;
-            this.kind = kind;
-            ensureScratch(request.data());
-            this.compareOffset = offset;
-            this.compareLength = length;
-            this.compared = 0;
-            this.chunkLength = 0;
-            this.started = false;
-            drive(NvmeStatus.SUCCESS);
-        }
-
-        void startCopy(Request request, BlockDevice device, ByteBuffer ranges, int base, int count, int shift,
-                       long destinationOffset, int length, boolean fua) {
-            this.request = request;
-            this.device = device;
-            this.kind = KIND_COPY;
-            ensureScratch(null);
-            this.ranges = ranges;
-            this.rangeBase = base;
-            this.rangeCount = count;
-            this.nextRange = 0;
-            this.blockShift = shift;
-            this.destinationOffset = destinationOffset;
-            this.compareLength = length;
-            this.compared = 0;
-            this.fua = fua;
-            this.writing = false;
-            this.started = false;
-            drive(NvmeStatus.SUCCESS);
-        }
-
-        void startFused(Request compare, Request write, Namespace namespace, long slba, long blocks, boolean fua) {
-            this.request = compare;
-            this.fusedWrite = write;
-            this.device = namespace.device();
-            this.kind = KIND_FUSED;
-            this.rangeLock = namespace.rangeLock();
-            int shift = namespace.blockSizeShift();
-            this.compareOffset = slba << shift;
-            this.compareLength = (int) (blocks << shift);
-            this.fua = fua;
-            if (rangeLock.lockRange(this, slba, slba + blocks)) {
-                startFusedCompare();
-            }
-            // else: resume() starts it once the range is ours
-        }
-
-        private void startFusedCompare() {
-            ensureScratch(request.data());
-            this.compared = 0;
-            this.chunkLength = 0;
-            this.writing = false;
-            this.started = false;
-            drive(NvmeStatus.SUCCESS);
-        }
-
-        private void ensureScratch(ByteBuffer data) {
-            if (scratch == null) {
-                // Page-aligned: an O_DIRECT device (io_uring) refuses a buffer at an unaligned address.
-                scratch = ByteBuffer.allocateDirect(COMPARE_CHUNK_SIZE + 4096).alignedSlice(4096);
-            }
-            if (data != null) {
-                // Compared a long at a time: both buffers must read bytes into longs the same way.
-                scratch.order(data.order());
-            }
-        }
-
-        @Override
-        public void complete(int nvmeStatus) {
-            if (kind == KIND_SINGLE) {
-                finish(nvmeStatus);
-                return;
-            }
-            inlineStatus = nvmeStatus;
-            if (STATE.compareAndSet(this, SUBMITTING, COMPLETED_INLINE)) {
-                return; // the submitting thread is still inside submit() and carries on from there
-            }
-            drive(nvmeStatus);
-        }
-
-        /** Runs steps until one completes asynchronously or the command is done. */
-        private void drive(int stepStatus) {
-            int status = stepStatus;
-            while (true) {
-                int result = afterStep(status);
-                if (result != CONTINUE) {
-                    finish(result);
-                    return;
-                }
-                prepareStep();
-                state = SUBMITTING;
-                submitToDevice();
-                if (STATE.compareAndSet(this, SUBMITTING, IDLE)) {
-                    return; // asynchronous: complete() resumes on the device's thread
-                }
-                state = IDLE;
-                status = inlineStatus;
-            }
-        }
-
-        private int afterStep(int status) {
-            if (!started) {
-                started = true;
-            } else if (status != NvmeStatus.SUCCESS) {
-                return status;
-            } else {
-                switch (kind) {
-                    case KIND_COMPARE:
-                        if (!chunkMatches()) {
-                            return NvmeStatus.COMPARE_FAILURE | NvmeStatus.DNR;
-                        }
-                        compared += chunkLength;
-                        break;
-                    case KIND_FUSED:
-                        if (writing) {
-                            return NvmeStatus.SUCCESS;
-                        }
-                        if (!chunkMatches()) {
-                            return NvmeStatus.COMPARE_FAILURE | NvmeStatus.DNR;
-                        }
-                        compared += chunkLength;
-                        break;
-                    case KIND_VERIFY:
-                        compared += chunkLength;
-                        break;
-                    case KIND_COPY:
-                        if (writing) {
-                            return NvmeStatus.SUCCESS;
-                        }
-                        compared += chunkLength;
-                        break;
-                    default:
-                        break;
-                }
-            }
-            switch (kind) {
-                case KIND_COMPARE:
-                case KIND_VERIFY:
-                    return compared < compareLength ? CONTINUE : NvmeStatus.SUCCESS;
-                case KIND_FUSED:
-                    if (compared >= compareLength) {
-                        writing = true; // the whole range matched: the Write goes now, the range still ours
-                    }
-                    return CONTINUE;
-                case KIND_COPY:
-                    if (nextRange >= rangeCount) {
-                        writing = true; // every source is staged: only now is the destination written
-                    }
-                    return CONTINUE;
-                default:
-                    while (nextRange < rangeCount && rangeBlocks(nextRange) == 0) {
-                        nextRange++;
-                    }
-                    return nextRange < rangeCount ? CONTINUE : NvmeStatus.SUCCESS;
-            }
-        }
-
-        private void prepareStep() {
-            switch (kind) {
-                case KIND_COMPARE:
-                case KIND_VERIFY:
-                    readChunk();
-                    break;
-                case KIND_FUSED:
-                    if (writing) {
-                        prepare(Op.WRITE, compareOffset, compareLength, fusedWrite.data(), fua);
-                    } else {
-                        readChunk();
-                    }
-                    break;
-                case KIND_COPY:
-                    if (writing) {
-                        scratch.clear().limit(compareLength);
-                        prepare(Op.WRITE, destinationOffset, compareLength, scratch, fua);
-                    } else {
-                        int at = rangeBase + nextRange * COPY_RANGE_LENGTH;
-                        long slba = longLe(ranges, at + COPY_RANGE_SLBA_OFFSET);
-                        chunkLength = ((shortLe(ranges, at + COPY_RANGE_NLB_OFFSET) & 0xFFFF) + 1) << blockShift;
-                        scratch.clear().position(compared).limit(compared + chunkLength);
-                        prepare(Op.READ, slba << blockShift, chunkLength, scratch, false);
-                        nextRange++;
-                    }
-                    break;
-                default:
-                    int at = rangeBase + nextRange * DSM_RANGE_LENGTH;
-                    long slba = longLe(ranges, at + DSM_RANGE_SLBA_OFFSET);
-                    prepare(Op.DEALLOCATE, slba << blockShift, rangeBlocks(nextRange) << blockShift, null, false);
-                    nextRange++;
-            }
-        }
-
-        private void readChunk() {
-            chunkLength = Math.min(COMPARE_CHUNK_SIZE, compareLength - compared);
-            scratch.clear().limit(chunkLength);
-            prepare(Op.READ, compareOffset + compared, chunkLength, scratch, false);
-        }
-
-        private long rangeBlocks(int index) {
-            return Integer.toUnsignedLong(intLe(ranges, rangeBase + index * DSM_RANGE_LENGTH + DSM_RANGE_LENGTH_OFFSET));
-        }
-
-        private boolean chunkMatches() {
-            ByteBuffer data = request.data();
-            int dataIndex = data.position() + compared;
-            int n = chunkLength;
-            int i = 0;
-            for (; i + 8 <= n; i += 8) {
-                if (scratch.getLong(i) != data.getLong(dataIndex + i)) {
-                    return false;
-                }
-            }
-            for (; i < n; i++) {
-                if (scratch.get(i) != data.get(dataIndex + i)) {
-                    return false;
-                }
-            }
-            return true;
-        }
-
-        private void finish(int status) {
-            Request done = request;
-            request = null;
-            device = null;
-            ranges = null;
-            if (kind == KIND_FUSED) {
-                Request write = fusedWrite;
-                fusedWrite = null;
-                // Failed before the Write ran (miscompare, read error): the Write is aborted, the range unchanged.
-                int compareStatus = writing ? NvmeStatus.SUCCESS : status;
-                int writeStatus = writing ? status : NvmeStatus.ABORTED_FAILED_FUSED;
-                rangeLock.unlockRange(this);
-                done.complete(compareStatus);
-                write.complete(writeStatus);
-                return;
-            }
-            if (inFlightIndex >= 0) {
-                rangeLock.endWrite(this);
-            }
-            done.complete(status);
-        }
     }
 }

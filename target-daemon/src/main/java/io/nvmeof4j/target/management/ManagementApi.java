@@ -4,19 +4,14 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.nvmeof4j.protocol.Nqn;
-import io.nvmeof4j.protocol.auth.DhchapCredentials;
 import io.nvmeof4j.target.backend.QosLimits;
 import io.nvmeof4j.protocol.ana.AnaState;
-import io.nvmeof4j.protocol.reservation.ReservationType;
 import io.nvmeof4j.target.model.AnaStates;
-import io.nvmeof4j.target.reservation.Reservations;
 import io.nvmeof4j.target.config.ConfigException;
 import io.nvmeof4j.target.config.NamespaceConfig;
 import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.control.ControlException;
 import io.nvmeof4j.target.controller.Controller;
-import io.nvmeof4j.target.controller.QueueInfo;
 import io.nvmeof4j.target.daemon.TargetDaemon;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Port;
@@ -26,9 +21,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
-import java.util.TreeMap;
 import java.util.TreeSet;
 
 /**
@@ -60,12 +53,16 @@ public final class ManagementApi {
     private final TargetDaemon daemon;
     private final ObjectMapper mapper;
     private final Path baseDirectory;
+    private final ManagementJson json;
+    private final HostKeyResources hostKeys;
 
     public ManagementApi(TargetDaemon daemon, ObjectMapper mapper) {
         this.daemon = Objects.requireNonNull(daemon, "daemon");
         this.mapper = Objects.requireNonNull(mapper, "mapper");
         this.baseDirectory = daemon.config().source().map(p -> p.toAbsolutePath().getParent())
             .orElse(Path.of("").toAbsolutePath());
+        this.json = new ManagementJson(daemon, mapper);
+        this.hostKeys = new HostKeyResources(daemon, json);
     }
 
     // ------------------------------------------------------------------------------------------------ reading
@@ -73,20 +70,20 @@ public final class ManagementApi {
     public ArrayNode subsystems() {
         ArrayNode list = mapper.createArrayNode();
         for (Subsystem s : sortedSubsystems()) {
-            list.add(subsystemJson(s));
+            list.add(json.subsystemJson(s));
         }
         return list;
     }
 
     public ObjectNode subsystem(String nqn) throws ManagementException {
-        return subsystemJson(requireSubsystem(nqn));
+        return json.subsystemJson(requireSubsystem(nqn));
     }
 
     public ArrayNode namespaces(String nqn) throws ManagementException {
         Subsystem s = requireSubsystem(nqn);
         ArrayNode list = mapper.createArrayNode();
         for (Namespace ns : s.namespaces()) {
-            list.add(namespaceJson(ns));
+            list.add(json.namespaceJson(ns));
         }
         return list;
     }
@@ -98,7 +95,7 @@ public final class ManagementApi {
         if (ns == null) {
             throw new ManagementException(NOT_FOUND, "subsystem " + nqn + " has no namespace " + nsidText);
         }
-        return namespaceJson(ns);
+        return json.namespaceJson(ns);
     }
 
     /** Allowed hosts of one subsystem. */
@@ -117,40 +114,7 @@ public final class ManagementApi {
      * with the subsystems each may use and its live controllers.
      */
     public ArrayNode allHosts() {
-        Map<String, ObjectNode> byNqn = new TreeMap<>();
-        for (String h : daemon.config().hosts()) {
-            hostEntry(byNqn, h);
-        }
-        for (Subsystem s : sortedSubsystems()) {
-            for (String h : new TreeSet<>(s.allowedHosts())) {
-                ((ArrayNode) hostEntry(byNqn, h).get("allowed_on")).add(s.nqn());
-            }
-        }
-        for (Controller c : daemon.registry().controllers()) {
-            ((ArrayNode) hostEntry(byNqn, c.hostNqn()).get("controllers")).add(c.cntlid());
-        }
-        for (String h : daemon.authenticatingHosts()) {
-            hostEntry(byNqn, h).set("dhchap", dhchapJson(daemon.registry().hostKeys().get(h)));
-        }
-        for (String h : daemon.tlsHosts()) {
-            io.nvmeof4j.tcp.tls.HostPskStore.HostPsk psk = daemon.tlsKey(h);
-            if (psk != null) {
-                hostEntry(byNqn, h).set("tls", tlsJson(psk));
-            }
-        }
-        ArrayNode list = mapper.createArrayNode();
-        byNqn.values().forEach(list::add);
-        return list;
-    }
-
-    private ObjectNode hostEntry(Map<String, ObjectNode> byNqn, String nqn) {
-        return byNqn.computeIfAbsent(nqn, n -> {
-            ObjectNode o = mapper.createObjectNode();
-            o.put("nqn", n);
-            o.putArray("allowed_on");
-            o.putArray("controllers");
-            return o;
-        });
+        return json.allHosts(sortedSubsystems());
     }
 
     public ArrayNode ports() {
@@ -258,7 +222,7 @@ public final class ManagementApi {
     public ArrayNode controllers() {
         ArrayNode list = mapper.createArrayNode();
         for (Controller c : daemon.registry().controllers()) {
-            list.add(controllerJson(c));
+            list.add(json.controllerJson(c));
         }
         return list;
     }
@@ -274,7 +238,7 @@ public final class ManagementApi {
         if (c == null) {
             throw new ManagementException(NOT_FOUND, "no live controller " + cntlid);
         }
-        return controllerJson(c);
+        return json.controllerJson(c);
     }
 
     // ------------------------------------------------------------------------------------------------ changes
@@ -305,7 +269,7 @@ public final class ManagementApi {
                 + Integer.toUnsignedString(nc.nsid()));
         }
         try {
-            return namespaceJson(daemon.controlPlane().addNamespace("HTTP API", s.nqn(), nc));
+            return json.namespaceJson(daemon.controlPlane().addNamespace("HTTP API", s.nqn(), nc));
         } catch (ControlException e) {
             throw refused(e);
         }
@@ -357,7 +321,7 @@ public final class ManagementApi {
         } catch (ControlException e) {
             throw refused(e);
         }
-        return namespaceJson(s.namespace(nsid));
+        return json.namespaceJson(s.namespace(nsid));
     }
 
     /** Removes a namespace. 400: NSID not a number; 404: no such subsystem or namespace. */
@@ -368,7 +332,7 @@ public final class ManagementApi {
             throw new ManagementException(NOT_FOUND, "subsystem " + nqn + " has no namespace " + nsidText);
         }
         try {
-            return namespaceJson(daemon.controlPlane().removeNamespace("HTTP API", s.nqn(), nsid));
+            return json.namespaceJson(daemon.controlPlane().removeNamespace("HTTP API", s.nqn(), nsid));
         } catch (ControlException e) {
             throw refused(e);
         }
@@ -404,7 +368,7 @@ public final class ManagementApi {
         } catch (ControlException e) {
             throw refused(e);
         }
-        return namespaceJson(s.namespace(nsid));
+        return json.namespaceJson(s.namespace(nsid));
     }
 
     /**
@@ -414,70 +378,21 @@ public final class ManagementApi {
      * and re-authentication; authenticated queues stay up. The answer never carries a key. 400: bad NQN or settings.
      */
     public synchronized ObjectNode setDhchap(String host, JsonNode body) throws ManagementException {
-        host = checkNqn(host, "not a valid host NQN: ");
-        if (body == null || !body.isObject()) {
-            throw new ManagementException(BAD_REQUEST,
-                "expected {\"key\": \"DHHC-1:..\", \"ctrl_key\": .., \"hash\": .., \"dhgroup\": ..}");
-        }
-        DhchapCredentials c;
-        try {
-            c = TargetConfig.parseDhchap(body);
-        } catch (ConfigException e) {
-            throw new ManagementException(BAD_REQUEST, e.getMessage());
-        }
-        try {
-            daemon.controlPlane().setDhchap("HTTP API", host, c == null ? null : body);
-        } catch (ControlException e) {
-            throw refused(e);
-        }
-        return dhchapEntry(host);
+        return hostKeys.setDhchap(host, body);
     }
 
     /** Removes a host's DH-HMAC-CHAP credentials (it then connects without authentication). 404: it had none. */
     public synchronized ObjectNode removeDhchap(String host) throws ManagementException {
-        if (daemon.registry().hostKeys().get(host) == null) {
-            throw new ManagementException(NOT_FOUND, "host " + host + " has no DH-HMAC-CHAP credentials");
-        }
-        try {
-            daemon.controlPlane().setDhchap("HTTP API", host, null);
-        } catch (ControlException e) {
-            throw refused(e);
-        }
-        return dhchapEntry(host);
+        return hostKeys.removeDhchap(host);
     }
 
     /** {@code nqn} checked as an NQN; 400 with {@code message} and the reason when it is not one. */
-    private static String checkNqn(String nqn, String message) throws ManagementException {
+    static String checkNqn(String nqn, String message) throws ManagementException {
         try {
             return TargetConfig.checkNqn(nqn);
         } catch (IllegalArgumentException e) {
             throw new ManagementException(BAD_REQUEST, message + e.getMessage());
         }
-    }
-
-    private ObjectNode dhchapEntry(String host) {
-        DhchapCredentials c = daemon.registry().hostKeys().get(host);
-        return hostWith(host, "dhchap", c == null ? null : dhchapJson(c));
-    }
-
-    /** {@code {"nqn": host, field: value}}, the field left out when {@code value} is null (the host has none). */
-    private ObjectNode hostWith(String host, String field, JsonNode value) {
-        ObjectNode o = mapper.createObjectNode();
-        o.put("nqn", host);
-        if (value != null) {
-            o.set(field, value);
-        }
-        return o;
-    }
-
-    private ObjectNode dhchapJson(DhchapCredentials c) {
-        ObjectNode d = mapper.createObjectNode();
-        if (c != null) {
-            d.put("hash", c.hash().linuxName());
-            d.put("dhgroup", c.group().linuxName());
-            d.put("bidirectional", c.controllerKey() != null);
-        }
-        return d;
     }
 
     /**
@@ -487,45 +402,12 @@ public final class ManagementApi {
      * carries a key. 400: bad NQN, key or derivation.
      */
     public synchronized ObjectNode setTlsKey(String host, JsonNode body) throws ManagementException {
-        host = checkNqn(host, "not a valid host NQN: ");
-        if (body == null || !body.isObject() || !body.path("key").isTextual() || body.path("key").asText().isEmpty()
-            || body.has("psk_derivation") && !body.get("psk_derivation").isTextual()) {
-            throw new ManagementException(BAD_REQUEST,
-                "expected {\"key\": \"NVMeTLSkey-1:01:...:\", \"psk_derivation\": \"compat\" or \"rfc8446\"}");
-        }
-        try {
-            daemon.controlPlane().setTlsKey("HTTP API", host, body.get("key").asText(),
-                body.has("psk_derivation") ? body.get("psk_derivation").asText() : null);
-        } catch (ControlException e) {
-            throw refused(e);
-        }
-        return tlsEntry(host);
+        return hostKeys.setTlsKey(host, body);
     }
 
     /** Removes a host's TLS PSK: its TLS handshakes are refused from now on. 404: it had none. */
     public synchronized ObjectNode removeTlsKey(String host) throws ManagementException {
-        if (daemon.tlsKey(host) == null) {
-            throw new ManagementException(NOT_FOUND, "host " + host + " has no TLS PSK");
-        }
-        try {
-            daemon.controlPlane().setTlsKey("HTTP API", host, null, null);
-        } catch (ControlException e) {
-            throw refused(e);
-        }
-        return tlsEntry(host);
-    }
-
-    private ObjectNode tlsEntry(String host) {
-        io.nvmeof4j.tcp.tls.HostPskStore.HostPsk psk = daemon.tlsKey(host);
-        return hostWith(host, "tls", psk == null ? null : tlsJson(psk));
-    }
-
-    private ObjectNode tlsJson(io.nvmeof4j.tcp.tls.HostPskStore.HostPsk psk) {
-        ObjectNode t = mapper.createObjectNode();
-        t.put("hash", psk.key().cipherHash() == io.nvmeof4j.tcp.tls.PskHash.SHA384 ? "sha384" : "sha256");
-        t.put("psk_derivation", psk.version0Derivation() == io.nvmeof4j.tcp.tls.NvmeTlsKeys.Derivation.RFC8446
-            ? "rfc8446" : "compat");
-        return t;
+        return hostKeys.removeTlsKey(host);
     }
 
     /** Allows a host ({@code {"nqn": "..."}}). 400: no or malformed NQN; 404: no subsystem; 409: already allowed. */
@@ -761,7 +643,7 @@ public final class ManagementApi {
     }
 
     /** A change the control plane refused, as an HTTP status. */
-    private static ManagementException refused(ControlException e) {
+    static ManagementException refused(ControlException e) {
         return new ManagementException(switch (e.kind()) {
             case INVALID -> BAD_REQUEST;
             case NOT_FOUND -> NOT_FOUND;
@@ -802,76 +684,4 @@ public final class ManagementApi {
         return (int) v;
     }
 
-    private ObjectNode subsystemJson(Subsystem s) {
-        ObjectNode o = mapper.createObjectNode();
-        o.put("nqn", s.nqn());
-        o.put("serial", s.serialNumber());
-        o.put("model", s.modelNumber());
-        o.put("firmware", s.firmwareRevision());
-        o.put("allow_any_host", s.allowAnyHost());
-        ArrayNode hosts = o.putArray("allowed_hosts");
-        new TreeSet<>(s.allowedHosts()).forEach(hosts::add);
-        ArrayNode nss = o.putArray("namespaces");
-        for (Namespace ns : s.namespaces()) {
-            nss.add(namespaceJson(ns));
-        }
-        o.put("controllers", daemon.registry().controllers(s.nqn()).size());
-        return o;
-    }
-
-    private ObjectNode namespaceJson(Namespace ns) {
-        ObjectNode o = mapper.createObjectNode();
-        o.put("nsid", Integer.toUnsignedLong(ns.nsid()));
-        o.put("device", ns.device().description());
-        o.put("block_size", ns.blockSize());
-        o.put("blocks", ns.blockCount());
-        o.put("size_bytes", ns.blockCount() * ns.blockSize());
-        o.put("uuid", ns.uuid().toString());
-        StringBuilder nguid = new StringBuilder(32);
-        for (byte b : ns.nguid()) {
-            nguid.append(Character.forDigit((b >> 4) & 0xF, 16)).append(Character.forDigit(b & 0xF, 16));
-        }
-        o.put("nguid", nguid.toString());
-        QosLimits qos = ns.qos().limits();
-        ObjectNode q = o.putObject("qos");
-        q.put(QosLimits.RW_IOS_PER_SEC, qos.rwIosPerSec());
-        q.put(QosLimits.RW_MBYTES_PER_SEC, qos.rwMbytesPerSec());
-        q.put(QosLimits.R_MBYTES_PER_SEC, qos.rMbytesPerSec());
-        q.put(QosLimits.W_MBYTES_PER_SEC, qos.wMbytesPerSec());
-        o.put("ana_grpid", ns.anaGroupId());
-        Reservations.Report r = ns.reservations().report();
-        ObjectNode resv = o.putObject("reservation");
-        resv.put("generation", Integer.toUnsignedLong(r.generation()));
-        resv.put("type", ReservationType.name(r.type()));
-        resv.put("ptpl", r.ptpl());
-        ArrayNode regs = resv.putArray("registrants");
-        for (Reservations.Registrant reg : r.registrants()) {
-            // Keys are the hosts' secrets for fencing each other: never shown, only who holds one.
-            regs.addObject().put("host_id", reg.host().toString()).put("holds_reservation", r.holds(reg));
-        }
-        return o;
-    }
-
-    private ObjectNode controllerJson(Controller c) {
-        ObjectNode o = mapper.createObjectNode();
-        o.put("cntlid", c.cntlid());
-        o.put("subsystem", c.subsystemNqn());
-        o.put("discovery", c.isDiscovery());
-        o.put("host_nqn", c.hostNqn());
-        o.put("host_id", c.hostId().toString());
-        o.put("peer", c.peer());
-        o.put("transport", c.transportType().configName());
-        o.put("portid", c.port().portId());
-        o.put("ready", c.isReady());
-        o.put("keep_alive_timeout_ms", c.keepAliveTimeoutMillis());
-        o.put("created", c.createdAt().toString());
-        ArrayNode queues = o.putArray("queues");
-        for (QueueInfo q : c.queues()) {
-            ObjectNode qo = queues.addObject();
-            qo.put("qid", q.qid());
-            qo.put("peer", q.peer());
-            qo.put("commands_outstanding", q.commandsOutstanding());
-        }
-        return o;
-    }
 }

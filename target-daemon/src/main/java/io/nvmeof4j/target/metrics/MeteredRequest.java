@@ -8,10 +8,8 @@ import io.nvmeof4j.protocol.spi.Request;
  * A transport's request with the command layer's metering around it: everything delegates, except that
  * {@link #complete(int)} notes the status, {@link #responseSent()} (the transport's "response sent", through
  * {@link io.nvmeof4j.protocol.spi.QueueHandler#onResponseSent}) then records the latency
- * ({@link Request#receivedNanos()} to now), the bytes and the status into the meters resolved for the command, and
- * the {@link #attachment()} slot is this object's own, so the executor behind it keeps its per-slot context.
- * <p>One per transport slot, created the first time the slot carries a metered command and kept in the
- * transport request's attachment: nothing is allocated per command. Set up on the reactor thread before the command
+ * ({@link Request#receivedNanos()} to now), the bytes and the status into the meters resolved for the command.
+ * <p>One per queue slot, held by the command layer's per-slot context: nothing is allocated per command. Set up on the reactor thread before the command
  * is handed on; {@link #complete} may run on any thread (the hand-off to a backend thread publishes the fields).
  * <p>The latency ends when the response has left: NVMe/TCP wrote it to the socket, NVMe-oF/RDMA's SEND completed.
  * A command whose queue went away before its response was sent is not recorded.
@@ -25,19 +23,9 @@ public final class MeteredRequest extends ForwardingRequest {
     private boolean pending;
     private int status;
 
-    private MeteredRequest(Request delegate) {
+    /** @param delegate the request behind it: the transport's, or the layer the command layer put around it */
+    public MeteredRequest(Request delegate) {
         super(delegate);
-    }
-
-    /** The slot's wrapper, made on the slot's first metered command. */
-    public static MeteredRequest of(Request request) {
-        Object a = request.attachment();
-        if (a instanceof MeteredRequest) {
-            return (MeteredRequest) a;
-        }
-        MeteredRequest m = new MeteredRequest(request);
-        request.attach(m);
-        return m;
     }
 
     /** Meters an I/O command on a namespace. */

@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.metrics;
 
+import io.nvmeof4j.protocol.io.NvmOpcode;
 import io.nvmeof4j.protocol.spi.TransportType;
 
 import java.time.Duration;
@@ -128,14 +129,14 @@ public final class TargetMeterNames {
     /** The op index of an NVM command set opcode (NVMe NVM Command Set 1.0, 3). */
     public static int ioOp(int opcode) {
         switch (opcode) {
-            case 0x02: return OP_READ;
-            case 0x01: return OP_WRITE;
-            case 0x00: return OP_FLUSH;
-            case 0x08: return OP_WRITE_ZEROES;
-            case 0x09: return OP_DEALLOCATE;
-            case 0x05: return OP_COMPARE;
-            case 0x0C: return OP_VERIFY;
-            case 0x19: return OP_COPY;
+            case NvmOpcode.READ: return OP_READ;
+            case NvmOpcode.WRITE: return OP_WRITE;
+            case NvmOpcode.FLUSH: return OP_FLUSH;
+            case NvmOpcode.WRITE_ZEROES: return OP_WRITE_ZEROES;
+            case NvmOpcode.DATASET_MANAGEMENT: return OP_DEALLOCATE;
+            case NvmOpcode.COMPARE: return OP_COMPARE;
+            case NvmOpcode.VERIFY: return OP_VERIFY;
+            case NvmOpcode.COPY: return OP_COPY;
             default: return OP_OTHER;
         }
     }

@@ -3,10 +3,13 @@ package io.nvmeof4j.target.reactor;
 import io.nvmeof4j.protocol.spi.PollGroup;
 import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
 import io.nvmeof4j.protocol.spi.idle.IdleStrategy;
+import io.nvmeof4j.protocol.spi.reactor.ReactorLoop;
+import io.nvmeof4j.protocol.spi.reactor.SelectorPollGroup;
 import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.nio.channels.Selector;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -21,8 +24,10 @@ import java.util.concurrent.locks.LockSupport;
  * One data-path thread (architecture: reactors): an agent loop whose {@link #doWork()} polls the reactor's
  * {@link PollGroup}s and runs tasks other threads handed it through a bounded lock-free queue
  * ({@link #execute(Runnable)}; Agrona's {@link ManyToOneConcurrentArrayQueue}: any thread offers, only the reactor
- * polls, nothing allocated per task), returning how much work it found; the loop is {@code idle.idle(doWork())}
- * with an {@link IdleStrategy} shared with the initiator's reactors ({@link IdleMode} picks it).
+ * polls, nothing allocated per task), returning how much work it found. The loop itself, its idle strategy and the
+ * sleep/wake hand-shake are {@link ReactorLoop}'s, shared with the initiator's reactors; this class is its
+ * {@link ReactorLoop.Agent} (what a round does, where it blocks) and owns the poll groups ({@link IdleMode} picks
+ * the {@link IdleStrategy}).
  *
  * <h2>Idling</h2>
  * {@link IdleMode#BUSY} spins. {@link IdleMode#ADAPTIVE} ({@link AdaptiveIdleStrategy}) spins for
@@ -33,10 +38,15 @@ import java.util.concurrent.locks.LockSupport;
  * nothing can arrive on them) the wait is bounded by {@value #AWAIT_MILLIS_SEVERAL_GROUPS} ms: work arriving on
  * another group is then noticed within a millisecond instead of never. With one group the bound only matters if
  * a wakeup were lost.
- * <p>A group that is {@link InFlightAware} and has I/O in flight (block-device I/O in an io_uring, whose completion
- * does not wake the selector) changes that: the reactor then blocks in that group's {@code await} (the ring's
- * {@code io_uring_wait_cqe_timeout}), at most {@link #IN_FLIGHT_AWAIT_NANOS}, so a completion is noticed the moment
- * it lands and a command arriving on a socket meanwhile waits at most that long.
+ * <h2>One wait primitive</h2>
+ * Block-device I/O in flight in an io_uring ({@link InFlightAware}) must wake the reactor too. When the group the
+ * reactor blocks on is a {@link SelectorPollGroup} (NVMe/TCP), the ring is joined to that selector when either is
+ * added ({@link InFlightAware#wakeSelector}): its completions then signal the selector's wake-up eventfd while the
+ * reactor blocks, so the reactor waits on the selector alone, with the idle strategy's full bound, and is woken by
+ * a socket, a task or a completion alike (issue 17 item 3; docs/datapath.md). An in-flight-aware group that could not
+ * be joined (a reactor without a selector, a JDK whose selector has no eventfd, QoS waits, which are timers) keeps
+ * the bounded wait: the reactor blocks in that group's {@code await}, at most {@link #IN_FLIGHT_AWAIT_NANOS}, so its
+ * work is noticed when it is due and a command arriving on a socket meanwhile waits at most that long.
  *
  * <h2>A shared CPU</h2>
  * An adaptive reactor measures its thread's run delay and blocks without spinning while its CPU is shared
@@ -78,10 +88,9 @@ public final class Reactor implements Executor, AutoCloseable {
 
     private final String name;
     private final IdleMode idleMode;
-    private final long spinNanos;
     private final ManyToOneConcurrentArrayQueue<Runnable> tasks = new ManyToOneConcurrentArrayQueue<>(TASK_QUEUE_CAPACITY);
     private final List<AutoCloseable> owned = new ArrayList<>();
-    private final Thread thread;
+    private final ReactorLoop loop;
 
     /** Written before start or by the reactor thread only; volatile for the readers on other threads. */
     private volatile PollGroup[] groups = new PollGroup[0];
@@ -94,11 +103,7 @@ public final class Reactor implements Executor, AutoCloseable {
     private int[] consecutiveFailures = new int[0];
 
     private volatile Lifecycle lifecycle = Lifecycle.NEW;
-    private volatile boolean running;
-    private volatile boolean sleeping;
     private long rounds;
-    /** Created on the reactor thread when it starts (the adaptive one measures that thread). */
-    private volatile IdleStrategy idle;
 
     public Reactor(String name, IdleMode idleMode, long spinNanos) {
         if (spinNanos < 0) {
@@ -106,9 +111,9 @@ public final class Reactor implements Executor, AutoCloseable {
         }
         this.name = Objects.requireNonNull(name, "name");
         this.idleMode = Objects.requireNonNull(idleMode, "idleMode");
-        this.spinNanos = spinNanos;
-        this.thread = new ReactorThread(this, name);
-        this.thread.setDaemon(true);
+        this.loop = new ReactorLoop(name, new Agent(),
+            wait -> idleMode.newStrategy(name, wait, spinNanos, TimeUnit.MILLISECONDS.toNanos(AWAIT_MILLIS_ONE_GROUP)),
+            body -> new ReactorThread(this, name, body));
     }
 
     public Reactor(String name) {
@@ -141,7 +146,7 @@ public final class Reactor implements Executor, AutoCloseable {
             owned.add(group);
             return this;
         }
-        if (lifecycle != Lifecycle.RUNNING || !running) {
+        if (lifecycle != Lifecycle.RUNNING || !loop.running()) {
             throw new IllegalStateException("reactor " + name + " has stopped: cannot add poll group " + group);
         }
         // Owned first: a reactor stopping before the hand-over runs still closes it (it runs queued tasks, then
@@ -163,7 +168,30 @@ public final class Reactor implements Executor, AutoCloseable {
         consecutiveFailures = Arrays.copyOf(consecutiveFailures, next.length);
         waitGroups = waitGroups(next);
         groups = next;
+        joinWaitPrimitive(next);
         LOG.debug("reactor {}: poll group {} added ({} in all)", name, group, next.length);
+    }
+
+    /**
+     * Joins the in-flight-aware groups (an io_uring) to the selector the reactor blocks on, when it blocks on exactly
+     * one, a selector ("One wait primitive"). A join that fails leaves that group on the bounded wait (debug log).
+     */
+    private void joinWaitPrimitive(PollGroup[] all) {
+        Selector selector = waitSelector(waitGroups);
+        if (selector == null) {
+            return;
+        }
+        for (PollGroup g : all) {
+            if (g instanceof InFlightAware a && !a.wakes(selector) && !a.wakeSelector(selector)) {
+                LOG.debug("reactor {}: {} cannot wake the selector; it is waited on with a {} us bound while it has "
+                    + "I/O in flight", name, g, TimeUnit.NANOSECONDS.toMicros(IN_FLIGHT_AWAIT_NANOS));
+            }
+        }
+    }
+
+    /** The selector of the one group an idle reactor blocks on, or null (none, several, or not a selector). */
+    private static Selector waitSelector(PollGroup[] waitGroups) {
+        return waitGroups.length == 1 && waitGroups[0] instanceof SelectorPollGroup s ? s.selector() : null;
     }
 
     /** Registers a resource closed by the reactor thread when it stops, in reverse order. Before start only. */
@@ -185,9 +213,8 @@ public final class Reactor implements Executor, AutoCloseable {
 
     public synchronized void start() {
         requireNew();
-        running = true;
         lifecycle = Lifecycle.RUNNING;
-        thread.start();
+        loop.start();
         LOG.debug("reactor {} started: {} poll group(s), idle strategy {}", name, groups.length,
             idleMode.configName());
     }
@@ -212,28 +239,23 @@ public final class Reactor implements Executor, AutoCloseable {
     private static final class ReactorThread extends Thread {
         final Reactor reactor;
 
-        ReactorThread(Reactor reactor, String name) {
-            super(name);
+        ReactorThread(Reactor reactor, String name, Runnable body) {
+            super(body, name);
             this.reactor = reactor;
-        }
-
-        @Override
-        public void run() {
-            reactor.run();
         }
     }
 
     public boolean isReactorThread() {
-        return Thread.currentThread() == thread;
+        return loop.isLoopThread();
     }
 
     public boolean isRunning() {
-        return running && thread.isAlive();
+        return loop.running() && loop.thread().isAlive();
     }
 
     /** True while the adaptive reactor measured its CPU as shared and blocks instead of spinning. Any thread. */
     public boolean contended() {
-        return idle instanceof AdaptiveIdleStrategy a && a.contended();
+        return loop.contended();
     }
 
     /**
@@ -241,7 +263,7 @@ public final class Reactor implements Executor, AutoCloseable {
      * (0 before the first window with a block, or where schedstats are unavailable). Any thread.
      */
     public long wakeupCostNanos() {
-        return idle instanceof AdaptiveIdleStrategy a ? a.wakeupCostNanos() : 0;
+        return loop.wakeupCostNanos();
     }
 
     /** Rounds of {@link #doWork()} so far (read from any thread: approximate). */
@@ -257,22 +279,19 @@ public final class Reactor implements Executor, AutoCloseable {
     @Override
     public void execute(Runnable task) {
         Objects.requireNonNull(task, "task");
-        if (!running) {
+        if (!loop.running()) {
             throw new RejectedExecutionException("reactor " + name + " is not running");
         }
         if (!tasks.offer(task)) {
             throw new RejectedExecutionException("reactor " + name + " task queue is full ("
                 + tasks.capacity() + ")");
         }
-        // The reactor publishes "sleeping" and then re-checks the queue; we offered and now check "sleeping".
-        if (sleeping) {
-            wakeup();
-        }
+        loop.wake(); // offered first, then "sleeping" read: the loop's hand-shake
     }
 
     private void wakeup() {
         // The thread may be parked (no selector, or an in-flight-aware group's await that parks): unpark it too.
-        LockSupport.unpark(thread);
+        LockSupport.unpark(loop.thread());
         PollGroup[] gs = waitGroups;
         if (gs.length == 0) {
             return;
@@ -346,50 +365,77 @@ public final class Reactor implements Executor, AutoCloseable {
         waitGroups = waitGroups(next);
         consecutiveFailures = new int[next.length];
         closeQuietly(group);
+        joinWaitPrimitive(next);
     }
 
     private static PollGroup[] waitGroups(PollGroup[] all) {
         return Arrays.stream(all).filter(g -> !(g instanceof InFlightAware)).toArray(PollGroup[]::new);
     }
 
-    private void run() {
-        IdleStrategy strategy = null;
-        try {
-            strategy = idleMode.newStrategy(name, this::block, spinNanos,
-                TimeUnit.MILLISECONDS.toNanos(AWAIT_MILLIS_ONE_GROUP));
-            idle = strategy;
-            while (running) {
-                strategy.idle(doWork());
+    /** What the shared loop calls: this reactor's round, wait, wake-up and end. */
+    private final class Agent implements ReactorLoop.Agent {
+        @Override
+        public int doWork() {
+            return Reactor.this.doWork();
+        }
+
+        @Override
+        public boolean hasPendingWork() {
+            return !tasks.isEmpty();
+        }
+
+        @Override
+        public void await(long timeoutNanos) {
+            block(timeoutNanos);
+        }
+
+        @Override
+        public void wakeup() {
+            Reactor.this.wakeup();
+        }
+
+        @Override
+        public void onStop() {
+            try {
+                runTasks(TASK_QUEUE_CAPACITY);
+            } finally {
+                closeOwned();
+                lifecycle = Lifecycle.STOPPED;
             }
-            runTasks(TASK_QUEUE_CAPACITY);
-        } catch (Throwable t) {
-            LOG.error("reactor {} stopped by an unexpected failure", name, t);
-        } finally {
-            running = false;
-            if (strategy != null) {
-                strategy.close();
-            }
-            closeOwned();
-            lifecycle = Lifecycle.STOPPED;
         }
     }
 
-    /** The reactor's {@link io.nvmeof4j.protocol.spi.idle.IdleWait}: at most {@code timeoutNanos}, less where noted. */
+    /**
+     * An idle reactor's wait, at most {@code timeoutNanos} ("One wait primitive" above): an in-flight-aware group
+     * that is not joined to the selector is waited on itself, bounded; joined ones are armed, then the reactor blocks
+     * in its one wait group (or parks without one).
+     */
     private void block(long timeoutNanos) {
-        sleeping = true;
-        try {
-            if (!tasks.isEmpty() || !running) {
+        PollGroup[] gs = groups;
+        Selector selector = waitSelector(waitGroups);
+        for (PollGroup g : gs) {
+            if (g instanceof InFlightAware a && a.hasInFlight() && (selector == null || !a.wakes(selector))) {
+                try {
+                    g.await(Math.min(timeoutNanos, IN_FLIGHT_AWAIT_NANOS));
+                } catch (RuntimeException e) {
+                    LOG.warn("reactor {}: await on poll group {} threw", name, g, e);
+                }
                 return;
             }
-            PollGroup[] gs = groups;
+        }
+        boolean armed = false;
+        try {
             for (PollGroup g : gs) {
                 if (g instanceof InFlightAware a && a.hasInFlight()) {
+                    armed = true;
                     try {
-                        g.await(Math.min(timeoutNanos, IN_FLIGHT_AWAIT_NANOS));
+                        if (!a.armWakeup()) {
+                            return; // a completion is already there: poll it instead of blocking
+                        }
                     } catch (RuntimeException e) {
-                        LOG.warn("reactor {}: await on poll group {} threw", name, g, e);
+                        LOG.warn("reactor {}: arming poll group {} threw; not blocking", name, g, e);
+                        return;
                     }
-                    return;
                 }
             }
             gs = waitGroups;
@@ -405,7 +451,17 @@ public final class Reactor implements Executor, AutoCloseable {
                 }
             }
         } finally {
-            sleeping = false;
+            if (armed) {
+                for (PollGroup g : groups) {
+                    if (g instanceof InFlightAware a) {
+                        try {
+                            a.disarmWakeup();
+                        } catch (RuntimeException e) {
+                            LOG.warn("reactor {}: disarming poll group {} threw", name, g, e);
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -441,21 +497,13 @@ public final class Reactor implements Executor, AutoCloseable {
                 return true;
             }
         }
-        running = false;
-        wakeup();
-        if (isReactorThread()) {
-            return false;
+        if (loop.stop(timeout.toNanos())) {
+            return true;
         }
-        try {
-            thread.join(Math.max(1, timeout.toMillis()));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        if (thread.isAlive()) {
+        if (!isReactorThread()) {
             LOG.error("reactor {} did not stop within {} ms; its poll groups stay open", name, timeout.toMillis());
-            return false;
         }
-        return true;
+        return false;
     }
 
     @Override

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.nvmeof4j.protocol.HostId;
 import io.nvmeof4j.protocol.command.NvmeStatus;
+import io.nvmeof4j.protocol.io.NvmOpcode;
 import io.nvmeof4j.protocol.reservation.ReservationCommand;
 import io.nvmeof4j.protocol.reservation.ReservationNotificationLog;
 import io.nvmeof4j.protocol.reservation.ReservationType;
@@ -220,16 +221,16 @@ public final class Reservations {
      */
     static int commandClass(int opcode) {
         switch (opcode) {
-            case 0x02: // Read
-            case 0x05: // Compare
-            case 0x0C: // Verify
+            case NvmOpcode.READ:
+            case NvmOpcode.COMPARE:
+            case NvmOpcode.VERIFY:
                 return READ;
-            case 0x00: // Flush
-            case 0x01: // Write
-            case 0x04: // Write Uncorrectable
-            case 0x08: // Write Zeroes
-            case 0x09: // Dataset Management
-            case 0x19: // Copy
+            case NvmOpcode.FLUSH:
+            case NvmOpcode.WRITE:
+            case NvmOpcode.WRITE_UNCORRECTABLE:
+            case NvmOpcode.WRITE_ZEROES:
+            case NvmOpcode.DATASET_MANAGEMENT:
+            case NvmOpcode.COPY:
                 return WRITE;
             default:
                 return OTHER;

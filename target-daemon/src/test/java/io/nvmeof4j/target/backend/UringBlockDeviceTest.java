@@ -136,6 +136,59 @@ class UringBlockDeviceTest {
         return b;
     }
 
+    /** A descriptor reused for I/O after I/O, as a queue slot's is. */
+    static final class SlotIo extends BlockIo {
+        volatile CompletableFuture<Integer> done = new CompletableFuture<>();
+
+        @Override
+        public void complete(int nvmeStatus) {
+            done.complete(nvmeStatus);
+        }
+    }
+
+    private int submit(BlockDevice device, SlotIo io, BlockIo.Op op, ByteBuffer buffer) throws Exception {
+        io.done = new CompletableFuture<>();
+        reactor.execute(() -> device.submit(io.prepare(op, 0, 4096, buffer, false)));
+        return io.done.get(10, TimeUnit.SECONDS);
+    }
+
+    /**
+     * A descriptor (one per queue slot) finds its reactor's ring and the device's channel once, at its first I/O
+     * there, and keeps them for the next I/Os; another device gets its own channel; I/O of a detached device is
+     * refused, never sent through the closed channel the descriptor still holds.
+     */
+    @Test
+    void shouldBindTheRingAndTheChannelToTheDescriptorAtItsFirstIo() throws Exception {
+        try (UringBlockDevice a = UringBlockDevice.open(dir.resolve("a.img"), 4L * MIB, 4096, false);
+             UringBlockDevice b = UringBlockDevice.open(dir.resolve("b.img"), 4L * MIB, 4096, false)) {
+            byte[] data = random(7, 4096);
+            ByteBuffer buffer = poolBuffer(data, 4096);
+            SlotIo io = new SlotIo();
+            assertThat(submit(a, io, WRITE, buffer)).isZero();
+            assertThat(io.boundRing).as("bound to the reactor's ring").isSameAs(channels);
+            assertThat(io.boundDevice).isSameAs(a);
+            io.nvmeof4j.jni.bdev.BdevIoChannel first = io.boundChannel;
+            assertThat(first).isNotNull();
+
+            ByteBuffer back = poolBuffer(null, 4096);
+            assertThat(submit(a, io, READ, back)).isZero();
+            byte[] read = new byte[4096];
+            back.get(0, read);
+            assertThat(read).as("the bytes written").isEqualTo(data);
+            assertThat(io.boundChannel).as("kept for the next I/O").isSameAs(first);
+
+            assertThat(submit(b, io, READ, back)).isZero();
+            assertThat(io.boundDevice).isSameAs(b);
+            assertThat(io.boundChannel).as("another device, another channel").isNotSameAs(first);
+            assertThat(submit(a, io, READ, back)).isZero();
+            assertThat(io.boundChannel).as("the first device's channel again").isSameAs(first);
+
+            assertThat(a.detach(List.of(reactor), Duration.ofSeconds(10))).isTrue();
+            assertThat(first.isClosed()).as("detach closed the channel the descriptor holds").isTrue();
+            assertThat(submit(a, io, READ, back)).isEqualTo(NvmeStatus.NAMESPACE_NOT_READY);
+        }
+    }
+
     @Test
     void shouldCreateASparseFileAndReportItsGeometry() throws Exception {
         Path file = dir.resolve("ns1.img");

@@ -455,7 +455,7 @@ class TargetConfigTest {
 
     @Test
     void shouldAcceptNoPortsForAControlPlaneToAddLater() throws Exception {
-        // SPDK's nvmf_tgt starts empty too; Main refuses an empty daemon without HTTP or rpc_socket (MainTest).
+        // SPDK's nvmf_tgt starts empty too; Main refuses an empty daemon without HTTP or rpc_socket (MainIT).
         assertThat(parse(config("[]", "[" + subsystem(NQN_A, ramNamespace(1)) + "]")).ports()).isEmpty();
         assertThat(parse("{\"subsystems\": []}").ports()).isEmpty();
     }

@@ -24,6 +24,13 @@ public final class FakeQueue implements TransportQueue {
     private volatile String disconnectReason;
     private final CountDownLatch disconnected = new CountDownLatch(1);
     private boolean closedNotified;
+    private final java.util.concurrent.atomic.AtomicInteger slots = new java.util.concurrent.atomic.AtomicInteger();
+
+    /** The slot of the next request made on this queue. */
+    int nextSlot() {
+        return slots.getAndIncrement();
+    }
+
     /** Like a transport: requests made on this queue and not yet completed. */
     final java.util.concurrent.atomic.AtomicInteger outstanding = new java.util.concurrent.atomic.AtomicInteger();
 

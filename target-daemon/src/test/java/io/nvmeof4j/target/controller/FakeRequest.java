@@ -22,13 +22,15 @@ public final class FakeRequest implements Request {
     private final AtomicInteger completions = new AtomicInteger();
     private final CountDownLatch done = new CountDownLatch(1);
     private volatile int status = -1;
-    private Object attachment;
+    private final int slot;
 
     public FakeRequest(TransportQueue queue, int dataLength) {
         this.queue = queue;
         if (queue instanceof FakeQueue) {
             ((FakeQueue) queue).outstanding.incrementAndGet();
         }
+        // Like a transport's slots: no two requests of a queue share one (tests keep several in flight).
+        this.slot = queue instanceof FakeQueue ? ((FakeQueue) queue).nextSlot() : 0;
         this.sqe.wrap(ByteBuffer.allocate(SubmissionQueueEntry.LENGTH).order(ByteOrder.LITTLE_ENDIAN), 0);
         this.cqe.wrap(ByteBuffer.allocate(CompletionQueueEntry.LENGTH).order(ByteOrder.LITTLE_ENDIAN), 0);
         this.dataLength = dataLength;
@@ -104,13 +106,8 @@ public final class FakeRequest implements Request {
     }
 
     @Override
-    public Object attachment() {
-        return attachment;
-    }
-
-    @Override
-    public void attach(Object attachment) {
-        this.attachment = attachment;
+    public int slot() {
+        return slot;
     }
 
     public boolean isCompleted() {

@@ -118,7 +118,7 @@ class FusedPairingTest {
         assertThat(cmp.await(5, TimeUnit.SECONDS)).as("answered within a bounded time").isTrue();
         long waitedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
         assertThat(cmp.status()).isEqualTo(MISSING_FUSED);
-        assertThat(waitedMillis).isBetween(ControllerQueueHandler.FUSED_PARTNER_TIMEOUT_MILLIS - 50, 3000L);
+        assertThat(waitedMillis).isBetween(FusedPairs.PARTNER_TIMEOUT_MILLIS - 50, 3000L);
         assertThat(((ControllerQueueHandler) q.handler()).fusedHalvesWaiting()).isZero();
     }
 

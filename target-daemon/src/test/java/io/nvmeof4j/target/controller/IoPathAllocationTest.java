@@ -19,7 +19,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /** The I/O-queue path (checks, NSID lookup, delegation, completion counting) allocates nothing per command. */
 class IoPathAllocationTest {
-    private static final NvmCommandExecutor COMPLETE_AT_ONCE = (request, namespace) -> request.complete(NvmeStatus.SUCCESS);
+    private static final NvmCommandExecutor COMPLETE_AT_ONCE = (request, namespace, io) -> request.complete(NvmeStatus.SUCCESS);
 
     @Test
     void shouldNotAllocatePerIoCommand() {

@@ -26,7 +26,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class IoPathAllocationWithMetricsTest {
     /** Succeeds, except for LBA 7 (LBA Out of Range): the failure path is measured too. */
-    private static final NvmCommandExecutor COMPLETE_AT_ONCE = (request, namespace) -> request.complete(
+    private static final NvmCommandExecutor COMPLETE_AT_ONCE = (request, namespace, io) -> request.complete(
         request.command().cdw10And11() == 7 ? NvmeStatus.LBA_OUT_OF_RANGE | NvmeStatus.DNR : NvmeStatus.SUCCESS);
 
     @Test

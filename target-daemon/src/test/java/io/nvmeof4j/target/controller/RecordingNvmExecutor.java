@@ -4,6 +4,7 @@ import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
 import io.nvmeof4j.protocol.spi.Request;
 import io.nvmeof4j.target.backend.BlockIo;
+import io.nvmeof4j.target.io.IoContext;
 import io.nvmeof4j.target.io.NvmCommandExecutor;
 import io.nvmeof4j.target.model.Namespace;
 
@@ -25,7 +26,7 @@ public final class RecordingNvmExecutor implements NvmCommandExecutor {
     final List<Request[]> fusedPairs = Collections.synchronizedList(new ArrayList<>());
 
     @Override
-    public void executeFused(Request compare, Request write, Namespace namespace) {
+    public void executeFused(Request compare, Request write, Namespace namespace, IoContext io) {
         nsids.add(namespace.nsid());
         fusedPairs.add(new Request[] {transportRequest(compare), transportRequest(write)});
         compare.complete(NvmeStatus.SUCCESS);
@@ -33,7 +34,7 @@ public final class RecordingNvmExecutor implements NvmCommandExecutor {
     }
 
     @Override
-    public void execute(Request request, Namespace namespace) {
+    public void execute(Request request, Namespace namespace, IoContext context) {
         nsids.add(namespace.nsid());
         if (hold) {
             held.add(request);

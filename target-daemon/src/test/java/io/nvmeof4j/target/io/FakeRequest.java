@@ -15,7 +15,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * Test double of a transport's {@link Request}: an SQE in a little-endian buffer, an optional data buffer, and a
  * completion that can be awaited (bounded). Reusable like a queue slot: {@link #reset} prepares the next command
- * and keeps the attachment.
+ * and keeps the slot's {@link IoContext}, as the command layer's per-slot context does.
  */
 final class FakeRequest implements Request {
     private final ByteBuffer sqeBuffer = ByteBuffer.allocate(SubmissionQueueEntry.LENGTH).order(ByteOrder.LITTLE_ENDIAN);
@@ -24,11 +24,12 @@ final class FakeRequest implements Request {
     private final CompletionQueueEntry cqe = new CompletionQueueEntry().wrap(cqeBuffer, 0);
     private final AtomicInteger completions = new AtomicInteger();
     private ByteBuffer data;
-    private Object attachment;
+    /** The slot's I/O context, kept across commands like the command layer's per-slot context keeps it. */
+    final IoContext io = new IoContext();
     private volatile int status = -1;
     private volatile CountDownLatch done = new CountDownLatch(1);
 
-    /** A new command in this slot: opcode, NSID 1, no data; the attachment stays. */
+    /** A new command in this slot: opcode, NSID 1, no data; the I/O context stays. */
     FakeRequest reset(int opcode) {
         sqe.clear().opcode(opcode).flags(SubmissionQueueEntry.FLAGS_PSDT_SGL).commandId(7).nsid(1);
         cqe.clear();
@@ -133,12 +134,7 @@ final class FakeRequest implements Request {
     }
 
     @Override
-    public Object attachment() {
-        return attachment;
-    }
-
-    @Override
-    public void attach(Object attachment) {
-        this.attachment = attachment;
+    public int slot() {
+        return 0;
     }
 }

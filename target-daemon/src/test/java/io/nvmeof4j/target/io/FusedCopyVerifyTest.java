@@ -58,13 +58,13 @@ class FusedCopyVerifyTest {
     private int write(Namespace ns, long slba, ByteBuffer data) {
         FakeRequest r = new FakeRequest().reset(NvmOpcode.WRITE).slba(slba).cdw(12, data.limit() / ns.blockSize() - 1)
             .data(data);
-        nvm.execute(r, ns);
+        nvm.execute(r, ns, r.io);
         return r.awaitStatus();
     }
 
     private ByteBuffer read(Namespace ns, long slba, int blocks) {
         FakeRequest r = new FakeRequest().reset(NvmOpcode.READ).slba(slba).cdw(12, blocks - 1).data(blocks * ns.blockSize());
-        nvm.execute(r, ns);
+        nvm.execute(r, ns, r.io);
         assertThat(r.awaitStatus()).as("read status").isZero();
         return r.data();
     }
@@ -98,7 +98,7 @@ class FusedCopyVerifyTest {
 
         FakeRequest cmp = compareHalf(10, 2, a);
         FakeRequest wr = writeHalf(10, 2, b);
-        nvm.executeFused(cmp, wr, ns);
+        nvm.executeFused(cmp, wr, ns, cmp.io);
         assertThat(cmp.awaitStatus()).isZero();
         assertThat(wr.awaitStatus()).isZero();
         assertThat(same(read(ns, 10, 2), b, 2 * blockSize)).as("the write landed").isTrue();
@@ -114,7 +114,7 @@ class FusedCopyVerifyTest {
 
         FakeRequest cmp = compareHalf(3, 1, filled(512, 2));
         FakeRequest wr = writeHalf(3, 1, filled(512, 90));
-        nvm.executeFused(cmp, wr, ns);
+        nvm.executeFused(cmp, wr, ns, cmp.io);
         assertThat(cmp.awaitStatus()).isEqualTo(0x285 | DNR);
         assertThat(wr.awaitStatus()).isEqualTo(0x009);
         assertThat(same(read(ns, 3, 1), a, 512)).as("range unchanged").isTrue();
@@ -128,13 +128,13 @@ class FusedCopyVerifyTest {
         assertThat(write(ns, 3, a)).isZero();
         FakeRequest cmp = compareHalf(3, 1, a);
         FakeRequest wr = writeHalf(4, 1, filled(512, 7));
-        nvm.executeFused(cmp, wr, ns);
+        nvm.executeFused(cmp, wr, ns, cmp.io);
         assertThat(cmp.awaitStatus()).isEqualTo(0x002 | DNR);
         assertThat(wr.awaitStatus()).isEqualTo(0x002 | DNR);
 
         FakeRequest cmp2 = compareHalf(3, 1, a);
         FakeRequest wr2 = writeHalf(3, 2, filled(1024, 7));
-        nvm.executeFused(cmp2, wr2, ns);
+        nvm.executeFused(cmp2, wr2, ns, cmp2.io);
         assertThat(cmp2.awaitStatus()).isEqualTo(0x002 | DNR);
         assertThat(wr2.awaitStatus()).isEqualTo(0x002 | DNR);
         assertThat(same(read(ns, 3, 1), a, 512)).isTrue();
@@ -147,13 +147,13 @@ class FusedCopyVerifyTest {
         long last = SIZE / 512 - 1;
         FakeRequest cmp = compareHalf(last, 2, filled(1024, 1));
         FakeRequest wr = writeHalf(last, 2, filled(1024, 2));
-        nvm.executeFused(cmp, wr, ns);
+        nvm.executeFused(cmp, wr, ns, cmp.io);
         assertThat(cmp.awaitStatus()).isEqualTo(0x080 | DNR);
         assertThat(wr.awaitStatus()).isEqualTo(0x009);
 
         FakeRequest cmp2 = compareHalf(0, 1, filled(512, 0));
         FakeRequest wr2 = writeHalf(0, 1, filled(1024, 2)); // two blocks of data for one block
-        nvm.executeFused(cmp2, wr2, ns);
+        nvm.executeFused(cmp2, wr2, ns, cmp2.io);
         assertThat(wr2.awaitStatus()).isEqualTo(0x00F | DNR);
         assertThat(cmp2.awaitStatus()).isEqualTo(0x009);
         assertThat(ns.rangeLock().isLocked()).isFalse();
@@ -170,14 +170,14 @@ class FusedCopyVerifyTest {
         device.holdIf(io -> io.op() == BlockIo.Op.READ); // the pair's compare read stays in the device
         FakeRequest cmp = compareHalf(8, 1, a);
         FakeRequest wr = writeHalf(8, 1, filled(512, 30));
-        nvm.executeFused(cmp, wr, ns);
+        nvm.executeFused(cmp, wr, ns, cmp.io);
         assertThat(device.held()).as("compare read submitted").isEqualTo(1);
 
         ByteBuffer plain = filled(512, 60);
         FakeRequest overlapping = new FakeRequest().reset(NvmOpcode.WRITE).slba(8).cdw(12, 0).data(plain);
-        nvm.execute(overlapping, ns);
+        nvm.execute(overlapping, ns, overlapping.io);
         FakeRequest elsewhere = new FakeRequest().reset(NvmOpcode.WRITE).slba(100).cdw(12, 0).data(filled(512, 9));
-        nvm.execute(elsewhere, ns);
+        nvm.execute(elsewhere, ns, elsewhere.io);
         assertThat(elsewhere.awaitStatus()).as("a write to another range is not held").isZero();
         assertThat(overlapping.completions()).as("the overlapping write waits for the pair").isZero();
         assertThat(device.writesAt(8 * 512L)).as("nothing written to the pair's range yet but the setup").isEqualTo(1);
@@ -204,13 +204,13 @@ class FusedCopyVerifyTest {
         device.holdIf(io -> io.op() == BlockIo.Op.WRITE);
         ByteBuffer b = filled(512, 40);
         FakeRequest inFlight = new FakeRequest().reset(NvmOpcode.WRITE).slba(8).cdw(12, 0).data(b);
-        nvm.execute(inFlight, ns);
+        nvm.execute(inFlight, ns, inFlight.io);
         assertThat(device.held()).isEqualTo(1);
 
         // The host expects b (the write already submitted): the compare must see it, not a.
         FakeRequest cmp = compareHalf(8, 1, b);
         FakeRequest wr = writeHalf(8, 1, filled(512, 70));
-        nvm.executeFused(cmp, wr, ns);
+        nvm.executeFused(cmp, wr, ns, cmp.io);
         assertThat(device.reads()).as("no compare read while the earlier write is in flight").isZero();
 
         device.holdIf(io -> false);
@@ -236,8 +236,8 @@ class FusedCopyVerifyTest {
         FakeRequest wr1 = writeHalf(5, 1, v1);
         FakeRequest cmp2 = compareHalf(5, 1, v0);
         FakeRequest wr2 = writeHalf(5, 1, v2);
-        nvm.executeFused(cmp1, wr1, ns);
-        nvm.executeFused(cmp2, wr2, ns);
+        nvm.executeFused(cmp1, wr1, ns, cmp1.io);
+        nvm.executeFused(cmp2, wr2, ns, cmp2.io);
         assertThat(device.held()).as("only the first pair reads").isEqualTo(1);
         device.holdIf(io -> false);
         device.release();
@@ -264,7 +264,7 @@ class FusedCopyVerifyTest {
     private int copy(Namespace ns, long sdlba, int cdw12Extra, ByteBuffer ranges) {
         int count = ranges.limit() / 32;
         FakeRequest r = new FakeRequest().reset(NvmOpcode.COPY).slba(sdlba).cdw(12, (count - 1) | cdw12Extra).data(ranges);
-        nvm.execute(r, ns);
+        nvm.execute(r, ns, r.io);
         return r.awaitStatus();
     }
 
@@ -350,7 +350,7 @@ class FusedCopyVerifyTest {
         assertThat(copy(ns, 0, 1 << 8, copyRanges(0, 1))).as("descriptor format 1").isEqualTo(0x002 | DNR);
         // NR says two ranges, the data holds one.
         FakeRequest r = new FakeRequest().reset(NvmOpcode.COPY).slba(0).cdw(12, 1).data(copyRanges(0, 1));
-        nvm.execute(r, ns);
+        nvm.execute(r, ns, r.io);
         assertThat(r.awaitStatus()).isEqualTo(0x00F | DNR);
     }
 
@@ -363,17 +363,17 @@ class FusedCopyVerifyTest {
         RecordingDevice d = (RecordingDevice) ns.device();
         // 40 blocks of 4 KiB: more than one 64 KiB chunk.
         FakeRequest r = new FakeRequest().reset(NvmOpcode.VERIFY).slba(7).cdw(12, 39);
-        nvm.execute(r, ns);
+        nvm.execute(r, ns, r.io);
         assertThat(r.awaitStatus()).isZero();
         long bytesRead = d.ops.stream().filter(o -> o.op() == BlockIo.Op.READ).mapToLong(NvmCommandsTest.Op::length)
             .sum();
         assertThat(bytesRead).as("the whole range was read").isEqualTo(40 * 4096L);
 
         FakeRequest out = new FakeRequest().reset(NvmOpcode.VERIFY).slba(SIZE / 4096 - 1).cdw(12, 1);
-        nvm.execute(out, ns);
+        nvm.execute(out, ns, out.io);
         assertThat(out.awaitStatus()).isEqualTo(0x080 | DNR);
         FakeRequest withData = new FakeRequest().reset(NvmOpcode.VERIFY).slba(0).cdw(12, 0).data(4096);
-        nvm.execute(withData, ns);
+        nvm.execute(withData, ns, withData.io);
         assertThat(withData.awaitStatus()).as("Verify transfers no data").isEqualTo(0x00F | DNR);
     }
 

@@ -62,7 +62,7 @@ class NvmCommandsTest {
     }
 
     private int execute(Namespace ns) {
-        nvm.execute(request, ns);
+        nvm.execute(request, ns, request.io);
         return request.awaitStatus();
     }
 
@@ -170,18 +170,6 @@ class NvmCommandsTest {
         request.reset(NvmOpcode.FLUSH).data(4096);
         assertThat(execute(namespace(device))).isEqualTo(SGL_DATA_LENGTH_INVALID_DNR);
         assertThat(device.ops).isEmpty();
-    }
-
-    @Test
-    void shouldKeepOneSlotContextPerRequestAcrossCommands() {
-        Namespace ns = namespace(device(512, false));
-        assertThat(write(ns, 0, pattern(512, 4), 0)).isZero();
-        Object slot = request.attachment();
-        assertThat(slot).isNotNull();
-        read(ns, 0, 1);
-        request.reset(NvmOpcode.FLUSH);
-        execute(ns);
-        assertThat(request.attachment()).as("created once, reused").isSameAs(slot);
     }
 
     // ------------------------------------------------------------------------------------- write zeroes

@@ -1,23 +1,21 @@
 package io.nvmeof4j.tcp.host;
 
 import io.nvmeof4j.protocol.spi.host.HostPollGroup;
+import io.nvmeof4j.protocol.spi.transport.FlushList;
+import io.nvmeof4j.protocol.spi.transport.PollGroupCore;
 import io.nvmeof4j.protocol.tcp.Crc32cDigest;
+import io.nvmeof4j.tcp.SocketSelector;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
-import java.nio.channels.Selector;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.function.Consumer;
 
 /**
- * The NVMe/TCP host share of one host reactor thread: a {@link Selector} with the queues registered on it.
+ * The NVMe/TCP host share of one host reactor thread: a {@link SocketSelector} with the queues registered on it.
  * {@link #poll()} runs control tasks, reads ready sockets (selectNow with a reused consumer: no selected-key set,
  * no iterator garbage), which parses PDUs and runs completion callbacks, then flushes every queue that has PDUs to
  * send, with gathering writes. Commands submitted on this thread between polls are sent by the next poll's flush
@@ -30,74 +28,43 @@ public final class TcpHostPollGroup implements HostPollGroup {
     final Crc32cDigest crc = new Crc32cDigest();
     final ByteBuffer[] iov = new ByteBuffer[IOV_LENGTH];
 
-    private final Selector selector;
-    private final Consumer<SelectionKey> readyKeyHandler = this::onKeyReady;
-    private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    private final SocketSelector selector = new SocketSelector("NVMe/TCP host poll group", this::onKeyReady);
+    private final PollGroupCore core;
     private final List<TcpHostQueue> queues = new ArrayList<>();
-    private TcpHostQueue[] flushList = new TcpHostQueue[16];
-    private int flushCount;
-    private volatile Thread thread;
-    private volatile boolean closed;
+    private final FlushList<TcpHostQueue> flushList = new FlushList<>(16);
 
     TcpHostPollGroup() {
-        try {
-            selector = Selector.open();
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot open a selector for an NVMe/TCP host poll group", e);
-        }
+        core = new PollGroupCore("NVMe/TCP host poll group", selector::wakeup);
     }
 
     @Override
     public int poll() {
-        bindThread();
-        int work = 0;
-        if (!tasks.isEmpty()) {
-            work += runTasks();
-        }
-        try {
-            work += selector.selectNow(readyKeyHandler);
-        } catch (IOException e) {
-            throw new UncheckedIOException("NVMe/TCP host poll group selector failed", e);
-        }
+        int work = core.beginPoll();
+        work += selector.selectNow();
         work += flush();
         return work;
     }
 
     /** Sends what queues of this group have queued. Poll-group thread only. */
     public int flush() {
-        int count = flushCount;
-        if (count == 0) {
-            return 0;
-        }
+        int count = flushList.size();
         int work = 0;
         for (int i = 0; i < count; i++) {
-            TcpHostQueue queue = flushList[i];
-            flushList[i] = null;
+            TcpHostQueue queue = flushList.take(i);
             queue.inFlushList = false;
             work += queue.flush();
         }
-        int later = flushCount - count;
-        System.arraycopy(flushList, count, flushList, 0, later);
-        Arrays.fill(flushList, later, flushCount, null);
-        flushCount = later;
+        flushList.keepAfter(count);
         return work;
     }
 
     @Override
     public void await(long timeoutNanos) {
-        bindThread();
-        if (!tasks.isEmpty() || flushCount > 0) {
+        core.bindReactorThread();
+        if (core.hasTasks() || flushList.size() > 0) {
             return;
         }
-        try {
-            if (timeoutNanos <= 0) {
-                selector.selectNow(readyKeyHandler);
-            } else {
-                selector.select(readyKeyHandler, Math.max(1L, (timeoutNanos + 999_999L) / 1_000_000L));
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("NVMe/TCP host poll group selector failed", e);
-        }
+        selector.select(timeoutNanos);
     }
 
     @Override
@@ -107,65 +74,37 @@ public final class TcpHostPollGroup implements HostPollGroup {
 
     @Override
     public void execute(Runnable task) {
-        if (closed) {
+        if (core.isClosed()) {
             throw new IllegalStateException("NVMe/TCP host poll group is closed");
         }
-        tasks.add(task);
-        selector.wakeup();
+        core.execute(task);
     }
 
     @Override
     public boolean inPollGroupThread() {
-        return thread == Thread.currentThread();
+        return core.inReactorThread();
     }
 
     /** Closes every queue (their commands complete with a path error) and the selector. */
     @Override
     public void close() {
-        if (closed) {
+        if (!core.markClosed()) {
             return;
         }
-        closed = true;
-        runTasks();
+        core.runTasks();
         for (TcpHostQueue queue : new ArrayList<>(queues)) {
             queue.closeNow("host poll group closed");
         }
-        try {
-            selector.close();
-        } catch (IOException e) {
-            LOG.debug("error closing an NVMe/TCP host selector", e);
-        }
-    }
-
-    private void bindThread() {
-        if (thread == null) {
-            thread = Thread.currentThread();
-        }
-    }
-
-    private int runTasks() {
-        int n = 0;
-        Runnable task;
-        while ((task = tasks.poll()) != null) {
-            n++;
-            try {
-                task.run();
-            } catch (RuntimeException e) {
-                LOG.error("task on an NVMe/TCP host poll group failed", e);
-            }
-        }
-        return n;
+        selector.close();
     }
 
     void register(TcpHostQueue queue) throws IOException {
-        if (closed) {
+        if (core.isClosed()) {
             throw new IOException("host poll group is closed");
         }
-        queue.key = queue.channel.register(selector, SelectionKey.OP_READ, queue);
+        queue.key = selector.register(queue.channel, SelectionKey.OP_READ, queue);
         queues.add(queue);
-        if (flushList.length < queues.size() + 1) {
-            flushList = Arrays.copyOf(flushList, queues.size() * 2);
-        }
+        flushList.ensureCapacity(queues.size() + 1);
     }
 
     void unregister(TcpHostQueue queue) {
@@ -174,10 +113,7 @@ public final class TcpHostPollGroup implements HostPollGroup {
 
     void requestFlush(TcpHostQueue queue) {
         queue.inFlushList = true;
-        if (flushCount == flushList.length) {
-            flushList = Arrays.copyOf(flushList, flushCount * 2);
-        }
-        flushList[flushCount++] = queue;
+        flushList.add(queue);
     }
 
     private void onKeyReady(SelectionKey key) {

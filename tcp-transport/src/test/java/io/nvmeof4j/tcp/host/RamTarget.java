@@ -12,6 +12,7 @@ import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportListener;
 import io.nvmeof4j.tcp.TcpControllerTransport;
 import io.nvmeof4j.tcp.TcpTransportOptions;
+import io.nvmeof4j.tcp.TestReactor;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -22,16 +23,15 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The real {@link TcpControllerTransport} on 127.0.0.1 with a tiny command layer: Connect sets the queue up
  * (honouring CATTR bit 2), Write (01h) stores into 8 MiB of RAM and Read (02h) returns it (512-byte LBAs),
- * opcode 0x80 never completes (for timeouts), anything else succeeds.
+ * anything else succeeds.
  */
 final class RamTarget implements AutoCloseable {
     static final int LBA = 512;
-    static final int NEVER_COMPLETES = 0x80;
 
     final ByteBuffer ram = ByteBuffer.allocateDirect(8 << 20).order(ByteOrder.LITTLE_ENDIAN);
     final AtomicInteger commands = new AtomicInteger();
     private final TcpControllerTransport transport;
-    private final LoopThread loop;
+    private final TestReactor loop;
     private final TransportListener listener;
 
     RamTarget(int maxH2CData, int inlineDataSize) throws IOException {
@@ -50,7 +50,7 @@ final class RamTarget implements AutoCloseable {
                 public void onClosed(String reason) {
                 }
             });
-        loop = new LoopThread("ram-target", group);
+        loop = new TestReactor("ram-target", group);
     }
 
     TransportAddress address() {
@@ -81,8 +81,6 @@ final class RamTarget implements AutoCloseable {
             case 0x02:
                 request.data().put(0, ram, (int) offset, request.dataLength());
                 break;
-            case NEVER_COMPLETES:
-                return;
             default:
                 break;
         }

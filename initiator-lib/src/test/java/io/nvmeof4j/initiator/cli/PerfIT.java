@@ -1,0 +1,173 @@
+package io.nvmeof4j.initiator.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** {@code nvmeof perf} for 2 s: progress lines, a summary with ordered percentiles, and one JSON object. */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class PerfIT {
+    private CliTarget target;
+
+    @BeforeAll
+    void start(@TempDir Path dir) throws Exception {
+        target = new CliTarget(dir);
+    }
+
+    @AfterAll
+    void stop() {
+        target.close();
+    }
+
+    @Test
+    void shouldReportIopsAndOrderedPercentilesAtQueueDepth1() {
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--workload", "randread",
+            "--io-size", "4K", "--queue-depth", "1", "--time", "2"));
+        assertThat(r.status()).as(r.toString()).isZero();
+        assertThat(r.out()).contains("[  1 s]").contains("[  2 s]").contains("IOPS        : ")
+            .contains("Throughput  : ").contains("Allocation  : ");
+        Matcher iops = Pattern.compile("IOPS        : ([0-9,]+)").matcher(r.out());
+        assertThat(iops.find()).isTrue();
+        assertThat(Long.parseLong(iops.group(1).replace(",", ""))).isPositive();
+        Matcher lat = Pattern.compile("Latency \\(us\\): min ([0-9.]+)  avg ([0-9.]+)  p50 ([0-9.]+)  p90 ([0-9.]+)  "
+            + "p99 ([0-9.]+)  p99.9 ([0-9.]+)  p99.99 ([0-9.]+)  max ([0-9.]+)").matcher(r.out());
+        assertThat(lat.find()).as(r.out()).isTrue();
+        double previous = Double.parseDouble(lat.group(1));
+        for (int g = 3; g <= 8; g++) {
+            double v = Double.parseDouble(lat.group(g));
+            assertThat(v).as("latency group %d", g).isGreaterThanOrEqualTo(previous);
+            previous = v;
+        }
+        assertThat(Double.parseDouble(lat.group(3))).isPositive();
+    }
+
+    @Test
+    void shouldPrintOneJsonObjectAtQueueDepth32() throws Exception {
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--workload", "randread",
+            "--io-size", "4096", "--queue-depth", "32", "--time", "2", "--json"));
+        assertThat(r.status()).as(r.toString()).isZero();
+        JsonNode s = new ObjectMapper().readTree(r.out());
+        assertThat(r.out().trim().split("\n")).hasSize(1);
+        assertThat(r.err()).contains("[  2 s]"); // progress goes to stderr with --json
+        assertThat(s.get("workload").asText()).isEqualTo("randread");
+        assertThat(s.get("queue_depth").asInt()).isEqualTo(32);
+        assertThat(s.get("io_size").asInt()).isEqualTo(4096);
+        assertThat(s.get("errors").asLong()).isZero();
+        assertThat(s.get("ios").asLong()).isPositive();
+        assertThat(s.get("reads").asLong()).isEqualTo(s.get("ios").asLong());
+        assertThat(s.get("iops").asDouble()).isPositive();
+        assertThat(s.get("mib_per_s").asDouble()).isCloseTo(s.get("iops").asDouble() * 4096 / (1 << 20),
+            org.assertj.core.data.Percentage.withPercentage(0.1));
+        JsonNode lat = s.get("latency_us");
+        double previous = lat.get("min").asDouble();
+        for (String key : new String[] {"p50", "p90", "p99", "p99.9", "p99.99", "max"}) {
+            assertThat(lat.get(key).asDouble()).as(key).isGreaterThanOrEqualTo(previous);
+            previous = lat.get(key).asDouble();
+        }
+        assertThat(lat.get("p50").asDouble()).isPositive();
+        // The callback data path allocates nothing per I/O (CallbackAllocationIT holds it to < 1 byte); here
+        // the whole run counts, class loading and JIT warm-up included.
+        assertThat(s.get("allocated_bytes_per_io").asDouble()).isBetween(0.0, 16.0);
+        assertThat(s.get("measured_threads").toString()).contains("nvmeof-host-reactor-0")
+            .contains("nvmeof-perf-driver-0");
+    }
+
+    @Test
+    void shouldMixReadsAndWritesOverTwoQueues() throws Exception {
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
+            "--workload", "randrw", "--rwmix", "70", "--io-size", "8K", "--queue-depth", "4", "--queues", "2",
+            "--time", "1", "--json"));
+        assertThat(r.status()).as(r.toString()).isZero();
+        JsonNode s = new ObjectMapper().readTree(r.out());
+        long reads = s.get("reads").asLong();
+        long writes = s.get("writes").asLong();
+        assertThat(reads + writes).isEqualTo(s.get("ios").asLong()).isPositive();
+        assertThat((double) reads / (reads + writes)).isBetween(0.6, 0.8);
+        assertThat(s.get("io_queues_granted").asInt()).isEqualTo(2);
+        assertThat(s.get("measured_threads").toString()).contains("nvmeof-host-reactor-1");
+    }
+
+    @Test
+    void shouldLeaveTheWarmupOutOfEveryFigure() throws Exception {
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
+            "--workload", "randrw", "--queue-depth", "4", "--warmup", "1", "--time", "1", "--json"));
+        assertThat(r.status()).as(r.toString()).isZero();
+        assertThat(r.err()).contains("[warm-up   1 s]").contains("(not counted)").contains("[  1 s]");
+        JsonNode s = new ObjectMapper().readTree(r.out());
+        assertThat(s.get("time_s").asDouble()).as("the measured time only").isBetween(0.9, 1.6);
+        // The counters run through the warm-up too: what it did is counted off, so they add up to the
+        // histogram's I/Os, which starts after it.
+        assertThat(s.get("reads").asLong() + s.get("writes").asLong()).isEqualTo(s.get("ios").asLong())
+            .isPositive();
+        assertThat(s.get("errors").asLong()).isZero();
+    }
+
+    @Test
+    void shouldRejectANegativeWarmup() {
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
+            "--warmup", "-1", "--time", "1"));
+        assertThat(r.status()).isEqualTo(NvmeofCli.EXIT_USAGE);
+        assertThat(r.err()).contains("--warmup -1 outside 0..3600 seconds");
+    }
+
+    @Test
+    void shouldRejectAnIoSizeThatIsNotWholeBlocks() {
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
+            "--io-size", "512", "--time", "1"));
+        assertThat(r.status()).isEqualTo(NvmeofCli.EXIT_USAGE);
+        assertThat(r.err()).contains("--io-size 512 is not a multiple of namespace 2's 4096-byte blocks");
+    }
+
+    @Test
+    void shouldWriteAReadableHistogramLogAndAnSvgChart(@TempDir Path out) throws Exception {
+        Path log = out.resolve("run.hlog");
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--workload", "randrw",
+            "--io-size", "4K", "--queue-depth", "8", "--time", "2", "--json", "--histogram-file", log.toString(),
+            "--metrics"));
+        assertThat(r.status()).as(r.toString()).isZero();
+        JsonNode s = new ObjectMapper().readTree(r.out());
+        long ios = s.get("ios").asLong();
+        assertThat(ios).isPositive();
+
+        // The log reads back with HdrHistogram's own reader: interval histograms whose counts add up to the run.
+        org.HdrHistogram.HistogramLogReader reader = new org.HdrHistogram.HistogramLogReader(log.toFile());
+        org.HdrHistogram.Histogram sum = new org.HdrHistogram.Histogram(3);
+        int intervals = 0;
+        for (org.HdrHistogram.EncodableHistogram h = reader.nextIntervalHistogram(); h != null;
+             h = reader.nextIntervalHistogram()) {
+            sum.add((org.HdrHistogram.Histogram) h);
+            intervals++;
+        }
+        reader.close();
+        assertThat(intervals).isBetween(2, 3);
+        assertThat(sum.getTotalCount()).isEqualTo(ios);
+        assertThat(sum.getValueAtPercentile(50) / 1000.0).isCloseTo(s.get("latency_us").get("p50").asDouble(),
+            org.assertj.core.data.Percentage.withPercentage(1));
+
+        // The chart is well-formed SVG with the spectrum drawn.
+        Path svg = out.resolve("run.svg");
+        org.w3c.dom.Document doc = javax.xml.parsers.DocumentBuilderFactory.newInstance().newDocumentBuilder()
+            .parse(svg.toFile());
+        assertThat(doc.getDocumentElement().getTagName()).isEqualTo("svg");
+        org.w3c.dom.NodeList lines = doc.getElementsByTagName("polyline");
+        assertThat(lines.getLength()).isEqualTo(1);
+        assertThat(((org.w3c.dom.Element) lines.item(0)).getAttribute("points").trim().split(" ").length)
+            .isGreaterThan(10);
+        assertThat(java.nio.file.Files.readString(svg)).contains("99.9%").contains("Latency");
+
+        // --metrics: the library's meters counted every I/O of the run (and the probe I/O before it).
+        java.util.regex.Matcher counted = Pattern.compile("nvmeof.host.io counted ([0-9,]+) I/Os").matcher(r.err());
+        assertThat(counted.find()).as(r.err()).isTrue();
+        assertThat(Long.parseLong(counted.group(1).replace(",", ""))).isGreaterThanOrEqualTo(ios);
+    }
+}

@@ -1,0 +1,119 @@
+package io.nvmeof4j.protocol.spi.transport;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.concurrent.ConcurrentLinkedQueue;
+
+/**
+ * What every poll group has, whatever its transport and role: the reactor thread it is bound to (the first that
+ * polls it), control tasks other threads hand it (connect, close, timers), and the flag that says the reactor is
+ * (about to be) blocked, so a producer wakes it only then.
+ * <p>The wake-up protocol: the reactor sets {@link #sleeping(boolean) sleeping} (a volatile write), then reads what
+ * producers publish (volatile reads); a producer publishes, then reads {@link #isSleeping()}: one of the two sees the
+ * other (Dekker), so no hand-over is missed and no wake-up syscall is made while the reactor is busy.
+ */
+public final class PollGroupCore {
+    private static final Logger LOG = LoggerFactory.getLogger(PollGroupCore.class);
+
+    private final String name;
+    private final Runnable wakeup;
+    private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    private volatile Thread reactorThread;
+    private volatile boolean sleeping;
+    private volatile boolean closed;
+
+    /**
+     * @param name   names the group in log lines, e.g. "NVMe/TCP poll group"
+     * @param wakeup makes the group's blocking wait return (its selector's or completion channel's wakeup)
+     */
+    public PollGroupCore(String name, Runnable wakeup) {
+        this.name = name;
+        this.wakeup = wakeup;
+    }
+
+    /** Binds the group to the calling thread the first time; every poll and await calls it. */
+    public void bindReactorThread() {
+        if (reactorThread == null) {
+            reactorThread = Thread.currentThread();
+        }
+    }
+
+    /** Starts a poll round: binds the group to the calling thread (the first time) and runs the tasks handed over. */
+    public int beginPoll() {
+        bindReactorThread();
+        return tasks.isEmpty() ? 0 : runTasks();
+    }
+
+    /**
+     * Starts a blocking wait: binds the group and raises the sleeping flag; the caller then reads what producers
+     * publish, and lowers the flag with {@link #endWait} however the wait ends.
+     */
+    public void beginWait() {
+        bindReactorThread();
+        sleeping = true;
+    }
+
+    public void endWait() {
+        sleeping = false;
+    }
+
+    /** The thread polling this group, or null before the first poll. */
+    public Thread reactorThread() {
+        return reactorThread;
+    }
+
+    public boolean inReactorThread() {
+        return reactorThread == Thread.currentThread();
+    }
+
+    /** Any thread: runs {@code task} on the reactor thread during a coming poll, and wakes the reactor. */
+    public void execute(Runnable task) {
+        tasks.add(task);
+        wakeup.run();
+    }
+
+    public boolean hasTasks() {
+        return !tasks.isEmpty();
+    }
+
+    /** Runs the queued tasks (reactor thread); a failing task is logged and the others still run. */
+    public int runTasks() {
+        int n = 0;
+        Runnable task;
+        while ((task = tasks.poll()) != null) {
+            n++;
+            try {
+                task.run();
+            } catch (RuntimeException e) {
+                LOG.error("task on an {} failed", name, e);
+            }
+        }
+        return n;
+    }
+
+    /** Any thread, after publishing work: wakes the reactor if it is (about to be) blocked. */
+    public void wakeIfSleeping() {
+        if (sleeping) {
+            wakeup.run();
+        }
+    }
+
+    public boolean isClosed() {
+        return closed;
+    }
+
+    /** Marks the group closed; false if it already was (close is idempotent). */
+    public boolean markClosed() {
+        if (closed) {
+            return false;
+        }
+        closed = true;
+        return true;
+    }
+
+    @Override
+    public String toString() {
+        return name;
+    }
+}

@@ -1,0 +1,33 @@
+package io.nvmeof4j.target.controller;
+
+import io.nvmeof4j.protocol.spi.Request;
+import io.nvmeof4j.target.io.IoContext;
+import io.nvmeof4j.target.metrics.MeteredRequest;
+
+/**
+ * The command layer's context of one queue slot, typed (what nvmet keeps in its {@code nvmet_req} and SPDK in its
+ * {@code spdk_nvmf_request}): the transport's request of the slot and, made once with it, everything the command
+ * layers keep per slot. The queue handler holds one per slot in an array indexed by {@link Request#slot()}, made the
+ * first time the slot carries a command after Connect and reused by every later command of the slot: nothing is
+ * allocated per command, and no layer has to find its part by type in a shared slot.
+ */
+final class CommandContext {
+    /** The transport's request of this slot: the context serves that object only. */
+    final Request transportRequest;
+    /** I/O queues: the slot's in-flight count (Preempt and Abort waits on it); null on the admin queue. */
+    final InFlightRequest inFlight;
+    /** I/O queues: the NVM executor's I/O context of the slot; null on the admin queue. */
+    final IoContext io;
+    /**
+     * The slot's metering around the command (around {@link #inFlight} on an I/O queue, around the transport's
+     * request on the admin queue); null when metrics are off.
+     */
+    final MeteredRequest metered;
+
+    CommandContext(Request transportRequest, boolean ioQueue, boolean metrics) {
+        this.transportRequest = transportRequest;
+        this.inFlight = ioQueue ? new InFlightRequest(transportRequest) : null;
+        this.io = ioQueue ? new IoContext() : null;
+        this.metered = metrics ? new MeteredRequest(ioQueue ? inFlight : transportRequest) : null;
+    }
+}
