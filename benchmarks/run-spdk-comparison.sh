@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Benchmark (never a test): our target and initiator side by side with SPDK's, on NVMe/TCP over 127.0.0.1, with
+# Benchmark (never a test): our target and initiator side by side with SPDK's, on NVMe/TCP over 127.0.0.1 (or, with
+# --transport rdma, NVMe-oF/RDMA: integration-tests/vm/bench-rdma.sh runs it so over Soft-RoCE in the QEMU guest), with
 # SPDK's own tools as the judge (issue 17). Four pairings, each target on CPU 0 and each load generator on CPU 1:
 #   spdk+spdk   SPDK's nvmf_tgt (malloc bdev)   driven by spdk_nvme_perf
 #   ours+spdk   our daemon (RAM namespace)      driven by spdk_nvme_perf
@@ -16,17 +17,25 @@
 #
 #   SPDK_DIR=/path/to/spdk benchmarks/run-spdk-comparison.sh [--time S] [--warmup S] [--rounds N]
 #       [--pairings "spdk+spdk ours+spdk spdk+ours ours+ours"] [--workloads "4k-randread-qd1 ..."] [--reactors N]
+#       [--size-mib 512] [--spdk-mem-mib 1024] [--work DIR]
+#       [--transport tcp|rdma] [--addr 127.0.0.1] [--port P]   (rdma: an address of an RDMA device, e.g. rxe0's)
+#       [--target-java-opts OPTS]   (our daemon's JVM only, e.g. a JFR recording; NVMEOF4J_JAVA_OPTS goes to both)
+#
+# --size-mib is the namespace size (our RAM namespace, SPDK's malloc bdev); --spdk-mem-mib the memory each SPDK
+# process gets (-s). In the QEMU guest (NVMEOF4J_IN_GUEST=1) nothing is built: the host built before the boot.
 #
 # --reactors N gives our daemon N reactors on CPUs 0..N-1 and SPDK's nvmf_tgt the core mask of the same CPUs (the
 # load generator then runs on CPU N): the scaling comparison for machines with more cores than this one.
-# Hugepages: used by SPDK when 2 GiB of 2 MiB pages are free and hugetlbfs is mounted (SPDK's scripts/setup.sh does
-# both); otherwise both SPDK tools run with --no-huge, which the first line says.
+# Hugepages: used by SPDK when 2 x --spdk-mem-mib of 2 MiB pages are free and hugetlbfs is mounted (SPDK's
+# scripts/setup.sh does both); otherwise both SPDK tools run with --no-huge, which the first line says.
 # Bounded: every run has its time; every process started here is stopped by its PID on exit.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-seconds=10; warmup=3; rounds=3; reactors=1
+seconds=10; warmup=3; rounds=3; reactors=1; size_mib=512; spdk_mem=1024; transport=tcp; addr=127.0.0.1; port=""
+target_java_opts=""
+work=$root/benchmarks/target/spdk-comparison
 pairings="spdk+spdk ours+spdk spdk+ours ours+ours"
 # name : workload : io size : queue depth (SPDK perf's -w -o -q; ours --workload --io-size --queue-depth)
 all_workloads="4k-randread-qd1:randread:4096:1 4k-randread-qd32:randread:4096:32 4k-randwrite-qd32:randwrite:4096:32
@@ -40,12 +49,24 @@ while [ $# -gt 0 ]; do
         --pairings) pairings="$2"; shift 2 ;;
         --workloads) workloads="$2"; shift 2 ;;
         --reactors) reactors="$2"; shift 2 ;;
+        --size-mib) size_mib="$2"; shift 2 ;;
+        --spdk-mem-mib) spdk_mem="$2"; shift 2 ;;
+        --work) work="$2"; shift 2 ;;
+        --transport) transport="$2"; shift 2 ;;
+        --addr) addr="$2"; shift 2 ;;
+        --port) port="$2"; shift 2 ;;
+        --target-java-opts) target_java_opts="$2"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "run-spdk-comparison.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
 [ "$(nproc)" -gt "$reactors" ] || { echo "needs more than $reactors CPUs (targets on 0..$((reactors - 1)), load on $reactors)" >&2; exit 1; }
 command -v taskset >/dev/null || { echo "needs taskset (util-linux)" >&2; exit 1; }
+case "$transport" in
+    tcp) ;;
+    rdma) [ -n "$port" ] || port=4420 ;;
+    *) echo "--transport $transport: tcp or rdma" >&2; exit 2 ;;
+esac
 if [ -z "${SPDK_DIR:-}" ]; then
     echo "SPDK_DIR is not set: only ours+ours runs (point SPDK_DIR at an SPDK build for the other pairings)" >&2
     pairings="ours+ours"
@@ -68,29 +89,63 @@ load_cpu=$reactors
 core_mask=$(printf '0x%x' $(( (1 << reactors) - 1 )))
 load_mask=$(printf '0x%x' $(( 1 << load_cpu )))
 nqn=nqn.2016-06.io.spdk:cnode1
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-work=$root/benchmarks/target/spdk-comparison
+[ -n "$port" ] || port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 mkdir -p "$work"
-huge=(--no-huge -s 1024)
-if [ "$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)" -ge 1024 ] 2>/dev/null && grep -q ' hugetlbfs ' /proc/mounts; then
-    huge=(-s 1024)
+work=$(readlink -f "$work")
+# SPDK's RPC socket lives outside $work: in the guest $work is a 9p share, which cannot hold a Unix socket.
+spdk_sock=/tmp/nvmeof4j-spdk-comparison-$$.sock
+# Each of the two SPDK processes (target, perf) takes spdk_mem MiB, i.e. spdk_mem 2 MiB pages for both.
+huge=(--no-huge -s "$spdk_mem")
+if [ "$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)" -ge "$spdk_mem" ] 2>/dev/null && grep -q ' hugetlbfs ' /proc/mounts; then
+    huge=(-s "$spdk_mem")
 fi
-echo "targets on CPU(s) $target_cpus, load on CPU $load_cpu; ${seconds}s per run after ${warmup}s warm-up; $rounds round(s);" \
-    "SPDK ${huge[*]:-with hugepages}; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+# SPDK perf's -r and the transport names of each side.
+spdk_trtype=TCP; [ "$transport" = rdma ] && spdk_trtype=RDMA
+echo "$transport to $addr:$port; targets on CPU(s) $target_cpus, load on CPU $load_cpu; ${seconds}s per run after" \
+    "${warmup}s warm-up; $rounds round(s); ${size_mib} MiB namespaces; SPDK ${huge[*]}$([ "${huge[0]}" = -s ] && echo ' (hugepages)');" \
+    "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
-mvn -q -B -ntp -DskipTests -pl target-daemon,initiator-lib -am package
+# Inside the QEMU guest the root is read-only and the host has built (integration-tests/vm/bench-rdma.sh).
+if [ "${NVMEOF4J_IN_GUEST:-0}" != 1 ]; then
+    mvn -q -B -ntp -DskipTests -pl target-daemon,initiator-lib -am package
+fi
+
+# DPDK leaves an exited process's hugepage files (<mount>/spdk_pid<PID>map_N) behind, and each later SPDK process
+# takes a new prefix (spdk_pid<its PID>): without this, a few starts use up the pages and the next one fails.
+reclaim_hugepages() {
+    local f pid
+    for f in $(awk '$3 == "hugetlbfs" { print $2 }' /proc/mounts | sed 's|$|/spdk_pid*|'); do
+        [ -e "$f" ] || continue
+        pid=${f##*/spdk_pid}; pid=${pid%%map_*}
+        kill -0 "$pid" 2>/dev/null || rm -f "$f"
+    done
+}
 
 target_pid=""
-cleanup() {
-    if [ -n "$target_pid" ]; then kill "$target_pid" 2>/dev/null; wait "$target_pid" 2>/dev/null; fi
+cleanup() { # SIGTERM, up to 30 s for an orderly stop, then SIGKILL
+    if [ -n "$target_pid" ]; then
+        kill "$target_pid" 2>/dev/null
+        for _ in $(seq 1 300); do kill -0 "$target_pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$target_pid" 2>/dev/null || true
+        wait "$target_pid" 2>/dev/null || true
+    fi
     target_pid=""
+    rm -f "$spdk_sock"
+    reclaim_hugepages
     return 0
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT   # so that the EXIT trap stops the target
 
-wait_port() {
-    for _ in $(seq 1 600); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+# The target is ready: NVMe/TCP accepts on the port. An RDMA listener has no TCP port: our daemon logs
+# "target started" after its listeners are up, and SPDK's RPC has returned once its listener is.
+wait_ready() { # LOG (ours) or empty (SPDK)
+    for _ in $(seq 1 2400); do
+        if [ "$transport" = tcp ]; then
+            (exec 3<>"/dev/tcp/$addr/$port") 2>/dev/null && return 0
+        elif [ -z "$1" ] || grep -q "target started" "$1"; then
+            return 0
+        fi
         kill -0 "$target_pid" 2>/dev/null || return 1
         sleep 0.1
     done
@@ -99,54 +154,56 @@ wait_port() {
 
 start_ours() {
     cat > "$work/ours.json" <<JSON
-{ "ports": [{"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "$port"},
-             "subsystems": ["$nqn"]}],
+{ "ports": [{"portid": 1, "addr": {"trtype": "$transport", "adrfam": "ipv4", "traddr": "$addr", "trsvcid": "$port"},
+             "param": {"inline_data_size": "4096"}, "subsystems": ["$nqn"]}],
   "subsystems": [{"nqn": "$nqn", "attr": {"allow_any_host": "1"}, "allowed_hosts": [],
-    "namespaces": [ {"nsid": 1, "device": {"backend": "ram", "size": "512M", "block_size": 4096}} ]}],
+    "namespaces": [ {"nsid": 1, "device": {"backend": "ram", "size": "${size_mib}M", "block_size": 4096}} ]}],
   "nvmeof4j": {"reactors": $reactors, "idle_strategy": "busy", "http": "off"} }
 JSON
-    taskset -c "$target_cpus" bin/nvmeof-target --config "$work/ours.json" > "$work/ours-target.log" 2>&1 &
+    NVMEOF4J_JAVA_OPTS="${NVMEOF4J_JAVA_OPTS:-} $target_java_opts" \
+        taskset -c "$target_cpus" bin/nvmeof-target --config "$work/ours.json" > "$work/ours-target.log" 2>&1 &
     target_pid=$!
-    wait_port || { echo "our daemon did not listen on 127.0.0.1:$port; see $work/ours-target.log" >&2; exit 1; }
+    wait_ready "$work/ours-target.log" || { echo "our daemon did not listen on $addr:$port; see $work/ours-target.log" >&2; exit 1; }
 }
 
 start_spdk() {
-    local sock=$work/spdk.sock rpc
+    local sock=$spdk_sock rpc
     rm -f "$sock"
     "$SPDK_DIR/build/bin/nvmf_tgt" -m "$core_mask" -r "$sock" "${huge[@]}" > "$work/spdk-target.log" 2>&1 &
     target_pid=$!
-    for _ in $(seq 1 300); do
+    for _ in $(seq 1 1200); do
         [ -S "$sock" ] && break
         kill -0 "$target_pid" 2>/dev/null || { echo "SPDK's nvmf_tgt exited; see $work/spdk-target.log" >&2; exit 1; }
         sleep 0.1
     done
     rpc() { timeout 60 python3 "$SPDK_DIR/scripts/rpc.py" -s "$sock" "$@" >> "$work/spdk-rpc.log" 2>&1; }
-    rpc nvmf_create_transport -t TCP \
-        && rpc bdev_malloc_create -b Malloc0 512 4096 \
+    rpc nvmf_create_transport -t "$spdk_trtype" \
+        && rpc bdev_malloc_create -b Malloc0 "$size_mib" 4096 \
         && rpc nvmf_create_subsystem "$nqn" -a -s SPDK00000000000001 \
         && rpc nvmf_subsystem_add_ns "$nqn" Malloc0 \
-        && rpc nvmf_subsystem_add_listener "$nqn" -t tcp -f ipv4 -a 127.0.0.1 -s "$port" \
+        && rpc nvmf_subsystem_add_listener "$nqn" -t "$transport" -f ipv4 -a "$addr" -s "$port" \
         || { echo "SPDK's nvmf_tgt set-up failed; see $work/spdk-rpc.log and $work/spdk-target.log" >&2; exit 1; }
-    wait_port || { echo "SPDK's nvmf_tgt did not listen on 127.0.0.1:$port" >&2; exit 1; }
+    wait_ready "" || { echo "SPDK's nvmf_tgt did not listen on $addr:$port" >&2; exit 1; }
 }
 
-# Each load generator prints one line: IOPS P50 P99 P99.9 (microseconds).
-run_spdk_perf() { # WORKLOAD SIZE QD
-    local out=$work/spdk-perf.out
+# Each load generator prints one line: IOPS P50 P99 P99.9 (microseconds), and keeps its output in $work/LABEL.*.
+run_spdk_perf() { # WORKLOAD SIZE QD LABEL
+    local out=$work/$4.out
     timeout $((seconds + warmup + 120)) "$SPDK_DIR/build/bin/spdk_nvme_perf" -c "$load_mask" "${huge[@]}" \
         -q "$3" -o "$2" -w "$1" -t "$seconds" -a "$warmup" -L \
-        -r "trtype:TCP adrfam:IPv4 traddr:127.0.0.1 trsvcid:$port subnqn:$nqn" > "$out" 2>&1 || true
+        -r "trtype:$spdk_trtype adrfam:IPv4 traddr:$addr trsvcid:$port subnqn:$nqn" > "$out" 2>&1 || true
+    reclaim_hugepages
     awk '/^Total/ { iops = $(NF-4) }
          /^ *50\.00000% :/ { p50 = $3 } /^ *99\.00000% :/ { p99 = $3 } /^ *99\.90000% :/ { p999 = $3 }
          END { gsub(/us/, "", p50); gsub(/us/, "", p99); gsub(/us/, "", p999);
                if (iops == "") print "0 0 0 0"; else print iops, p50, p99, p999 }' "$out"
 }
 
-run_our_perf() { # WORKLOAD SIZE QD
+run_our_perf() { # WORKLOAD SIZE QD LABEL
     local json
-    json=$(taskset -c "$load_cpu" timeout $((seconds + warmup + 120)) bin/nvmeof perf -a 127.0.0.1 -s "$port" \
+    json=$(taskset -c "$load_cpu" timeout $((seconds + warmup + 120)) bin/nvmeof perf -t "$transport" -a "$addr" -s "$port" \
         -n "$nqn" --namespace-id 1 --workload "$1" --io-size "$2" --queue-depth "$3" --time "$seconds" \
-        --warmup "$warmup" --json 2>"$work/our-perf.err" | tail -n1)
+        --warmup "$warmup" --json 2>"$work/$4.err" | tail -n1)
     python3 -c 'import json, sys
 try:
     s = json.loads(sys.argv[1]); l = s["latency_us"]
@@ -164,10 +221,13 @@ for round in $(seq 1 "$rounds"); do
         tgt=${pairing%+*}; load=${pairing#*+}
         if [ "$tgt" = spdk ]; then start_spdk; else start_ours; fi
         # Fill the namespace once so that reads touch written memory on both targets.
-        if [ "$load" = spdk ]; then run_spdk_perf write 131072 8 >/dev/null; else run_our_perf write 131072 8 >/dev/null; fi
+        if [ "$load" = spdk ]; then run_spdk_perf write 131072 8 "$pairing-fill" >/dev/null
+        else run_our_perf write 131072 8 "$pairing-fill" >/dev/null; fi
         for w in $selected; do
             IFS=: read -r name wl size qd <<< "$w"
-            if [ "$load" = spdk ]; then line=$(run_spdk_perf "$wl" "$size" "$qd"); else line=$(run_our_perf "$wl" "$size" "$qd"); fi
+            label="$pairing-$name-round$round"
+            if [ "$load" = spdk ]; then line=$(run_spdk_perf "$wl" "$size" "$qd" "$label")
+            else line=$(run_our_perf "$wl" "$size" "$qd" "$label"); fi
             result[$name/$pairing/$round]=$line
             printf 'round %d %-10s %-18s IOPS %12.0f  p50 %9.1f  p99 %9.1f  p99.9 %9.1f us\n' "$round" "$pairing" "$name" $line
         done

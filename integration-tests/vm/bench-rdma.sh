@@ -13,6 +13,16 @@
 #                                      [--ours-settings '{"idle_strategy": "busy"}'] [--ours-backend file|ram]
 #                                      [--skip-kernel]   (only our target: for quick comparisons of our settings)
 #                                      [--guest-java-opts OPTS]  (default -XX:-TieredCompilation, see below)
+#   SPDK_DIR=/path/to/spdk integration-tests/vm/bench-rdma.sh [--spdk-only] [--spdk-time 5] [--spdk-warmup 3]
+#                                      [--spdk-rounds 3] [--spdk-workloads "4k-randread-qd1 ..."]
+#                                      [--spdk-target-java-opts OPTS]  (our daemon only, e.g. a JFR recording)
+# With SPDK_DIR (an SPDK build configured --with-rdma, for a CPU the guest has: --target-arch=x86-64-v3 on an
+# AVX-512 host, whose DPDK otherwise refuses to start in the guest), the same guest then runs
+# benchmarks/run-spdk-comparison.sh --transport rdma on 10.0.2.15 (rxe0): SPDK's nvmf_tgt (malloc bdev) and our
+# daemon (RAM namespace, one busy-polling reactor), each on vCPU 0, each driven by spdk_nvme_perf and by our
+# `perf -t rdma` on vCPU 1, four workloads, alternating rounds, medians and ratios (spdk-comparison.txt in the
+# results folder). SPDK gets hugepages reserved in the guest (2 x (--size + 256 MiB)). --spdk-only skips the parts
+# above (kernel target, fio against ours).
 # Guest JVMs: C2 only (-XX:-TieredCompilation). With C1 only (what the guest tests use) our target reached half the
 # kernel's IOPS at QD16 (CPU-bound under emulation); with tiered compilation the perf JVM died once with the SIGSEGV
 # at offset 0x20 of a C1 method that integration-tests/vm/README.md describes (QEMU TCG and code patched when C2
@@ -78,6 +88,11 @@ PY
         fi
     }
 
+    if [ "${BENCH_SPDK_ONLY:-0}" = 1 ]; then
+        spdk_part || rc=1
+        return $rc
+    fi
+
     # ---- 1. kernel target: fio, then our perf --------------------------------------------------------------------
     nvmet_clear
     if [ "${BENCH_SKIP_KERNEL:-0}" != 1 ]; then
@@ -140,6 +155,8 @@ J
     kill -KILL "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
 
+    [ -n "${SPDK_DIR:-}" ] && { spdk_part || rc=1; }
+
     python3 - "$res" "$runtime" "$(uname -r)" "${BENCH_OURS_SETTINGS:-}" <<'PY' || rc=1
 import json, os, sys
 res, runtime, kver, settings = sys.argv[1:5]
@@ -171,6 +188,30 @@ PY
     return $rc
 }
 
+# ---- 3. SPDK side by side over rxe0 (only with SPDK_DIR) -------------------------------------------------------------
+# Each SPDK process (nvmf_tgt, spdk_nvme_perf) gets the namespace's size + 256 MiB of hugepages (the malloc bdev
+# lives in them), as SPDK runs on real machines; the guest's 3 GiB leave the rest to the JVMs. Without hugepages
+# the comparison script falls back to --no-huge.
+spdk_part() {
+    local res="${RESULTS_DIR:-/tmp}" size_mib mem
+    size_mib=$(( $(numfmt --from=iec "${BENCH_SIZE:-256M}") / 1048576 ))
+    mem=$(( size_mib + 256 ))
+    # 2 processes x mem MiB in 2 MiB pages, and 512 MiB more: nvmf_tgt's heap grows past its -s (seen: 770 MiB
+    # taken with -s 512 and a 256 MiB malloc bdev over RDMA, leaving spdk_nvme_perf 254 MiB of its 512).
+    echo $(( mem + 256 )) > /proc/sys/vm/nr_hugepages
+    mkdir -p /dev/hugepages && { grep -q ' /dev/hugepages ' /proc/mounts || mount -t hugetlbfs nodev /dev/hugepages; }
+    echo "BENCH SPDK $SPDK_DIR ($(git -C "$SPDK_DIR" rev-parse --short=10 HEAD 2>/dev/null || echo 'no git')," \
+        "$(grep HugePages_Free /proc/meminfo | tr -s ' '))"
+    timeout --kill-after=30 "${BENCH_SPDK_BUDGET:-3000}" "$PROJECT/benchmarks/run-spdk-comparison.sh" --transport rdma \
+        --addr 10.0.2.15 --port 4420 --time "${BENCH_SPDK_TIME:-5}" --warmup "${BENCH_SPDK_WARMUP:-3}" \
+        --rounds "${BENCH_SPDK_ROUNDS:-3}" --size-mib "$size_mib" --spdk-mem-mib "$mem" --work "$res/spdk-comparison" \
+        ${BENCH_SPDK_WORKLOADS:+--workloads "$BENCH_SPDK_WORKLOADS"} --target-java-opts "${BENCH_SPDK_TARGET_JAVA_OPTS:-}" \
+        2>&1 | tee "$res/spdk-comparison.txt"
+    local prc=${PIPESTATUS[0]}
+    echo "BENCH after the SPDK part: $(grep HugePages_Free /proc/meminfo | tr -s ' '); rxe0 counters: $(rdma statistic show link rxe0/1 2>/dev/null | tr '\n' ' ')"
+    return "$prc"
+}
+
 if [ "${NVMEOF4J_IN_GUEST:-0}" = 1 ] && [ "${BENCH_GUEST:-0}" = 1 ]; then
     guest_main
     exit $?
@@ -188,17 +229,48 @@ while [ $# -gt 0 ]; do
         --ours-backend) BACKEND="$2"; shift 2 ;;
         --guest-java-opts) GJO="$2"; shift 2 ;;
         --skip-kernel) SKIP_KERNEL=1; shift ;;
+        --spdk-only) SPDK_ONLY=1; shift ;;
+        --spdk-time) SPDK_TIME="$2"; shift 2 ;;
+        --spdk-warmup) SPDK_WARMUP="$2"; shift 2 ;;
+        --spdk-rounds) SPDK_ROUNDS="$2"; shift 2 ;;
+        --spdk-workloads) SPDK_WORKLOADS="$2"; shift 2 ;;
+        --spdk-target-java-opts) SPDK_TJO="$2"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "bench-rdma.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
 mkdir -p "$RESULTS"
 RESULTS="$(readlink -f "$RESULTS")"
+TIMEOUT=900 SPDK_ENV=()
+if [ -n "${SPDK_DIR:-}" ]; then
+    SPDK_DIR="$(readlink -f "$SPDK_DIR")"
+    for f in build/bin/nvmf_tgt build/bin/spdk_nvme_perf scripts/rpc.py; do
+        [ -e "$SPDK_DIR/$f" ] || { echo "SPDK_DIR=$SPDK_DIR has no $f" >&2; exit 1; }
+    done
+    # Checked here, where the reason can be said: in the guest these fail only as "no RDMA transport" or SIGILL.
+    if [ -f "$SPDK_DIR/mk/config.mk" ]; then
+        grep -q '^CONFIG_RDMA?=y' "$SPDK_DIR/mk/config.mk" \
+            || { echo "SPDK_DIR=$SPDK_DIR is configured without RDMA (./configure --with-rdma)" >&2; exit 1; }
+        if grep -q '^CONFIG_ARCH?=native' "$SPDK_DIR/mk/config.mk" && grep -qw avx512f /proc/cpuinfo; then
+            echo "SPDK_DIR=$SPDK_DIR is built for this host's CPU (-march=native, AVX-512), which the TCG guest lacks;" \
+                "configure it with --target-arch=x86-64-v3" >&2
+            exit 1
+        fi
+    fi
+    rounds=${SPDK_ROUNDS:-3} per_run=$(( ${SPDK_TIME:-5} + ${SPDK_WARMUP:-3} + 30 ))
+    # 4 pairings x (workloads + the fill) runs per round, plus target starts; a bound, not the expected time.
+    budget=$(( rounds * 4 * (5 * per_run + 120) ))
+    [ -n "${SPDK_ONLY:-}" ] && TIMEOUT=120
+    TIMEOUT=$(( TIMEOUT + budget + 120 ))
+    SPDK_ENV=(--env SPDK_DIR="$SPDK_DIR" --env BENCH_SPDK_ONLY="${SPDK_ONLY:-0}" --env BENCH_SPDK_TIME="${SPDK_TIME:-5}"
+        --env BENCH_SPDK_WARMUP="${SPDK_WARMUP:-3}" --env BENCH_SPDK_ROUNDS="$rounds" --env BENCH_SPDK_BUDGET="$budget"
+        --env BENCH_SPDK_WORKLOADS="${SPDK_WORKLOADS:-}" --env BENCH_SPDK_TARGET_JAVA_OPTS="${SPDK_TJO:-}")
+fi
 "$HERE/prepare.sh" --quiet >/dev/null || exit 1
 # Build on the host if stale (the launchers do it); never inside the guest.
 "$PROJECT/bin/nvmeof" help perf > "$RESULTS/cli-help.txt" 2>&1 || { echo "bin/nvmeof failed" >&2; exit 1; }
 "$PROJECT/bin/nvmeof-target" --version > "$RESULTS/target-version.txt" 2>&1 || { echo "bin/nvmeof-target failed" >&2; exit 1; }
-exec "$HERE/run-guest.sh" --timeout 900 --results "$RESULTS" --env BENCH_GUEST=1 --env BENCH_RUNTIME="$RUNTIME" \
+exec "$HERE/run-guest.sh" --timeout "$TIMEOUT" --results "$RESULTS" "${SPDK_ENV[@]}" --env BENCH_GUEST=1 --env BENCH_RUNTIME="$RUNTIME" \
     --env BENCH_WARMUP="$WARMUP" --env BENCH_SIZE="$SIZE" --env BENCH_OURS_SETTINGS="$SETTINGS" \
     --env BENCH_OURS_BACKEND="$BACKEND" --env BENCH_SKIP_KERNEL="${SKIP_KERNEL:-0}" \
     --env GUEST_JAVA_OPTS="${GJO:--XX:-TieredCompilation}" "$HERE/bench-rdma.sh"

@@ -264,14 +264,14 @@ final class ControllerPduHandler implements PduReceiver.Handler, PduSendQueue.Ow
     public void onPayloadReceived(int length) {
         TcpRequest request = payloadRequest;
         payloadRequest = null;
-        if (payloadInCapsule) {
-            connection.dispatch(request);
-        } else {
+        if (!payloadInCapsule) {
             request.h2cReceived += length;
-            if (request.h2cReceived == request.dataLength) {
-                connection.dispatch(request);
+            if (request.h2cReceived != request.dataLength) {
+                return; // more H2CData for this R2T
             }
         }
+        request.state(TcpRequest.State.READY_TO_EXECUTE);
+        connection.advance(request);
     }
 
     @Override

@@ -6,8 +6,6 @@ import io.nvmeof4j.protocol.spi.MemoryBudget;
 import io.nvmeof4j.protocol.spi.PendingConnections;
 import io.nvmeof4j.protocol.spi.PortOptions;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
@@ -19,16 +17,6 @@ import java.util.Arrays;
  * only, except what {@link TcpConnection#install} runs on the thread completing Connect.
  */
 final class TcpCommandSlots {
-    private static final VarHandle OUTSTANDING;
-
-    static {
-        try {
-            OUTSTANDING = MethodHandles.lookup().findVarHandle(TcpCommandSlots.class, "outstanding", int.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
     /** Linux admin queue depth (NVME_AQ_DEPTH); also the command limit before Connect tells us the queue size. */
     static final int INITIAL_SLOTS = 32;
     /**
@@ -52,9 +40,6 @@ final class TcpCommandSlots {
      * Connect on (receive buffer, slots, in-capsule buffers); given back once, when the queue closes.
      */
     private long budgetCharge;
-    /** Slots not FREE. Written by the reactor thread with release semantics, read by any thread with acquire. */
-    @SuppressWarnings("unused")
-    private int outstanding;
 
     TcpCommandSlots(TcpConnection connection, MemoryBudget budget) {
         this.connection = connection;
@@ -68,29 +53,27 @@ final class TcpCommandSlots {
         return slots.length - freeCount;
     }
 
-    /** Commands outstanding, from any thread. */
-    int outstanding() {
-        return (int) OUTSTANDING.getAcquire(this);
-    }
-
-    /** A free slot, now outstanding, or null when all are in use. */
+    /** A free slot (its connection counts it outstanding), or null when all are in use. */
     TcpRequest take() {
         if (freeCount == 0) {
             return null;
         }
-        OUTSTANDING.setRelease(this, (int) OUTSTANDING.get(this) + 1);
         return slots[freeSlots[--freeCount]];
     }
 
-    /** The slot is FREE again (once), and back on the free list unless the queue is closed. */
-    void free(TcpRequest request, boolean reuse) {
-        if (request.state() != TcpRequest.State.FREE) {
-            request.state(TcpRequest.State.FREE);
-            OUTSTANDING.setRelease(this, (int) OUTSTANDING.get(this) - 1);
-            if (reuse) {
-                freeSlots[freeCount++] = request.tag;
-            }
+    /**
+     * The slot is FREE again, and back on the free list unless the queue is closed; true the first time (the
+     * connection's outstanding count drops then), false when it already was.
+     */
+    boolean free(TcpRequest request, boolean reuse) {
+        if (request.state() == TcpRequest.State.FREE) {
+            return false;
         }
+        request.state(TcpRequest.State.FREE);
+        if (reuse) {
+            freeSlots[freeCount++] = request.tag;
+        }
+        return true;
     }
 
     /** The slot with tag {@code tag} (an R2T's TTAG), or null. */

@@ -11,8 +11,8 @@ import io.nvmeof4j.protocol.spi.PendingConnections;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.QueueHandler;
 import io.nvmeof4j.protocol.spi.TransportAddress;
-import io.nvmeof4j.protocol.spi.TransportQueue;
 import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.protocol.spi.transport.AbstractTransportQueue;
 import io.nvmeof4j.protocol.tcp.CapsuleCmdPdu;
 import io.nvmeof4j.protocol.tcp.ICReqPdu;
 import io.nvmeof4j.protocol.tcp.ICRespPdu;
@@ -38,7 +38,8 @@ import static io.nvmeof4j.protocol.tcp.TermReqPdu.FES_PDU_SEQUENCE_ERROR;
 /**
  * One NVMe/TCP connection in the controller role: one NVMe queue (NVMe/TCP Transport Specification 1.0;
  * wire reference 5). Owned by one {@link TcpPollGroup} and touched only by its reactor thread, except for
- * {@link #disconnect} and {@link #execute}, which hand work over to it. Framing and sending are the PDU engine's
+ * {@link #disconnect} and {@link #execute}, which hand work over to it (the outstanding-command count and the
+ * disconnect are the shared {@link AbstractTransportQueue}'s). Framing and sending are the PDU engine's
  * ({@link PduReceiver}, {@link PduSendQueue}, shared with the host role); this class is what a controller makes of
  * the PDUs.
  *
@@ -53,7 +54,7 @@ import static io.nvmeof4j.protocol.tcp.TermReqPdu.FES_PDU_SEQUENCE_ERROR;
  * Response capsules, R2Ts, C2HData with their responses ({@link TcpRequest}), ICResp and TermReq
  * ({@link ControlPduJob}) go through the engine's send queue, flushed once per reactor round.
  */
-final class TcpConnection implements TransportQueue {
+final class TcpConnection extends AbstractTransportQueue {
     private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
     /**
      * What one peer can make us say over and over (protocol errors, TermReqs, closes of queues that never
@@ -234,17 +235,6 @@ final class TcpConnection implements TransportQueue {
     }
 
     @Override
-    public int commandsOutstanding() {
-        return slots.outstanding();
-    }
-
-    @Override
-    public void disconnect(String reason) {
-        String why = reason == null ? "disconnected" : reason;
-        group.execute(() -> close(why));
-    }
-
-    @Override
     public void execute(Runnable task) {
         group.execute(task);
     }
@@ -319,8 +309,8 @@ final class TcpConnection implements TransportQueue {
     }
 
     /**
-     * A CapsuleCmd whose header checked out: its command takes a slot and moves on by how its data comes
-     * ({@link #mapData}). The SQE is at the PDU's {@link CapsuleCmdPdu#SQE_OFFSET}; {@code dataStart} is PDO (or
+     * A CapsuleCmd whose header checked out: its command takes a slot, its data is mapped and it moves on
+     * ({@link #advance}). The SQE is at the PDU's {@link CapsuleCmdPdu#SQE_OFFSET}; {@code dataStart} is PDO (or
      * the header's end without data).
      */
     boolean onCapsule(int dataStart, int inCapsuleBytes) {
@@ -330,43 +320,20 @@ final class TcpConnection implements TransportQueue {
                 "more than " + commandLimit + " commands outstanding (the queue size)");
             return false;
         }
+        commandTaken();
         request.begin(receiver.buffer(), receiver.pduStart() + CapsuleCmdPdu.SQE_OFFSET, System.nanoTime(),
             ++capsulesReceived);
         receiver.consume(dataStart);
         if (++sqHead >= commandLimit) {
             sqHead = 0;
         }
-        int status = mapData(request, inCapsuleBytes);
-        if (status != NvmeStatus.SUCCESS) {
-            if (inCapsuleBytes > 0) {
-                // The command is refused but its data is on the wire: skip it (and its digest) and carry on.
-                receiver.discard((long) inCapsuleBytes + dataDigestLength);
-            }
-            request.state(TcpRequest.State.COMPLETING);
-            onCompleted(request, status);
-            return true;
+        request.completionStatus = mapData(request, inCapsuleBytes);
+        if (request.completionStatus != NvmeStatus.SUCCESS && inCapsuleBytes > 0) {
+            // The command is refused but its data is on the wire: skip it (and its digest) and carry on.
+            receiver.discard((long) inCapsuleBytes + dataDigestLength);
         }
-        switch (request.transfer) {
-            case TcpRequest.TRANSFER_IN_CAPSULE:
-                // The slot's own buffer, never the pool's: in-capsule data that waited for a pool buffer would stop
-                // this stream, and with it the H2CData that R2T writes holding every pool buffer wait for.
-                request.data = request.inCapsuleBuffer;
-                pdus.receiveInCapsuleData(request, inCapsuleBytes);
-                return true;
-            case TcpRequest.TRANSFER_R2T:
-            case TcpRequest.TRANSFER_C2H:
-                ByteBuffer pooled = group.acquireInOrder(request.dataLength);
-                if (pooled == null) {
-                    request.state(TcpRequest.State.PARKED);
-                    group.park(request);
-                } else {
-                    onBufferGranted(request, pooled);
-                }
-                return true;
-            default:
-                dispatch(request);
-                return true;
-        }
+        advance(request);
+        return true;
     }
 
     /**
@@ -398,20 +365,11 @@ final class TcpConnection implements TransportQueue {
         return NvmeStatus.SUCCESS;
     }
 
-    /** An R2T or C2H command parked for a pool buffer got it (or got one at once): move it on. */
+    /** The wait queue gives a parked R2T or C2H command its pool buffer. */
     void onBufferGranted(TcpRequest request, ByteBuffer buffer) {
         request.data = buffer;
         request.dataPooled = true;
-        switch (request.transfer) {
-            case TcpRequest.TRANSFER_R2T:
-                request.state(TcpRequest.State.RECEIVING);
-                request.armR2T(headerDigestLength);
-                sends.enqueue(request.send);
-                break;
-            default:
-                dispatch(request);
-                break;
-        }
+        advance(request);
     }
 
     /** The stream ended: the host closed it, a read failed, or (terminating) the host closed after our TermReq. */
@@ -420,9 +378,75 @@ final class TcpConnection implements TransportQueue {
             : error == null ? "host closed the connection" : "receive failed: " + error.getMessage());
     }
 
-    // ---- execution and completion ------------------------------------------------------------------------------
+    // ---- a command's life -------------------------------------------------------------------------------------
 
-    void dispatch(TcpRequest request) {
+    /**
+     * The one step function of a command's life (SPDK's {@code nvmf_tcp_req_process}): moves {@code request}
+     * through as many {@link TcpRequest.State states} as it can now, and returns where it must wait for something
+     * else: a pool buffer, its in-capsule data or H2CData, the command layer, its PDUs on the socket. Whatever ends
+     * a wait calls it again ({@link #onBufferGranted}, {@link ControllerPduHandler#onPayloadReceived},
+     * {@link TcpRequest#complete}, the send job's {@code onSent}). Reactor thread.
+     */
+    void advance(TcpRequest request) {
+        TcpRequest.State before;
+        do {
+            before = request.state();
+            switch (before) {
+                case NEW:
+                    if (request.completionStatus != NvmeStatus.SUCCESS) {
+                        request.state(TcpRequest.State.EXECUTED);
+                    } else if (request.transfer == TcpRequest.TRANSFER_IN_CAPSULE) {
+                        // The slot's own buffer, never the pool's: in-capsule data that waited for a pool buffer
+                        // would stop this stream, and with it the H2CData that R2T writes holding every pool buffer
+                        // wait for.
+                        request.data = request.inCapsuleBuffer;
+                        request.state(TcpRequest.State.RECEIVING);
+                        pdus.receiveInCapsuleData(request, request.dataLength); // TCP: SGL length = data in capsule
+                    } else {
+                        request.state(request.transfer == TcpRequest.TRANSFER_NONE
+                            ? TcpRequest.State.READY_TO_EXECUTE : TcpRequest.State.NEED_BUFFER);
+                    }
+                    break;
+                case NEED_BUFFER:
+                    if (request.data == null) {
+                        ByteBuffer pooled = group.acquireInOrder(request.dataLength);
+                        if (pooled == null) {
+                            group.park(request); // the wait queue hands it a buffer and calls this again
+                            return;
+                        }
+                        request.data = pooled;
+                        request.dataPooled = true;
+                    }
+                    if (request.transfer == TcpRequest.TRANSFER_R2T) {
+                        request.state(TcpRequest.State.RECEIVING);
+                        request.armR2T(headerDigestLength);
+                        sends.enqueue(request.send);
+                    } else {
+                        request.state(TcpRequest.State.READY_TO_EXECUTE);
+                    }
+                    break;
+                case READY_TO_EXECUTE:
+                    dispatch(request); // EXECUTING; already further if the handler completed it at once
+                    break;
+                case EXECUTED:
+                    if (lifecycle >= TERMINATING) {
+                        recycle(request); // completes into nothing; its buffer goes back to the pool
+                        return;
+                    }
+                    sendResponse(request);
+                    break;
+                case COMPLETED:
+                    responseSent(request);
+                    recycle(request);
+                    return;
+                default:
+                    // FREE, RECEIVING, EXECUTING, SENDING: waiting for something else
+                    return;
+            }
+        } while (request.state() != before);
+    }
+
+    private void dispatch(TcpRequest request) {
         ByteBuffer data = request.data;
         if (data != null) {
             data.clear();
@@ -441,12 +465,9 @@ final class TcpConnection implements TransportQueue {
         }
     }
 
-    /** A command finished (reactor thread): queue its data and response, or just drop it if the queue is gone. */
-    void onCompleted(TcpRequest request, int status) {
-        if (lifecycle >= TERMINATING) {
-            recycle(request); // completes into nothing; its buffer goes back to the pool
-            return;
-        }
+    /** Queues the command's data (a successful read) and its response: the command is SENDING. */
+    private void sendResponse(TcpRequest request) {
+        int status = request.completionStatus;
         int sqHeadField = sqFlowControlDisabled ? CompletionQueueEntry.SQHD_FLOW_CONTROL_DISABLED : sqHead;
         request.fillCompletion(status, Math.max(queueId, 0), sqHeadField);
         request.state(TcpRequest.State.SENDING);
@@ -464,7 +485,7 @@ final class TcpConnection implements TransportQueue {
     }
 
     /** The request's response is on the socket: tell the handler that took the command (metrics end here). */
-    void responseSent(TcpRequest request) {
+    private void responseSent(TcpRequest request) {
         QueueHandler h = handler;
         if (h != null && request.reachedHandler) {
             try {
@@ -478,7 +499,9 @@ final class TcpConnection implements TransportQueue {
     /** The slot is done: its pool buffer back to the pool, the slot back on the free list. */
     void recycle(TcpRequest request) {
         releaseData(request);
-        slots.free(request, lifecycle != CLOSED);
+        if (slots.free(request, lifecycle != CLOSED)) {
+            commandDone();
+        }
     }
 
     private void releaseData(TcpRequest request) {
@@ -491,11 +514,6 @@ final class TcpConnection implements TransportQueue {
             request.dataPooled = false;
             group.release(data);
         }
-    }
-
-    /** A parked command whose connection went away meanwhile. */
-    void dropParked(TcpRequest request) {
-        recycle(request);
     }
 
     boolean isGone() {
@@ -593,7 +611,8 @@ final class TcpConnection implements TransportQueue {
     }
 
     /** Closes the connection now (reactor thread). Idempotent. */
-    void close(String reason) {
+    @Override
+    protected void close(String reason) {
         if (lifecycle == CLOSED) {
             return;
         }

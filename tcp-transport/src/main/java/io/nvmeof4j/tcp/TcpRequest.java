@@ -22,25 +22,37 @@ import java.nio.ByteOrder;
  * being sent, a data digest, the H2C progress, and the slot's own buffer for in-capsule data
  * ({@link #inCapsuleBuffer}); R2T and C2H data go through a pool buffer. Its PDUs go out as one job ({@link #send})
  * of the connection's send queue.
- * <p>Its life is {@link State}, moved by its connection; everything but {@link #complete} runs on the reactor thread.
- * Between states it may wait in its poll group's {@link BufferWaitQueue} (PARKED) or, when completed on another
- * thread, in its {@link CompletionInbox} (COMPLETING).
+ * <p>Its life is {@link State}, moved by its connection's {@link TcpConnection#advance}; everything but
+ * {@link #complete} runs on the reactor thread. Between states it may wait in its poll group's
+ * {@link BufferWaitQueue} (NEED_BUFFER) or, when completed on another thread, in its {@link CompletionInbox}
+ * (EXECUTED).
  */
 final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
-    /** A slot's states (SPDK's {@code spdk_nvmf_tcp_req_state}, reduced to what this target does). */
+    /**
+     * A slot's states (SPDK's {@code spdk_nvmf_tcp_req_state}, reduced to what this target does). Only
+     * {@link TcpConnection#advance} moves a slot from one to the next, except {@link #complete} (EXECUTING to
+     * EXECUTED, any thread) and the waits' ends that set the state advance continues from (all data received:
+     * READY_TO_EXECUTE; PDUs written: COMPLETED).
+     */
     enum State {
         /** On the connection's free list. */
         FREE,
-        /** Taken by a capsule: its in-capsule data, or (after the R2T) its H2CData, is arriving. */
+        /** Its capsule arrived and its data was mapped ({@link #completionStatus} holds a refusal, if any). */
+        NEW,
+        /** An R2T or C2H command waiting for a pool buffer (in the group's buffer wait queue while the pool is dry). */
+        NEED_BUFFER,
+        /** Its in-capsule data, or (after the R2T) its H2CData, is arriving. */
         RECEIVING,
-        /** An R2T or C2H command waiting in the poll group's buffer wait queue for a pool buffer. */
-        PARKED,
+        /** Every byte the command needs is here. */
+        READY_TO_EXECUTE,
         /** With the command layer, which will call {@link #complete}. */
         EXECUTING,
-        /** {@link #complete} was called (maybe on another thread): the reactor queues the response next. */
-        COMPLETING,
-        /** Its C2HData and CapsuleResp PDUs are queued or being written; FREE once written. */
-        SENDING
+        /** Completed (maybe on another thread, then through the completion inbox): its PDUs are queued next. */
+        EXECUTED,
+        /** Its C2HData and CapsuleResp PDUs are queued or being written. */
+        SENDING,
+        /** Its PDUs are on the socket: the handler is told, and the slot goes FREE. */
+        COMPLETED
     }
 
     /** How the command's data moves: the shared kinds ({@link DataMapping}) under their NVMe/TCP names. */
@@ -98,7 +110,7 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
     private TcpRequest(TcpConnection connection, int tag, ByteBuffer slotMemory, int slotOffset,
                        CapsuleRespPdu response, ByteBuffer responsePdu) {
         super(view(slotMemory, slotOffset + SQE_AT, SubmissionQueueEntry.LENGTH), response.wrap(responsePdu, 0).cqe(),
-            State.FREE, State.EXECUTING, State.COMPLETING);
+            State.FREE, State.EXECUTING, State.EXECUTED);
         this.connection = connection;
         this.tag = tag;
         this.response = response;
@@ -126,7 +138,7 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
     @Override
     protected void completed() {
         if (connection.group.inReactorThread()) {
-            connection.onCompleted(this, completionStatus);
+            connection.advance(this);
         } else {
             connection.group.enqueueCompletion(this);
         }
@@ -139,12 +151,12 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
 
     // ---- slot lifecycle (reactor thread) -----------------------------------------------------------------------
 
-    /** Takes a freshly received SQE (64 bytes at {@code sqeOffset} of {@code source}) into this slot: RECEIVING. */
+    /** Takes a freshly received SQE (64 bytes at {@code sqeOffset} of {@code source}) into this slot: NEW. */
     void begin(ByteBuffer source, int sqeOffset, long nowNanos, long sequence) {
         beginCommand(source, sqeOffset, nowNanos, sequence);
         h2cReceived = 0;
         r2tSent = false;
-        state(State.RECEIVING);
+        state(State.NEW);
     }
 
     /** Arms a CapsuleResp as the only PDU of this job. */
@@ -264,8 +276,8 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
             if (sendKind == SEND_R2T) {
                 r2tSent = true; // still RECEIVING: H2CData for this TTAG may now arrive
             } else {
-                connection.responseSent(TcpRequest.this);
-                connection.recycle(TcpRequest.this);
+                state(State.COMPLETED);
+                connection.advance(TcpRequest.this);
             }
         }
 
@@ -284,7 +296,7 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
 
     @Override
     public void finishCompletion() {
-        connection.onCompleted(this, completionStatus);
+        connection.advance(this);
     }
 
     @Override
@@ -299,7 +311,7 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
 
     @Override
     public void dropWaiting() {
-        connection.dropParked(this);
+        connection.recycle(this);
     }
 
     @Override
