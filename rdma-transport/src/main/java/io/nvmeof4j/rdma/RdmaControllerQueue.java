@@ -476,8 +476,12 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
                         recycle(request);
                         return;
                     }
-                    dispatch(request); // EXECUTING; EXECUTED already if the handler completed it at once
-                    break;
+                    // The completion moves it on from here: at once through complete() when the handler completes
+                    // on this thread, else through the poll group's inbox. Looking at the state again here would
+                    // race a completion made on another thread (its status may not be written yet, and the inbox
+                    // would move it a second time).
+                    dispatch(request);
+                    return;
                 case EXECUTED:
                     if (lifecycle != LIVE) {
                         recycle(request); // completes into nothing; its buffer goes back to the pool

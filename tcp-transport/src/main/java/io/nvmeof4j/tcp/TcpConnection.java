@@ -426,8 +426,12 @@ final class TcpConnection extends AbstractTransportQueue {
                     }
                     break;
                 case READY_TO_EXECUTE:
-                    dispatch(request); // EXECUTING; already further if the handler completed it at once
-                    break;
+                    // The completion moves it on from here: at once through complete() when the handler completes
+                    // on this thread, else through the poll group's inbox. Looking at the state again here would
+                    // race a completion made on another thread (its status may not be written yet, and the inbox
+                    // would move it a second time).
+                    dispatch(request);
+                    return;
                 case EXECUTED:
                     if (lifecycle >= TERMINATING) {
                         recycle(request); // completes into nothing; its buffer goes back to the pool
