@@ -4,12 +4,14 @@ import java.io.File;
 import java.io.IOException;
 import java.net.Socket;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 
 /**
  * The daemon as a real process ({@code bin/nvmeof-target}, so with the launcher's JVM options); {@link #kill()} sends
@@ -84,6 +86,40 @@ public final class DaemonProcess implements AutoCloseable {
                     + new String(stop.getInputStream().readAllBytes()));
             }
         }
+        // kill returns once the signal is queued; a busy thread on another CPU may still finish a round (and
+        // complete I/O) before it stops. Return only when every thread of every process shows state T.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        for (ProcessHandle h : all) {
+            while (!allThreadsStopped(h.pid())) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw new IOException("process " + h.pid() + " not stopped 10 s after SIGSTOP");
+                }
+                Thread.sleep(1);
+            }
+        }
+    }
+
+    /** Whether every thread of {@code pid} is stopped (state T or t in /proc/pid/task/tid/stat). */
+    private static boolean allThreadsStopped(long pid) throws IOException {
+        Path tasks = Path.of("/proc", Long.toString(pid), "task");
+        try (Stream<Path> ids = Files.list(tasks)) {
+            for (Path task : (Iterable<Path>) ids::iterator) {
+                String stat;
+                try {
+                    stat = Files.readString(task.resolve("stat"));
+                } catch (NoSuchFileException gone) {
+                    continue; // the thread ended meanwhile
+                }
+                // The state follows the command name in parentheses, which may itself contain ") ".
+                char state = stat.charAt(stat.lastIndexOf(')') + 2);
+                if (state != 'T' && state != 't') {
+                    return false;
+                }
+            }
+        } catch (NoSuchFileException gone) {
+            return true; // the process is gone: nothing of it runs
+        }
+        return true;
     }
 
     public void kill() throws InterruptedException {
