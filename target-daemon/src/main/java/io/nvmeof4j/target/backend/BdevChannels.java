@@ -205,8 +205,8 @@ public final class BdevChannels implements PollGroup, InFlightAware {
 
     /**
      * The device's channel on this reactor, opened if it has none (allocates once per device and reactor): when a
-     * queue of the device's subsystem connects here ({@link ReactorBackends#open}), else at the device's first I/O
-     * here (a namespace added after the queues connected).
+     * queue of the device's subsystem connects here, or the device's namespace is added live
+     * ({@link ReactorBackends#open}); else (one that could not be opened then, a tool's I/O) at its first I/O here.
      */
     BdevIoChannel channel(UringBlockDevice device) throws NativeIoException {
         int id = device.id();

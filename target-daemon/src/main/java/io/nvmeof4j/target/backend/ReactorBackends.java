@@ -6,8 +6,8 @@ import io.nvmeof4j.target.reactor.Reactor;
  * What an I/O queue's block I/O runs on, on the reactor that serves the queue: the reactor's io_uring
  * ({@link BdevChannels}, with one channel per device) and its QoS waits ({@link QosWaits}). Resolved once, when the
  * queue connects on that reactor, which is also when the devices of the queue's subsystem get their channels on the
- * reactor's ring ({@link #open}); each of the queue's slot descriptors is then bound to it as it is made
- * ({@link #bind}). No I/O looks anything up or opens anything, the queue's first included (SPDK: a subsystem's
+ * reactor's ring ({@link #open}; a namespace added live is opened on every reactor when it is added); each of the
+ * queue's slot descriptors is then bound to it as it is made ({@link #bind}). No I/O looks anything up or opens anything, the queue's first included (SPDK: a subsystem's
  * namespaces have their I/O channels on a poll group before a qpair of that group sends its first I/O).
  * <p>A queue holds nothing of its own here: the ring, its channels and the QoS waits are the reactor's, shared by
  * every queue on it, and closed with the reactor (or, one device's channel, by {@link UringBlockDevice#detach}).

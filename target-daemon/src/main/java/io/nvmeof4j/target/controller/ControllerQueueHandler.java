@@ -171,8 +171,8 @@ final class ControllerQueueHandler implements QueueHandler {
         // One context per slot the queue may use; a transport with more slots grows the array on first use.
         contexts = new CommandContext[sqSize];
         if (qid != 0) {
-            // Once, here, on the queue's reactor: its ring, QoS waits and the subsystem's device channels. A namespace
-            // added later gets its channel on this reactor at its first I/O here.
+            // Once, here, on the queue's reactor: its ring, QoS waits and the subsystem's device channels (a namespace
+            // added later has its channel opened on every reactor when it is added).
             backends = ReactorBackends.current();
             if (backends != null) {
                 for (Namespace namespace : controller.subsystem().namespaces()) {

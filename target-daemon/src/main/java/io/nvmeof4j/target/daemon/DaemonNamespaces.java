@@ -6,6 +6,7 @@ import io.nvmeof4j.target.backend.QosLimits;
 import io.nvmeof4j.target.backend.BlockDevice;
 import io.nvmeof4j.target.backend.NullBlockDevice;
 import io.nvmeof4j.target.backend.RamBlockDevice;
+import io.nvmeof4j.target.backend.ReactorBackends;
 import io.nvmeof4j.target.backend.UringBlockDevice;
 import io.nvmeof4j.target.config.BackendType;
 import io.nvmeof4j.target.config.NamespaceConfig;
@@ -16,6 +17,7 @@ import io.nvmeof4j.target.limits.PathConfinement;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Subsystem;
 import io.nvmeof4j.target.model.TargetModel;
+import io.nvmeof4j.target.reactor.Reactor;
 import io.nvmeof4j.target.reservation.Reservations;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -25,6 +27,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.RejectedExecutionException;
 
 /**
  * The namespaces of a {@link TargetDaemon} and their devices: the one place a device is opened (configured and
@@ -203,11 +206,36 @@ final class DaemonNamespaces {
         while (createdFiles.size() > createdBefore) {
             createdFiles.remove(createdFiles.size() - 1);
         }
+        openChannels(device);
         LOG.info("{} namespace {} added: {}, {} blocks of {} bytes, uuid {}", subsystemNqn,
             Integer.toUnsignedString(nc.nsid()), device.description(), device.blockCount(), device.blockSize(),
             nc.uuid());
         daemon.registry().notifyNamespaceChanged(subsystemNqn, nc.nsid());
         return namespace;
+    }
+
+    /**
+     * Opens a namespace added live on every reactor's ring (a task each), as an I/O queue's Connect opens those of
+     * its subsystem ({@link ReactorBackends}): the I/O queues already connected find its channel open, so no I/O opens
+     * one. A reactor that is stopping is skipped (it opens nothing any more); a removal that follows closes what was
+     * opened ({@link UringBlockDevice#detach} runs after these tasks on each reactor).
+     */
+    private void openChannels(BlockDevice device) {
+        if (!(device instanceof UringBlockDevice)) {
+            return; // RAM and null devices have no channels
+        }
+        for (Reactor reactor : transports.reactors()) {
+            try {
+                reactor.execute(() -> {
+                    ReactorBackends backends = ReactorBackends.current();
+                    if (backends != null) {
+                        backends.open(device);
+                    }
+                });
+            } catch (RejectedExecutionException e) {
+                LOG.debug("{}: not opened on {}: {}", device, reactor, e.getMessage());
+            }
+        }
     }
 
     /** See {@link TargetDaemon#removeNamespace}; under the daemon's lock, the daemon running. */

@@ -334,6 +334,11 @@ public final class TargetDaemon implements AutoCloseable {
         return namespaces.addNamespace(subsystemNqn, nc);
     }
 
+    /** The reactors, for tests of what runs on them. */
+    List<io.nvmeof4j.target.reactor.Reactor> reactors() {
+        return transports.reactors();
+    }
+
     /**
      * Removes a namespace from a running subsystem (management API): new commands for it fail with Invalid
      * Namespace at once, connected hosts get the namespace attribute changed event, and its device is closed, which

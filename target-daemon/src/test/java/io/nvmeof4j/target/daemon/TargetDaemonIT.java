@@ -2,11 +2,16 @@ package io.nvmeof4j.target.daemon;
 
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.jni.bdev.BdevIoChannel;
+import io.nvmeof4j.target.backend.BdevChannels;
+import io.nvmeof4j.target.backend.BindingProbe;
+import io.nvmeof4j.target.backend.UringBlockDevice;
 import io.nvmeof4j.target.config.ConfigException;
 import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Port;
 import io.nvmeof4j.target.model.Subsystem;
+import io.nvmeof4j.target.reactor.Reactor;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -166,6 +171,48 @@ class TargetDaemonIT {
             assertThat(daemon.ramBudget().reservedBytes()).isEqualTo(48L << 20);
             assertThat(daemon.model().subsystem(NQN).namespaces()).hasSize(3);
         }
+    }
+
+    /**
+     * Issue 12: a file namespace added live gets its channel on every reactor's ring when it is added, as an I/O
+     * queue's Connect opens its subsystem's, so no I/O opens one; removing it closes them.
+     */
+    @Test
+    void shouldOpenALiveFileNamespacesChannelOnEveryReactorWhenItIsAdded() throws Exception {
+        Path files = Files.createDirectory(dir.resolve("files"));
+        String json = config(port(1, freePort(), NQN), ram(1)).replace("\"shutdown_timeout_ms\": 1000",
+            "\"shutdown_timeout_ms\": 1000, \"allowed_paths\": [\"" + files + "\"]");
+        try (TargetDaemon daemon = TargetDaemon.start(TargetConfig.parse(json, dir))) {
+            Namespace added = daemon.addNamespace(NQN, TargetConfig.parseNamespace(new com.fasterxml.jackson.databind
+                .ObjectMapper().readTree("{\"nsid\": 2, \"device\": {\"backend\": \"file\", \"path\": \""
+                    + files.resolve("ns2.img") + "\", \"size\": \"4M\"}}"), "namespace", NQN, dir));
+            assertThat(added.device()).isInstanceOf(UringBlockDevice.class);
+            UringBlockDevice device = (UringBlockDevice) added.device();
+            List<Reactor> reactors = daemon.reactors();
+            assertThat(reactors).hasSize(2);
+            List<BdevIoChannel> opened = new ArrayList<>();
+            for (Reactor reactor : reactors) {
+                // Behind the add's task on the reactor's queue: it sees what that task did.
+                BdevIoChannel channel = onReactor(reactor,
+                    () -> BindingProbe.channel(reactor.pollGroup(BdevChannels.class), device));
+                assertThat(channel).as("channel on %s", reactor.name()).isNotNull();
+                opened.add(channel);
+            }
+            assertThat(daemon.removeNamespace(NQN, 2)).isSameAs(added);
+            assertThat(opened).as("closed by the removal").allMatch(BdevIoChannel::isClosed);
+        }
+    }
+
+    private static <T> T onReactor(Reactor reactor, java.util.concurrent.Callable<T> task) throws Exception {
+        java.util.concurrent.CompletableFuture<T> result = new java.util.concurrent.CompletableFuture<>();
+        reactor.execute(() -> {
+            try {
+                result.complete(task.call());
+            } catch (Throwable t) {
+                result.completeExceptionally(t);
+            }
+        });
+        return result.get(10, TimeUnit.SECONDS);
     }
 
     @Test
