@@ -296,6 +296,7 @@ class RdmaDeviceChecks {
             set.add(third);
             set.add(third); // once only
             assertThat(set.size()).isEqualTo(3);
+            consumeTheAddsWakeUp(set);
             thirdCq.requestNotify(false);
             lo.target.recvCq.requestNotify(false);
 
@@ -363,8 +364,8 @@ class RdmaDeviceChecks {
         }
     }
 
-    /** A set of the channels given that are open (adding a closed one throws). */
-    private static CompletionChannelSet setOf(CompletionChannel... channels) {
+    /** A set of the channels given that are open (adding a closed one throws), the adds' wake-up consumed. */
+    private static CompletionChannelSet setOf(CompletionChannel... channels) throws Exception {
         CompletionChannelSet set = new CompletionChannelSet(8);
         for (CompletionChannel c : channels) {
             if (c.isClosed()) {
@@ -374,7 +375,20 @@ class RdmaDeviceChecks {
                 set.add(c);
             }
         }
+        if (set.size() > 0) {
+            consumeTheAddsWakeUp(set);
+        }
         return set;
+    }
+
+    /**
+     * An add wakes the set's waiter (so that a reactor blocked on its other channels waits on the new one too): the
+     * next wait returns at once, woken; it takes no event (nothing is armed and completed yet).
+     */
+    private static void consumeTheAddsWakeUp(CompletionChannelSet set) throws Exception {
+        long t0 = System.nanoTime();
+        assertThat(set.await(5_000_000_000L)).as("the add's wake-up, no event").isZero();
+        assertThat(System.nanoTime() - t0).isLessThan(2_000_000_000L);
     }
 
     private static Thread waitOn(CompletionChannelSet set, AtomicReference<Object> result, AtomicLong returnedAt) {
@@ -603,6 +617,7 @@ class RdmaDeviceChecks {
         try (RdmaLoopback lo = RdmaLoopback.connect(CAPS, ConnectionParameters.defaults(),
             ConnectionParameters.defaults())) {
             // An event received (ibv_get_cq_event) and not acknowledged: close from another thread must not hang.
+            CompletionChannelSet set = setOf(lo.target.channel);
             CompletionQueue recvCq = lo.target.recvCq;
             recvCq.requestNotify(false);
             ReceiveWorkRequests recv = new ReceiveWorkRequests(1, 1);
@@ -611,7 +626,6 @@ class RdmaDeviceChecks {
             SendWorkRequests send = new SendWorkRequests(1, 1);
             send.send(0, 9002, 0).sge(0, 0, lo.host.mr.address(), 32, lo.host.mr.lkey());
             lo.host.qp.postSendOrThrow(send, 1);
-            CompletionChannelSet set = setOf(lo.target.channel);
             assertThat(set.await(5_000_000_000L)).isEqualTo(1);
             CompletionQueue got = set.queue(0);
             assertThat(got).isSameAs(recvCq);
