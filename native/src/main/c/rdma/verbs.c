@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,12 @@ struct set_event {
     int32_t entry;
     int32_t reserved;
 };
+
+/* Our own fixed-width layouts (not a library's struct): Java's constants name these offsets; keep them equal. */
+_Static_assert(sizeof(struct set_entry) == 16 && offsetof(struct set_entry, wakefd) == 4
+               && offsetof(struct set_entry, channel) == 8, "CompletionChannelSet.ENTRY_*");
+_Static_assert(sizeof(struct set_event) == 16 && offsetof(struct set_event, entry) == 8,
+               "CompletionChannelSet.EVENT_*");
 
 /* CompletionChannelSet.MAX_MEMBERS: the pollfd array lives on the stack. */
 #define SET_MAX_MEMBERS 64

@@ -176,6 +176,29 @@ class CompletionChannelSetTest {
     }
 
     @Test
+    void shouldNotAllocatePerWaitOrWakeUp() throws Exception {
+        CompletionChannelSet set = new CompletionChannelSet(8);
+        threeMembers(set);
+        com.sun.management.ThreadMXBean threads =
+            (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        long tid = Thread.currentThread().getId();
+        int woken = 0;
+        for (int round = 0; round < 2; round++) { // the first round warms up (JIT, class loading)
+            long before = threads.getThreadAllocatedBytes(tid);
+            for (int i = 0; i < 20_000; i++) {
+                set.wakeup();
+                set.await(0);
+                woken += set.readiness(0) == CompletionChannelSet.WOKEN ? 1 : 0;
+            }
+            long allocated = threads.getThreadAllocatedBytes(tid) - before;
+            if (round == 1) {
+                assertThat(allocated).as("bytes allocated by 20,000 wake-ups and waits").isLessThan(1024);
+            }
+        }
+        assertThat(woken).as("waits that saw their wake-up").isEqualTo(40_000);
+    }
+
+    @Test
     void shouldRefuseWaitsThatCannotEnd() {
         CompletionChannelSet set = new CompletionChannelSet(4);
         assertThatThrownBy(() -> set.await(1)).isInstanceOf(IllegalStateException.class)
