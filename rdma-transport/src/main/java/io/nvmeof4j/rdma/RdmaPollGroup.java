@@ -104,11 +104,11 @@ public final class RdmaPollGroup implements PollGroup {
         return work;
     }
 
-    /** One chained post per queue for everything its commands staged this round. */
+    /** One crossing per queue for everything its commands staged this round: receives, then sends. */
     private void flushQueues() {
         for (int i = queues.size() - 1; i >= 0; i--) {
             if (i < queues.size()) {
-                queues.get(i).flushSends();
+                queues.get(i).flush();
             }
         }
     }
