@@ -399,7 +399,7 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
         }
         RdmaRequest request = contexts[freeContexts[--freeCount]];
         commandTaken();
-        request.begin(memory, receiveBase + receive * receiveStride, System.nanoTime(), ++capsulesReceived);
+        request.begin(memory, receiveBase + receive * receiveStride, group.pollNanos(), ++capsulesReceived);
         // Before Connect sets the queue size, the CM request's HSQSIZE + 1 bounds it (the Connect itself counts).
         if (++sqHead >= (sqSize > 0 ? sqSize : sizing.receiveQueueSize())) {
             sqHead = 0;

@@ -26,6 +26,8 @@ public final class RamHandlers implements QueueHandlerFactory {
     final LinkedBlockingQueue<Request> held = new LinkedBlockingQueue<>();
     /** CIDs whose response SEND completed ({@link QueueHandler#onResponseSent}), in order. */
     final List<Integer> responsesSent = new CopyOnWriteArrayList<>();
+    /** {@link Request#receivedNanos()} of each command taken, in order. */
+    final List<Long> receivedNanos = new CopyOnWriteArrayList<>();
     public volatile boolean hold;
 
     @Override
@@ -39,6 +41,7 @@ public final class RamHandlers implements QueueHandlerFactory {
 
             @Override
             public void onCommand(Request request) {
+                receivedNanos.add(request.receivedNanos());
                 if (hold) {
                     held.add(request);
                     return;

@@ -155,6 +155,13 @@ class RdmaControllerQueueTest {
         assertThat(qp.flushes - before).isEqualTo(1);
         assertThat(queue.commandsOutstanding()).isZero();
         assertThat(pool.buffersInUse()).isZero();
+        // one clock read for the round: the 8 capsules polled together carry its time as their arrival
+        assertThat(handlers.receivedNanos).hasSize(8).containsOnly(handlers.receivedNanos.get(0));
+        long firstRound = handlers.receivedNanos.get(0);
+        qp.deliver(capsule(0x02, 0, SglDescriptor.ID_KEYED_ADDRESS, hostKeys.address(), 4096, hostKeys.rkey(), null));
+        group.poll();
+        assertThat(handlers.receivedNanos).hasSize(9);
+        assertThat(handlers.receivedNanos.get(8)).isGreaterThan(firstRound);
     }
 
     /**
