@@ -293,7 +293,9 @@ static jlong JNICALL verbs_post0(JNIEnv *env, jclass cls, jlong qp, jlong recv_f
     if (recv_first != 0) {
         struct ibv_recv_wr *wr = nvmeof4j_ptr(recv_first);
         struct ibv_recv_wr *bad = NULL;
-        jlong rc = verbs_post_result(ibv_post_recv(q, wr, &bad), wr, bad, recv_stride);
+        /* its own statement: bad is read only after the post has set it */
+        int posted = ibv_post_recv(q, wr, &bad);
+        jlong rc = verbs_post_result(posted, wr, bad, recv_stride);
         if (rc != 0) {
             return rc;
         }
@@ -301,7 +303,8 @@ static jlong JNICALL verbs_post0(JNIEnv *env, jclass cls, jlong qp, jlong recv_f
     if (send_first != 0) {
         struct ibv_send_wr *wr = nvmeof4j_ptr(send_first);
         struct ibv_send_wr *bad = NULL;
-        jlong rc = verbs_post_result(ibv_post_send(q, wr, &bad), wr, bad, send_stride);
+        int posted = ibv_post_send(q, wr, &bad);
+        jlong rc = verbs_post_result(posted, wr, bad, send_stride);
         if (rc != 0) {
             return rc - VERBS_POST_SEND_FAILED;
         }
