@@ -122,7 +122,9 @@ if tool == "perf":
         event = f[3].split(":")[-1].replace("sys_enter_", "")
         event = "all" if event == "sys_enter" else event
         count = int(float(f[1]))
-        threads.setdefault(tid, {"comm": f[0].rsplit("-", 1)[0], "user_s": 0, "system_s": 0, "syscalls": {}})
+        # a thread born during the window has no snapshot
+        threads.setdefault(tid, {"comm": f[0].rsplit("-", 1)[0], "user_s": 0, "system_s": 0, "run_s": 0,
+                                 "runqueue_wait_s": 0, "involuntary_switches": 0, "syscalls": {}})
         threads[tid]["syscalls"][event] = threads[tid]["syscalls"].get(event, 0) + count
         totals[event] = totals.get(event, 0) + count
 elif tool == "strace":
