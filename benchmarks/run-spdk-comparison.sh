@@ -266,9 +266,9 @@ for w in $selected; do
     for pairing in $pairings; do
         for round in $(seq 1 "$rounds"); do args+=("$pairing" "$round" ${result[$name/$pairing/$round]}); done
     done
-    python3 - "$name" "$rounds" "${args[@]}" <<'PY'
+    python3 - "$name" "$rounds" "$reactors" "${args[@]}" <<'PY'
 import statistics, sys
-name, rounds, rest = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+name, rounds, cores, rest = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
 runs = {}
 for i in range(0, len(rest), 6):
     pairing, rnd, iops, p50, p99, p999 = rest[i:i + 6]
@@ -276,8 +276,9 @@ for i in range(0, len(rest), 6):
 def med(pairing, k):
     return statistics.median(v[k] for v in runs[pairing].values())
 for pairing in runs:
-    print("%-18s %-10s IOPS %12.0f  p50 %9.1f  p99 %9.1f  p99.9 %9.1f us" % (name, pairing, med(pairing, 0),
-          med(pairing, 1), med(pairing, 2), med(pairing, 3)))
+    # Per target core: each target ran on the same `cores` CPUs (--reactors N: our reactors, SPDK's core mask).
+    print("%-18s %-10s IOPS %12.0f  (%10.0f per target core)  p50 %9.1f  p99 %9.1f  p99.9 %9.1f us" % (name,
+          pairing, med(pairing, 0), med(pairing, 0) / cores, med(pairing, 1), med(pairing, 2), med(pairing, 3)))
 def ratio(a, b, label):
     if a in runs and b in runs:
         per = [runs[a][r][0] / runs[b][r][0] for r in sorted(runs[a]) if runs[b].get(r) and runs[b][r][0] > 0]

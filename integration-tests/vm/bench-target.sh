@@ -15,9 +15,19 @@
 #     --ours-settings JSON the daemon's own settings object (config key "nvmeof4j"), e.g. '{"idle_strategy": "busy"}'
 #     --no-prebuild        do not start bin/nvmeof-target once on the host first (that builds the project if needed)
 #     --workloads "NAME ..." only these of 4k-randread-qd1 4k-randread-qd16 128k-seqread-qd8 (default all)
+#     --variant NAME[@LAUNCHER]=JAVA_OPTS[%SETTINGS_JSON]   (repeatable) run our daemon once per variant, in one guest
+#                          boot, e.g. --variant wake= --variant nowake=-Dnvmeof4j.io_uring.wake_selector=false, another
+#                          build: --variant base@/path/to/other/bin/nvmeof-target= (the guest sees the host's root
+#                          read-only), other settings: --variant spin0='%{"idle_spin_us": 0}' (instead of --ours-settings)
+#     --guest-kernel-args A more guest kernel parameters, e.g. "clocksource=tsc tsc=reliable" (run-guest.sh --kernel-args)
+#     --rounds N           run the variants N times, alternating (default 1); prints each variant's median ratio
+#     --guest-java-opts O  JVM options of every variant (default -XX:-TieredCompilation: C2 only; the tiered JVM died
+#                          here once with the TCG SIGSEGV of integration-tests/vm/README.md, and C1 only is CPU-bound)
 #     --trace              count, per job, the io_uring requests the guest kernel punted to io-wq worker threads
 #                          (tracepoint io_uring:io_uring_queue_async_work, a hist trigger) next to the requests
 #                          completed (io_uring:io_uring_complete): where a file namespace's QD1 time goes
+#     --syscalls           count our daemon's system calls per I/O (strace -c on all its threads; it slows the daemon,
+#                          so take IOPS from a run without it): where a QD1 I/O's time goes besides the kernel's
 #     --competitor         shared-CPU mode (issue 16): 4 KiB random reads at QD1 and QD32, each without and then with a
 #                          CPU-bound busy loop pinned to guest CPU 0; fio runs on CPU 1, our daemon (ours in the guest)
 #                          on CPU 0, the kernel target's workers where the kernel schedules them. Prints the ratios
@@ -55,7 +65,7 @@ guest_main() {
         done
         WORKLOADS="${kept# }"
     fi
-    echo "BENCH kernel $(uname -r), $(nproc) vCPUs, runtime ${runtime}s per job, namespace $size, ours in the $ours_where"
+    echo "BENCH kernel $(uname -r), $(nproc) vCPUs, clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null), runtime ${runtime}s per job, namespace $size, ours in the $ours_where"
 
     fill() { # fill FILE SIZE: non-zero data, so reads touch real pages on both targets
         { yes "nvmeof4j-bench-fill-0123456789abcdef" 2>/dev/null || true; } | head -c "$(numfmt --from=iec "$2")" > "$1"
@@ -97,11 +107,39 @@ guest_main() {
         done
         echo "BENCH trace $1 $2:$line"
     }
+    traced_pid="" # our daemon's pid while it serves (--syscalls)
+    syscalls_start() { # syscalls_start LABEL NAME: strace -c over every thread of our daemon while fio runs
+        strace_pid=""
+        [ "${BENCH_SYSCALLS:-0}" = 1 ] && [ -n "$traced_pid" ] || return 0
+        strace -c -f -qq -p "$traced_pid" -o "$res/strace-$1-$2.txt" & strace_pid=$!
+        strace_t0=$(date +%s.%N)
+        sleep 1 # attached to every thread before fio starts
+    }
+    syscalls_stop() { # syscalls_stop LABEL NAME: system calls per I/O (calls / (IOPS x traced seconds))
+        [ -n "$strace_pid" ] || return 0
+        kill -INT "$strace_pid" 2>/dev/null; wait "$strace_pid" 2>/dev/null
+        python3 - "$res/strace-$1-$2.txt" "$res/bench-$1-$2.json" "$strace_t0" "$(date +%s.%N)" "$1 $2" <<'PY'
+import json, sys
+txt, fio, t0, t1, what = sys.argv[1:6]
+try:
+    iops = json.load(open(fio))["jobs"][0]["read"]["iops"]
+    rows = [l.split() for l in open(txt) if l.strip() and l.split()[0][0].isdigit()]
+except (OSError, ValueError, KeyError):
+    print("BENCH syscalls %s: no figures" % what); sys.exit(0)
+ios = iops * (float(t1) - float(t0))
+calls = {r[-1]: int(r[3]) for r in rows if len(r) >= 5}
+total = calls.pop("total", sum(calls.values()))
+top = sorted(calls.items(), key=lambda kv: -kv[1])[:6]
+print("BENCH syscalls %s: %.1f per I/O (%s)" % (what, total / ios if ios else 0,
+      ", ".join("%s %.2f" % (k, v / ios) for k, v in top)))
+PY
+    }
     run_workloads() { # run_workloads LABEL DEV
         local label="$1" dev="$2" w name rw bs qd
         for w in $WORKLOADS; do
             IFS=: read -r name rw bs qd <<< "$w"
             trace_start
+            syscalls_start "$label" "$name"
             if ! timeout $((runtime + 120)) "${pin[@]}" fio --name="$name" --filename="$dev" --ioengine=libaio --direct=1 \
                     --rw="$rw" --bs="$bs" --iodepth="$qd" --numjobs=1 --time_based --runtime="$runtime" \
                     --ramp_time=1 --norandommap --randrepeat=0 --lat_percentiles=1 --clat_percentiles=1 --output-format=json \
@@ -113,6 +151,7 @@ guest_main() {
                 echo "BENCH $label $name: $(python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]["read"]; print("%.0f IOPS" % j["iops"])' "$res/bench-$label-$name.json")"
             fi
             trace_stop "$label" "$name"
+            syscalls_stop "$label" "$name"
         done
     }
     warm() { # warm DEV SECONDS
@@ -141,22 +180,24 @@ guest_main() {
     nvmet_clear
     rm -f "$tmpfs/kernel.img"
 
-    # ---- 2. our target ----
-    local addr port daemon_pid=""
-    if [ "$ours_where" = host ]; then
-        addr="${NVMEOF4J_HOST_ADDR:-10.0.2.2}"; port="${BENCH_OURS_PORT:?}"
-    else
-        addr=127.0.0.1; port=4421
-        local cfg="$tmpfs/ours-config.json" device
-        if [ "$backend" = ram ]; then
-            device="{\"backend\": \"ram\", \"size\": \"$size\", \"block_size\": 4096}"
+    # ---- 2. our target: once per variant (launcher + JVM options), the variants alternating, BENCH_ROUNDS times ----
+    run_ours() { # run_ours LABEL LAUNCHER JAVA_OPTS SETTINGS_JSON
+        local label="$1" launcher="$2" settings="$4" daemon_pid="" addr port
+        export NVMEOF4J_JAVA_OPTS="$3 -XX:ErrorFile=$res/hs_err_pid%p.log"
+        if [ "$ours_where" = host ]; then
+            addr="${NVMEOF4J_HOST_ADDR:-10.0.2.2}"; port="${BENCH_OURS_PORT:?}"
         else
-            fill "$tmpfs/ours.img" "$size"
-            device="{\"path\": \"$tmpfs/ours.img\", \"size\": \"$size\", \"block_size\": 4096}"
-        fi
-        local extra=""
-        [ -n "${BENCH_OURS_SETTINGS:-}" ] && extra=", \"nvmeof4j\": $BENCH_OURS_SETTINGS"
-        cat > "$cfg" <<EOF
+            addr=127.0.0.1; port=4421
+            local cfg="$tmpfs/ours-config.json" device
+            if [ "$backend" = ram ]; then
+                device="{\"backend\": \"ram\", \"size\": \"$size\", \"block_size\": 4096}"
+            else
+                [ -f "$tmpfs/ours.img" ] || fill "$tmpfs/ours.img" "$size"
+                device="{\"path\": \"$tmpfs/ours.img\", \"size\": \"$size\", \"block_size\": 4096}"
+            fi
+            local extra=""
+            [ -n "$settings" ] && extra=", \"nvmeof4j\": $settings"
+            cat > "$cfg" <<EOF
 { "hosts": [],
   "ports": [ {"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "127.0.0.1", "trsvcid": "$port", "treq": "not specified"},
               "param": {"inline_data_size": "16384"}, "referrals": [], "subsystems": ["$SUBNQN_OURS"]} ],
@@ -165,52 +206,75 @@ guest_main() {
       "allowed_hosts": [],
       "namespaces": [ {"nsid": 1, "enable": 1, "device": $device} ] } ]$extra }
 EOF
-        echo "BENCH starting $LAUNCHER --config $cfg (log: $res/ours-daemon.log)"
-        if [ "$competitor" = 1 ]; then
-            taskset -c 0 "$LAUNCHER" --config "$cfg" > "$res/ours-daemon.log" 2>&1 &
-        else
-            "$LAUNCHER" --config "$cfg" > "$res/ours-daemon.log" 2>&1 &
+            echo "BENCH $label: $launcher, JVM options '$NVMEOF4J_JAVA_OPTS' (log: $res/$label-daemon.log)"
+            if [ "$competitor" = 1 ]; then
+                taskset -c 0 "$launcher" --config "$cfg" > "$res/$label-daemon.log" 2>&1 &
+            else
+                "$launcher" --config "$cfg" > "$res/$label-daemon.log" 2>&1 &
+            fi
+            daemon_pid=$!
+            local t0; t0=$(date +%s)
+            local deadline=$(( t0 + ${BENCH_STARTUP_TIMEOUT:-300} ))
+            while ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null \
+                  && kill -0 "$daemon_pid" 2>/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do
+                sleep 0.5
+            done
+            if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+                echo "BENCH $label: our daemon did not open 127.0.0.1:$port within ${BENCH_STARTUP_TIMEOUT:-300}s; log tail:"
+                tail -n 20 "$res/$label-daemon.log"
+                kill -TERM "$daemon_pid" 2>/dev/null; daemon_pid=""; rc=1; port=""
+            else
+                echo "BENCH $label: our daemon listening after $(( $(date +%s) - t0 ))s"
+            fi
         fi
-        daemon_pid=$!
-        local t0; t0=$(date +%s)
-        local deadline=$(( t0 + ${BENCH_STARTUP_TIMEOUT:-300} ))
-        while ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null \
-              && kill -0 "$daemon_pid" 2>/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do
-            sleep 0.5
+        if [ -n "$port" ]; then
+            local dev
+            if dev="$(connect_dev "$addr" "$port" "$SUBNQN_OURS")"; then
+                echo "BENCH $label: our target on $dev ($addr:$port); JVM warm-up ${warmup}s"
+                warm "$dev" "$warmup"
+                traced_pid="$daemon_pid"
+                run_jobs "$label" "$dev"
+                traced_pid=""
+            else
+                echo "BENCH $label: cannot connect to our target at $addr:$port"; rc=1
+            fi
+            timeout 60 nvme disconnect -n "$SUBNQN_OURS" >/dev/null
+        fi
+        if [ -n "$daemon_pid" ]; then
+            kill -TERM "$daemon_pid" 2>/dev/null
+            for _ in $(seq 1 150); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.2; done
+            if kill -0 "$daemon_pid" 2>/dev/null; then
+                echo "BENCH $label: our daemon ignored SIGTERM for 30 s; killing it"; kill -KILL "$daemon_pid"
+            fi
+            wait "$daemon_pid" 2>/dev/null
+            echo "BENCH $label: our daemon exit code $?"
+        fi
+    }
+    # BENCH_VARIANTS: ";"-separated NAME|LAUNCHER|JAVA_OPTS|SETTINGS (empty: the defaults); without it one
+    # variant, "ours". Each variant's figures are labelled NAME, or NAME-rN with more than one round.
+    local labels="" round spec name launcher opts settings label
+    local IFS_SAVE="$IFS"
+    for round in $(seq 1 "${BENCH_ROUNDS:-1}"); do
+        IFS=';'; set -f
+        for spec in ${BENCH_VARIANTS:-ours||}; do
+            IFS='|' read -r name launcher opts settings <<< "$spec"
+            IFS="$IFS_SAVE"; set +f
+            label="$name"
+            [ "${BENCH_ROUNDS:-1}" -gt 1 ] && label="$name-r$round"
+            run_ours "$label" "${launcher:-$LAUNCHER}" "${GUEST_JAVA_OPTS--XX:-TieredCompilation} $opts" \
+                "${settings:-${BENCH_OURS_SETTINGS:-}}"
+            labels="$labels $label"
+            IFS=';'; set -f
         done
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-            echo "BENCH our daemon did not open 127.0.0.1:$port within ${BENCH_STARTUP_TIMEOUT:-300}s; log tail:"
-            tail -n 20 "$res/ours-daemon.log"
-            kill -TERM "$daemon_pid" 2>/dev/null; daemon_pid=""; rc=1; port=""
-        else
-            echo "BENCH our daemon listening after $(( $(date +%s) - t0 ))s"
-        fi
-    fi
-    if [ -n "$port" ]; then
-        local dev
-        if dev="$(connect_dev "$addr" "$port" "$SUBNQN_OURS")"; then
-            echo "BENCH our target on $dev ($addr:$port); JVM warm-up ${warmup}s"
-            warm "$dev" "$warmup"
-            run_jobs ours "$dev"
-        else
-            echo "BENCH cannot connect to our target at $addr:$port"; rc=1
-        fi
-        timeout 60 nvme disconnect -n "$SUBNQN_OURS" >/dev/null
-    fi
-    if [ -n "$daemon_pid" ]; then
-        kill -TERM "$daemon_pid" 2>/dev/null
-        for _ in $(seq 1 150); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.2; done
-        if kill -0 "$daemon_pid" 2>/dev/null; then
-            echo "BENCH our daemon ignored SIGTERM for 30 s; killing it"; kill -KILL "$daemon_pid"
-        fi
-        wait "$daemon_pid" 2>/dev/null
-        echo "BENCH our daemon exit code $?"
-    fi
+        IFS="$IFS_SAVE"; set +f
+    done
+    rm -f "$tmpfs/ours.img"
 
     # ---- 3. the table ----
-    python3 - "$res" "$runtime" "$ours_where" "$backend" "$size" "$(uname -r)" "$WORKLOADS" "${BENCH_OURS_SETTINGS:-}" "$competitor" <<'PY' || rc=1
-import json, os, sys
-res, runtime, where, backend, size, kver, workloads, settings, competitor = sys.argv[1:10]
+    python3 - "$res" "$runtime" "$ours_where" "$backend" "$size" "$(uname -r)" "$WORKLOADS" "${BENCH_OURS_SETTINGS:-}" "$competitor" "${labels# }" <<'PY' || rc=1
+import json, os, re, statistics, sys
+res, runtime, where, backend, size, kver, workloads, settings, competitor, labels = sys.argv[1:11]
+labels = labels.split()
 def load(label, name):
     p = os.path.join(res, "bench-%s-%s.json" % (label, name))
     if not os.path.exists(p):
@@ -229,16 +293,33 @@ def load(label, name):
 rows, out = [], {"kernel": kver, "runtime_s": int(runtime), "namespace_size": size, "ours_location": where,
                  "ours_backend": backend, "ours_settings": json.loads(settings) if settings else None, "workloads": {}}
 fmt = lambda v, f="%.0f": "-" if v is None else f % v
-print("latency: submission to completion (fio lat), microseconds")
-print("%-18s %12s %12s %8s %18s %18s" % ("workload", "kernel IOPS", "ours IOPS", "ratio", "kernel p50/p99 us", "ours p50/p99 us"))
+print("latency: submission to completion (fio lat), microseconds; ratio: IOPS over the kernel target's")
+print("%-18s %-16s %12s %8s %18s" % ("workload", "target", "IOPS", "ratio", "p50/p99 us"))
 for w in workloads.split():
     name = w.split(":")[0]
-    k, o = load("kernel", name), load("ours", name)
-    ratio = round(o["iops"] / k["iops"], 3) if k and o and k["iops"] else None
-    out["workloads"][name] = {"kernel": k, "ours": o, "ratio_ours_kernel": ratio}
-    print("%-18s %12s %12s %8s %18s %18s" % (name, fmt(k and k["iops"]), fmt(o and o["iops"]), fmt(ratio, "%.2f"),
-          "%s/%s" % (fmt(k and k["p50_us"], "%.1f"), fmt(k and k["p99_us"], "%.1f")),
-          "%s/%s" % (fmt(o and o["p50_us"], "%.1f"), fmt(o and o["p99_us"], "%.1f"))))
+    k = load("kernel", name)
+    out["workloads"][name] = {"kernel": k}
+    for label in ["kernel"] + labels:
+        r = k if label == "kernel" else load(label, name)
+        ratio = round(r["iops"] / k["iops"], 3) if k and r and k["iops"] else None
+        if label != "kernel":
+            out["workloads"][name][label] = r
+            out["workloads"][name]["ratio_%s_kernel" % label] = ratio
+        print("%-18s %-16s %12s %8s %18s" % (name, label, fmt(r and r["iops"]), fmt(ratio, "%.2f"),
+              "%s/%s" % (fmt(r and r["p50_us"], "%.1f"), fmt(r and r["p99_us"], "%.1f"))))
+rounds = {}
+for label in labels: # NAME-rN: the median ratio per variant over the rounds
+    rounds.setdefault(re.sub(r"-r[0-9]+$", "", label), []).append(label)
+if any(len(v) > 1 for v in rounds.values()):
+    print("median ratio over the rounds (each round's ratio in brackets)")
+    for w in workloads.split():
+        name = w.split(":")[0]
+        for variant, ls in rounds.items():
+            rs = [out["workloads"][name].get("ratio_%s_kernel" % l) for l in ls]
+            got = [r for r in rs if r is not None]
+            med = round(statistics.median(got), 3) if got else None
+            out["workloads"][name]["median_ratio_%s_kernel" % variant] = med
+            print("%-18s %-16s %8s  (%s)" % (name, variant, fmt(med, "%.2f"), ", ".join(fmt(r, "%.2f") for r in rs)))
 if competitor == "1":
     print("with a busy loop on CPU 0 (fio on CPU 1; ours on CPU 0): IOPS, and with/without ratio per target")
     print("%-18s %14s %8s %14s %8s %18s %18s" % ("workload", "kernel busy", "k ratio", "ours busy", "o ratio", "kernel p50/p99 us", "ours p50/p99 us"))
@@ -268,7 +349,7 @@ fi
 # Host side
 # =================================================================================================================
 OURS=guest; RUNTIME=8; WARMUP=15; SIZE=256M; TIMEOUT=900; BACKEND="file"; PREBUILD=1; SETTINGS=""; COMPETITOR=0
-SELECTED=""; TRACE=0
+SELECTED=""; TRACE=0; SYSCALLS=0; KARGS=""; VARIANTS=""; ROUNDS=1; GJO="-XX:-TieredCompilation"
 RESULTS="$PROJECT/integration-tests/target/bench-results/$(date +%Y%m%d-%H%M%S)"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -284,6 +365,14 @@ while [ $# -gt 0 ]; do
         --competitor) COMPETITOR=1; shift ;;
         --workloads) SELECTED="$2"; shift 2 ;;
         --trace) TRACE=1; shift ;;
+        --syscalls) SYSCALLS=1; shift ;;
+        --guest-java-opts) GJO="$2"; shift 2 ;;
+        --rounds) ROUNDS="$2"; shift 2 ;;
+        --guest-kernel-args) KARGS="$2"; shift 2 ;;
+        --variant) # NAME[@LAUNCHER]=JAVA_OPTS[%SETTINGS_JSON]
+            [[ "$2" =~ ^([A-Za-z0-9_.]+)(@([^=|;%]+))?=([^|;%]*)(%([^|;]*))?$ ]] \
+                || { echo "bad --variant $2 (NAME[@LAUNCHER]=JAVA_OPTS[%SETTINGS_JSON])" >&2; exit 2; }
+            VARIANTS="${VARIANTS:+$VARIANTS;}${BASH_REMATCH[1]}|${BASH_REMATCH[3]}|${BASH_REMATCH[4]}|${BASH_REMATCH[6]}"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "bench-target.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -354,9 +443,11 @@ if [ "$PREBUILD" = 1 ] || [ "$OURS" = host ]; then
     if [ "$OURS" = guest ]; then cleanup; HOST_PID=""; fi
 fi
 
-ARGS=(--timeout "$TIMEOUT" --results "$RESULTS" --env BENCH_GUEST=1 --env BENCH_OURS="$OURS"
+ARGS=(--timeout "$TIMEOUT" --results "$RESULTS" ${KARGS:+--kernel-args "$KARGS"} --env BENCH_GUEST=1 --env BENCH_OURS="$OURS"
       --env BENCH_RUNTIME="$RUNTIME" --env BENCH_WARMUP="$WARMUP" --env BENCH_SIZE="$SIZE"
-      --env BENCH_OURS_BACKEND="$BACKEND" --env BENCH_COMPETITOR="$COMPETITOR" --env BENCH_TRACE="$TRACE")
+      --env BENCH_OURS_BACKEND="$BACKEND" --env BENCH_COMPETITOR="$COMPETITOR" --env BENCH_TRACE="$TRACE"
+      --env BENCH_SYSCALLS="$SYSCALLS" --env BENCH_ROUNDS="$ROUNDS" --env GUEST_JAVA_OPTS="$GJO")
+[ -n "$VARIANTS" ] && ARGS+=(--env BENCH_VARIANTS="$VARIANTS")
 [ -n "$SELECTED" ] && ARGS+=(--env BENCH_WORKLOADS="$SELECTED")
 [ -n "$SETTINGS" ] && ARGS+=(--env BENCH_OURS_SETTINGS="$SETTINGS")
 [ -n "${NVMEOF4J_TARGET_LAUNCHER:-}" ] && ARGS+=(--env NVMEOF4J_TARGET_LAUNCHER="$LAUNCHER")

@@ -24,6 +24,8 @@
 #   --verbose           show the kernel's boot messages (default: quiet, errors only).
 #   --keep              keep the run directory (job.sh, console.log) and print its path.
 #   --prepare           run prepare.sh first even when its output exists.
+#   --kernel-args ARGS  more guest kernel command-line parameters (e.g. "clocksource=tsc tsc=reliable", see
+#                       integration-tests/vm/README.md "Clock source").
 #   --kernel 6.12       boot the second kernel prepare.sh keeps (bookworm-backports 6.12: NVMe in-band
 #                       authentication) instead of Debian 12's stock 6.1.
 #
@@ -40,6 +42,7 @@ MEM=3072
 SMP=2
 VERBOSE=0
 KEEP=0
+KERNEL_ARGS=""
 PREPARE=0
 RESULTS=""
 ENVS=()
@@ -69,6 +72,9 @@ while [ $# -gt 0 ]; do
         --guestfwd) [ $# -ge 2 ] || usage
             [[ "$2" =~ ^[0-9]+$ ]] && [ "$2" -ge 1 ] && [ "$2" -le 65535 ] || die "--guestfwd wants a port, got $2"
             GUESTFWD_PORTS+=("$2"); shift 2 ;;
+        --kernel-args) [ $# -ge 2 ] || usage
+            [[ "$2" =~ ^[A-Za-z0-9_.,=\ -]*$ ]] || die "--kernel-args: letters, digits and _.,=- only, got $2"
+            KERNEL_ARGS="$2"; shift 2 ;;
         --verbose) VERBOSE=1; shift ;;
         --keep) KEEP=1; shift ;;
         --prepare) PREPARE=1; shift ;;
@@ -160,7 +166,7 @@ if [ "$VERBOSE" = 1 ]; then LOGOPTS="loglevel=7"; else LOGOPTS="quiet loglevel=3
 # nvmet_tcp_io_work with 1 MiB writes at QD32: "Kernel memory exposure attempt detected from page alloc");
 # the same false positive is reported for the nvme-tcp host side. The copies themselves are fine.
 APPEND="console=ttyS0 $LOGOPTS panic=-1 8250.nr_uarts=1 random.trust_cpu=on hardened_usercopy=off"
-APPEND="$APPEND nvmeof4j.results=$RESULTS nvmeof4j.modules=$MODULES_DIR"
+APPEND="$APPEND nvmeof4j.results=$RESULTS nvmeof4j.modules=$MODULES_DIR${KERNEL_ARGS:+ $KERNEL_ARGS}"
 
 # shellcheck disable=SC2054  # commas belong to qemu option values
 QEMU=(qemu-system-x86_64

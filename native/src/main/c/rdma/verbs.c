@@ -1,16 +1,20 @@
 /*
- * libibverbs natives: VerbsContext, ProtectionDomain, MemoryRegion, CompletionChannel, CompletionQueue and the
- * posting side of QueuePair. Symbols are prefixed verbs_. Verbs calls that return an int return an errno, positive
- * (most providers) or negative (some): verbs_errno() normalises it to -errno and never looks at errno (a -1 from a
- * provider is -EPERM, not "see errno"). Calls returning NULL and setting errno go through NVMEOF4J_ERR().
+ * libibverbs natives: VerbsContext, ProtectionDomain, MemoryRegion, CompletionChannel, CompletionChannelSet,
+ * CompletionQueue and the posting side of QueuePair. Symbols are prefixed verbs_. Verbs calls that return an int
+ * return an errno, positive (most providers) or negative (some): verbs_errno() normalises it to -errno and never
+ * looks at errno (a -1 from a provider is -EPERM, not "see errno"). Calls returning NULL and setting errno go
+ * through NVMEOF4J_ERR().
  * A destroy that fails frees nothing (the object is still in use: EBUSY) and returns -errno for Java to report.
  *
  * The data-path natives (post, poll) take raw addresses of preallocated buffers laid out by Java with offsets from
  * onload.c, so a crossing does no JNI array or object access at all.
  */
+#define _GNU_SOURCE /* ppoll */
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -178,33 +182,9 @@ static jint JNICALL verbs_channel_fd0(JNIEnv *env, jclass cls, jlong channel)
     return ((struct verbs_channel *)nvmeof4j_ptr(channel))->channel->fd;
 }
 
-static jlong JNICALL verbs_channel_wait0(JNIEnv *env, jclass cls, jlong channel, jlong timeout_nanos)
+static jint JNICALL verbs_channel_wakefd0(JNIEnv *env, jclass cls, jlong channel)
 {
-    struct verbs_channel *c = nvmeof4j_ptr(channel);
-    jlong deadline = shim_now_nanos() + (timeout_nanos > 0 ? timeout_nanos : 0);
-    for (;;) {
-        struct ibv_cq *cq;
-        void *cq_context;
-        /* An event may already be pending: take it without a system call to poll. */
-        if (ibv_get_cq_event(c->channel, &cq, &cq_context) == 0) {
-            return nvmeof4j_handle(cq);
-        }
-        if (errno != EAGAIN && errno != EWOULDBLOCK) {
-            return NVMEOF4J_ERR();
-        }
-        jlong remaining = deadline - shim_now_nanos();
-        if (remaining <= 0) {
-            return 0;
-        }
-        int rc = shim_wait_fd(c->channel->fd, c->wakefd, remaining);
-        if (rc < 0) {
-            return rc;
-        }
-        if (rc & SHIM_WOKEN) {
-            return 0; /* a pending event stays in the fd for the next wait */
-        }
-        /* readable (or EINTR, or a spurious wake-up): try again until the deadline */
-    }
+    return ((struct verbs_channel *)nvmeof4j_ptr(channel))->wakefd;
 }
 
 static jint JNICALL verbs_channel_wake0(JNIEnv *env, jclass cls, jlong channel)
@@ -222,6 +202,98 @@ static jint JNICALL verbs_channel_destroy0(JNIEnv *env, jclass cls, jlong channe
     close(c->wakefd);
     free(c);
     return 0;
+}
+
+/* ---- CompletionChannelSet ---- */
+
+/*
+ * One member of a set (CompletionChannelSet.ENTRY_*, 16 bytes, written by Java when a member is added or found
+ * closed): the fd polled for events, the eventfd polled for wake-ups (-1: none) and the verbs_channel whose events
+ * are taken (0: the fd is only reported readable). A closed member has fd and wakefd -1, which ppoll skips.
+ */
+struct set_entry {
+    int32_t fd;
+    int32_t wakefd;
+    int64_t channel;
+};
+
+/* An event taken (CompletionChannelSet.EVENT_*, 16 bytes): the CQ it is for and the member it came through. */
+struct set_event {
+    int64_t cq;
+    int32_t entry;
+    int32_t reserved;
+};
+
+/* CompletionChannelSet.MAX_MEMBERS: the pollfd array lives on the stack. */
+#define SET_MAX_MEMBERS 64
+#define SET_READABLE 1
+#define SET_WOKEN 2
+
+/*
+ * One ppoll over every member's fd and wake-up eventfd, up to timeout_nanos. Then, for each member: its eventfd
+ * drained (ready |= WOKEN), and when its fd is readable (ready |= READABLE) its pending completion events taken
+ * with ibv_get_cq_event until none is left or max_events were taken. Returns the number of events written to
+ * events (0 on timeout, wake-up, EINTR or a spurious readiness) or -errno; an error after some events were taken
+ * returns those (they must be acknowledged), the error shows again on the next wait.
+ */
+static jint JNICALL verbs_set_wait0(JNIEnv *env, jclass cls, jlong entries, jint count, jlong ready,
+                                    jlong events, jint max_events, jlong timeout_nanos)
+{
+    struct set_entry *e = nvmeof4j_ptr(entries);
+    int32_t *flags = nvmeof4j_ptr(ready);
+    struct set_event *out = nvmeof4j_ptr(events);
+    struct pollfd fds[2 * SET_MAX_MEMBERS];
+    if (count < 0 || count > SET_MAX_MEMBERS) {
+        return -EINVAL;
+    }
+    for (int i = 0; i < count; i++) {
+        fds[2 * i] = (struct pollfd){.fd = e[i].fd, .events = POLLIN};
+        fds[2 * i + 1] = (struct pollfd){.fd = e[i].wakefd, .events = POLLIN};
+        flags[i] = 0;
+    }
+    jlong t = timeout_nanos > 0 ? timeout_nanos : 0;
+    struct timespec ts = {.tv_sec = t / 1000000000L, .tv_nsec = t % 1000000000L};
+    int rc = ppoll(fds, (nfds_t)(2 * count), &ts, NULL);
+    if (rc <= 0) {
+        return rc == 0 || errno == EINTR ? 0 : NVMEOF4J_ERR();
+    }
+    int n = 0;
+    for (int i = 0; i < count; i++) {
+        if ((fds[2 * i].revents | fds[2 * i + 1].revents) & (POLLERR | POLLNVAL)) {
+            return n > 0 ? n : -EBADF;
+        }
+        if (fds[2 * i + 1].revents & POLLIN) {
+            uint64_t v;
+            ssize_t ignored = read(e[i].wakefd, &v, sizeof(v)); /* non-blocking: drains the counter */
+            (void)ignored;
+            flags[i] |= SET_WOKEN;
+        }
+        if (!(fds[2 * i].revents & POLLIN)) {
+            continue;
+        }
+        flags[i] |= SET_READABLE;
+        struct verbs_channel *c = nvmeof4j_ptr(e[i].channel);
+        while (c != NULL && n < max_events) {
+            struct ibv_cq *cq;
+            void *cq_context;
+            if (ibv_get_cq_event(c->channel, &cq, &cq_context) != 0) {
+                if (errno != EAGAIN && errno != EWOULDBLOCK && n == 0) {
+                    return NVMEOF4J_ERR();
+                }
+                break;
+            }
+            out[n].cq = nvmeof4j_handle(cq);
+            out[n].entry = i;
+            out[n].reserved = 0;
+            n++;
+        }
+    }
+    return n;
+}
+
+static jint JNICALL verbs_set_wake0(JNIEnv *env, jclass cls, jint wakefd)
+{
+    return shim_wake(wakefd);
 }
 
 /* ---- CompletionQueue ---- */
@@ -337,9 +409,13 @@ static const JNINativeMethod verbs_mr_methods[] = {
 static const JNINativeMethod verbs_channel_methods[] = {
     {"create0", "(J)J", (void *)verbs_channel_create0},
     {"fd0", "(J)I", (void *)verbs_channel_fd0},
-    {"wait0", "(JJ)J", (void *)verbs_channel_wait0},
+    {"wakeFd0", "(J)I", (void *)verbs_channel_wakefd0},
     {"wake0", "(J)I", (void *)verbs_channel_wake0},
     {"destroy0", "(J)I", (void *)verbs_channel_destroy0},
+};
+static const JNINativeMethod verbs_set_methods[] = {
+    {"wait0", "(JIJJIJ)I", (void *)verbs_set_wait0},
+    {"wake0", "(I)I", (void *)verbs_set_wake0},
 };
 static const JNINativeMethod verbs_cq_methods[] = {
     {"create0", "(JIJI)J", (void *)verbs_cq_create0},
@@ -364,6 +440,8 @@ jint verbs_register(JNIEnv *env)
                              NVMEOF4J_ARRAY_LEN(verbs_mr_methods)) != JNI_OK
         || nvmeof4j_register(env, RDMA_CLASS("CompletionChannel"), verbs_channel_methods,
                              NVMEOF4J_ARRAY_LEN(verbs_channel_methods)) != JNI_OK
+        || nvmeof4j_register(env, RDMA_CLASS("CompletionChannelSet"), verbs_set_methods,
+                             NVMEOF4J_ARRAY_LEN(verbs_set_methods)) != JNI_OK
         || nvmeof4j_register(env, RDMA_CLASS("CompletionQueue"), verbs_cq_methods,
                              NVMEOF4J_ARRAY_LEN(verbs_cq_methods)) != JNI_OK
         || nvmeof4j_register(env, RDMA_CLASS("QueuePair"), verbs_qp_methods,

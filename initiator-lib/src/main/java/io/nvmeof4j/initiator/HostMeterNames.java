@@ -52,39 +52,33 @@ public final class HostMeterNames {
     public static final Duration LATENCY_MIN = Duration.ofNanos(1_000);
     public static final Duration LATENCY_MAX = Duration.ofSeconds(10);
 
-    static final int OP_READ = 0;
-    static final int OP_WRITE = 1;
-    static final int OP_FLUSH = 2;
-    static final int OP_WRITE_ZEROES = 3;
-    static final int OP_DEALLOCATE = 4;
-    static final int OP_COMPARE = 5;
-    static final int OP_VERIFY = 6;
-    static final int OP_COPY = 7;
+    static final int OP_READ = NvmOpcode.OP_READ;
+    static final int OP_WRITE = NvmOpcode.OP_WRITE;
+    static final int OP_FLUSH = NvmOpcode.OP_FLUSH;
+    static final int OP_WRITE_ZEROES = NvmOpcode.OP_WRITE_ZEROES;
+    static final int OP_DEALLOCATE = NvmOpcode.OP_DEALLOCATE;
+    static final int OP_COMPARE = NvmOpcode.OP_COMPARE;
+    static final int OP_VERIFY = NvmOpcode.OP_VERIFY;
+    static final int OP_COPY = NvmOpcode.OP_COPY;
     /** A fused Compare and Write pair, timed as one operation (the application submits it as one). */
-    static final int OP_COMPARE_AND_WRITE = 8;
-    static final int OPS = 9;
-    private static final String[] OP_NAMES = {"read", "write", "flush", "write_zeroes", "deallocate", "compare",
-        "verify", "copy", "compare_and_write"};
+    static final int OP_COMPARE_AND_WRITE = NvmOpcode.METERED_OPS;
+    static final int OPS = NvmOpcode.METERED_OPS + 1;
 
     private HostMeterNames() {
     }
 
     public static String opName(int op) {
-        return OP_NAMES[op];
+        return op == OP_COMPARE_AND_WRITE ? "compare_and_write" : NvmOpcode.meteredOpName(op);
     }
 
     static int op(int opcode) {
-        switch (opcode) {
-            case NvmOpcode.READ: return OP_READ;
-            case NvmOpcode.WRITE: return OP_WRITE;
-            case NvmOpcode.FLUSH: return OP_FLUSH;
-            case NvmOpcode.WRITE_ZEROES: return OP_WRITE_ZEROES;
-            case NvmOpcode.DATASET_MANAGEMENT: return OP_DEALLOCATE;
-            case NvmOpcode.COMPARE: return OP_COMPARE;
-            case NvmOpcode.VERIFY: return OP_VERIFY;
-            case NvmOpcode.COPY: return OP_COPY;
-            case IoQueue.OP_COMPARE_AND_WRITE: return OP_COMPARE_AND_WRITE;
-            default: throw new IllegalArgumentException("no host metric op for opcode " + opcode);
+        if (opcode == IoQueue.OP_COMPARE_AND_WRITE) {
+            return OP_COMPARE_AND_WRITE;
         }
+        int op = NvmOpcode.meteredOp(opcode);
+        if (op < 0) {
+            throw new IllegalArgumentException("no host metric op for opcode " + opcode);
+        }
+        return op;
     }
 }

@@ -2,42 +2,42 @@ package io.nvmeof4j.rdma;
 
 import io.nvmeof4j.jni.NativeIoException;
 import io.nvmeof4j.jni.rdma.CompletionChannel;
+import io.nvmeof4j.jni.rdma.CompletionChannelSet;
 import io.nvmeof4j.jni.rdma.CompletionQueue;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.util.Arrays;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * A poll group's {@link CompletionWaiter} over the JNI completion channels of the devices it serves (usually one).
- * With one channel the wait is {@code poll} on the channel and its wake-up eventfd; before the first queue arrives
- * (no channel yet) the thread parks; with several devices it waits on the first channel for at most a millisecond,
- * since a thread blocks on one primitive only.
+ * A poll group's {@link CompletionWaiter} over the JNI completion channels of the devices it serves, the target's
+ * and the host's alike: one {@code ppoll} over every channel and its wake-up eventfd ({@link CompletionChannelSet}),
+ * so a completion on any device ends the wait at once; the events it took are acknowledged before it returns.
+ * Before the first queue arrives (no channel yet) the thread parks.
  */
 public final class DeviceWaiter implements CompletionWaiter {
     private static final Logger LOG = LoggerFactory.getLogger(DeviceWaiter.class);
-    private static final long SEVERAL_CHANNELS_MAX_WAIT_NANOS = 1_000_000;
+    /** Events taken per wait at most: one per armed completion queue; more stay pending for the next wait. */
+    static final int MAX_EVENTS = 32;
+    /** After a failed wait (a channel's fd gone bad): park this long, so that a broken channel is not spun on. */
+    private static final long FAILED_WAIT_PARK_NANOS = 1_000_000;
 
-    private volatile CompletionChannel[] channels = new CompletionChannel[0];
+    private final CompletionChannelSet channels = new CompletionChannelSet(MAX_EVENTS);
     private volatile Thread parked;
     private volatile boolean woken;
 
-    /** Adds the channel of a device the group now serves. */
-    public synchronized void add(CompletionChannel channel) {
-        CompletionChannel[] next = Arrays.copyOf(channels, channels.length + 1);
-        next[next.length - 1] = channel;
-        channels = next;
+    /** Adds the channel of a device the group now serves (control path: the set's layout is rebuilt). */
+    public void add(CompletionChannel channel) {
+        channels.add(channel);
         Thread t = parked;
         if (t != null) {
-            LockSupport.unpark(t); // wait on the channel from now on
+            LockSupport.unpark(t); // wait on the channels from now on
         }
     }
 
     @Override
     public void await(long timeoutNanos) {
-        CompletionChannel[] ch = channels;
-        if (ch.length == 0) {
+        if (channels.size() == 0) {
             parked = Thread.currentThread();
             try {
                 if (!woken) {
@@ -50,15 +50,17 @@ public final class DeviceWaiter implements CompletionWaiter {
             return;
         }
         woken = false;
-        long wait = ch.length == 1 ? timeoutNanos : Math.min(timeoutNanos, SEVERAL_CHANNELS_MAX_WAIT_NANOS);
         try {
-            CompletionQueue cq = ch[0].await(wait);
-            if (cq != null) {
-                cq.ackEvents();
+            int events = channels.await(timeoutNanos);
+            for (int i = 0; i < events; i++) {
+                CompletionQueue cq = channels.queue(i);
+                if (cq != null) {
+                    cq.ackEvents();
+                }
             }
         } catch (NativeIoException | IllegalStateException e) {
-            LOG.debug("waiting on a completion channel failed: {}", e.getMessage());
-            LockSupport.parkNanos(this, Math.min(wait, SEVERAL_CHANNELS_MAX_WAIT_NANOS));
+            LOG.debug("waiting on {} completion channel(s) failed: {}", channels.size(), e.getMessage());
+            LockSupport.parkNanos(this, Math.min(timeoutNanos, FAILED_WAIT_PARK_NANOS));
         }
     }
 
@@ -69,13 +71,7 @@ public final class DeviceWaiter implements CompletionWaiter {
         if (t != null) {
             LockSupport.unpark(t);
         }
-        for (CompletionChannel c : channels) {
-            try {
-                c.wakeup();
-            } catch (IllegalStateException closed) {
-                // the group is closing
-            }
-        }
+        channels.wakeup();
     }
 
     @Override

@@ -267,6 +267,76 @@ class RdmaControllerQueueTest {
         assertThat(queue.commandsOutstanding()).isZero();
     }
 
+    /**
+     * Issue 12: a command completed on another thread while the reactor is still inside the handler's onCommand moves
+     * on through its completion only (the poll group's inbox). The step function used to look at the state again after
+     * the dispatch: it then posted that command's response ahead of commands completed before it (and before the
+     * completing thread had written the status), and the inbox moved the command a second time. Here every completion
+     * lands in that window, each time: the handler completes a round's four commands, oldest first, on another thread
+     * during the last one's dispatch and waits for that thread. Each command gets exactly one response SEND, with the
+     * status the backend gave it, in the order the completions happened; the same contexts serve the next rounds.
+     */
+    @Test
+    void shouldAnswerCommandsCompletedDuringTheirDispatchOnceEachInCompletionOrder() {
+        byte[] stored = random(4096, 9);
+        qp.deliver(capsule(0x01, 8, SglDescriptor.ID_IN_CAPSULE, 0, 4096, 0, stored));
+        group.poll();
+        assertThat(lastResponse().status()).isEqualTo(NvmeStatus.SUCCESS);
+        group.poll();
+        int rounds = 3;
+        int perRound = 4;
+        handlers.completeDuringDispatch = perRound;
+        java.util.List<Integer> batched = new java.util.ArrayList<>();
+        java.util.List<java.util.Set<Integer>> slotsByRound = new java.util.ArrayList<>();
+        for (int round = 0; round < rounds; round++) {
+            int first = cid;
+            int slotsBefore = handlers.slots.size();
+            int sentBefore = qp.sent.size();
+            hostMemory.put(0, new byte[4096]).put(8192, new byte[4096]);
+            // A read, a command the backend fails, a flush, a read: arriving together.
+            qp.deliver(capsule(0x02, 8, SglDescriptor.ID_KEYED_ADDRESS, hostKeys.address(), 4096, hostKeys.rkey(),
+                null));
+            byte[] failing = capsule(0x00, 0, 0, 0, 0, 0, null);
+            ByteBuffer.wrap(failing).order(ByteOrder.LITTLE_ENDIAN).putInt(4, RamHandlers.FAILING_NSID);
+            qp.deliver(failing);
+            qp.deliver(capsule(0x00, 0, 0, 0, 0, 0, null));
+            qp.deliver(capsule(0x02, 8, SglDescriptor.ID_KEYED_ADDRESS, hostKeys.address() + 8192, 4096,
+                hostKeys.rkey(), null));
+            group.poll(); // the four capsules; the fourth's dispatch completes all four on the other thread
+            group.poll(); // anything still to post, and the SEND completions: the contexts are free again
+
+            assertThat(qp.sent).as("round %d: one response per command", round).hasSize(sentBefore + perRound);
+            int[] expectedStatus = {NvmeStatus.SUCCESS, NvmeStatus.INVALID_NAMESPACE | NvmeStatus.DNR,
+                NvmeStatus.SUCCESS, NvmeStatus.SUCCESS};
+            for (int i = 0; i < perRound; i++) {
+                byte[] bytes = qp.sent.get(sentBefore + i).bytes();
+                assertThat(bytes).hasSize(16);
+                CompletionQueueEntry cqe = new CompletionQueueEntry()
+                    .wrap(ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN), 0);
+                assertThat(cqe.commandId()).as("round %d, response %d", round, i).isEqualTo(first + i);
+                assertThat(cqe.status()).as("status of CID %d", first + i).isEqualTo(expectedStatus[i]);
+                batched.add(first + i);
+            }
+            byte[] back = new byte[4096];
+            hostMemory.get(0, back);
+            assertThat(back).as("round %d: first read's data", round).isEqualTo(stored);
+            hostMemory.get(8192, back);
+            assertThat(back).as("round %d: last read's data", round).isEqualTo(stored);
+            slotsByRound.add(new java.util.TreeSet<>(handlers.slots.subList(slotsBefore, handlers.slots.size())));
+        }
+        group.poll();
+        assertThat(handlers.completionOrder).as("completed oldest first").containsExactlyElementsOf(batched);
+        assertThat(handlers.responsesSent).filteredOn(batched::contains).as("one response SEND completed per command")
+            .containsExactlyElementsOf(batched);
+        // The free list is LIFO: the contexts the first round freed serve the next rounds.
+        assertThat(slotsByRound.get(0)).hasSize(perRound);
+        assertThat(slotsByRound).as("contexts per round").allMatch(slotsByRound.get(0)::equals);
+        assertThat(queue.commandsOutstanding()).isZero();
+        assertThat(pool.buffersInUse()).isZero();
+        assertThat(qp.postedReceives()).isEqualTo(32);
+        assertThat(handlers.closed).isEmpty();
+    }
+
     @Test
     void shouldTearDownOnShortCapsuleReturningEveryReceive() {
         qp.deliver(new byte[20]);

@@ -385,7 +385,7 @@ final class TcpConnection extends AbstractTransportQueue {
      * through as many {@link TcpRequest.State states} as it can now, and returns where it must wait for something
      * else: a pool buffer, its in-capsule data or H2CData, the command layer, its PDUs on the socket. Whatever ends
      * a wait calls it again ({@link #onBufferGranted}, {@link ControllerPduHandler#onPayloadReceived},
-     * {@link TcpRequest#complete}, the send job's {@code onSent}). Reactor thread.
+     * {@link TcpRequest#complete}, the end of its {@link TcpRequest.Send}). Reactor thread.
      */
     void advance(TcpRequest request) {
         TcpRequest.State before;
@@ -419,7 +419,7 @@ final class TcpConnection extends AbstractTransportQueue {
                     }
                     if (request.transfer == TcpRequest.TRANSFER_R2T) {
                         request.state(TcpRequest.State.RECEIVING);
-                        request.armR2T(headerDigestLength);
+                        request.send.armR2T(headerDigestLength);
                         sends.enqueue(request.send);
                     } else {
                         request.state(TcpRequest.State.READY_TO_EXECUTE);
@@ -480,10 +480,10 @@ final class TcpConnection extends AbstractTransportQueue {
             // (wire reference 5). Only when DW0/DW1 are zero: the flag cannot carry them.
             CompletionQueueEntry cqe = request.response();
             boolean successFlag = sqFlowControlDisabled && cqe.result64() == 0L;
-            request.armReadData(successFlag);
+            request.send.armReadData(successFlag);
         } else {
             releaseData(request);
-            request.armResponse(headerDigestLength);
+            request.send.armResponse(headerDigestLength);
         }
         sends.enqueue(request.send);
     }

@@ -11,6 +11,7 @@ import io.nvmeof4j.protocol.tcp.CapsuleRespPdu;
 import io.nvmeof4j.protocol.tcp.PduFlyweight;
 import io.nvmeof4j.protocol.tcp.PduType;
 import io.nvmeof4j.protocol.tcp.R2TPdu;
+import io.nvmeof4j.tcp.pdu.PduSendJob;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -20,8 +21,8 @@ import java.nio.ByteOrder;
  * it sends. The shared {@link TransportRequest} (the received SQE in the slot's memory, the CQE inside the slot's
  * CapsuleResp PDU, which the handler fills in place) plus what NVMe/TCP adds: the header of the R2T or C2HData PDU
  * being sent, a data digest, the H2C progress, and the slot's own buffer for in-capsule data
- * ({@link #inCapsuleBuffer}); R2T and C2H data go through a pool buffer. Its PDUs go out as one job ({@link #send})
- * of the connection's send queue.
+ * ({@link #inCapsuleBuffer}); R2T and C2H data go through a pool buffer. Its PDUs go out as one job of the
+ * connection's send queue ({@link Send}).
  * <p>Its life is {@link State}, moved by its connection's {@link TcpConnection#advance}; everything but
  * {@link #complete} runs on the reactor thread. Between states it may wait in its poll group's
  * {@link BufferWaitQueue} (NEED_BUFFER) or, when completed on another thread, in its {@link CompletionInbox}
@@ -61,10 +62,6 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
     static final int TRANSFER_R2T = DataMapping.TRANSFER_FROM_HOST;
     static final int TRANSFER_C2H = DataMapping.TRANSFER_TO_HOST;
 
-    private static final int SEND_RESPONSE = 0;
-    private static final int SEND_R2T = 1;
-    private static final int SEND_C2H_DATA = 2;
-
     /** Slot memory per request: SQE 64 @0, CapsuleResp 24+4 @64, data PDU header up to 128 @96, digest 4 @224. */
     static final int SLOT_BYTES = 256;
     private static final int SQE_AT = 0;
@@ -78,14 +75,7 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
     /** Slot index, sent as TTAG. */
     final int tag;
     /** This slot's PDUs as one job of the connection's send queue. */
-    final SendJob send = new Send();
-
-    private final ByteBuffer responsePdu;
-    private final CapsuleRespPdu response;
-    private final ByteBuffer dataHeader;
-    private final C2HDataPdu c2hData = new C2HDataPdu();
-    private final R2TPdu r2t = new R2TPdu();
-    private final ByteBuffer dataDigest;
+    final Send send;
 
     /**
      * This slot's buffer for in-capsule data (before Connect, the queue's one buffer for Connect's data), null when
@@ -98,10 +88,6 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
     /** H2C: the R2T has been written, H2CData for this TTAG is now legal. */
     boolean r2tSent;
 
-    private int sendKind;
-    private int sendOffset;
-    private boolean successFlag;
-
     TcpRequest(TcpConnection connection, int tag, ByteBuffer slotMemory, int slotOffset) {
         this(connection, tag, slotMemory, slotOffset, new CapsuleRespPdu(),
             view(slotMemory, slotOffset + RESPONSE_AT, CapsuleRespPdu.HEADER_LENGTH + PduFlyweight.DIGEST_LENGTH));
@@ -113,12 +99,8 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
             State.FREE, State.EXECUTING, State.EXECUTED);
         this.connection = connection;
         this.tag = tag;
-        this.response = response;
-        this.responsePdu = responsePdu;
-        this.dataHeader = view(slotMemory, slotOffset + DATA_HEADER_AT, DATA_HEADER_BYTES);
-        this.dataDigest = view(slotMemory, slotOffset + DATA_DIGEST_AT, PduFlyweight.DIGEST_LENGTH);
-        c2hData.wrap(dataHeader, 0);
-        r2t.wrap(dataHeader, 0);
+        this.send = new Send(response, responsePdu, view(slotMemory, slotOffset + DATA_HEADER_AT, DATA_HEADER_BYTES),
+            view(slotMemory, slotOffset + DATA_DIGEST_AT, PduFlyweight.DIGEST_LENGTH));
     }
 
     private static ByteBuffer view(ByteBuffer memory, int offset, int length) {
@@ -159,112 +141,142 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
         state(State.NEW);
     }
 
-    /** Arms a CapsuleResp as the only PDU of this job. */
-    void armResponse(int headerDigestLength) {
-        sendKind = SEND_RESPONSE;
-        send.segment(0, prepareResponsePdu(headerDigestLength));
-        send.arm(1);
-    }
-
-    /** Arms one R2T for the whole transfer (as nvmet does: the host splits its answer at MAXH2CDATA). */
-    void armR2T(int headerDigestLength) {
-        sendKind = SEND_R2T;
-        dataHeader.clear(); // the last send left position/limit anywhere; absolute writes need the whole view
-        r2t.init(headerDigestLength)
-            .flags(headerDigestLength > 0 ? PduFlyweight.FLAG_HDGSTF : 0)
-            .commandCapsuleCid(commandId)
-            .transferTag(tag)
-            .r2tOffset(0)
-            .r2tLength(dataLength);
-        if (headerDigestLength > 0) {
-            dataHeader.putInt(R2TPdu.HEADER_LENGTH, connection.group.crc.compute(dataHeader, 0, R2TPdu.HEADER_LENGTH));
-        }
-        dataHeader.position(0);
-        dataHeader.limit(R2TPdu.HEADER_LENGTH + headerDigestLength);
-        send.segment(0, dataHeader);
-        send.arm(1);
-    }
-
     /**
-     * Arms the data of a successful read: C2HData PDUs of at most the connection's C2H PDU size, the last one
-     * followed by the CapsuleResp, or carrying SUCCESS instead of it.
+     * The slot's PDUs as one job of the connection's send queue (the PDU engine's {@link PduSendJob}): a CapsuleResp,
+     * an R2T, or a read's C2HData PDUs with the response after the last one, each armed in the slot's own memory (the
+     * CQE the handler filled in place, the data PDU header, the data digest) around the command's data buffer.
      */
-    void armReadData(boolean withSuccessFlag) {
-        sendKind = SEND_C2H_DATA;
-        sendOffset = 0;
-        successFlag = withSuccessFlag;
-        armNextC2HDataPdu();
-    }
+    final class Send extends PduSendJob {
+        private static final int RESPONSE = 0;
+        private static final int R2T = 1;
+        private static final int C2H_DATA = 2;
 
-    private void armNextC2HDataPdu() {
-        TcpConnection c = connection;
-        int remaining = dataLength - sendOffset;
-        int chunk = Math.min(remaining, c.c2hDataPduSize);
-        boolean last = chunk == remaining;
-        int hdgst = c.headerDigestLength;
-        int ddgst = c.dataDigestLength;
-        int pdo = c.c2hDataOffset;
-        int flags = (hdgst > 0 ? PduFlyweight.FLAG_HDGSTF : 0)
-            | (ddgst > 0 ? PduFlyweight.FLAG_DDGSTF : 0)
-            | (last ? PduFlyweight.FLAG_LAST_PDU : 0)
-            | (last && successFlag ? PduFlyweight.FLAG_SUCCESS : 0);
-        dataHeader.clear();
-        c2hData.init((long) pdo + chunk + ddgst)
-            .flags(flags)
-            .pduDataOffset(pdo)
-            .commandCapsuleCid(commandId)
-            .dataOffset(sendOffset)
-            .dataLength(chunk);
-        if (hdgst > 0) {
-            dataHeader.putInt(C2HDataPdu.HEADER_LENGTH, c.group.crc.compute(dataHeader, 0, C2HDataPdu.HEADER_LENGTH));
-        }
-        // Bytes between the digest and PDO (HPDA padding) stay zero: nothing else writes that part of the slot.
-        dataHeader.position(0);
-        dataHeader.limit(pdo);
-        int n = 0;
-        send.segment(n++, dataHeader);
-        data.limit(sendOffset + chunk);
-        data.position(sendOffset);
-        send.segment(n++, data);
-        if (ddgst > 0) {
-            dataDigest.putInt(0, c.group.crc.compute(data, sendOffset, chunk));
-            dataDigest.clear();
-            send.segment(n++, dataDigest);
-        }
-        if (last && !successFlag) {
-            send.segment(n++, prepareResponsePdu(hdgst));
-        }
-        sendOffset += chunk;
-        send.arm(n);
-    }
+        private final CapsuleRespPdu response;
+        private final ByteBuffer responsePdu;
+        private final ByteBuffer dataHeader;
+        private final C2HDataPdu c2hData = new C2HDataPdu();
+        private final R2TPdu r2t = new R2TPdu();
+        private final ByteBuffer dataDigest;
+        private int kind;
+        /** C2H: bytes of the data armed so far. */
+        private int offset;
+        private boolean successFlag;
 
-    private ByteBuffer prepareResponsePdu(int headerDigestLength) {
-        // Only the common header: the CQE after it was filled by the handler and fillCompletion.
-        responsePdu.clear();
-        response.pduType(PduType.CAPSULE_RESP)
-            .flags(headerDigestLength > 0 ? PduFlyweight.FLAG_HDGSTF : 0)
-            .headerLength(CapsuleRespPdu.HEADER_LENGTH)
-            .pduDataOffset(0)
-            .pduLength(CapsuleRespPdu.HEADER_LENGTH + headerDigestLength);
-        if (headerDigestLength > 0) {
-            responsePdu.putInt(CapsuleRespPdu.HEADER_LENGTH,
-                connection.group.crc.compute(responsePdu, 0, CapsuleRespPdu.HEADER_LENGTH));
+        private Send(CapsuleRespPdu response, ByteBuffer responsePdu, ByteBuffer dataHeader, ByteBuffer dataDigest) {
+            this.response = response;
+            this.responsePdu = responsePdu;
+            this.dataHeader = dataHeader;
+            this.dataDigest = dataDigest;
+            c2hData.wrap(dataHeader, 0);
+            r2t.wrap(dataHeader, 0);
         }
-        responsePdu.position(0);
-        responsePdu.limit(CapsuleRespPdu.HEADER_LENGTH + headerDigestLength);
-        return responsePdu;
-    }
 
-    /** The slot's PDUs as a job of the connection's send queue. */
-    private final class Send extends SendJob {
+        /** Arms a CapsuleResp as the only PDU of this job. */
+        void armResponse(int headerDigestLength) {
+            kind = RESPONSE;
+            segments[0] = prepareResponsePdu(headerDigestLength);
+            armSegments(1);
+        }
+
+        /** Arms one R2T for the whole transfer (as nvmet does: the host splits its answer at MAXH2CDATA). */
+        void armR2T(int headerDigestLength) {
+            kind = R2T;
+            dataHeader.clear(); // the last send left position/limit anywhere; absolute writes need the whole view
+            r2t.init(headerDigestLength)
+                .flags(headerDigestLength > 0 ? PduFlyweight.FLAG_HDGSTF : 0)
+                .commandCapsuleCid(commandId)
+                .transferTag(tag)
+                .r2tOffset(0)
+                .r2tLength(dataLength);
+            if (headerDigestLength > 0) {
+                dataHeader.putInt(R2TPdu.HEADER_LENGTH,
+                    connection.group.crc.compute(dataHeader, 0, R2TPdu.HEADER_LENGTH));
+            }
+            dataHeader.position(0);
+            dataHeader.limit(R2TPdu.HEADER_LENGTH + headerDigestLength);
+            segments[0] = dataHeader;
+            armSegments(1);
+        }
+
+        /**
+         * Arms the data of a successful read: C2HData PDUs of at most the connection's C2H PDU size, the last one
+         * followed by the CapsuleResp, or carrying SUCCESS instead of it.
+         */
+        void armReadData(boolean withSuccessFlag) {
+            kind = C2H_DATA;
+            offset = 0;
+            successFlag = withSuccessFlag;
+            armNextC2HDataPdu();
+        }
+
+        private void armNextC2HDataPdu() {
+            TcpConnection c = connection;
+            int remaining = dataLength - offset;
+            int chunk = Math.min(remaining, c.c2hDataPduSize);
+            boolean last = chunk == remaining;
+            int hdgst = c.headerDigestLength;
+            int ddgst = c.dataDigestLength;
+            int pdo = c.c2hDataOffset;
+            int flags = (hdgst > 0 ? PduFlyweight.FLAG_HDGSTF : 0)
+                | (ddgst > 0 ? PduFlyweight.FLAG_DDGSTF : 0)
+                | (last ? PduFlyweight.FLAG_LAST_PDU : 0)
+                | (last && successFlag ? PduFlyweight.FLAG_SUCCESS : 0);
+            dataHeader.clear();
+            c2hData.init((long) pdo + chunk + ddgst)
+                .flags(flags)
+                .pduDataOffset(pdo)
+                .commandCapsuleCid(commandId)
+                .dataOffset(offset)
+                .dataLength(chunk);
+            if (hdgst > 0) {
+                dataHeader.putInt(C2HDataPdu.HEADER_LENGTH,
+                    c.group.crc.compute(dataHeader, 0, C2HDataPdu.HEADER_LENGTH));
+            }
+            // Bytes between the digest and PDO (HPDA padding) stay zero: nothing else writes that part of the slot.
+            dataHeader.position(0);
+            dataHeader.limit(pdo);
+            int n = 0;
+            segments[n++] = dataHeader;
+            data.limit(offset + chunk);
+            data.position(offset);
+            segments[n++] = data;
+            if (ddgst > 0) {
+                dataDigest.putInt(0, c.group.crc.compute(data, offset, chunk));
+                dataDigest.clear();
+                segments[n++] = dataDigest;
+            }
+            if (last && !successFlag) {
+                segments[n++] = prepareResponsePdu(hdgst);
+            }
+            offset += chunk;
+            armSegments(n);
+        }
+
+        private ByteBuffer prepareResponsePdu(int headerDigestLength) {
+            // Only the common header: the CQE after it was filled by the handler and fillCompletion.
+            responsePdu.clear();
+            response.pduType(PduType.CAPSULE_RESP)
+                .flags(headerDigestLength > 0 ? PduFlyweight.FLAG_HDGSTF : 0)
+                .headerLength(CapsuleRespPdu.HEADER_LENGTH)
+                .pduDataOffset(0)
+                .pduLength(CapsuleRespPdu.HEADER_LENGTH + headerDigestLength);
+            if (headerDigestLength > 0) {
+                responsePdu.putInt(CapsuleRespPdu.HEADER_LENGTH,
+                    connection.group.crc.compute(responsePdu, 0, CapsuleRespPdu.HEADER_LENGTH));
+            }
+            responsePdu.position(0);
+            responsePdu.limit(CapsuleRespPdu.HEADER_LENGTH + headerDigestLength);
+            return responsePdu;
+        }
+
         @Override
-        boolean hasMorePdus() {
-            return sendKind == SEND_C2H_DATA && sendOffset < dataLength;
+        protected boolean hasNextPdu() {
+            return kind == C2H_DATA && offset < dataLength;
         }
 
         @Override
-        boolean armNextPdu() {
-            if (hasMorePdus()) {
+        protected boolean armNext() {
+            if (hasNextPdu()) {
                 armNextC2HDataPdu();
                 return true;
             }
@@ -272,8 +284,8 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
         }
 
         @Override
-        void onSent() {
-            if (sendKind == SEND_R2T) {
+        protected void sent() {
+            if (kind == R2T) {
                 r2tSent = true; // still RECEIVING: H2CData for this TTAG may now arrive
             } else {
                 state(State.COMPLETED);
@@ -282,7 +294,7 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
         }
 
         @Override
-        void onDropped() {
+        protected void dropped() {
             connection.recycle(TcpRequest.this);
         }
 

@@ -34,11 +34,14 @@ final class RamQueueHandlerFactory implements QueueHandlerFactory, AutoCloseable
     /**
      * INLINE: complete on the reactor inside onCommand. BACKEND_THREAD: complete on an executor thread.
      * BACKEND_QUEUE: same, through a preallocated queue (nothing allocated on the reactor). HELD: the test completes.
+     * COMPLETED_DURING_DISPATCH: held until {@link #batch} commands have arrived; the last one's onCommand then
+     * completes them all, oldest first, on the backend thread and returns only once that thread is done, so every
+     * completion lands between the transport's dispatch and its return from onCommand, each time.
      */
-    enum Mode { INLINE, BACKEND_THREAD, BACKEND_QUEUE, HELD }
+    enum Mode { INLINE, BACKEND_THREAD, BACKEND_QUEUE, HELD, COMPLETED_DURING_DISPATCH }
 
     /** What the handler saw of one command. */
-    record Seen(int opcode, int commandId, int dataLength, String thread, boolean dataPresent) { }
+    record Seen(int opcode, int commandId, int dataLength, String thread, boolean dataPresent, int slot) { }
 
     final ByteBuffer ram = ByteBuffer.allocateDirect(8 << 20).order(ByteOrder.LITTLE_ENDIAN);
     final List<TransportQueue> opened = new CopyOnWriteArrayList<>();
@@ -47,6 +50,10 @@ final class RamQueueHandlerFactory implements QueueHandlerFactory, AutoCloseable
     /** CIDs whose responses the transport reported sent ({@link QueueHandler#onResponseSent}), in order. */
     final List<Integer> responsesSent = new CopyOnWriteArrayList<>();
     final LinkedBlockingQueue<Request> held = new LinkedBlockingQueue<>();
+    /** CIDs in the order {@link Request#complete} was called for them. */
+    final List<Integer> completionOrder = new CopyOnWriteArrayList<>();
+    /** {@link Mode#COMPLETED_DURING_DISPATCH}: how many commands are completed together. */
+    volatile int batch = 1;
     final AtomicInteger completionFailures = new AtomicInteger();
     /** Refusals the transport reported ({@link QueueHandlerFactory#onConnectionRefused}), in order. */
     final List<String> refusals = new CopyOnWriteArrayList<>();
@@ -91,7 +98,7 @@ final class RamQueueHandlerFactory implements QueueHandlerFactory, AutoCloseable
                 if (recording) {
                     SubmissionQueueEntry sqe = request.command();
                     seen.add(new Seen(sqe.opcode(), sqe.commandId(), request.dataLength(),
-                        Thread.currentThread().getName(), request.data() != null));
+                        Thread.currentThread().getName(), request.data() != null, request.slot()));
                 }
                 switch (mode) {
                     case INLINE:
@@ -103,6 +110,12 @@ final class RamQueueHandlerFactory implements QueueHandlerFactory, AutoCloseable
                     case BACKEND_QUEUE:
                         if (!backendQueue.offer(request)) {
                             throw new IllegalStateException("backend queue full");
+                        }
+                        break;
+                    case COMPLETED_DURING_DISPATCH:
+                        held.add(request);
+                        if (held.size() >= batch) {
+                            completeHeldOnBackendAndWait();
                         }
                         break;
                     default:
@@ -154,11 +167,29 @@ final class RamQueueHandlerFactory implements QueueHandlerFactory, AutoCloseable
                     break;
             }
         }
+        if (recording) {
+            completionOrder.add(sqe.commandId());
+        }
         try {
             request.complete(status);
         } catch (RuntimeException e) {
             completionFailures.incrementAndGet();
             throw e;
+        }
+    }
+
+    /** Completes every held command, oldest first, on the backend thread, and waits (at most 5 s) until it is done. */
+    private void completeHeldOnBackendAndWait() {
+        List<Request> commands = new java.util.ArrayList<>();
+        held.drainTo(commands);
+        java.util.concurrent.Future<?> done = backend.submit(() -> commands.forEach(this::execute));
+        try {
+            done.get(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted waiting for the backend's completions", e);
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            throw new IllegalStateException("the backend did not complete " + commands.size() + " commands in 5 s", e);
         }
     }
 

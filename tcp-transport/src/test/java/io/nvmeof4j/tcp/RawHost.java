@@ -118,6 +118,22 @@ final class RawHost implements AutoCloseable {
         return false;
     }
 
+    /** True when nothing arrives (and nothing is buffered) within {@code millis}: the target has no more to say. */
+    boolean silentFor(int millis) throws IOException {
+        if (in.available() > 0) {
+            return false;
+        }
+        socket.setSoTimeout(millis);
+        try {
+            in.read(); // a byte, or the end of the stream: either way not silent
+            return false;
+        } catch (SocketTimeoutException e) {
+            return true;
+        } finally {
+            socket.setSoTimeout(TIMEOUT_MILLIS);
+        }
+    }
+
     // ---- connection set-up ------------------------------------------------------------------------------------
 
     static byte[] icReq(int pfv, int hpda, int digest, int maxR2T) {

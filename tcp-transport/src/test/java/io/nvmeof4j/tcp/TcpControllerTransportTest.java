@@ -664,6 +664,79 @@ class TcpControllerTransportTest {
         assertThat(target.handlers.completionFailures).hasValue(0);
     }
 
+    /**
+     * Issue 12: a command completed on another thread while the reactor is still inside the handler's onCommand moves
+     * on through its completion only (the poll group's inbox). The step function used to look at the state again after
+     * the dispatch: it then sent that command's response ahead of commands completed before it (and before the
+     * completing thread had written the status), and the inbox moved the command a second time. Here every completion
+     * lands in that window, each time: the handler completes a round's four commands, oldest first, on its backend
+     * thread during the last one's dispatch and waits for that thread. Each command gets exactly one response, with
+     * the status the backend gave it, in the order the completions happened; the same slots serve the next rounds.
+     */
+    @Test
+    void shouldAnswerCommandsCompletedDuringTheirDispatchOnceEachInCompletionOrder() throws Exception {
+        byte[] stored = pattern(4096, 21);
+        int rounds = 3;
+        int perRound = 4;
+        int firstCid = 100;
+        try (RawHost host = target.host()) {
+            host.initializeAndConnect(NO_DIGESTS, 1, perRound, false);
+            host.sendCapsule(RawHost.ioSqe(0x01, 1, 16, 4096, 0x01), stored);
+            assertResponse(host.readPdu(), 1, NvmeStatus.SUCCESS);
+            target.handlers.batch = perRound;
+            target.handlers.mode = Mode.COMPLETED_DURING_DISPATCH;
+            for (int round = 0; round < rounds; round++) {
+                int cid = firstCid + round * perRound;
+                // A read, a command the backend fails, a flush, a read: sent in one write.
+                java.io.ByteArrayOutputStream pipelined = new java.io.ByteArrayOutputStream();
+                pipelined.writeBytes(host.capsule(RawHost.readSqe(cid, 16, 4096), null));
+                pipelined.writeBytes(host.capsule(
+                    RawHost.sqe(0x00, cid + 1, RamQueueHandlerFactory.FAILING_NSID, 0x5A, 0), null));
+                pipelined.writeBytes(host.capsule(RawHost.sqe(0x00, cid + 2, 1, 0x5A, 0), null));
+                pipelined.writeBytes(host.capsule(RawHost.readSqe(cid + 3, 16, 4096), null));
+                host.send(pipelined.toByteArray());
+
+                byte[] back = new byte[4096];
+                host.readData(cid, back, false);
+                assertThat(back).as("round %d, CID %d", round, cid).isEqualTo(stored);
+                assertResponse(host.readPdu(), cid, NvmeStatus.SUCCESS);
+                assertResponse(host.readPdu(), cid + 1, NvmeStatus.INVALID_NAMESPACE | NvmeStatus.DNR);
+                assertResponse(host.readPdu(), cid + 2, NvmeStatus.SUCCESS);
+                back = new byte[4096];
+                host.readData(cid + 3, back, false);
+                assertThat(back).as("round %d, CID %d", round, cid + 3).isEqualTo(stored);
+                assertResponse(host.readPdu(), cid + 3, NvmeStatus.SUCCESS);
+            }
+            assertThat(host.silentFor(200)).as("no second response for any command").isTrue();
+
+            target.handlers.mode = Mode.INLINE;
+            assertThat(read(host, 200, 16, 4096, 1)).as("the queue serves on").isEqualTo(stored);
+        }
+        java.util.List<Integer> batched = new java.util.ArrayList<>();
+        for (int cid = firstCid; cid < firstCid + rounds * perRound; cid++) {
+            batched.add(cid);
+        }
+        RamQueueHandlerFactory handlers = target.handlers;
+        assertThat(handlers.completionOrder).filteredOn(batched::contains).as("completed oldest first")
+            .containsExactlyElementsOf(batched);
+        eventually("every response reported sent", () -> handlers.responsesSent.contains(200));
+        assertThat(handlers.responsesSent).filteredOn(batched::contains).as("one response sent per command, in order")
+            .containsExactlyElementsOf(batched);
+        // The free list is LIFO: the slots the first round freed serve the next rounds.
+        java.util.Map<Integer, java.util.Set<Integer>> slotsByRound = new java.util.TreeMap<>();
+        for (RamQueueHandlerFactory.Seen s : handlers.seen) {
+            if (batched.contains(s.commandId())) {
+                slotsByRound.computeIfAbsent((s.commandId() - firstCid) / perRound, r -> new java.util.TreeSet<>())
+                    .add(s.slot());
+            }
+        }
+        assertThat(slotsByRound).hasSize(rounds);
+        assertThat(slotsByRound.get(0)).hasSize(perRound);
+        assertThat(slotsByRound.values()).as("slots per round").allMatch(slotsByRound.get(0)::equals);
+        assertThat(handlers.completionFailures).hasValue(0);
+        eventually("every pool buffer back", () -> target.buffersInUse() == 0);
+    }
+
     @Test
     void shouldSpreadConnectionsOverPollGroups() throws IOException {
         try (RawHost a = target.host(); RawHost b = target.host()) {

@@ -1,7 +1,6 @@
 package io.nvmeof4j.jni.rdma;
 
 import io.nvmeof4j.jni.NativeHandle;
-import io.nvmeof4j.jni.NativeIoException;
 
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
@@ -9,19 +8,19 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
 /**
  * A completion channel ({@code struct ibv_comp_channel}) plus an eventfd to wake its waiter: an adaptive reactor
  * arms its completion queues ({@link CompletionQueue#requestNotify(boolean)}), polls them once more, then blocks in
- * {@link #await(long)} until a completion event arrives, another thread calls {@link #wakeup()} (work was queued
- * for the reactor), or the timeout passes. The channel's fd is non-blocking, so it may also go into a reactor's own
- * epoll set ({@link #fd()}).
+ * {@link CompletionChannelSet#await(long)} over the channels of every device it serves until a completion event
+ * arrives on one of them, another thread calls {@link #wakeup()} (work was queued for the reactor), or the timeout
+ * passes. The channel's fd is non-blocking, so it may also go into a reactor's own epoll set ({@link #fd()}).
  *
- * <p>Each event returned by {@link #await(long)} is counted on its completion queue and must be acknowledged
+ * <p>Each event a wait takes is counted on its completion queue and must be acknowledged
  * ({@link CompletionQueue#ackEvents()}, batched as the reactor likes); closing a queue acknowledges what is left.
  * Closing the channel closes the completion queues still attached to it.
  *
- * <p>Threading: {@link #await(long)} is for one waiting thread at a time (a second one waits for the first);
- * {@link #wakeup()} is safe from any thread at any time, also while or after the channel is closed (then it does
- * nothing: producers cannot avoid that race). {@link #close()} is safe from any thread: it wakes a waiting
- * {@link #await(long)}, waits for it to return, then destroys the queues and the channel, so no wait or wake-up
- * ever touches freed memory.
+ * <p>Threading: a wait holds this channel's waiter lock for one waiting thread at a time (a second one waits for the
+ * first); {@link #wakeup()} is safe from any thread at any time, also while or after the channel is closed (then it
+ * does nothing: producers cannot avoid that race). {@link #close()} is safe from any thread: it wakes a waiting
+ * thread (the set polls this channel's eventfd too), waits for it to let go of the waiter lock, then destroys the
+ * queues and the channel, so no wait or wake-up ever touches freed memory.
  */
 public final class CompletionChannel extends NativeHandle {
     private final VerbsContext context;
@@ -30,7 +29,7 @@ public final class CompletionChannel extends NativeHandle {
     private volatile CompletionQueue[] attached = new CompletionQueue[0];
     private final int fd;
     private final long nativeChannel;
-    // Held around the native wait and the mapping of its event (and by a CQ's ack/destroy): see CompletionQueue.
+    // Held around the native wait and the mapping of its events (and by a CQ's ack/destroy): see CompletionQueue.
     private final ReentrantLock waiter = new ReentrantLock();
     // Read: a wakeup() writing the eventfd; write: release() destroying it.
     private final ReentrantReadWriteLock wakeLock = new ReentrantReadWriteLock();
@@ -58,39 +57,7 @@ public final class CompletionChannel extends NativeHandle {
     }
 
     /**
-     * Waits up to {@code timeoutNanos} (0 = just look, negative = wait without limit is refused) for a completion
-     * event ({@code poll} on the channel fd and the wake-up eventfd, then {@code ibv_get_cq_event}).
-     *
-     * @return the completion queue the event is for (its unacknowledged count is raised by one; re-arm it with
-     *         {@link CompletionQueue#requestNotify(boolean)} before polling it), or {@code null} on timeout or
-     *         wake-up
-     */
-    public CompletionQueue await(long timeoutNanos) throws NativeIoException {
-        if (timeoutNanos < 0) {
-            throw new IllegalArgumentException("a wait needs a timeout: " + timeoutNanos);
-        }
-        waiter.lock();
-        try {
-            long rc = wait0(handle(), timeoutNanos);
-            if (rc == 0) {
-                return null;
-            }
-            NativeIoException.check("ibv_get_cq_event", rc);
-            for (CompletionQueue cq : attached) {
-                if (cq.nativeCq() == rc) {
-                    cq.eventReceived();
-                    return cq;
-                }
-            }
-            // Cannot happen: a queue is acked, destroyed and detached under this lock, and armed only once attached.
-            return null;
-        } finally {
-            waiter.unlock();
-        }
-    }
-
-    /**
-     * Makes a current or the next {@link #await(long)} return (writes the eventfd). Safe from any thread; a no-op
+     * Makes a current or the next wait on this channel return (writes the eventfd). Safe from any thread; a no-op
      * once the channel is closed (or while it is being closed: the closing thread wakes the waiter itself).
      */
     public void wakeup() {
@@ -110,6 +77,31 @@ public final class CompletionChannel extends NativeHandle {
     /** The lock a waiter holds around the native wait (CompletionQueue acks and destroys under it). */
     ReentrantLock waiterLock() {
         return waiter;
+    }
+
+    /** The wake-up eventfd, for a {@link CompletionChannelSet} to poll (valid while the channel is open). */
+    int wakeFd() {
+        return wakeFd0(handle());
+    }
+
+    /** The pointer of the native channel, for a {@link CompletionChannelSet} (its waiter lock keeps it valid). */
+    long nativeChannel() {
+        return nativeChannel;
+    }
+
+    /**
+     * The queue an event taken from this channel is for, its unacknowledged count raised by one; called under the
+     * waiter lock. Null cannot happen: a queue is acked, destroyed and detached under that lock, and armed only once
+     * attached.
+     */
+    CompletionQueue eventReceived(long nativeCq) {
+        for (CompletionQueue cq : attached) {
+            if (cq.nativeCq() == nativeCq) {
+                cq.eventReceived();
+                return cq;
+            }
+        }
+        return null;
     }
 
     void attach(CompletionQueue cq) {
@@ -172,8 +164,8 @@ public final class CompletionChannel extends NativeHandle {
     /** The comp channel's fd. */
     private static native int fd0(long channel);
 
-    /** poll(channel fd, eventfd, timeout) then ibv_get_cq_event; the CQ pointer, 0 on timeout/wake-up, or -errno. */
-    private static native long wait0(long channel, long timeoutNanos);
+    /** The wake-up eventfd. */
+    private static native int wakeFd0(long channel);
 
     /** Writes 1 to the eventfd. */
     private static native int wake0(long channel);

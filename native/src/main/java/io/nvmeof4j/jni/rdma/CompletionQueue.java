@@ -12,8 +12,8 @@ import io.nvmeof4j.jni.NativeIoException;
  * <p>Threading: {@link #poll}, {@link #requestNotify} are for its reactor thread. {@link #ackEvents()} and
  * {@link #close()} are safe from any thread: both take the channel's waiter lock, and close first wakes a thread
  * waiting on the channel, acknowledges the events still unacknowledged (else {@code ibv_destroy_cq} would wait for
- * them forever) and destroys the queue under that lock, so a concurrent {@link CompletionChannel#await(long)} never
- * returns a destroyed queue. Closing it closes the queue pairs still using it first.
+ * them forever) and destroys the queue under that lock, so a concurrent {@link CompletionChannelSet#await(long)}
+ * never returns a destroyed queue. Closing it closes the queue pairs still using it first.
  */
 public final class CompletionQueue extends NativeHandle {
     private final VerbsContext context;
@@ -44,7 +44,7 @@ public final class CompletionQueue extends NativeHandle {
         return handle();
     }
 
-    /** Called by CompletionChannel.await under its waiter lock. */
+    /** Called by a wait on the channel (CompletionChannel.eventReceived) under its waiter lock. */
     void eventReceived() {
         unackedEvents++;
     }
@@ -92,7 +92,7 @@ public final class CompletionQueue extends NativeHandle {
         NativeIoException.check("ibv_req_notify_cq", notify0(handle(), solicitedOnly));
     }
 
-    /** Events {@link CompletionChannel#await(long)} returned for this queue and not yet acknowledged. */
+    /** Events {@link CompletionChannelSet#await(long)} took for this queue and not yet acknowledged. */
     public int unacknowledgedEvents() {
         if (channel == null) {
             return 0;

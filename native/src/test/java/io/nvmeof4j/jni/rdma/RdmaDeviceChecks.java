@@ -308,20 +308,21 @@ class RdmaDeviceChecks {
         try (RdmaLoopback lo = RdmaLoopback.connect(CAPS, ConnectionParameters.defaults(),
             ConnectionParameters.defaults())) {
             CompletionChannel ch = lo.target.channel;
+            CompletionChannelSet set = setOf(ch);
             lo.target.recvCq.requestNotify(false);
             long t0 = System.nanoTime();
-            assertThat(ch.await(200_000_000L)).isNull();
+            assertThat(set.await(200_000_000L)).isZero();
             assertThat(System.nanoTime() - t0).isGreaterThanOrEqualTo(150_000_000L);
 
             AtomicLong wokenAt = new AtomicLong();
             Thread waker = new Thread(() -> {
                 sleep(100);
                 wokenAt.set(System.nanoTime());
-                ch.wakeup();
+                set.wakeup();
             });
             t0 = System.nanoTime();
             waker.start();
-            assertThat(ch.await(5_000_000_000L)).as("woken, no event").isNull();
+            assertThat(set.await(5_000_000_000L)).as("woken, no event").isZero();
             long waited = System.nanoTime() - t0;
             waker.join(5000);
             assertThat(waited).isLessThan(3_000_000_000L).isGreaterThanOrEqualTo(50_000_000L);
@@ -332,7 +333,8 @@ class RdmaDeviceChecks {
             SendWorkRequests send = new SendWorkRequests(1, 1);
             send.send(0, 7002, 0).sge(0, 0, lo.host.mr.address(), 32, lo.host.mr.lkey());
             lo.host.qp.postSendOrThrow(send, 1);
-            CompletionQueue cq = ch.await(5_000_000_000L);
+            assertThat(set.await(5_000_000_000L)).as("one completion event").isEqualTo(1);
+            CompletionQueue cq = set.queue(0);
             assertThat(cq).as("completion event for the receive CQ").isSameAs(lo.target.recvCq);
             assertThat(cq.unacknowledgedEvents()).isEqualTo(1);
             cq.ackEvents();
@@ -340,6 +342,134 @@ class RdmaDeviceChecks {
             cq.requestNotify(false);
             expectOne(lo.target, cq, 7001, WorkCompletions.OPCODE_RECV, 32);
         }
+    }
+
+    /**
+     * A poll group serving several devices waits on all their channels at once (here three channels of one device,
+     * which is the same to the wait): a completion on the second ends a long wait at once and is reported for the
+     * second; a channel closed by another thread during the wait wakes it, waits for it to let go, and is never
+     * handed to C again; wakeup() and the timeout still work over the channels left; with all closed, a wait throws.
+     */
+    @Test
+    void shouldWaitOnSeveralChannelsAndSurviveOneClosedDuringTheWait() throws Exception {
+        try (RdmaLoopback lo = RdmaLoopback.connect(CAPS, ConnectionParameters.defaults(),
+            ConnectionParameters.defaults())) {
+            VerbsContext ctx = lo.target.id.verbsContext();
+            CompletionChannel first = ctx.createCompletionChannel();
+            CompletionChannel third = ctx.createCompletionChannel();
+            CompletionQueue thirdCq = ctx.createCompletionQueue(16, third, 0);
+            CompletionChannelSet set = new CompletionChannelSet(8);
+            set.add(first);
+            set.add(lo.target.channel);
+            set.add(third);
+            set.add(third); // once only
+            assertThat(set.size()).isEqualTo(3);
+            consumeTheAddsWakeUp(set);
+            thirdCq.requestNotify(false);
+            lo.target.recvCq.requestNotify(false);
+
+            AtomicReference<Object> result = new AtomicReference<>("not returned");
+            AtomicLong returnedAt = new AtomicLong();
+            Thread waiter = waitOn(set, result, returnedAt);
+            sleep(200);
+            assertThat(waiter.isAlive()).as("nothing to report yet").isTrue();
+            ReceiveWorkRequests recv = new ReceiveWorkRequests(1, 1);
+            recv.set(0, 7101).sge(0, 0, lo.target.mr.address(), 64, lo.target.mr.lkey());
+            lo.target.qp.postReceiveOrThrow(recv, 1);
+            SendWorkRequests send = new SendWorkRequests(1, 1);
+            send.send(0, 7102, 0).sge(0, 0, lo.host.mr.address(), 32, lo.host.mr.lkey());
+            long postedAt = System.nanoTime();
+            lo.host.qp.postSendOrThrow(send, 1);
+            waiter.join(5000);
+            assertThat(waiter.isAlive()).isFalse();
+            assertThat(result.get()).as("the second channel's event, out of a 10 s wait").isEqualTo(1);
+            System.out.printf("INFO a completion on the 2nd of 3 channels ended a 10 s wait after %d us%n",
+                (returnedAt.get() - postedAt) / 1000);
+            assertThat(returnedAt.get() - postedAt).isLessThan(2_000_000_000L);
+            CompletionQueue cq = set.queue(0);
+            assertThat(cq).isSameAs(lo.target.recvCq);
+            assertThat(cq.channel()).isSameAs(lo.target.channel);
+            cq.ackEvents();
+            expectOne(lo.target, cq, 7101, WorkCompletions.OPCODE_RECV, 32);
+
+            // The third channel (with its CQ) closed by another thread while the set is waited on.
+            result.set("not returned");
+            waiter = waitOn(set, result, returnedAt);
+            sleep(200);
+            long t0 = System.nanoTime();
+            third.close();
+            long closeNanos = System.nanoTime() - t0;
+            waiter.join(5000);
+            assertThat(closeNanos).as("close waits only for the woken wait").isLessThan(2_000_000_000L);
+            assertThat(waiter.isAlive()).isFalse();
+            assertThat(result.get()).as("woken by the close").isEqualTo(0);
+            assertThat(thirdCq.isClosed()).isTrue();
+
+            // The next wait finds it closed, drops it and returns at once (a wake-up written to it may be lost);
+            // then the channels left wait as before: the timeout, wakeup().
+            t0 = System.nanoTime();
+            assertThat(set.await(10_000_000_000L)).isZero();
+            assertThat(System.nanoTime() - t0).isLessThan(2_000_000_000L);
+            t0 = System.nanoTime();
+            assertThat(set.await(200_000_000L)).isZero();
+            assertThat(System.nanoTime() - t0).isBetween(150_000_000L, 2_000_000_000L);
+            result.set("not returned");
+            waiter = waitOn(set, result, returnedAt);
+            sleep(200);
+            long wokenAt = System.nanoTime();
+            set.wakeup();
+            waiter.join(5000);
+            assertThat(result.get()).isEqualTo(0);
+            assertThat(returnedAt.get() - wokenAt).isLessThan(2_000_000_000L);
+
+            first.close();
+            CompletionChannelSet onlyClosed = setOf(first, third);
+            assertThat(onlyClosed.size()).isZero();
+            lo.target.channel.close();
+            assertThatThrownBy(() -> set.await(1)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("closed");
+            set.wakeup(); // every member closed: a no-op
+        }
+    }
+
+    /** A set of the channels given that are open (adding a closed one throws), the adds' wake-up consumed. */
+    private static CompletionChannelSet setOf(CompletionChannel... channels) throws Exception {
+        CompletionChannelSet set = new CompletionChannelSet(8);
+        for (CompletionChannel c : channels) {
+            if (c.isClosed()) {
+                assertThatThrownBy(() -> set.add(c)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("closed");
+            } else {
+                set.add(c);
+            }
+        }
+        if (set.size() > 0) {
+            consumeTheAddsWakeUp(set);
+        }
+        return set;
+    }
+
+    /**
+     * An add wakes the set's waiter (so that a reactor blocked on its other channels waits on the new one too): the
+     * next wait returns at once, woken; it takes no event (nothing is armed and completed yet).
+     */
+    private static void consumeTheAddsWakeUp(CompletionChannelSet set) throws Exception {
+        long t0 = System.nanoTime();
+        assertThat(set.await(5_000_000_000L)).as("the add's wake-up, no event").isZero();
+        assertThat(System.nanoTime() - t0).isLessThan(2_000_000_000L);
+    }
+
+    private static Thread waitOn(CompletionChannelSet set, AtomicReference<Object> result, AtomicLong returnedAt) {
+        Thread t = new Thread(() -> {
+            try {
+                result.set(set.await(10_000_000_000L));
+            } catch (Throwable e) {
+                result.set(e);
+            }
+            returnedAt.set(System.nanoTime());
+        }, "set-waiter");
+        t.start();
+        return t;
     }
 
     @Test
@@ -465,7 +595,7 @@ class RdmaDeviceChecks {
         assertThatThrownBy(() -> s.pd.registerMemory(ByteBuffer.allocateDirect(64), MemoryRegion.LOCAL_WRITE))
             .isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(() -> s.id.disconnect()).isInstanceOf(IllegalStateException.class);
-        assertThatThrownBy(() -> s.channel.await(1)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> new CompletionChannelSet(1).add(s.channel)).isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(() -> lo.listenChannel.pollEvent()).isInstanceOf(IllegalStateException.class);
     }
 
@@ -478,7 +608,8 @@ class RdmaDeviceChecks {
             CompletionChannel ch = ctx.createCompletionChannel();
             CompletionQueue cq = ctx.createCompletionQueue(16, ch, 0);
             cq.requestNotify(false);
-            raceWaitWakeAndClose("completion channel", () -> ch.await(5_000_000_000L), ch::wakeup, ch::close);
+            CompletionChannelSet set = setOf(ch);
+            raceWaitWakeAndClose("completion channel", () -> set.await(5_000_000_000L), set::wakeup, ch::close);
             assertThat(cq.isClosed()).as("the channel's close closed its CQ").isTrue();
             ch.wakeup(); // closed: a silent no-op
 
@@ -554,6 +685,7 @@ class RdmaDeviceChecks {
         try (RdmaLoopback lo = RdmaLoopback.connect(CAPS, ConnectionParameters.defaults(),
             ConnectionParameters.defaults())) {
             // An event received (ibv_get_cq_event) and not acknowledged: close from another thread must not hang.
+            CompletionChannelSet set = setOf(lo.target.channel);
             CompletionQueue recvCq = lo.target.recvCq;
             recvCq.requestNotify(false);
             ReceiveWorkRequests recv = new ReceiveWorkRequests(1, 1);
@@ -562,7 +694,8 @@ class RdmaDeviceChecks {
             SendWorkRequests send = new SendWorkRequests(1, 1);
             send.send(0, 9002, 0).sge(0, 0, lo.host.mr.address(), 32, lo.host.mr.lkey());
             lo.host.qp.postSendOrThrow(send, 1);
-            CompletionQueue got = lo.target.channel.await(5_000_000_000L);
+            assertThat(set.await(5_000_000_000L)).isEqualTo(1);
+            CompletionQueue got = set.queue(0);
             assertThat(got).isSameAs(recvCq);
             assertThat(got.unacknowledgedEvents()).isEqualTo(1);
             Thread closer = new Thread(recvCq::close, "cq-closer");
@@ -581,7 +714,7 @@ class RdmaDeviceChecks {
             AtomicReference<Object> result = new AtomicReference<>("not returned");
             Thread waiter = new Thread(() -> {
                 try {
-                    result.set(lo.target.channel.await(10_000_000_000L));
+                    result.set(set.await(10_000_000_000L));
                 } catch (Throwable t) {
                     result.set(t);
                 }
@@ -594,7 +727,7 @@ class RdmaDeviceChecks {
             waiter.join(5000);
             assertThat(closeNanos).isLessThan(2_000_000_000L);
             assertThat(waiter.isAlive()).isFalse();
-            assertThat(result.get()).as("the waiter was woken by the close").isNull();
+            assertThat(result.get()).as("the waiter was woken by the close").isEqualTo(0);
         }
     }
 

@@ -18,9 +18,10 @@ import java.util.IdentityHashMap;
 import java.util.Map;
 
 /**
- * A host poll group's resources on its RDMA device: protection domain, completion channel, the registered bounce
- * pool and the registration cache ({@link HostMemory}). Made once, when the group's first queue resolves its
- * address, from the verbs context librdmacm opened for the device (queue pairs of CM ids must use it).
+ * A host poll group's resources on one RDMA device ({@link HostDevices}): protection domain, completion channel
+ * (added to the group's waiter), the registered bounce pool and the registration cache ({@link HostMemory}). Made
+ * once, when the group's first queue through the device resolves its address, from the verbs context librdmacm
+ * opened for the device (queue pairs of CM ids must use it).
  */
 final class HostDevice implements AutoCloseable, MemoryRegistrar {
     private static final Logger LOG = LoggerFactory.getLogger(HostDevice.class);

@@ -11,11 +11,11 @@ import org.slf4j.LoggerFactory;
 
 
 /**
- * The NVMe/RDMA host share of one host reactor thread: its queues (each with its own completion queue, all
- * reporting to one completion channel), and the long-lived registered memory they move data through
- * ({@link HostMemory}, made once when the group first connects on a device). {@link #poll()} runs control tasks and
+ * The NVMe/RDMA host share of one host reactor thread: its queues (each with its own completion queue, reporting
+ * to the group's completion channel on the queue's device), and the long-lived registered memory they move data
+ * through ({@link HostMemory}, made once per device, when the group first connects through it). {@link #poll()} runs control tasks and
  * polls every queue's completion queue into one preallocated batch, which runs the completion callbacks.
- * {@link #await} arms the completion queues, polls once more, and blocks on the completion channel.
+ * {@link #await} arms the completion queues, polls once more, and blocks on the completion channels.
  * Nothing allocates per I/O.
  */
 public final class RdmaHostPollGroup implements HostPollGroup {

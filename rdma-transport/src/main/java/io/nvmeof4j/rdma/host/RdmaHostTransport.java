@@ -43,7 +43,9 @@ import java.util.concurrent.TimeoutException;
 /**
  * NVMe-oF/RDMA in the host role: {@link #connect} is the Linux host's {@code nvme_rdma_alloc_queue} +
  * {@code nvme_rdma_cm_handler}: resolve address and route (3 s each, bounded by the connect timeout), create the
- * completion queue and RC queue pair on the poll group's device, post HRQSIZE receives, connect with the CM request
+ * completion queue and RC queue pair with the poll group's resources on the device the route goes through (made on
+ * first use, {@link HostDevices}: one host reactor may reach its controllers through several devices), post HRQSIZE
+ * receives, connect with the CM request
  * private data (QID, HRQSIZE, HSQSIZE, CNTLID) and responder_resources = the device's max_qp_rd_atom,
  * initiator_depth 0, retry 7, RNR retry 7, and wait for ESTABLISHED. A reject is reported with the controller's
  * status ({@link CmConnectReject}). Every wait is bounded and every failure names the peer and the step.
@@ -202,25 +204,18 @@ public final class RdmaHostTransport implements HostTransport {
 
     private static HostDevice device(RdmaHostPollGroup group, VerbsContext context, String where)
         throws TransportConnectException {
+        HostDevices devices;
         synchronized (group) {
-            AutoCloseable existing = group.resources;
-            if (existing instanceof HostDevice) {
-                HostDevice d = (HostDevice) existing;
-                if (!d.name.equals(context.deviceName())) {
-                    throw new TransportConnectException(where, STEP_QUEUE_PAIR, "the route goes through device "
-                        + context.deviceName() + " but this host poll group serves " + d.name
-                        + " (one device per host reactor)", null);
-                }
-                return d;
+            if (!(group.resources instanceof HostDevices)) {
+                group.resources = new HostDevices((DeviceWaiter) group.waiter());
             }
-            try {
-                HostDevice d = new HostDevice(context, (DeviceWaiter) group.waiter());
-                group.resources = d;
-                return d;
-            } catch (NativeIoException | RuntimeException e) {
-                throw new TransportConnectException(where, STEP_QUEUE_PAIR, "device " + context.deviceName()
-                    + ": " + e.getMessage(), e);
-            }
+            devices = (HostDevices) group.resources;
+        }
+        try {
+            return devices.device(context);
+        } catch (NativeIoException | RuntimeException e) {
+            throw new TransportConnectException(where, STEP_QUEUE_PAIR, "device " + context.deviceName()
+                + ": " + e.getMessage(), e);
         }
     }
 

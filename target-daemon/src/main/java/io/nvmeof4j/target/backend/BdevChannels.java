@@ -19,7 +19,8 @@ import java.util.function.Predicate;
 /**
  * One reactor's block-device poll group: the io_uring every {@link UringBlockDevice} used on this reactor submits
  * to, with the reactor's buffer pool registered as a fixed buffer, and one {@link BdevIoChannel} per device,
- * created the first time the device is used here (SPDK: a bdev's I/O channel per thread). The reactor polls it in
+ * opened when a queue of the device's subsystem connects on this reactor ({@link ReactorBackends}; SPDK: a bdev's
+ * I/O channel per thread, taken when the subsystem joins the poll group). The reactor polls it in
  * the same loop as its transport: {@link #poll()} hands the round's submissions to the kernel in one call and reaps
  * completions in one call, completing their commands on this thread.
  * <h2>A full ring waits, it never fails</h2>
@@ -144,10 +145,18 @@ public final class BdevChannels implements PollGroup, InFlightAware {
         return reactor == null ? null : reactor.pollGroup(BdevChannels.class);
     }
 
+    /** This ring is {@code reactorThread}'s (found through that thread's reactor); the first caller tells. */
+    void ownedBy(Thread reactorThread) {
+        if (owner == null) {
+            owner = reactorThread;
+        }
+    }
+
     /**
      * The ring {@code io} runs on when submitted from the calling thread, or null off the reactors: the one bound to
-     * the descriptor at its first submission while the caller is that ring's reactor (the common case: one field
-     * read and a thread compare), else looked up and bound anew.
+     * the descriptor when its queue connected on this reactor ({@link ReactorBackends}), while the caller is that
+     * ring's reactor (the common case: one field read and a thread compare); else looked up and bound anew (a
+     * descriptor no queue bound, a tool's, or a step resumed on another thread).
      */
     static BdevChannels bound(BlockIo io) {
         BdevChannels ring = io.boundRing;
@@ -155,8 +164,8 @@ public final class BdevChannels implements PollGroup, InFlightAware {
             return ring;
         }
         ring = current();
-        if (ring != null && ring.owner == null) {
-            ring.owner = Thread.currentThread(); // current() found it through this thread's reactor
+        if (ring != null) {
+            ring.ownedBy(Thread.currentThread()); // current() found it through this thread's reactor
         }
         if (ring != io.boundRing) {
             io.boundRing = ring;
@@ -187,7 +196,18 @@ public final class BdevChannels implements PollGroup, InFlightAware {
         return pool == null || !group.fixedBuffers() ? -1 : pool.regionOffset(buffer);
     }
 
-    /** The device's channel on this reactor, created on first use (allocates once per device and reactor). */
+    /** The device's channel on this reactor if one is open, else null (nothing is opened). */
+    BdevIoChannel existingChannel(UringBlockDevice device) {
+        int id = device.id();
+        BdevIoChannel ch = id < channels.length ? channels[id] : null;
+        return ch == null || ch.isClosed() ? null : ch;
+    }
+
+    /**
+     * The device's channel on this reactor, opened if it has none (allocates once per device and reactor): when a
+     * queue of the device's subsystem connects here ({@link ReactorBackends#open}), else at the device's first I/O
+     * here (a namespace added after the queues connected).
+     */
     BdevIoChannel channel(UringBlockDevice device) throws NativeIoException {
         int id = device.id();
         if (id >= channels.length) {

@@ -27,9 +27,10 @@ public abstract class BlockIo {
     int deferredStatus;
     Runnable deferredCompletion;
 
-    // The io_uring resources this descriptor's I/O runs on, resolved at its first submission on its queue's reactor
-    // and kept: a queue slot stays on one reactor, so later I/O finds its ring and the device's channel here instead
-    // of looking them up per I/O (SPDK resolves a qpair's I/O channels when the qpair joins its poll group).
+    // What this descriptor's I/O runs on: its reactor's ring and QoS waits, set when its queue connected on that
+    // reactor (ReactorBackends; SPDK resolves a qpair's I/O channels when the qpair joins its poll group), and the
+    // device's channel on that ring, kept from the descriptor's last I/O. A queue slot stays on one reactor, so no I/O
+    // looks these up; a descriptor no queue bound (tools, tests) resolves them at its first submission instead.
     BdevChannels boundRing;
     UringBlockDevice boundDevice;
     io.nvmeof4j.jni.bdev.BdevIoChannel boundChannel;

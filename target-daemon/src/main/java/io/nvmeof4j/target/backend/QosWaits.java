@@ -39,9 +39,17 @@ public final class QosWaits implements PollGroup, InFlightAware {
         return reactor == null ? null : reactor.pollGroup(QosWaits.class);
     }
 
+    /** These waits are {@code reactorThread}'s (found through that thread's reactor); the first caller tells. */
+    void ownedBy(Thread reactorThread) {
+        if (owner == null) {
+            owner = reactorThread;
+        }
+    }
+
     /**
-     * The calling reactor's, as bound to {@code io} at its first submission there (a queue slot stays on its reactor:
-     * no lookup per I/O, as {@link BdevChannels#bound}), or null off the reactors.
+     * The calling reactor's, as bound to {@code io} when its queue connected there ({@link ReactorBackends}; a queue
+     * slot stays on its reactor: no lookup per I/O, as {@link BdevChannels#bound}), else looked up and bound now; null
+     * off the reactors.
      */
     static QosWaits bound(BlockIo io) {
         QosWaits qos = io.boundQos;
@@ -50,8 +58,8 @@ public final class QosWaits implements PollGroup, InFlightAware {
         }
         qos = current();
         io.boundQos = qos;
-        if (qos != null && qos.owner == null) {
-            qos.owner = Thread.currentThread(); // current() found it through this thread's reactor
+        if (qos != null) {
+            qos.ownedBy(Thread.currentThread()); // current() found it through this thread's reactor
         }
         return qos;
     }

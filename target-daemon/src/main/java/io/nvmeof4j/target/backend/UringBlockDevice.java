@@ -283,6 +283,24 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
     }
 
     /**
+     * Opens this device's channel on {@code channels} ahead of its first I/O there (a queue of its subsystem connected
+     * on that reactor), unless it has one or the device is out of service: {@link #detach} sets {@link #stopped}
+     * before it asks each reactor to close its channel, so a reactor opening one after that task ran sees it (same
+     * thread) and opens nothing. Reactor thread.
+     */
+    void openChannel(BdevChannels channels) {
+        if (stopped) {
+            return;
+        }
+        try {
+            channels.channel(this);
+        } catch (NativeIoException | IllegalStateException e) {
+            // The first I/O tries again, and answers Namespace Not Ready if it cannot either.
+            errorLog.error("{}: no I/O channel on this reactor yet: {}", path, e.toString());
+        }
+    }
+
+    /**
      * A parked I/O's turn ({@link BdevChannels#poll()}, a ring slot is free). Returns false when it had to park
      * again. Reactor thread.
      */

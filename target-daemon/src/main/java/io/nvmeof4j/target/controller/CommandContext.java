@@ -1,6 +1,7 @@
 package io.nvmeof4j.target.controller;
 
 import io.nvmeof4j.protocol.spi.Request;
+import io.nvmeof4j.target.backend.ReactorBackends;
 import io.nvmeof4j.target.io.IoContext;
 import io.nvmeof4j.target.metrics.MeteredRequest;
 
@@ -16,7 +17,10 @@ final class CommandContext {
     final Request transportRequest;
     /** I/O queues: the slot's in-flight count (Preempt and Abort waits on it); null on the admin queue. */
     final InFlightRequest inFlight;
-    /** I/O queues: the NVM executor's I/O context of the slot; null on the admin queue. */
+    /**
+     * I/O queues: the NVM executor's I/O context of the slot, bound to the block-I/O resources its queue's reactor
+     * gave the queue at Connect; null on the admin queue.
+     */
     final IoContext io;
     /**
      * The slot's metering around the command (around {@link #inFlight} on an I/O queue, around the transport's
@@ -24,10 +28,14 @@ final class CommandContext {
      */
     final MeteredRequest metered;
 
-    CommandContext(Request transportRequest, boolean ioQueue, boolean metrics) {
+    /** @param backends the I/O queue's, from its Connect on its reactor; null on the admin queue or off the reactors */
+    CommandContext(Request transportRequest, boolean ioQueue, boolean metrics, ReactorBackends backends) {
         this.transportRequest = transportRequest;
         this.inFlight = ioQueue ? new InFlightRequest(transportRequest) : null;
         this.io = ioQueue ? new IoContext() : null;
+        if (io != null && backends != null) {
+            backends.bind(io);
+        }
         this.metered = metrics ? new MeteredRequest(ioQueue ? inFlight : transportRequest) : null;
     }
 }

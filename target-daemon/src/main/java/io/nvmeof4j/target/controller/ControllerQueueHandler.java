@@ -12,6 +12,7 @@ import io.nvmeof4j.protocol.spi.QueueHandler;
 import io.nvmeof4j.protocol.spi.Request;
 import io.nvmeof4j.protocol.spi.TransportQueue;
 import io.nvmeof4j.target.auth.AuthenticationCommands;
+import io.nvmeof4j.target.backend.ReactorBackends;
 import io.nvmeof4j.target.io.NvmCommandExecutor;
 import io.nvmeof4j.target.metrics.NamespaceMeters;
 import io.nvmeof4j.target.metrics.SubsystemMeters;
@@ -50,7 +51,9 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * </ol>
  * <p>Per-slot command context: every transport slot of the queue has one {@link CommandContext}, found by
  * {@link Request#slot()} in an array sized at Connect; it holds the slot's in-flight counter wrapper, its metering
- * and the executor's I/O context, typed. The I/O path checks, resolves, counts the command in flight (Preempt and
+ * and the executor's I/O context, typed. An I/O queue's Connect resolves, on the queue's reactor, the block-I/O
+ * resources its commands run on and opens its subsystem's device channels there ({@link ReactorBackends}); each
+ * slot's I/O context is bound to them when made. The I/O path checks, resolves, counts the command in flight (Preempt and
  * Abort) and delegates: no allocation once the slot has been used, no lock, no logging. A counter of commands
  * received (written only by the reactor) gives the keep-alive timer its traffic; the shutdown's in-flight count
  * comes from the transport ({@link TransportQueue#commandsOutstanding()}), which also sees writes still receiving
@@ -92,6 +95,11 @@ final class ControllerQueueHandler implements QueueHandler {
     private volatile boolean closed;
     /** The per-slot command contexts, indexed by {@link Request#slot()}; reactor thread only. */
     private CommandContext[] contexts = new CommandContext[0];
+    /**
+     * An I/O queue's block-I/O resources on its reactor, resolved by its Connect there (null on the admin queue and off
+     * the reactors): every slot's I/O context is bound to them when made. Reactor thread only.
+     */
+    private ReactorBackends backends;
 
     /**
      * I/O commands admitted (past the reservation check) and not yet completed, in two halves: the reactor counts a
@@ -162,6 +170,16 @@ final class ControllerQueueHandler implements QueueHandler {
         }
         // One context per slot the queue may use; a transport with more slots grows the array on first use.
         contexts = new CommandContext[sqSize];
+        if (qid != 0) {
+            // Once, here, on the queue's reactor: its ring, QoS waits and the subsystem's device channels. A namespace
+            // added later gets its channel on this reactor at its first I/O here.
+            backends = ReactorBackends.current();
+            if (backends != null) {
+                for (Namespace namespace : controller.subsystem().namespaces()) {
+                    backends.open(namespace.device());
+                }
+            }
+        }
         this.controller = controller;
         this.queueId = qid;
     }
@@ -331,7 +349,7 @@ final class ControllerQueueHandler implements QueueHandler {
         } else {
             contexts = cs = Arrays.copyOf(cs, slot + 1);
         }
-        CommandContext c = new CommandContext(request, queueId != 0, metrics != null);
+        CommandContext c = new CommandContext(request, queueId != 0, metrics != null, backends);
         cs[slot] = c;
         return c;
     }

@@ -100,45 +100,34 @@ public final class TargetMeterNames {
     public static final Duration LATENCY_MAX = Duration.ofSeconds(10);
 
     // Operation indexes: meters live in arrays indexed by these, resolved when a namespace appears.
-    public static final int OP_READ = 0;
-    public static final int OP_WRITE = 1;
-    public static final int OP_FLUSH = 2;
-    public static final int OP_WRITE_ZEROES = 3;
-    public static final int OP_DEALLOCATE = 4;
-    public static final int OP_COMPARE = 5;
-    public static final int OP_VERIFY = 6;
-    public static final int OP_COPY = 7;
-    public static final int OP_ADMIN = 8;
-    /** An I/O opcode we do not implement (or a reservation command): counted as failed, not timed. */
-    public static final int OP_OTHER = 9;
-    public static final int OPS = 10;
+    public static final int OP_READ = NvmOpcode.OP_READ;
+    public static final int OP_WRITE = NvmOpcode.OP_WRITE;
+    public static final int OP_FLUSH = NvmOpcode.OP_FLUSH;
+    public static final int OP_WRITE_ZEROES = NvmOpcode.OP_WRITE_ZEROES;
+    public static final int OP_DEALLOCATE = NvmOpcode.OP_DEALLOCATE;
+    public static final int OP_COMPARE = NvmOpcode.OP_COMPARE;
+    public static final int OP_VERIFY = NvmOpcode.OP_VERIFY;
+    public static final int OP_COPY = NvmOpcode.OP_COPY;
     /** Ops with a latency timer per namespace (the I/O ops). */
-    public static final int IO_OPS = 8;
+    public static final int IO_OPS = NvmOpcode.METERED_OPS;
+    public static final int OP_ADMIN = IO_OPS;
+    /** An I/O opcode we do not implement (or a reservation command): counted as failed, not timed. */
+    public static final int OP_OTHER = IO_OPS + 1;
+    public static final int OPS = IO_OPS + 2;
 
-    private static final String[] OP_NAMES = {"read", "write", "flush", "write_zeroes", "deallocate", "compare",
-        "verify", "copy", "admin", "other"};
     public static final int TRANSPORTS = TransportType.values().length;
 
     private TargetMeterNames() {
     }
 
     public static String opName(int op) {
-        return OP_NAMES[op];
+        return op == OP_ADMIN ? "admin" : op == OP_OTHER ? "other" : NvmOpcode.meteredOpName(op);
     }
 
-    /** The op index of an NVM command set opcode (NVMe NVM Command Set 1.0, 3). */
+    /** The op index of an NVM command set opcode; {@link #OP_OTHER} for one not metered as I/O. */
     public static int ioOp(int opcode) {
-        switch (opcode) {
-            case NvmOpcode.READ: return OP_READ;
-            case NvmOpcode.WRITE: return OP_WRITE;
-            case NvmOpcode.FLUSH: return OP_FLUSH;
-            case NvmOpcode.WRITE_ZEROES: return OP_WRITE_ZEROES;
-            case NvmOpcode.DATASET_MANAGEMENT: return OP_DEALLOCATE;
-            case NvmOpcode.COMPARE: return OP_COMPARE;
-            case NvmOpcode.VERIFY: return OP_VERIFY;
-            case NvmOpcode.COPY: return OP_COPY;
-            default: return OP_OTHER;
-        }
+        int op = NvmOpcode.meteredOp(opcode);
+        return op < 0 ? OP_OTHER : op;
     }
 
     /** Transport tag value. */

@@ -153,9 +153,9 @@ class UringBlockDeviceTest {
     }
 
     /**
-     * A descriptor (one per queue slot) finds its reactor's ring and the device's channel once, at its first I/O
-     * there, and keeps them for the next I/Os; another device gets its own channel; I/O of a detached device is
-     * refused, never sent through the closed channel the descriptor still holds.
+     * A descriptor no queue bound at Connect (a queue slot's is: IoQueueBackendBindingTest) finds its reactor's ring and
+     * the device's channel once, at its first I/O there, and keeps them for the next I/Os; another device gets its own
+     * channel; I/O of a detached device is refused, never sent through the closed channel the descriptor still holds.
      */
     @Test
     void shouldBindTheRingAndTheChannelToTheDescriptorAtItsFirstIo() throws Exception {

@@ -54,6 +54,86 @@ class AdaptiveIdleStrategyTest {
         assertThat(blocks).containsExactly(MS, 2 * MS, 4 * MS, 8 * MS, 8 * MS, 8 * MS);
     }
 
+    /** A strategy that learns its spin up to {@code maxSpin}, no yields, no contention measurement. */
+    private AdaptiveIdleStrategy learning(long spin, long maxSpin) {
+        return new AdaptiveIdleStrategy("test", blocks::add, spin, maxSpin, 0, MS, 8 * MS, () -> now, null);
+    }
+
+    /** One idle stretch from {@code start}: empty rounds until {@code gap} (blocking once the spin is over), then work. */
+    private void stretch(AdaptiveIdleStrategy s, long start, long gap) {
+        idleAt(s, start);
+        long spinEnd = start + s.spinNanos();
+        if (spinEnd < start + gap) {
+            idleAt(s, spinEnd); // the spin is over: blocks
+        }
+        now = start + gap;
+        s.idle(1);
+    }
+
+    @Test
+    void shouldLearnToSpinOverAShortGapThatBlocked() {
+        AdaptiveIdleStrategy s = learning(SPIN, 500 * US);
+        stretch(s, now, 200 * US);
+        assertThat(blocks).as("the first stretch blocked after the configured spin").hasSize(1);
+        assertThat(s.spinNanos()).as("a quarter more than the gap").isEqualTo(250 * US);
+
+        long start = now + MS;
+        idleAt(s, start);
+        idleAt(s, start + 249 * US);
+        assertThat(s.state()).as("still spinning where it blocked before").isEqualTo(State.SPINNING);
+        assertThat(blocks).hasSize(1);
+        idleAt(s, start + 250 * US);
+        assertThat(s.state()).isEqualTo(State.PARKING);
+        assertThat(blocks).hasSize(2);
+    }
+
+    @Test
+    void shouldNotLearnASpinLongerThanTheMaximum() {
+        AdaptiveIdleStrategy s = learning(SPIN, 500 * US);
+        stretch(s, now, 450 * US);
+        assertThat(s.spinNanos()).as("capped").isEqualTo(500 * US);
+        stretch(s, now + MS, 5 * MS);
+        assertThat(s.spinNanos()).as("a gap past the maximum halves the way back").isEqualTo(275 * US);
+    }
+
+    @Test
+    void shouldGoBackToTheConfiguredSpinWhenTrafficIsSparse() {
+        AdaptiveIdleStrategy s = learning(SPIN, 500 * US);
+        stretch(s, now, 300 * US);
+        assertThat(s.spinNanos()).isEqualTo(375 * US);
+        for (int i = 0; i < 8; i++) {
+            stretch(s, now + MS, 20 * MS);
+        }
+        assertThat(s.spinNanos()).isBetween(SPIN, SPIN + 2 * US);
+    }
+
+    @Test
+    void shouldShortenALearnedSpinSlowlyWhenCaughtWhileSpinning() {
+        AdaptiveIdleStrategy s = learning(SPIN, 500 * US);
+        stretch(s, now, 200 * US);
+        int blocked = blocks.size();
+        stretch(s, now + MS, 100 * US);
+        assertThat(blocks).as("caught by the spin, no block").hasSize(blocked);
+        assertThat(s.spinNanos()).as("an eighth of the way to 125 us").isEqualTo(250 * US - (125 * US) / 8);
+    }
+
+    @Test
+    void shouldKeepTheSpinFixedWithoutALearningMaximum() {
+        AdaptiveIdleStrategy s = strategy(0, false);
+        stretch(s, now, 200 * US);
+        assertThat(blocks).hasSize(1);
+        assertThat(s.spinNanos()).isEqualTo(SPIN);
+    }
+
+    @Test
+    void shouldNeverSpinWhenNoSpinIsConfigured() {
+        AdaptiveIdleStrategy s = learning(0, 500 * US);
+        stretch(s, now, 200 * US);
+        idleAt(s, now + MS);
+        assertThat(s.state()).as("blocks at once, nothing learned").isEqualTo(State.PARKING);
+        assertThat(s.spinNanos()).isZero();
+    }
+
     @Test
     void shouldStartOverAfterARoundWithWork() {
         AdaptiveIdleStrategy s = strategy(0, false);
