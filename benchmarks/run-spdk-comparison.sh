@@ -20,6 +20,10 @@
 #       [--size-mib 512] [--spdk-mem-mib 1024] [--work DIR]
 #       [--transport tcp|rdma] [--addr 127.0.0.1] [--port P]   (rdma: an address of an RDMA device, e.g. rxe0's)
 #       [--target-java-opts OPTS]   (our daemon's JVM only, e.g. a JFR recording; NVMEOF4J_JAVA_OPTS goes to both)
+#       [--ours-root DIR]   (our daemon and perf from another built checkout, e.g. the commit before a change:
+#                            before/after figures from one machine state; default this checkout)
+#       [--probe CMD]       (run "CMD TARGET_PID LABEL WARMUP_S SECONDS OUT" next to each measured run, OUT being
+#                            WORK/LABEL.probe: e.g. integration-tests/vm/guest/syscall-probe.sh, system calls per I/O)
 #
 # --size-mib is the namespace size (our RAM namespace, SPDK's malloc bdev); --spdk-mem-mib the memory each SPDK
 # process gets (-s). In the QEMU guest (NVMEOF4J_IN_GUEST=1) nothing is built: the host built before the boot.
@@ -35,6 +39,8 @@ cd "$root"
 
 seconds=10; warmup=3; rounds=3; reactors=1; size_mib=512; spdk_mem=1024; transport=tcp; addr=127.0.0.1; port=""
 target_java_opts=""
+ours_root=$root
+probe=""
 work=$root/benchmarks/target/spdk-comparison
 pairings="spdk+spdk ours+spdk spdk+ours ours+ours"
 # name : workload : io size : queue depth (SPDK perf's -w -o -q; ours --workload --io-size --queue-depth)
@@ -56,6 +62,8 @@ while [ $# -gt 0 ]; do
         --addr) addr="$2"; shift 2 ;;
         --port) port="$2"; shift 2 ;;
         --target-java-opts) target_java_opts="$2"; shift 2 ;;
+        --ours-root) ours_root=$(cd "$2" && pwd); shift 2 ;;
+        --probe) probe="$2"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "run-spdk-comparison.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -107,7 +115,7 @@ echo "$transport to $addr:$port; targets on CPU(s) $target_cpus, load on CPU $lo
 
 # Inside the QEMU guest the root is read-only and the host has built (integration-tests/vm/bench-rdma.sh).
 if [ "${NVMEOF4J_IN_GUEST:-0}" != 1 ]; then
-    mvn -q -B -ntp -DskipTests -pl target-daemon,initiator-lib -am package
+    (cd "$ours_root" && mvn -q -B -ntp -DskipTests -pl target-daemon,initiator-lib -am package)
 fi
 
 # DPDK leaves an exited process's hugepage files (<mount>/spdk_pid<PID>map_N) behind, and each later SPDK process
@@ -161,7 +169,7 @@ start_ours() {
   "nvmeof4j": {"reactors": $reactors, "idle_strategy": "busy", "http": "off"} }
 JSON
     NVMEOF4J_JAVA_OPTS="${NVMEOF4J_JAVA_OPTS:-} $target_java_opts" \
-        taskset -c "$target_cpus" bin/nvmeof-target --config "$work/ours.json" > "$work/ours-target.log" 2>&1 &
+        taskset -c "$target_cpus" "$ours_root/bin/nvmeof-target" --config "$work/ours.json" > "$work/ours-target.log" 2>&1 &
     target_pid=$!
     wait_ready "$work/ours-target.log" || { echo "our daemon did not listen on $addr:$port; see $work/ours-target.log" >&2; exit 1; }
 }
@@ -201,7 +209,7 @@ run_spdk_perf() { # WORKLOAD SIZE QD LABEL
 
 run_our_perf() { # WORKLOAD SIZE QD LABEL
     local json
-    json=$(taskset -c "$load_cpu" timeout $((seconds + warmup + 120)) bin/nvmeof perf -t "$transport" -a "$addr" -s "$port" \
+    json=$(taskset -c "$load_cpu" timeout $((seconds + warmup + 120)) "$ours_root/bin/nvmeof" perf -t "$transport" -a "$addr" -s "$port" \
         -n "$nqn" --namespace-id 1 --workload "$1" --io-size "$2" --queue-depth "$3" --time "$seconds" \
         --warmup "$warmup" --json 2>"$work/$4.err" | tail -n1)
     python3 -c 'import json, sys
@@ -220,14 +228,29 @@ for round in $(seq 1 "$rounds"); do
     for pairing in $order; do
         tgt=${pairing%+*}; load=${pairing#*+}
         if [ "$tgt" = spdk ]; then start_spdk; else start_ours; fi
-        # Fill the namespace once so that reads touch written memory on both targets.
-        if [ "$load" = spdk ]; then run_spdk_perf write 131072 8 "$pairing-fill" >/dev/null
-        else run_our_perf write 131072 8 "$pairing-fill" >/dev/null; fi
+        # Fill the namespace once so that reads touch written memory on both targets. A cold daemon may answer the
+        # first Connect later than SPDK perf waits ("Connect command failed, rc -125" seen in the QEMU guest): a
+        # fill that did no I/O is run once more, else the writes measured later pay the first touch of the memory.
+        for attempt in 1 2; do
+            if [ "$load" = spdk ]; then line=$(run_spdk_perf write 131072 8 "$pairing-fill")
+            else line=$(run_our_perf write 131072 8 "$pairing-fill"); fi
+            [ "${line%% *}" = 0 ] || break
+            echo "round $round $pairing: the fill did no I/O (attempt $attempt; see $work/$pairing-fill.*)" >&2
+        done
         for w in $selected; do
             IFS=: read -r name wl size qd <<< "$w"
             label="$pairing-$name-round$round"
+            probe_pid=""
+            if [ -n "$probe" ]; then
+                "$probe" "$target_pid" "$label" "$warmup" "$seconds" "$work/$label.probe" > "$work/$label.probe.log" 2>&1 &
+                probe_pid=$!
+            fi
             if [ "$load" = spdk ]; then line=$(run_spdk_perf "$wl" "$size" "$qd" "$label")
             else line=$(run_our_perf "$wl" "$size" "$qd" "$label"); fi
+            if [ -n "$probe_pid" ]; then # it ends by itself within the run; bounded all the same
+                for _ in $(seq 1 300); do kill -0 "$probe_pid" 2>/dev/null || break; sleep 0.1; done
+                kill "$probe_pid" 2>/dev/null || true; wait "$probe_pid" 2>/dev/null || true
+            fi
             result[$name/$pairing/$round]=$line
             printf 'round %d %-10s %-18s IOPS %12.0f  p50 %9.1f  p99 %9.1f  p99.9 %9.1f us\n' "$round" "$pairing" "$name" $line
         done

@@ -16,6 +16,9 @@
 #   SPDK_DIR=/path/to/spdk integration-tests/vm/bench-rdma.sh [--spdk-only] [--spdk-time 5] [--spdk-warmup 3]
 #                                      [--spdk-rounds 3] [--spdk-workloads "4k-randread-qd1 ..."]
 #                                      [--spdk-target-java-opts OPTS]  (our daemon only, e.g. a JFR recording)
+#                                      [--spdk-pairings "spdk+spdk ours+spdk ..."]  (default all four)
+#                                      [--probe]  (system calls and CPU time per I/O of each target, see below)
+#                                      [--baseline DIR]  (before/after: DIR's daemon and perf against this one's)
 # With SPDK_DIR (an SPDK build configured --with-rdma, for a CPU the guest has: --target-arch=x86-64-v3 on an
 # AVX-512 host, whose DPDK otherwise refuses to start in the guest), the same guest then runs
 # benchmarks/run-spdk-comparison.sh --transport rdma on 10.0.2.15 (rxe0): SPDK's nvmf_tgt (malloc bdev) and our
@@ -23,6 +26,13 @@
 # `perf -t rdma` on vCPU 1, four workloads, alternating rounds, medians and ratios (spdk-comparison.txt in the
 # results folder). SPDK gets hugepages reserved in the guest (2 x (--size + 256 MiB)). --spdk-only skips the parts
 # above (kernel target, fio against ours).
+# --probe runs guest/syscall-probe.sh beside every measured run: each target's system calls (perf stat on the
+# syscall tracepoints: all, and write = Soft-RoCE's doorbell of one ibv_post_send, clock_gettime, futex, ioctl) and
+# the target CPU's user/system/softirq time, divided by the run's I/Os in a table (spdk-summary.json).
+# --baseline DIR: another checkout of this project, built on the host (e.g. `git archive <commit> | tar -x -C DIR`,
+# then `bin/nvmeof-target --version` there builds it): each round runs the SPDK comparison with DIR's daemon and perf
+# ("before") and with this checkout's ("after"), alternating which goes first, so both are compared to SPDK's
+# target within the same minutes of one guest run.
 # Guest JVMs: C2 only (-XX:-TieredCompilation). With C1 only (what the guest tests use) our target reached half the
 # kernel's IOPS at QD16 (CPU-bound under emulation); with tiered compilation the perf JVM died once with the SIGSEGV
 # at offset 0x20 of a C1 method that integration-tests/vm/README.md describes (QEMU TCG and code patched when C2
@@ -192,8 +202,12 @@ PY
 # Each SPDK process (nvmf_tgt, spdk_nvme_perf) gets the namespace's size + 256 MiB of hugepages (the malloc bdev
 # lives in them), as SPDK runs on real machines; the guest's 3 GiB leave the rest to the JVMs. Without hugepages
 # the comparison script falls back to --no-huge.
+# With --baseline DIR each round runs the comparison twice, once with DIR's daemon and perf ("before") and once with
+# this checkout's ("after"), in alternating order, each with its own SPDK pairings: before/after ratios to SPDK from
+# the same minutes of one guest. With --probe each target's system calls and CPU time are counted during every
+# measured run (guest/syscall-probe.sh) and put per I/O in the summary.
 spdk_part() {
-    local res="${RESULTS_DIR:-/tmp}" size_mib mem
+    local res="${RESULTS_DIR:-/tmp}" size_mib mem prc=0 rounds="${BENCH_SPDK_ROUNDS:-3}" round variant order runs=()
     size_mib=$(( $(numfmt --from=iec "${BENCH_SIZE:-256M}") / 1048576 ))
     mem=$(( size_mib + 256 ))
     # 2 processes x mem MiB in 2 MiB pages, and 512 MiB more: nvmf_tgt's heap grows past its -s (seen: 770 MiB
@@ -201,14 +215,75 @@ spdk_part() {
     echo $(( mem + 256 )) > /proc/sys/vm/nr_hugepages
     mkdir -p /dev/hugepages && { grep -q ' /dev/hugepages ' /proc/mounts || mount -t hugetlbfs nodev /dev/hugepages; }
     echo "BENCH SPDK $SPDK_DIR ($(git -C "$SPDK_DIR" rev-parse --short=10 HEAD 2>/dev/null || echo 'no git')," \
-        "$(grep HugePages_Free /proc/meminfo | tr -s ' '))"
-    timeout --kill-after=30 "${BENCH_SPDK_BUDGET:-3000}" "$PROJECT/benchmarks/run-spdk-comparison.sh" --transport rdma \
-        --addr 10.0.2.15 --port 4420 --time "${BENCH_SPDK_TIME:-5}" --warmup "${BENCH_SPDK_WARMUP:-3}" \
-        --rounds "${BENCH_SPDK_ROUNDS:-3}" --size-mib "$size_mib" --spdk-mem-mib "$mem" --work "$res/spdk-comparison" \
-        ${BENCH_SPDK_WORKLOADS:+--workloads "$BENCH_SPDK_WORKLOADS"} --target-java-opts "${BENCH_SPDK_TARGET_JAVA_OPTS:-}" \
-        2>&1 | tee "$res/spdk-comparison.txt"
-    local prc=${PIPESTATUS[0]}
+        "$(grep HugePages_Free /proc/meminfo | tr -s ' ')); clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+    compare() { # VARIANT ROOT ROUNDS WORK
+        echo "BENCH SPDK comparison: $1 ($2)"
+        timeout --kill-after=30 "${BENCH_SPDK_BUDGET:-3000}" "$PROJECT/benchmarks/run-spdk-comparison.sh" --transport rdma \
+            --addr 10.0.2.15 --port 4420 --time "${BENCH_SPDK_TIME:-5}" --warmup "${BENCH_SPDK_WARMUP:-3}" \
+            --rounds "$3" --size-mib "$size_mib" --spdk-mem-mib "$mem" --work "$4" --ours-root "$2" \
+            ${BENCH_SPDK_WORKLOADS:+--workloads "$BENCH_SPDK_WORKLOADS"} ${BENCH_SPDK_PAIRINGS:+--pairings "$BENCH_SPDK_PAIRINGS"} \
+            ${BENCH_PROBE:+--probe "$HERE/guest/syscall-probe.sh"} --target-java-opts "${BENCH_SPDK_TARGET_JAVA_OPTS:-}" \
+            2>&1 | tee "$4.txt"
+        return "${PIPESTATUS[0]}"
+    }
+    if [ -z "${BENCH_BASELINE:-}" ]; then
+        compare after "$PROJECT" "$rounds" "$res/spdk-comparison" || prc=1
+        runs=("after:0:$res/spdk-comparison")
+    else
+        touch "$BENCH_BASELINE/initiator-lib/target/lib" "$BENCH_BASELINE/target-daemon/target/lib" 2>/dev/null
+        for round in $(seq 1 "$rounds"); do
+            order="before after"; [ $((round % 2)) = 0 ] && order="after before"
+            for variant in $order; do
+                local root="$PROJECT"; [ "$variant" = before ] && root="$BENCH_BASELINE"
+                compare "$variant, round $round" "$root" 1 "$res/spdk-comparison-$variant-$round" || prc=1
+                runs+=("$variant:$round:$res/spdk-comparison-$variant-$round")
+            done
+        done
+    fi
     echo "BENCH after the SPDK part: $(grep HugePages_Free /proc/meminfo | tr -s ' '); rxe0 counters: $(rdma statistic show link rxe0/1 2>/dev/null | tr '\n' ' ')"
+    python3 - "$res/spdk-summary.json" "${runs[@]}" <<'PY' || prc=1
+import json, os, re, sys
+dst, runs = sys.argv[1], sys.argv[2:]
+rows = []
+for run in runs:
+    variant, rnd, work = run.split(":", 2)
+    iops = {}
+    for line in open(work + ".txt"):
+        m = re.match(r"^round (\d+) (\S+)\s+(\S+)\s+IOPS\s+([\d.]+)\s+p50\s+([\d.]+)\s+p99\s+([\d.]+)", line)
+        if m:
+            iops[(int(m.group(1)), m.group(2), m.group(3))] = (float(m.group(4)), float(m.group(5)),
+                                                               float(m.group(6)))
+    # rnd 0: the rounds of one comparison run; else the run was that one round of a before/after series
+    for (file_round, pairing, workload), (v, p50, p99) in sorted(iops.items()):
+        row = {"variant": variant, "round": int(rnd) or file_round, "pairing": pairing, "workload": workload,
+               "iops": v, "p50_us": p50, "p99_us": p99}
+        probe = os.path.join(work, "%s-%s-round%d.probe" % (pairing, workload, file_round))
+        if os.path.exists(probe):
+            p = json.load(open(probe))
+            ios = v * p.get("seconds", 0)
+            row["probe"] = p
+            if ios > 0 and p.get("syscalls"):
+                row["per_io"] = {k: round(c / ios, 3) for k, c in p["syscalls"].items()}
+            if ios > 0 and p.get("cpu"):
+                row["cpu_us_per_io"] = {k: round(c * 1e6 / ios, 1) for k, c in p["cpu"].items()
+                                        if k in ("user", "system", "softirq", "idle")}
+        rows.append(row)
+json.dump(rows, open(dst, "w"), indent=1)
+print("\nper I/O on the target (syscall-probe: system calls, and CPU 0's time in us) and ratios to SPDK's target")
+print("%-7s %-2s %-18s %-10s %9s %6s %7s %7s %7s %7s %7s %9s %9s %9s" % ("variant", "r", "workload", "pairing",
+      "IOPS", "ratio", "sysc", "write", "clock", "futex", "ioctl", "user us", "sys us", "softirq"))
+for row in rows:
+    ref = [r for r in rows if r["variant"] == row["variant"] and r["round"] == row["round"]
+           and r["workload"] == row["workload"] and r["pairing"] == "spdk+spdk"]
+    ratio = row["iops"] / ref[0]["iops"] if ref and ref[0]["iops"] and row["pairing"] == "ours+spdk" else None
+    pio, cpu = row.get("per_io", {}), row.get("cpu_us_per_io", {})
+    f = lambda d, k, fmt="%.2f": fmt % d[k] if k in d else "-"
+    print("%-7s %-2d %-18s %-10s %9.0f %6s %7s %7s %7s %7s %7s %9s %9s %9s" % (row["variant"], row["round"],
+          row["workload"], row["pairing"], row["iops"], "%.2f" % ratio if ratio else "", f(pio, "all"),
+          f(pio, "write"), f(pio, "clock_gettime"), f(pio, "futex"), f(pio, "ioctl"), f(cpu, "user", "%.0f"),
+          f(cpu, "system", "%.0f"), f(cpu, "softirq", "%.0f")))
+print("BENCH SPDK summary written to %s" % dst)
+PY
     return "$prc"
 }
 
@@ -235,6 +310,9 @@ while [ $# -gt 0 ]; do
         --spdk-rounds) SPDK_ROUNDS="$2"; shift 2 ;;
         --spdk-workloads) SPDK_WORKLOADS="$2"; shift 2 ;;
         --spdk-target-java-opts) SPDK_TJO="$2"; shift 2 ;;
+        --spdk-pairings) SPDK_PAIRINGS="$2"; shift 2 ;;
+        --probe) PROBE=1; shift ;;
+        --baseline) BASELINE="$(readlink -f "$2")"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "bench-rdma.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -262,14 +340,21 @@ if [ -n "${SPDK_DIR:-}" ]; then
     budget=$(( rounds * 4 * (5 * per_run + 120) ))
     [ -n "${SPDK_ONLY:-}" ] && TIMEOUT=120
     TIMEOUT=$(( TIMEOUT + budget + 120 ))
+    [ -n "${BASELINE:-}" ] && TIMEOUT=$(( TIMEOUT + budget ))
     SPDK_ENV=(--env SPDK_DIR="$SPDK_DIR" --env BENCH_SPDK_ONLY="${SPDK_ONLY:-0}" --env BENCH_SPDK_TIME="${SPDK_TIME:-5}"
         --env BENCH_SPDK_WARMUP="${SPDK_WARMUP:-3}" --env BENCH_SPDK_ROUNDS="$rounds" --env BENCH_SPDK_BUDGET="$budget"
-        --env BENCH_SPDK_WORKLOADS="${SPDK_WORKLOADS:-}" --env BENCH_SPDK_TARGET_JAVA_OPTS="${SPDK_TJO:-}")
+        --env BENCH_SPDK_WORKLOADS="${SPDK_WORKLOADS:-}" --env BENCH_SPDK_TARGET_JAVA_OPTS="${SPDK_TJO:-}"
+        --env BENCH_SPDK_PAIRINGS="${SPDK_PAIRINGS:-}" --env BENCH_PROBE="${PROBE:-}" --env BENCH_BASELINE="${BASELINE:-}")
 fi
 "$HERE/prepare.sh" --quiet >/dev/null || exit 1
 # Build on the host if stale (the launchers do it); never inside the guest.
 "$PROJECT/bin/nvmeof" help perf > "$RESULTS/cli-help.txt" 2>&1 || { echo "bin/nvmeof failed" >&2; exit 1; }
 "$PROJECT/bin/nvmeof-target" --version > "$RESULTS/target-version.txt" 2>&1 || { echo "bin/nvmeof-target failed" >&2; exit 1; }
+if [ -n "${BASELINE:-}" ]; then
+    [ -n "${SPDK_DIR:-}" ] || { echo "--baseline compares within the SPDK part: set SPDK_DIR" >&2; exit 1; }
+    "$BASELINE/bin/nvmeof" help perf > /dev/null 2>&1 && "$BASELINE/bin/nvmeof-target" --version \
+        > "$RESULTS/baseline-version.txt" 2>&1 || { echo "--baseline $BASELINE: its bin/nvmeof-target failed" >&2; exit 1; }
+fi
 exec "$HERE/run-guest.sh" --timeout "$TIMEOUT" --results "$RESULTS" "${SPDK_ENV[@]}" --env BENCH_GUEST=1 --env BENCH_RUNTIME="$RUNTIME" \
     --env BENCH_WARMUP="$WARMUP" --env BENCH_SIZE="$SIZE" --env BENCH_OURS_SETTINGS="$SETTINGS" \
     --env BENCH_OURS_BACKEND="$BACKEND" --env BENCH_SKIP_KERNEL="${SKIP_KERNEL:-0}" \

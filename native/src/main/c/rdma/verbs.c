@@ -355,20 +355,40 @@ static jlong verbs_post_result(int rc, const void *first, const void *bad, jint 
     return -((index << 32) | (jlong)(uint32_t)err);
 }
 
-static jlong JNICALL verbs_post_send0(JNIEnv *env, jclass cls, jlong qp, jlong first, jint stride)
-{
-    struct ibv_send_wr *wr = nvmeof4j_ptr(first);
-    struct ibv_send_wr *bad = NULL;
-    int rc = ibv_post_send(nvmeof4j_ptr(qp), wr, &bad);
-    return verbs_post_result(rc, wr, bad, stride);
-}
+/*
+ * One crossing per queue per reactor round: the receives the round staged (ibv_post_recv of one chain), then its send
+ * work requests (ibv_post_send of one chain), either list 0 when empty. Receives first: a receive reposted for a
+ * command must be posted before that command's response reaches the host, or the host's next capsule may find no
+ * receive (RNR). On Soft-RoCE a receive post costs no system call; each send post is one (the doorbell write).
+ * Returns 0, or -((SEND_FAILED if the send chain failed) | index of the first entry not posted << 32 | errno); when
+ * the receive chain fails the send chain is not posted.
+ */
+#define VERBS_POST_SEND_FAILED ((jlong)1 << 48)
 
-static jlong JNICALL verbs_post_recv0(JNIEnv *env, jclass cls, jlong qp, jlong first, jint stride)
+static jlong JNICALL verbs_post0(JNIEnv *env, jclass cls, jlong qp, jlong recv_first, jint recv_stride,
+                                 jlong send_first, jint send_stride)
 {
-    struct ibv_recv_wr *wr = nvmeof4j_ptr(first);
-    struct ibv_recv_wr *bad = NULL;
-    int rc = ibv_post_recv(nvmeof4j_ptr(qp), wr, &bad);
-    return verbs_post_result(rc, wr, bad, stride);
+    struct ibv_qp *q = nvmeof4j_ptr(qp);
+    if (recv_first != 0) {
+        struct ibv_recv_wr *wr = nvmeof4j_ptr(recv_first);
+        struct ibv_recv_wr *bad = NULL;
+        /* its own statement: bad is read only after the post has set it */
+        int posted = ibv_post_recv(q, wr, &bad);
+        jlong rc = verbs_post_result(posted, wr, bad, recv_stride);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    if (send_first != 0) {
+        struct ibv_send_wr *wr = nvmeof4j_ptr(send_first);
+        struct ibv_send_wr *bad = NULL;
+        int posted = ibv_post_send(q, wr, &bad);
+        jlong rc = verbs_post_result(posted, wr, bad, send_stride);
+        if (rc != 0) {
+            return rc - VERBS_POST_SEND_FAILED;
+        }
+    }
+    return 0;
 }
 
 static jint JNICALL verbs_qp_state0(JNIEnv *env, jclass cls, jlong qp)
@@ -413,8 +433,7 @@ static const JNINativeMethod verbs_cq_methods[] = {
     {"destroy0", "(J)I", (void *)verbs_cq_destroy0},
 };
 static const JNINativeMethod verbs_qp_methods[] = {
-    {"postSend0", "(JJI)J", (void *)verbs_post_send0},
-    {"postRecv0", "(JJI)J", (void *)verbs_post_recv0},
+    {"post0", "(JJIJI)J", (void *)verbs_post0},
     {"queryState0", "(J)I", (void *)verbs_qp_state0},
 };
 

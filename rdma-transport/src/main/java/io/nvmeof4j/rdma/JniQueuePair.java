@@ -11,10 +11,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * {@link QueuePairVerbs} over the JNI layer: one CM id with its RC queue pair and one completion queue for both
- * directions. Work requests are written into preallocated {@link SendWorkRequests}/{@link ReceiveWorkRequests}
- * flyweights and posted with one JNI crossing each (the RDMA WRITE and the response SEND of a read as one chained
- * post); completions are polled in one crossing into a preallocated native array and copied into the caller's
- * {@link WorkCompletions} arrays. Nothing allocates per I/O.
+ * directions. Work requests are staged in preallocated {@link SendWorkRequests}/{@link ReceiveWorkRequests}
+ * flyweights and posted by {@link #flush()} with one JNI crossing per round: the receives as one chained post, then
+ * the sends as another (the RDMA WRITE and the response SEND of a read next to each other); completions are polled
+ * in one crossing into a preallocated native array and copied into the caller's {@link WorkCompletions} arrays.
+ * Nothing allocates per I/O.
  */
 public final class JniQueuePair implements QueuePairVerbs {
     private static final Logger LOG = LoggerFactory.getLogger(JniQueuePair.class);
@@ -24,14 +25,17 @@ public final class JniQueuePair implements QueuePairVerbs {
     private final CompletionQueue cq;
     /** Send work requests staged per round at most (a fuller batch is posted at once). */
     static final int SEND_BATCH = 64;
+    /** Receives staged per round at most (a fuller batch is posted at once). */
+    static final int RECEIVE_BATCH = 64;
     /*
      * Capacities that are multiples of 4: the JNI layer's aligned allocation (Rdma.allocateAligned, alignedSlice(64))
      * comes out short when a batch's byte size is not a multiple of 64 (2 send WRs + SGEs = 288 bytes failed with
-     * "newLimit > capacity"); 4 entries of either kind are a multiple of 64 bytes on x86-64. One receive is used.
+     * "newLimit > capacity"); 4 entries of either kind are a multiple of 64 bytes on x86-64.
      */
     private final SendWorkRequests sends = new SendWorkRequests(SEND_BATCH, 1);
-    private final ReceiveWorkRequests receives = new ReceiveWorkRequests(4, 1);
-    private int staged;
+    private final ReceiveWorkRequests receives = new ReceiveWorkRequests(RECEIVE_BATCH, 1);
+    private int stagedSends;
+    private int stagedReceives;
     private final io.nvmeof4j.jni.rdma.WorkCompletions polled;
     private boolean disconnected;
     private boolean destroyed;
@@ -49,13 +53,26 @@ public final class JniQueuePair implements QueuePairVerbs {
 
     @Override
     public int postReceive(long wrId, long address, int length, int lkey) {
-        receives.set(0, wrId).sge(0, 0, address, length, lkey);
-        return qp.postReceive(receives, 1);
+        if (stagedReceives == RECEIVE_BATCH) {
+            // Receives may always go early: nothing staged depends on them waiting.
+            int n = stagedReceives;
+            stagedReceives = 0;
+            int rc = qp.postReceive(receives, n);
+            if (rc < 0) {
+                LOG.debug("{}: ibv_post_recv of {} receives failed at entry {}: errno {}", id.peer(), n,
+                    receives.failedIndex(), -rc);
+                return rc;
+            }
+        }
+        int i = stagedReceives;
+        receives.set(i, wrId).sge(i, 0, address, length, lkey);
+        stagedReceives = i + 1;
+        return 0;
     }
 
-    /** Makes room for {@code n} more staged entries, posting the batch when full; 0 or -errno. */
+    /** Makes room for {@code n} more staged send entries, posting everything staged when full; 0 or -errno. */
     private int room(int n) {
-        return staged + n > SEND_BATCH ? flushSends() : 0;
+        return stagedSends + n > SEND_BATCH ? flush() : 0;
     }
 
     @Override
@@ -64,14 +81,14 @@ public final class JniQueuePair implements QueuePairVerbs {
         if (rc < 0) {
             return rc;
         }
-        int i = staged;
+        int i = stagedSends;
         if (invalidateRkey != 0) {
             sends.sendWithInvalidate(i, wrId, SendWorkRequests.FLAG_SIGNALED, invalidateRkey);
         } else {
             sends.send(i, wrId, SendWorkRequests.FLAG_SIGNALED);
         }
         sends.sge(i, 0, address, length, lkey);
-        staged = i + 1;
+        stagedSends = i + 1;
         return 0;
     }
 
@@ -82,7 +99,7 @@ public final class JniQueuePair implements QueuePairVerbs {
         if (rc < 0) {
             return rc;
         }
-        int i = staged;
+        int i = stagedSends;
         sends.rdmaWrite(i, writeWrId, 0, remoteAddress, rkey).sge(i, 0, address, length, lkey);
         if (invalidateRkey != 0) {
             sends.sendWithInvalidate(i + 1, sendWrId, SendWorkRequests.FLAG_SIGNALED, invalidateRkey);
@@ -90,7 +107,7 @@ public final class JniQueuePair implements QueuePairVerbs {
             sends.send(i + 1, sendWrId, SendWorkRequests.FLAG_SIGNALED);
         }
         sends.sge(i + 1, 0, sendAddress, sendLength, sendLkey);
-        staged = i + 2;
+        stagedSends = i + 2;
         return 0;
     }
 
@@ -100,36 +117,46 @@ public final class JniQueuePair implements QueuePairVerbs {
         if (rc < 0) {
             return rc;
         }
-        int i = staged;
+        int i = stagedSends;
         sends.rdmaRead(i, wrId, SendWorkRequests.FLAG_SIGNALED, remoteAddress, rkey).sge(i, 0, address, length, lkey);
-        staged = i + 1;
+        stagedSends = i + 1;
         return 0;
     }
 
     @Override
-    public int flushSends() {
-        int n = staged;
-        if (n == 0) {
+    public int flush() {
+        int r = stagedReceives;
+        int s = stagedSends;
+        if (r + s == 0) {
             return 0;
         }
-        staged = 0;
-        int rc = qp.postSend(sends, n);
+        stagedReceives = 0;
+        stagedSends = 0;
+        int rc = qp.post(receives, r, sends, s);
         if (rc < 0) {
-            LOG.debug("{}: ibv_post_send of {} work requests failed at entry {}: errno {}", id.peer(), n,
-                sends.failedIndex(), -rc);
+            LOG.debug("{}: posting {} receives and {} send work requests failed (receive {}, send {} not posted): "
+                + "errno {}", id.peer(), r, s, r > 0 ? receives.failedIndex() : -1, s > 0 ? sends.failedIndex() : -1,
+                -rc);
         }
         return rc;
     }
 
     @Override
-    public int stagedSends() {
-        return staged;
+    public int staged() {
+        return stagedSends + stagedReceives;
     }
 
     @Override
     public int discardStagedSends() {
-        int n = staged;
-        staged = 0;
+        int n = stagedSends;
+        stagedSends = 0;
+        return n;
+    }
+
+    @Override
+    public int discardStagedReceives() {
+        int n = stagedReceives;
+        stagedReceives = 0;
         return n;
     }
 

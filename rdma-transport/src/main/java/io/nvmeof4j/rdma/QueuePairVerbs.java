@@ -8,13 +8,15 @@ package io.nvmeof4j.rdma;
  * <p>All addresses are virtual addresses inside memory registered with the queue pair's protection domain, and the
  * keys are that registration's lkey (local) or the peer's rkey (remote). Post methods return 0 or a negative errno
  * (the post failed and nothing was queued). One thread at a time: the owning poll group's.
- * <p><b>Send-queue work requests are staged</b> and go out with {@link #flushSends()}, which the poll group calls
- * once per round (and before it blocks): all responses, RDMA READs and capsules of a round leave in one chained
- * post. On Soft-RoCE every post is a system call (the doorbell), so one per round instead of one per command
- * matters at depth. A full batch is posted at once. Receives are posted at once.
+ * <p><b>Work requests are staged</b> and go out with {@link #flush()}, which the poll group calls once per round
+ * (and before it blocks): the receives reposted in a round in one chained {@code ibv_post_recv}, then all its
+ * responses, RDMA READs and capsules in one chained {@code ibv_post_send}, both in one JNI crossing (SPDK's
+ * per-round flush, {@code _poll_group_flush}). On Soft-RoCE every send post is a system call (the doorbell), so one
+ * per round instead of one per command matters at depth; each crossing costs too. A full batch is posted at once
+ * (receives alone; sends after the staged receives).
  */
 public interface QueuePairVerbs {
-    /** Posts one receive of {@code length} bytes at {@code address}. */
+    /** Stages one receive of {@code length} bytes at {@code address}. */
     int postReceive(long wrId, long address, int length, int lkey);
 
     /**
@@ -34,14 +36,20 @@ public interface QueuePairVerbs {
     /** Posts a signalled RDMA READ of the peer's {@code remoteAddress}/{@code rkey} into local memory. */
     int postRead(long wrId, long address, int length, int lkey, long remoteAddress, int rkey);
 
-    /** Posts every staged send-queue work request in one chained post; 0 or -errno (then the queue is lost). */
-    int flushSends();
+    /**
+     * Posts every staged receive (one chained post), then every staged send-queue work request (one chained post);
+     * 0 or -errno (then the queue is lost).
+     */
+    int flush();
 
-    /** Send-queue work requests staged and not yet posted. */
-    int stagedSends();
+    /** Work requests (receives and send-queue ones) staged and not yet posted. */
+    int staged();
 
-    /** Drops the staged work requests (the queue is closing); returns how many there were. */
+    /** Drops the staged send-queue work requests (the queue is closing); returns how many there were. */
     int discardStagedSends();
+
+    /** Drops the staged receives (the queue is closing); returns how many there were. */
+    int discardStagedReceives();
 
     /** Polls this queue pair's completion queue into {@code out} (from index 0); returns how many, or -errno. */
     int poll(WorkCompletions out);

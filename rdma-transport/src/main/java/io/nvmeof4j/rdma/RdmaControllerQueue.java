@@ -238,7 +238,7 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
                 return rc;
             }
         }
-        return 0;
+        return verbs.flush();
     }
 
     private int postReceive(int index) {
@@ -278,15 +278,18 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
         return verbs.armNotification();
     }
 
-    /** Posts the responses, RDMA READs and WRITEs staged this round in one chained post. Reactor thread. */
-    int flushSends() {
-        if (lifecycle == CLOSED || verbs.stagedSends() == 0) {
+    /**
+     * Posts what this round staged: the reposted receives in one chained post, then the responses, RDMA READs and
+     * WRITEs in another, one JNI crossing. Reactor thread.
+     */
+    int flush() {
+        if (lifecycle == CLOSED || verbs.staged() == 0) {
             return 0;
         }
-        int n = verbs.stagedSends();
-        int rc = verbs.flushSends();
+        int n = verbs.staged();
+        int rc = verbs.flush();
         if (rc < 0) {
-            close("posting " + n + " send work requests failed: errno " + -rc);
+            close("posting " + n + " work requests failed: errno " + -rc);
         }
         return 1;
     }
@@ -396,7 +399,7 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
         }
         RdmaRequest request = contexts[freeContexts[--freeCount]];
         commandTaken();
-        request.begin(memory, receiveBase + receive * receiveStride, System.nanoTime(), ++capsulesReceived);
+        request.begin(memory, receiveBase + receive * receiveStride, group.pollNanos(), ++capsulesReceived);
         // Before Connect sets the queue size, the CM request's HSQSIZE + 1 bounds it (the Connect itself counts).
         if (++sqHead >= (sqSize > 0 ? sqSize : sizing.receiveQueueSize())) {
             sqHead = 0;

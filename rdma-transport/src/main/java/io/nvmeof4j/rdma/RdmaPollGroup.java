@@ -45,6 +45,13 @@ public final class RdmaPollGroup implements PollGroup {
      * is in RTS), but owned, so that closing the group destroys them too.
      */
     private final List<RdmaControllerQueue> accepted = new ArrayList<>();
+    /**
+     * {@link System#nanoTime()} of this polling of the queues, read when its first capsule needs it (0: not yet):
+     * the capsules one poll takes all arrived before it, and a clock read is a system call where the kernel has no
+     * clock readable from user space (the QEMU guest's HPET: 1.3 to 5 clock_gettime calls per I/O measured on the
+     * reactor, issue 17), one per capsule at depth.
+     */
+    private long pollNanos;
 
     /**
      * @param pool      the reactor's pool, built over a region; the transport registers the region once with each
@@ -104,17 +111,28 @@ public final class RdmaPollGroup implements PollGroup {
         return work;
     }
 
-    /** One chained post per queue for everything its commands staged this round. */
+    /** One crossing per queue for everything its commands staged this round: receives, then sends. */
     private void flushQueues() {
         for (int i = queues.size() - 1; i >= 0; i--) {
             if (i < queues.size()) {
-                queues.get(i).flushSends();
+                queues.get(i).flush();
             }
         }
     }
 
     private int pollQueues() {
+        pollNanos = 0;
         return queues.pollAll(completions);
+    }
+
+    /** When the capsules of the current polling arrived, at the latest (reactor thread, during a poll). */
+    long pollNanos() {
+        long t = pollNanos;
+        if (t == 0) {
+            t = System.nanoTime();
+            pollNanos = t;
+        }
+        return t;
     }
 
     @Override

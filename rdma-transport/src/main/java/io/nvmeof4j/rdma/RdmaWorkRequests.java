@@ -33,7 +33,7 @@ final class RdmaWorkRequests {
         this.contextWorkRequests = new int[contexts];
     }
 
-    /** Posts receive {@code index} into the queue memory at {@code offset}; returns 0 or -errno. */
+    /** Stages receive {@code index} into the queue memory at {@code offset} (posted with the round's flush). */
     int postReceive(int index, long offset, int length) {
         int rc = verbs.postReceive(WR_RECV | index, memoryKeys.address() + offset, length, memoryKeys.lkey());
         if (rc == 0) {
@@ -100,6 +100,7 @@ final class RdmaWorkRequests {
     /** Staged work requests never go out: they will not complete, so they are not waited for. */
     void discardStaged() {
         sendWorkRequests -= verbs.discardStagedSends();
+        postedReceives -= verbs.discardStagedReceives();
     }
 
     boolean drained() {

@@ -76,35 +76,62 @@ public final class FakeQueuePair implements QueuePairVerbs {
         return bytes;
     }
 
+    /** Staged like the real one: a receive is there for the peer only after {@link #flush()}. */
     @Override
     public synchronized int postReceive(long wrId, long address, int length, int lkey) {
-        if (disconnected) {
-            completions.add(new Completion(wrId, WorkCompletions.STATUS_WR_FLUSH_ERROR, WorkCompletions.OPCODE_RECV, 0));
-            return 0;
-        }
-        receives.add(new Receive(wrId, address, length, lkey));
+        stagedReceives.add(new Receive(wrId, address, length, lkey));
         return 0;
     }
 
-    private final java.util.List<Runnable> staged = new java.util.ArrayList<>();
+    private void postStagedReceive(Receive r) {
+        if (disconnected) {
+            completions.add(new Completion(r.wrId, WorkCompletions.STATUS_WR_FLUSH_ERROR, WorkCompletions.OPCODE_RECV,
+                0));
+            return;
+        }
+        receives.add(r);
+    }
+
+    private final List<Receive> stagedReceives = new ArrayList<>();
+    private final List<Runnable> staged = new ArrayList<>();
+    /** Calls of {@link #flush()} that posted something: the JNI crossings the real one would make. */
+    public int flushes;
 
     @Override
-    public synchronized int flushSends() {
-        java.util.List<Runnable> ops = new java.util.ArrayList<>(staged);
+    public synchronized int flush() {
+        if (stagedReceives.isEmpty() && staged.isEmpty()) {
+            return 0;
+        }
+        flushes++;
+        List<Receive> recvs = new ArrayList<>(stagedReceives);
+        stagedReceives.clear();
+        recvs.forEach(this::postStagedReceive); // receives first, as the real post
+        List<Runnable> ops = new ArrayList<>(staged);
         staged.clear();
         ops.forEach(Runnable::run);
         return 0;
     }
 
     @Override
-    public synchronized int stagedSends() {
-        return staged.size();
+    public synchronized int staged() {
+        return staged.size() + stagedReceives.size();
+    }
+
+    public synchronized int stagedReceives() {
+        return stagedReceives.size();
     }
 
     @Override
     public synchronized int discardStagedSends() {
         int n = staged.size();
         staged.clear();
+        return n;
+    }
+
+    @Override
+    public synchronized int discardStagedReceives() {
+        int n = stagedReceives.size();
+        stagedReceives.clear();
         return n;
     }
 

@@ -31,6 +31,8 @@ public final class RamHandlers implements QueueHandlerFactory {
     final LinkedBlockingQueue<Request> held = new LinkedBlockingQueue<>();
     /** CIDs whose response SEND completed ({@link QueueHandler#onResponseSent}), in order. */
     final List<Integer> responsesSent = new CopyOnWriteArrayList<>();
+    /** {@link Request#receivedNanos()} of each command taken, in order. */
+    final List<Long> receivedNanos = new CopyOnWriteArrayList<>();
     public volatile boolean hold;
     volatile int completeDuringDispatch;
     /** CIDs in the order {@link Request#complete} was called for them by {@link #completeDuringDispatch}. */
@@ -49,6 +51,7 @@ public final class RamHandlers implements QueueHandlerFactory {
 
             @Override
             public void onCommand(Request request) {
+                receivedNanos.add(request.receivedNanos());
                 if (hold) {
                     held.add(request);
                     return;

@@ -124,6 +124,47 @@ class RdmaControllerQueueTest {
     }
 
     /**
+     * What a round of commands needs posted (their receives again, their data and responses) leaves in one flush:
+     * one JNI crossing with one ibv_post_send (one system call on Soft-RoCE), however many commands the round took.
+     */
+    @Test
+    void shouldPostARoundsReceivesAndResponsesInOneFlush() {
+        byte[] data = random(8 * 4096, 3);
+        System.arraycopy(data, 0, handlers.ram, 0, data.length);
+        int before = qp.flushes;
+        for (int i = 0; i < 8; i++) {
+            qp.deliver(capsule(0x02, i * 8L, SglDescriptor.ID_KEYED_ADDRESS, hostKeys.address() + i * 4096L, 4096,
+                hostKeys.rkey(), null));
+        }
+        assertThat(qp.postedReceives()).isEqualTo(24);
+        group.poll();
+        assertThat(qp.flushes - before).as("posts in the round").isEqualTo(1);
+        assertThat(qp.postedReceives()).isEqualTo(32);
+        assertThat(qp.stagedReceives()).isZero();
+        assertThat(qp.writes).isEqualTo(8);
+        assertThat(qp.sent).hasSize(8);
+        for (FakeQueuePair.Sent sent : qp.sent) {
+            CompletionQueueEntry cqe = new CompletionQueueEntry().wrap(
+                ByteBuffer.wrap(sent.bytes()).order(ByteOrder.LITTLE_ENDIAN), 0);
+            assertThat(cqe.status()).isEqualTo(NvmeStatus.SUCCESS);
+        }
+        byte[] back = new byte[data.length];
+        hostMemory.get(0, back);
+        assertThat(back).isEqualTo(data);
+        group.poll(); // the SEND completions: nothing new to post
+        assertThat(qp.flushes - before).isEqualTo(1);
+        assertThat(queue.commandsOutstanding()).isZero();
+        assertThat(pool.buffersInUse()).isZero();
+        // one clock read for the round: the 8 capsules polled together carry its time as their arrival
+        assertThat(handlers.receivedNanos).hasSize(8).containsOnly(handlers.receivedNanos.get(0));
+        long firstRound = handlers.receivedNanos.get(0);
+        qp.deliver(capsule(0x02, 0, SglDescriptor.ID_KEYED_ADDRESS, hostKeys.address(), 4096, hostKeys.rkey(), null));
+        group.poll();
+        assertThat(handlers.receivedNanos).hasSize(9);
+        assertThat(handlers.receivedNanos.get(8)).isGreaterThan(firstRound);
+    }
+
+    /**
      * In-capsule data lies on a page boundary in every receive, whatever the address of the queue's memory, so an
      * O_DIRECT write straight from it is accepted on any device with logical blocks up to 4 KiB.
      */

@@ -7,7 +7,7 @@ import io.nvmeof4j.jni.NativeIoException;
  * A reliable-connected queue pair created on a CM id ({@code rdma_create_qp}); librdmacm moves it through INIT/RTR/
  * RTS as the connection is established. Work requests are posted in batches from preallocated
  * {@link SendWorkRequests} / {@link ReceiveWorkRequests}: one JNI crossing and one chained {@code ibv_post_send} /
- * {@code ibv_post_recv} per batch, no allocation.
+ * {@code ibv_post_recv} per batch ({@link #post}: both in one crossing), no allocation.
  *
  * <p>Keeps its CM id, protection domain and completion queues reachable, and is registered as their child: closing
  * its {@link CmId}, its protection domain or one of its completion queues closes it first (rdma-core would refuse to
@@ -78,19 +78,7 @@ public final class QueuePair extends NativeHandle {
      *         first entry not posted (those before it were posted and will complete)
      */
     public int postSend(SendWorkRequests requests, int count) {
-        long qp = handle();
-        if (count <= 0 || count > requests.capacity()) {
-            throw new IllegalArgumentException("post of " + count + " of " + requests.capacity() + " work requests");
-        }
-        requests.terminate(count);
-        long rc = postSend0(qp, requests.address(), SendWorkRequests.stride());
-        requests.relink(count);
-        if (rc == 0) {
-            requests.failedIndex(-1);
-            return 0;
-        }
-        requests.failedIndex((int) (-rc >>> 32));
-        return -(int) (-rc & 0xffffffffL);
+        return post(null, 0, requests, count);
     }
 
     /** {@link #postSend} that throws, naming the failing entry (control path and tests). */
@@ -108,19 +96,7 @@ public final class QueuePair extends NativeHandle {
      * @return 0, or -errno with {@link ReceiveWorkRequests#failedIndex()} naming the first entry not posted
      */
     public int postReceive(ReceiveWorkRequests requests, int count) {
-        long qp = handle();
-        if (count <= 0 || count > requests.capacity()) {
-            throw new IllegalArgumentException("post of " + count + " of " + requests.capacity() + " receives");
-        }
-        requests.terminate(count);
-        long rc = postRecv0(qp, requests.address(), ReceiveWorkRequests.stride());
-        requests.relink(count);
-        if (rc == 0) {
-            requests.failedIndex(-1);
-            return 0;
-        }
-        requests.failedIndex((int) (-rc >>> 32));
-        return -(int) (-rc & 0xffffffffL);
+        return post(requests, count, null, 0);
     }
 
     /** {@link #postReceive} that throws, naming the failing entry. */
@@ -130,6 +106,65 @@ public final class QueuePair extends NativeHandle {
             throw new NativeIoException("ibv_post_recv on " + this, -rc,
                 "receive " + requests.failedIndex() + " of " + count + " not posted");
         }
+    }
+
+    /**
+     * Posts receives {@code 0 .. receiveCount-1} as one chained {@code ibv_post_recv}, then sends
+     * {@code 0 .. sendCount-1} as one chained {@code ibv_post_send}, in ONE JNI crossing (a count of 0 skips that
+     * list, which may then be null): what a reactor round staged for one queue. Receives go first, so a receive
+     * reposted for a command is there before that command's response reaches the peer.
+     *
+     * @return 0, or -errno: the failing list's {@code failedIndex()} names its first entry not posted (those before
+     *         it were posted and will complete); when the receives failed, no send was posted (the sends'
+     *         {@code failedIndex()} is 0)
+     */
+    public int post(ReceiveWorkRequests receives, int receiveCount, SendWorkRequests sends, int sendCount) {
+        long qp = handle();
+        checkCount(receiveCount, receives == null ? 0 : receives.capacity(), "receives");
+        checkCount(sendCount, sends == null ? 0 : sends.capacity(), "send work requests");
+        if (receiveCount + sendCount == 0) {
+            throw new IllegalArgumentException("a post of nothing on " + this);
+        }
+        long recvFirst = 0;
+        long sendFirst = 0;
+        if (receiveCount > 0) {
+            receives.terminate(receiveCount);
+            recvFirst = receives.address();
+        }
+        if (sendCount > 0) {
+            sends.terminate(sendCount);
+            sendFirst = sends.address();
+        }
+        long rc = post0(qp, recvFirst, ReceiveWorkRequests.stride(), sendFirst, SendWorkRequests.stride());
+        if (receiveCount > 0) {
+            receives.relink(receiveCount);
+        }
+        if (sendCount > 0) {
+            sends.relink(sendCount);
+        }
+        if (rc == 0) {
+            if (receiveCount > 0) {
+                receives.failedIndex(-1);
+            }
+            if (sendCount > 0) {
+                sends.failedIndex(-1);
+            }
+            return 0;
+        }
+        long code = -rc;
+        int index = (int) ((code >>> 32) & 0xFFFF);
+        if ((code & POST_SEND_FAILED) != 0) {
+            if (receiveCount > 0) {
+                receives.failedIndex(-1);
+            }
+            sends.failedIndex(index);
+        } else {
+            receives.failedIndex(index);
+            if (sendCount > 0) {
+                sends.failedIndex(0);
+            }
+        }
+        return -(int) (code & 0xffffffffL);
     }
 
     /**
@@ -147,13 +182,21 @@ public final class QueuePair extends NativeHandle {
         recvCq.removeQueuePair(this);
     }
 
-    /**
-     * ibv_post_send(qp, first, &bad); 0, or -(index of bad &lt;&lt; 32 | errno) where index = (bad - first) / stride.
-     */
-    private static native long postSend0(long qp, long first, int stride);
+    private static void checkCount(int count, int capacity, String what) {
+        if (count < 0 || count > capacity) {
+            throw new IllegalArgumentException("post of " + count + " " + what + " of " + capacity);
+        }
+    }
 
-    /** ibv_post_recv, same result coding as postSend0. */
-    private static native long postRecv0(long qp, long first, int stride);
+    /** In {@link #post0}'s result: the send chain failed (else the receive chain did). */
+    private static final long POST_SEND_FAILED = 1L << 48;
+
+    /**
+     * ibv_post_recv(qp, recvFirst, &bad) unless recvFirst is 0, then ibv_post_send(qp, sendFirst, &bad) unless
+     * sendFirst is 0; 0, or -([POST_SEND_FAILED] | index of bad &lt;&lt; 32 | errno) where index = (bad - first) /
+     * stride of the failing list.
+     */
+    private static native long post0(long qp, long recvFirst, int recvStride, long sendFirst, int sendStride);
 
     /** ibv_query_qp's qp_state, or -errno. */
     private static native int queryState0(long qp);

@@ -235,6 +235,74 @@ class RdmaDeviceChecks {
         }
     }
 
+    /**
+     * A reactor round's post (QueuePair.post): the receives it reposted, then its responses, in one crossing. The
+     * receives are up before the response leaves, so the capsules the peer sends on seeing it land in them; when the
+     * receive chain is refused, no send of the same post goes out.
+     */
+    @Test
+    void shouldPostReceivesThenSendsInOneCrossing() throws Exception {
+        try (RdmaLoopback lo = RdmaLoopback.connect(CAPS, ConnectionParameters.defaults(),
+            ConnectionParameters.defaults())) {
+            int lkey = lo.target.mr.lkey();
+            long base = lo.target.mr.address();
+            ReceiveWorkRequests hostRecv = new ReceiveWorkRequests(4, 1);
+            hostRecv.set(0, 7001).sge(0, 0, lo.host.mr.address(), 64, lo.host.mr.lkey());
+            lo.host.qp.postReceiveOrThrow(hostRecv, 1);
+
+            byte[] response = random(16);
+            lo.target.buffer.put(0, response);
+            ReceiveWorkRequests recv = new ReceiveWorkRequests(4, 1);
+            recv.set(0, 7101).sge(0, 0, base + 4096, 64, lkey);
+            recv.set(1, 7102).sge(1, 0, base + 8192, 64, lkey);
+            SendWorkRequests send = new SendWorkRequests(4, 1);
+            send.send(0, 7201, SendWorkRequests.FLAG_SIGNALED).sge(0, 0, base, 16, lkey);
+            assertThat(lo.target.qp.post(recv, 2, send, 1)).isZero();
+            assertThat(recv.failedIndex()).isEqualTo(-1);
+            assertThat(send.failedIndex()).isEqualTo(-1);
+            expectOne(lo.target, lo.target.sendCq, 7201, WorkCompletions.OPCODE_SEND, -1);
+            expectOne(lo.host, lo.host.recvCq, 7001, WorkCompletions.OPCODE_RECV, 16);
+            byte[] got = new byte[16];
+            lo.host.buffer.get(0, got);
+            assertThat(got).isEqualTo(response);
+
+            // the peer's next two capsules land in the two receives that post put up, in order
+            SendWorkRequests capsule = new SendWorkRequests(4, 1);
+            for (int i = 0; i < 2; i++) {
+                byte[] bytes = random(64);
+                lo.host.buffer.put(1024, bytes);
+                capsule.send(0, 7301 + i, SendWorkRequests.FLAG_SIGNALED)
+                    .sge(0, 0, lo.host.mr.address() + 1024, 64, lo.host.mr.lkey());
+                lo.host.qp.postSendOrThrow(capsule, 1);
+                expectOne(lo.host, lo.host.sendCq, 7301 + i, WorkCompletions.OPCODE_SEND, -1);
+                expectOne(lo.target, lo.target.recvCq, 7101 + i, WorkCompletions.OPCODE_RECV, 64);
+                byte[] landed = new byte[64];
+                lo.target.buffer.get(4096 * (i + 1), landed);
+                assertThat(landed).as("capsule %d", i).isEqualTo(bytes);
+            }
+
+            // a receive chain longer than the receive queue: refused at an entry past the granted depth, the send
+            // behind it never posted (no completion, and its failedIndex says none went)
+            int depth = lo.target.qp.capabilities().maxRecvWr();
+            int count = depth * 8;
+            ReceiveWorkRequests many = new ReceiveWorkRequests(count, 1);
+            for (int i = 0; i < count; i++) {
+                many.set(i, 8000 + i).sge(i, 0, base + 16384 + (i % 64) * 64L, 64, lkey);
+            }
+            send.send(0, 7202, SendWorkRequests.FLAG_SIGNALED).sge(0, 0, base, 16, lkey);
+            int rc = lo.target.qp.post(many, count, send, 1);
+            assertThat(rc).as("posting %d receives into a receive queue of %d", count, depth).isNegative();
+            assertThat(-rc).isEqualTo(Errno.ENOMEM);
+            assertThat(many.failedIndex()).isGreaterThanOrEqualTo(depth).isLessThan(count);
+            assertThat(send.failedIndex()).isZero();
+            sleep(200);
+            WorkCompletions wcs = new WorkCompletions(8);
+            assertThat(lo.target.sendCq.poll(wcs)).as("a send of a post whose receives failed").isZero();
+            System.out.printf("INFO receive queue of %d (granted) took %d more of a chain of %d%n", depth,
+                many.failedIndex(), count);
+        }
+    }
+
     @Test
     void shouldWaitOnTheCompletionChannelWithTimeoutAndWakeup() throws Exception {
         try (RdmaLoopback lo = RdmaLoopback.connect(CAPS, ConnectionParameters.defaults(),

@@ -47,14 +47,15 @@ public final class RdmaHostPollGroup implements HostPollGroup {
     }
 
     /**
-     * Posts the capsules submitted on this thread since the last flush, one chained post per queue. {@link #poll()}
-     * ends with it; a caller that submits outside a poll and wants the commands out at once calls it.
+     * Posts the receives reposted and the capsules submitted on this thread since the last flush, one JNI crossing
+     * per queue (receives, then capsules). {@link #poll()} ends with it; a caller that submits outside a poll and
+     * wants the commands out at once calls it.
      */
     public int flush() {
         int n = flushList.size();
         int work = 0;
         for (int i = 0; i < n; i++) {
-            work += flushList.take(i).flushSends();
+            work += flushList.take(i).flush();
         }
         // Queues that asked again during the loop (a failed post closing a queue does not) were appended after n.
         flushList.keepAfter(n);

@@ -125,7 +125,7 @@ final class RdmaHostQueue extends AbstractHostQueue<RdmaHostCommand> implements 
                 return rc;
             }
         }
-        return 0;
+        return verbs.flush();
     }
 
     private int postReceive(int index) {
@@ -189,7 +189,7 @@ final class RdmaHostQueue extends AbstractHostQueue<RdmaHostCommand> implements 
             sgl.address(dataAddress).keyedLength(dataLength).key(rkey).id(SglDescriptor.ID_KEYED_ADDRESS);
         }
         command.sqe.commandId(command.cid);
-        // Staged: the poll group posts every capsule of the round in one chained post (flushSends).
+        // Staged: the poll group posts every capsule of the round in one chained post (flush).
         int rc = verbs.postSend(WR_SEND | command.tag, command.capsuleAddress, sendLength, queueKeys.lkey(), 0);
         if (rc < 0) {
             command.releaseData();
@@ -197,10 +197,7 @@ final class RdmaHostQueue extends AbstractHostQueue<RdmaHostCommand> implements 
             closeNow("posting command capsules to " + peer() + " failed: errno " + -rc);
             return -1;
         }
-        if (!flushQueued) {
-            flushQueued = true;
-            group.requestFlush(this);
-        }
+        requestFlush();
         postedSends++;
         command.sendDone = false;
         command.responseReceived = false;
@@ -209,16 +206,26 @@ final class RdmaHostQueue extends AbstractHostQueue<RdmaHostCommand> implements 
 
     // ---- completions ---------------------------------------------------------------------------------------------
 
-    /** Posts the capsules staged since the last flush in one chained post. Poll-group thread. */
-    int flushSends() {
+    private void requestFlush() {
+        if (!flushQueued) {
+            flushQueued = true;
+            group.requestFlush(this);
+        }
+    }
+
+    /**
+     * Posts the receives and capsules staged since the last flush: the receives in one chained post, then the
+     * capsules in another, one JNI crossing. Poll-group thread.
+     */
+    int flush() {
         flushQueued = false;
-        if (destroyed || !isOpen() || verbs.stagedSends() == 0) {
+        if (destroyed || !isOpen() || verbs.staged() == 0) {
             return 0;
         }
-        int n = verbs.stagedSends();
-        int rc = verbs.flushSends();
+        int n = verbs.staged();
+        int rc = verbs.flush();
         if (rc < 0) {
-            closeNow("posting " + n + " command capsules to " + peer() + " failed: errno " + -rc);
+            closeNow("posting " + n + " receives and command capsules to " + peer() + " failed: errno " + -rc);
         }
         return 1;
     }
@@ -304,6 +311,7 @@ final class RdmaHostQueue extends AbstractHostQueue<RdmaHostCommand> implements 
             closeNow("posting a receive failed: errno " + -rc);
             return;
         }
+        requestFlush(); // the receive goes out with the round's flush, before the capsules staged in it
         command.responseReceived = true;
         if (command.sendDone) {
             slots.complete(command, command.cqe);
@@ -318,6 +326,7 @@ final class RdmaHostQueue extends AbstractHostQueue<RdmaHostCommand> implements 
         closing = true;
         drainDeadline = System.nanoTime() + DRAIN_TIMEOUT_NANOS;
         postedSends -= verbs.discardStagedSends(); // never posted: nothing will complete them
+        postedReceives -= verbs.discardStagedReceives();
         verbs.disconnect(); // the queue pair is in error when this returns: no more DMA into host memory
         if (!registered) {
             group.register(this); // polled until its flushed work requests are back
