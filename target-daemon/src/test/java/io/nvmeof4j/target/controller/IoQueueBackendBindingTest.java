@@ -22,6 +22,7 @@ import io.nvmeof4j.target.model.Port;
 import io.nvmeof4j.target.model.Subsystem;
 import io.nvmeof4j.target.model.TargetModel;
 import io.nvmeof4j.target.reactor.IdleMode;
+import io.nvmeof4j.target.reactor.OnReactor;
 import io.nvmeof4j.target.reactor.Reactor;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -37,7 +38,6 @@ import java.util.Random;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
@@ -78,15 +78,7 @@ class IoQueueBackendBindingTest {
 
     /** Runs {@code task} on the reactor thread, as a transport runs a queue's commands; its result within 10 s. */
     private <T> T onReactor(Callable<T> task) throws Exception {
-        CompletableFuture<T> result = new CompletableFuture<>();
-        reactor.execute(() -> {
-            try {
-                result.complete(task.call());
-            } catch (Throwable t) {
-                result.completeExceptionally(t);
-            }
-        });
-        return result.get(10, TimeUnit.SECONDS);
+        return OnReactor.call(reactor, task);
     }
 
     /** What the executor was handed with a command: the slot's descriptor, and what it was bound to on arrival. */

@@ -11,6 +11,7 @@ import io.nvmeof4j.target.config.TargetConfig;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Port;
 import io.nvmeof4j.target.model.Subsystem;
+import io.nvmeof4j.target.reactor.OnReactor;
 import io.nvmeof4j.target.reactor.Reactor;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -193,7 +194,7 @@ class TargetDaemonIT {
             List<BdevIoChannel> opened = new ArrayList<>();
             for (Reactor reactor : reactors) {
                 // Behind the add's task on the reactor's queue: it sees what that task did.
-                BdevIoChannel channel = onReactor(reactor,
+                BdevIoChannel channel = OnReactor.call(reactor,
                     () -> BindingProbe.channel(reactor.pollGroup(BdevChannels.class), device));
                 assertThat(channel).as("channel on %s", reactor.name()).isNotNull();
                 opened.add(channel);
@@ -203,17 +204,6 @@ class TargetDaemonIT {
         }
     }
 
-    private static <T> T onReactor(Reactor reactor, java.util.concurrent.Callable<T> task) throws Exception {
-        java.util.concurrent.CompletableFuture<T> result = new java.util.concurrent.CompletableFuture<>();
-        reactor.execute(() -> {
-            try {
-                result.complete(task.call());
-            } catch (Throwable t) {
-                result.completeExceptionally(t);
-            }
-        });
-        return result.get(10, TimeUnit.SECONDS);
-    }
 
     @Test
     void shouldRecheckTheFilesAtStart() throws Exception {
