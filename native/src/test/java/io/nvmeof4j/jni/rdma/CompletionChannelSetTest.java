@@ -84,8 +84,11 @@ class CompletionChannelSetTest {
         return members;
     }
 
-    /** Runs {@code set.await(LONG_WAIT)} on a thread; returns the thread, its result and when it returned. */
-    private static Thread waitOn(CompletionChannelSet set, AtomicReference<Object> result, AtomicLong returnedAt) {
+    /**
+     * Runs {@code set.await(LONG_WAIT)} on a thread; returns the thread, its result and when it returned (also used by
+     * {@link RdmaDeviceChecks} on real channels).
+     */
+    static Thread waitOn(CompletionChannelSet set, AtomicReference<Object> result, AtomicLong returnedAt) {
         Thread t = new Thread(() -> {
             try {
                 result.set(set.await(LONG_WAIT));

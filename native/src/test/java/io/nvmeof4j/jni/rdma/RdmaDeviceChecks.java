@@ -370,7 +370,7 @@ class RdmaDeviceChecks {
 
             AtomicReference<Object> result = new AtomicReference<>("not returned");
             AtomicLong returnedAt = new AtomicLong();
-            Thread waiter = waitOn(set, result, returnedAt);
+            Thread waiter = CompletionChannelSetTest.waitOn(set, result, returnedAt);
             sleep(200);
             assertThat(waiter.isAlive()).as("nothing to report yet").isTrue();
             ReceiveWorkRequests recv = new ReceiveWorkRequests(1, 1);
@@ -394,7 +394,7 @@ class RdmaDeviceChecks {
 
             // The third channel (with its CQ) closed by another thread while the set is waited on.
             result.set("not returned");
-            waiter = waitOn(set, result, returnedAt);
+            waiter = CompletionChannelSetTest.waitOn(set, result, returnedAt);
             sleep(200);
             long t0 = System.nanoTime();
             third.close();
@@ -414,7 +414,7 @@ class RdmaDeviceChecks {
             assertThat(set.await(200_000_000L)).isZero();
             assertThat(System.nanoTime() - t0).isBetween(150_000_000L, 2_000_000_000L);
             result.set("not returned");
-            waiter = waitOn(set, result, returnedAt);
+            waiter = CompletionChannelSetTest.waitOn(set, result, returnedAt);
             sleep(200);
             long wokenAt = System.nanoTime();
             set.wakeup();
@@ -457,19 +457,6 @@ class RdmaDeviceChecks {
         long t0 = System.nanoTime();
         assertThat(set.await(5_000_000_000L)).as("the add's wake-up, no event").isZero();
         assertThat(System.nanoTime() - t0).isLessThan(2_000_000_000L);
-    }
-
-    private static Thread waitOn(CompletionChannelSet set, AtomicReference<Object> result, AtomicLong returnedAt) {
-        Thread t = new Thread(() -> {
-            try {
-                result.set(set.await(10_000_000_000L));
-            } catch (Throwable e) {
-                result.set(e);
-            }
-            returnedAt.set(System.nanoTime());
-        }, "set-waiter");
-        t.start();
-        return t;
     }
 
     @Test
