@@ -39,10 +39,15 @@ public final class PollGroupCore {
         }
     }
 
-    /** Starts a poll round: binds the group to the calling thread (the first time) and runs the tasks handed over. */
+    /**
+     * Starts a poll round: binds the group to the calling thread (the first time) and runs the tasks handed over
+     * before it began. A task handed over while they run (by another thread, or by one of them) waits for the next
+     * round, so a producer that keeps handing tasks over cannot hold the reactor in one round, and a round is what
+     * was queued when it began (multipath takes turns per round).
+     */
     public int beginPoll() {
         bindReactorThread();
-        return tasks.isEmpty() ? 0 : runTasks();
+        return tasks.isEmpty() ? 0 : runTasks(tasks.size());
     }
 
     /**
@@ -77,11 +82,15 @@ public final class PollGroupCore {
         return !tasks.isEmpty();
     }
 
-    /** Runs the queued tasks (reactor thread); a failing task is logged and the others still run. */
+    /** Runs the queued tasks until none is left (reactor thread, closing); a failing one is logged, the others run. */
     public int runTasks() {
+        return runTasks(Integer.MAX_VALUE);
+    }
+
+    private int runTasks(int max) {
         int n = 0;
         Runnable task;
-        while ((task = tasks.poll()) != null) {
+        while (n < max && (task = tasks.poll()) != null) {
             n++;
             try {
                 task.run();
