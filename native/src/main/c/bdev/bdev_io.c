@@ -162,6 +162,19 @@ static void bdev_prep_zero_write(struct bdev_group *g, struct bdev *dev, struct 
 /*
  * Queues the task's next step on the ring; returns 0, or a result to complete it with at once.
  */
+/* Write zeroes and a file's unmap: fallocate with MODE, or, where the file system refused it before (REFUSED),
+ * writes of the zero buffer. */
+static void bdev_prep_fallocate(struct bdev_group *g, struct bdev *dev, struct bdev_task *t, struct io_uring_sqe *sqe,
+                                int refused, int mode)
+{
+    if (refused) {
+        t->step = BDEV_STEP_ZERO_WRITE;
+        bdev_prep_zero_write(g, dev, t, sqe);
+    } else {
+        io_uring_prep_fallocate(sqe, dev->fd, mode | FALLOC_FL_KEEP_SIZE, t->offset, t->length);
+    }
+}
+
 static int bdev_queue(struct bdev_group *g, uint32_t tag)
 {
     struct bdev_task *t = &g->tasks[tag];
@@ -210,13 +223,7 @@ static int bdev_queue(struct bdev_group *g, uint32_t tag)
             io_uring_prep_fsync(sqe, dev->fd, IORING_FSYNC_DATASYNC);
             break;
         case BDEV_OP_WRITE_ZEROES:
-            if (dev->no_zero_range) {
-                t->step = BDEV_STEP_ZERO_WRITE;
-                bdev_prep_zero_write(g, dev, t, sqe);
-            } else {
-                io_uring_prep_fallocate(sqe, dev->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, t->offset,
-                                        t->length);
-            }
+            bdev_prep_fallocate(g, dev, t, sqe, dev->no_zero_range, FALLOC_FL_ZERO_RANGE);
             break;
         case BDEV_OP_UNMAP:
             if (dev->blkdev) {
@@ -225,12 +232,8 @@ static int bdev_queue(struct bdev_group *g, uint32_t tag)
                 sqe->cmd_op = BDEV_BLOCK_URING_CMD_DISCARD;
                 sqe->addr = t->offset;
                 sqe->addr3 = t->length;
-            } else if (dev->no_punch_hole) {
-                t->step = BDEV_STEP_ZERO_WRITE;
-                bdev_prep_zero_write(g, dev, t, sqe);
             } else {
-                io_uring_prep_fallocate(sqe, dev->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, t->offset,
-                                        t->length);
+                bdev_prep_fallocate(g, dev, t, sqe, dev->no_punch_hole, FALLOC_FL_PUNCH_HOLE);
             }
             break;
         default:
