@@ -208,9 +208,9 @@ PY
 EOF
             echo "BENCH $label: $launcher, JVM options '$NVMEOF4J_JAVA_OPTS' (log: $res/$label-daemon.log)"
             if [ "$competitor" = 1 ]; then
-                taskset -c 0 "$launcher" --config "$cfg" > "$res/$label-daemon.log" 2>&1 &
+                taskset -c 0 "$launcher" --config "$cfg" > "$res/$label-daemon.log" 2>&1 3<&- &
             else
-                "$launcher" --config "$cfg" > "$res/$label-daemon.log" 2>&1 &
+                "$launcher" --config "$cfg" > "$res/$label-daemon.log" 2>&1 3<&- &
             fi
             daemon_pid=$!
             local t0; t0=$(date +%s)
@@ -252,21 +252,16 @@ EOF
     }
     # BENCH_VARIANTS: ";"-separated NAME|LAUNCHER|JAVA_OPTS|SETTINGS (empty: the defaults); without it one
     # variant, "ours". Each variant's figures are labelled NAME, or NAME-rN with more than one round.
-    local labels="" round spec name launcher opts settings label
-    local IFS_SAVE="$IFS"
+    local labels="" round name launcher opts settings label
     for round in $(seq 1 "${BENCH_ROUNDS:-1}"); do
-        IFS=';'; set -f
-        for spec in ${BENCH_VARIANTS:-ours||}; do
-            IFS='|' read -r name launcher opts settings <<< "$spec"
-            IFS="$IFS_SAVE"; set +f
+        # fd 3, so that what run_ours starts (fio, nvme, the daemon) cannot read the list from stdin
+        while IFS='|' read -r name launcher opts settings <&3; do
             label="$name"
             [ "${BENCH_ROUNDS:-1}" -gt 1 ] && label="$name-r$round"
             run_ours "$label" "${launcher:-$LAUNCHER}" "${GUEST_JAVA_OPTS--XX:-TieredCompilation} $opts" \
                 "${settings:-${BENCH_OURS_SETTINGS:-}}"
             labels="$labels $label"
-            IFS=';'; set -f
-        done
-        IFS="$IFS_SAVE"; set +f
+        done 3< <(tr ';' '\n' <<< "${BENCH_VARIANTS:-ours||}")
     done
     rm -f "$tmpfs/ours.img"
 
