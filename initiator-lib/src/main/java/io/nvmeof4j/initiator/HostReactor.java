@@ -3,6 +3,7 @@ package io.nvmeof4j.initiator;
 import io.nvmeof4j.protocol.spi.host.HostPollGroup;
 import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
 import io.nvmeof4j.protocol.spi.reactor.ReactorLoop;
+import io.nvmeof4j.protocol.spi.transport.RoundClock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -17,6 +18,11 @@ import java.util.concurrent.TimeUnit;
  * at once while its CPU is measured as shared (an application thread or a neighbour on the same core); submitters
  * wake it only when it is blocked. What is the host's own: the round counter multipath takes turns by, the deadline
  * timer, and the queues' inbound rings as the work handed over.
+ * <p>Time comes from the poll group's {@link RoundClock}, read at most once a round (a system call where the
+ * clocksource is not readable from user space, the QEMU guest's HPET): the round's first completion reads it, and
+ * the round's other completions (their latency ends), the submissions their callbacks make (latency starts) and the
+ * timer share that read; a command's deadline starts from the last time read, at most a round (a timer period when
+ * the reactor blocked) old, which the millisecond-grained command timeout does not notice.
  */
 final class HostReactor implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HostReactor.class);
@@ -25,6 +31,8 @@ final class HostReactor implements AutoCloseable {
     private static final long STOP_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(5);
 
     final HostPollGroup group;
+    /** The group's round clock (reactor thread). */
+    final RoundClock clock;
     private final ReactorLoop loop;
     private final ReactorThread thread;
     /** Reactor thread only (changed through {@link #execute}). */
@@ -52,12 +60,13 @@ final class HostReactor implements AutoCloseable {
     /** @param slot this reactor's index among the host's reactors ({@link ReactorThread#slot}) */
     HostReactor(String name, HostPollGroup group, int slot) {
         this.group = group;
+        this.clock = group.clock();
         ReactorThread[] made = new ReactorThread[1];
         this.loop = new ReactorLoop(name, new Agent(),
             wait -> AdaptiveIdleStrategy.forCurrentThread(name, wait, IDLE_SPIN_NANOS, TIMER_PERIOD_NANOS),
             body -> made[0] = new ReactorThread(body, name, slot));
         this.thread = made[0];
-        nextTimerNanos = System.nanoTime() + TIMER_PERIOD_NANOS;
+        nextTimerNanos = clock.last() + TIMER_PERIOD_NANOS;
         loop.start();
     }
 
@@ -100,6 +109,7 @@ final class HostReactor implements AutoCloseable {
         public int doWork() {
             try {
                 int work = 0;
+                clock.beginRound(); // the group begins another when it polls; this one covers a group that does not
                 IoQueue[] current = queues;
                 for (IoQueue queue : current) {
                     work += queue.drainInbound();
@@ -108,7 +118,7 @@ final class HostReactor implements AutoCloseable {
                 // After the flush: what callbacks submit from here on (timeouts below, completions read while the
                 // reactor blocks) goes out with the next round's flush, so it belongs to the next round.
                 thread.round++;
-                long now = System.nanoTime();
+                long now = clock.now();
                 if (now - nextTimerNanos >= 0) {
                     for (IoQueue queue : current) {
                         queue.checkTimeouts(now);
@@ -136,6 +146,7 @@ final class HostReactor implements AutoCloseable {
         @Override
         public void await(long timeoutNanos) {
             try {
+                clock.beginRound(); // what the wait reads is a round of its own
                 group.await(timeoutNanos);
             } catch (RuntimeException e) {
                 LOG.error("host reactor {}: waiting in its poll group failed; continuing", thread.getName(), e);

@@ -108,7 +108,9 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
         IoRequest r = free.poll();
         if (r != null && meters != null) {
             r.meters = meters;
-            r.submitNanos = System.nanoTime();
+            // On the reactor (a callback submitting the next I/O) the round's time is already read: it is when the
+            // completion that called back was handled, by then the submission had not happened yet.
+            r.submitNanos = reactor.inReactorThread() ? reactor.clock.now() : System.nanoTime();
         }
         return r;
     }
@@ -326,7 +328,7 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
         int tag = cid & 0xFFF;
         tracked[tag] = r;
         trackedCid[tag] = cid;
-        deadlines[tag] = System.nanoTime() + commandTimeoutNanos;
+        deadlines[tag] = reactor.clock.last() + commandTimeoutNanos;
         r.inFlight++;
     }
 
@@ -455,7 +457,8 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
         String detail = r.errorDetail;
         HostMetrics.NamespaceMeters meters = r.meters;
         if (meters != null) {
-            meters.record(HostMeterNames.op(r.opcode), System.nanoTime() - r.submitNanos, status,
+            long now = reactor.inReactorThread() ? reactor.clock.now() : System.nanoTime();
+            meters.record(HostMeterNames.op(r.opcode), now - r.submitNanos, status,
                 r.blocks << r.blockShift);
         }
         r.reset();

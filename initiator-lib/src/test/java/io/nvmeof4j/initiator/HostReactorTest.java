@@ -1,6 +1,7 @@
 package io.nvmeof4j.initiator;
 
 import io.nvmeof4j.protocol.spi.host.HostPollGroup;
+import io.nvmeof4j.protocol.spi.transport.RoundClock;
 import org.junit.jupiter.api.Test;
 
 import java.lang.management.ManagementFactory;
@@ -74,6 +75,7 @@ class HostReactorTest {
         private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
         private final Semaphore wake = new Semaphore(0);
         private volatile Thread thread;
+        private final RoundClock clock = new RoundClock();
 
         @Override
         public int poll() {
@@ -110,6 +112,11 @@ class HostReactorTest {
         public void execute(Runnable task) {
             tasks.add(task);
             wake.release();
+        }
+
+        @Override
+        public RoundClock clock() {
+            return clock;
         }
 
         @Override

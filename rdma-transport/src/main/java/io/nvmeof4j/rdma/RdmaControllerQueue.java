@@ -366,7 +366,7 @@ final class RdmaControllerQueue extends AbstractTransportQueue implements Polled
     /** The response SEND completed: tell the handler that took the command (metrics end here). */
     private void responseSent(RdmaRequest request) {
         try {
-            handler.onResponseSent(request);
+            handler.onResponseSent(request, group.pollNanos());
         } catch (RuntimeException e) {
             LOG.warn("NVMe/RDMA {}: queue handler failed after sending CID {}", peer, request.commandId, e);
         }

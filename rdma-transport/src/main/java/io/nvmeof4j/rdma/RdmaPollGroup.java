@@ -45,13 +45,6 @@ public final class RdmaPollGroup implements PollGroup {
      * is in RTS), but owned, so that closing the group destroys them too.
      */
     private final List<RdmaControllerQueue> accepted = new ArrayList<>();
-    /**
-     * {@link System#nanoTime()} of this polling of the queues, read when its first capsule needs it (0: not yet):
-     * the capsules one poll takes all arrived before it, and a clock read is a system call where the kernel has no
-     * clock readable from user space (the QEMU guest's HPET: 1.3 to 5 clock_gettime calls per I/O measured on the
-     * reactor, issue 17), one per capsule at depth.
-     */
-    private long pollNanos;
 
     /**
      * @param pool      the reactor's pool, built over a region; the transport registers the region once with each
@@ -121,18 +114,18 @@ public final class RdmaPollGroup implements PollGroup {
     }
 
     private int pollQueues() {
-        pollNanos = 0;
+        core.clock().beginRound();
         return queues.pollAll(completions);
     }
 
-    /** When the capsules of the current polling arrived, at the latest (reactor thread, during a poll). */
+    /**
+     * The stamp of the current polling of the queues, read when its first completion needs it: every capsule it
+     * takes arrived before it, every response SEND it reaps completed before it, so one read serves a command's
+     * start and another command's end (a SEND is posted after the poll that took its capsule, so it is reaped by a
+     * later one, with a later stamp). Reactor thread, during a poll.
+     */
     long pollNanos() {
-        long t = pollNanos;
-        if (t == 0) {
-            t = System.nanoTime();
-            pollNanos = t;
-        }
-        return t;
+        return core.clock().now();
     }
 
     @Override

@@ -45,7 +45,7 @@ public final class RamHandlers implements QueueHandlerFactory {
         opened.add(queue);
         return new QueueHandler() {
             @Override
-            public void onResponseSent(Request request) {
+            public void onResponseSent(Request request, long sentNanos) {
                 responsesSent.add(request.command().commandId());
             }
 

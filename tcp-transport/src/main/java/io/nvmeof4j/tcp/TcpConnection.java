@@ -321,7 +321,7 @@ final class TcpConnection extends AbstractTransportQueue {
             return false;
         }
         commandTaken();
-        request.begin(receiver.buffer(), receiver.pduStart() + CapsuleCmdPdu.SQE_OFFSET, System.nanoTime(),
+        request.begin(receiver.buffer(), receiver.pduStart() + CapsuleCmdPdu.SQE_OFFSET, group.roundNanos(),
             ++capsulesReceived);
         receiver.consume(dataStart);
         if (++sqHead >= commandLimit) {
@@ -493,7 +493,7 @@ final class TcpConnection extends AbstractTransportQueue {
         QueueHandler h = handler;
         if (h != null && request.reachedHandler) {
             try {
-                h.onResponseSent(request);
+                h.onResponseSent(request, group.sentNanos());
             } catch (RuntimeException e) {
                 LOG.warn("NVMe/TCP {}: queue handler failed after sending CID {}", peer, request.commandId, e);
             }
@@ -557,6 +557,7 @@ final class TcpConnection extends AbstractTransportQueue {
             advanceTls(); // OP_WRITE during the handshake: its records go out first
             return 1;
         }
+        group.beginSendBatch();
         return sends.flush(stream, group.iov);
     }
 
@@ -592,7 +593,7 @@ final class TcpConnection extends AbstractTransportQueue {
         terminationReason = "protocol error in " + PduType.name(pduType) + ": " + what;
         setReadInterest(false);
         sends.terminateWith(termReqJob); // the host gets nothing else before the TermReq
-        terminationDeadlineNanos = System.nanoTime() + TERMINATION_LINGER_NANOS;
+        terminationDeadlineNanos = group.roundNanos() + TERMINATION_LINGER_NANOS;
         group.addTerminating(this);
     }
 
@@ -604,7 +605,7 @@ final class TcpConnection extends AbstractTransportQueue {
             close(terminationReason);
             return;
         }
-        terminationDeadlineNanos = System.nanoTime() + TERMINATION_LINGER_NANOS;
+        terminationDeadlineNanos = group.roundNanos() + TERMINATION_LINGER_NANOS;
         setReadInterest(true);
         receiver.drain();
     }

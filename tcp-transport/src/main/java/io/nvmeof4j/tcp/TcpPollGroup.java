@@ -7,6 +7,7 @@ import io.nvmeof4j.protocol.spi.transport.CompletionInbox;
 import io.nvmeof4j.protocol.spi.transport.DataMapping;
 import io.nvmeof4j.protocol.spi.transport.FlushList;
 import io.nvmeof4j.protocol.spi.transport.PollGroupCore;
+import io.nvmeof4j.protocol.spi.transport.RoundClock;
 import io.nvmeof4j.protocol.spi.reactor.SelectorPollGroup;
 import io.nvmeof4j.protocol.tcp.Crc32cDigest;
 import org.slf4j.Logger;
@@ -21,6 +22,7 @@ import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.LongSupplier;
 
 /**
  * The NVMe/TCP share of one reactor: a {@link SocketSelector} and the connections registered with it, the reactor's
@@ -34,6 +36,10 @@ import java.util.List;
  * arrival order each round, the selector woken only when the reactor is (about to be) blocked in {@link #await};
  * commands waiting for pool buffers wait in a {@link BufferWaitQueue}; connections with sends staged this round are
  * in a {@link FlushList}.
+ * <p>Two clock reads at most per round and connection, none per command: capsules are stamped with the round's
+ * {@link RoundClock} (read when the round takes its first capsule), responses with a second one that begins anew
+ * with every connection's gathering write and is read after the write returned, when the first response it carried
+ * is reported sent.
  */
 public final class TcpPollGroup implements SelectorPollGroup {
     private static final Logger LOG = LoggerFactory.getLogger(TcpPollGroup.class);
@@ -52,6 +58,8 @@ public final class TcpPollGroup implements SelectorPollGroup {
 
     private final SocketSelector selector = new SocketSelector("NVMe/TCP poll group", this::onKeyReady);
     private final PollGroupCore core;
+    /** Stamps the responses of one gathering write ({@link #sentNanos}). */
+    private final RoundClock sendClock;
     private final CompletionInbox<TcpRequest> inbox = new CompletionInbox<>();
     private final BufferWaitQueue<TcpRequest> bufferWaits;
 
@@ -60,10 +68,16 @@ public final class TcpPollGroup implements SelectorPollGroup {
     private final List<TcpConnection> terminating = new ArrayList<>();
 
     TcpPollGroup(TcpControllerTransport transport, BufferPool pool, TcpTransportOptions options) {
+        this(transport, pool, options, System::nanoTime);
+    }
+
+    /** @param clock the monotonic nanosecond clock rounds and sends are stamped with (tests count its reads) */
+    TcpPollGroup(TcpControllerTransport transport, BufferPool pool, TcpTransportOptions options, LongSupplier clock) {
         this.transport = transport;
         this.pool = pool;
         this.options = options;
-        this.core = new PollGroupCore("NVMe/TCP poll group", selector::wakeup);
+        this.core = new PollGroupCore("NVMe/TCP poll group", selector::wakeup, new RoundClock(clock));
+        this.sendClock = new RoundClock(clock);
         this.bufferWaits = new BufferWaitQueue<>(pool);
     }
 
@@ -79,6 +93,21 @@ public final class TcpPollGroup implements SelectorPollGroup {
 
     boolean inReactorThread() {
         return core.inReactorThread();
+    }
+
+    /** By when the capsules of this round arrived: one clock read per round (reactor thread). */
+    long roundNanos() {
+        return core.clock().now();
+    }
+
+    /** A connection's gathering write begins: the responses it sends get a stamp read after it. */
+    void beginSendBatch() {
+        sendClock.beginRound();
+    }
+
+    /** By when the responses of the current gathering write had left: one clock read per write (reactor thread). */
+    long sentNanos() {
+        return sendClock.now();
     }
 
     // ---- PollGroup ---------------------------------------------------------------------------------------------
@@ -263,7 +292,7 @@ public final class TcpPollGroup implements SelectorPollGroup {
 
 
     private void expireTerminations() {
-        long now = System.nanoTime();
+        long now = core.clock().now();
         for (int i = terminating.size() - 1; i >= 0; i--) {
             TcpConnection connection = terminating.get(i);
             if (now - connection.terminationDeadlineNanos >= 0) {

@@ -84,7 +84,7 @@ final class RamQueueHandlerFactory implements QueueHandlerFactory, AutoCloseable
         opened.add(queue);
         return new QueueHandler() {
             @Override
-            public void onResponseSent(Request request) {
+            public void onResponseSent(Request request, long sentNanos) {
                 if (recording) {
                     responsesSent.add(request.command().commandId());
                 }

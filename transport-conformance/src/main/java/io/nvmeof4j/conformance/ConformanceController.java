@@ -94,6 +94,8 @@ public final class ConformanceController implements QueueHandlerFactory {
     public final AtomicInteger badReceiveTimes = new AtomicInteger();
     /** Responses the transport reported sent ({@link QueueHandler#onResponseSent}). */
     public final AtomicInteger responsesSent = new AtomicInteger();
+    /** Responses whose sent stamp was before their command's {@link Request#receivedNanos()} or after the report. */
+    public final AtomicInteger badSentTimes = new AtomicInteger();
     public volatile boolean holdReads;
     public volatile boolean holdIo;
 
@@ -206,7 +208,10 @@ public final class ConformanceController implements QueueHandlerFactory {
             }
 
             @Override
-            public void onResponseSent(Request request) {
+            public void onResponseSent(Request request, long sentNanos) {
+                if (sentNanos - request.receivedNanos() < 0 || sentNanos - System.nanoTime() > 0) {
+                    badSentTimes.incrementAndGet();
+                }
                 responsesSent.incrementAndGet();
             }
 

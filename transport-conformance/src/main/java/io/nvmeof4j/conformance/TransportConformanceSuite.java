@@ -196,6 +196,7 @@ public abstract class TransportConformanceSuite {
         assertThat(controller.badReceiveTimes.get()).as("Request.receivedNanos() outside the queue's life").isZero();
         eventually("onResponseSent for every completed command", () -> controller.responsesSent.get()
             == controller.completed.get());
+        assertThat(controller.badSentTimes.get()).as("onResponseSent's stamp before the command arrived").isZero();
         for (TransportQueue tq : controller.queues) {
             assertThat(tq.transportType()).isEqualTo(target.address().type());
             assertThat(tq.localAddress().trsvcid()).isEqualTo(target.address().trsvcid());

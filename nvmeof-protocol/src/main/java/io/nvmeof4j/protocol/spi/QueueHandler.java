@@ -15,8 +15,12 @@ public interface QueueHandler {
      * last C2HData carrying SUCCESS) to the socket; NVMe-oF/RDMA's response SEND completed. Reactor thread, before
      * the transport reuses the request: the end of a command's latency as the target sees it (metrics). Not called
      * when the queue went away before the response was sent. Must not block or allocate.
+     *
+     * @param sentNanos {@link System#nanoTime()} by when the response had left, read once per batch of responses
+     *                  (NVMe/TCP: once per gathering write, after it returned; NVMe-oF/RDMA: the poll round that
+     *                  reaped the SEND), never before the command's {@link Request#receivedNanos()} was read
      */
-    default void onResponseSent(Request request) {
+    default void onResponseSent(Request request, long sentNanos) {
     }
 
     /**

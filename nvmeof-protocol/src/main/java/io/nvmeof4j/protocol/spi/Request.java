@@ -35,7 +35,11 @@ public interface Request {
     /** Transfer length from the SGL (0 when there is no data). */
     int dataLength();
 
-    /** {@link System#nanoTime()} when the command capsule was received (the start of its latency). */
+    /**
+     * {@link System#nanoTime()} by when the command capsule was received (the start of its latency): the poll
+     * round's stamp ({@link io.nvmeof4j.protocol.spi.transport.RoundClock}), read when the round's first capsule was
+     * taken, so at most the round's work earlier than the capsule itself.
+     */
     long receivedNanos();
 
     /**

@@ -3,6 +3,7 @@ package io.nvmeof4j.rdma.host;
 import io.nvmeof4j.protocol.spi.host.HostPollGroup;
 import io.nvmeof4j.protocol.spi.transport.FlushList;
 import io.nvmeof4j.protocol.spi.transport.PollGroupCore;
+import io.nvmeof4j.protocol.spi.transport.RoundClock;
 import io.nvmeof4j.rdma.CompletionWaiter;
 import io.nvmeof4j.rdma.PolledQueues;
 import io.nvmeof4j.rdma.WorkCompletions;
@@ -67,6 +68,7 @@ public final class RdmaHostPollGroup implements HostPollGroup {
     }
 
     private int pollQueues() {
+        core.clock().beginRound(); // also the poll after arming, in await: a round of its own
         return queues.pollAll(completions);
     }
 
@@ -96,6 +98,11 @@ public final class RdmaHostPollGroup implements HostPollGroup {
             throw new IllegalStateException("NVMe/RDMA host poll group is closed");
         }
         core.execute(task);
+    }
+
+    @Override
+    public RoundClock clock() {
+        return core.clock();
     }
 
     @Override

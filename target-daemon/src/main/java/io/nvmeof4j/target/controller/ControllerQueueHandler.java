@@ -414,13 +414,13 @@ final class ControllerQueueHandler implements QueueHandler {
     }
 
     @Override
-    public void onResponseSent(Request request) {
+    public void onResponseSent(Request request, long sentNanos) {
         int slot = request.slot();
         CommandContext[] cs = contexts;
         if (slot < cs.length) {
             CommandContext c = cs[slot];
             if (c != null && c.metered != null && c.transportRequest == request) {
-                c.metered.responseSent();
+                c.metered.responseSent(sentNanos);
             }
         }
         QueueAuthentication a = auth;

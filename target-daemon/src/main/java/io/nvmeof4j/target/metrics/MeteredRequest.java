@@ -6,13 +6,16 @@ import io.nvmeof4j.protocol.spi.Request;
 
 /**
  * A transport's request with the command layer's metering around it: everything delegates, except that
- * {@link #complete(int)} notes the status, {@link #responseSent()} (the transport's "response sent", through
+ * {@link #complete(int)} notes the status, {@link #responseSent(long)} (the transport's "response sent", through
  * {@link io.nvmeof4j.protocol.spi.QueueHandler#onResponseSent}) then records the latency
- * ({@link Request#receivedNanos()} to now), the bytes and the status into the meters resolved for the command.
+ * ({@link Request#receivedNanos()} to the transport's sent stamp), the bytes and the status into the meters resolved
+ * for the command.
  * <p>One per queue slot, held by the command layer's per-slot context: nothing is allocated per command. Set up on the reactor thread before the command
  * is handed on; {@link #complete} may run on any thread (the hand-off to a backend thread publishes the fields).
  * <p>The latency ends when the response has left: NVMe/TCP wrote it to the socket, NVMe-oF/RDMA's SEND completed.
- * A command whose queue went away before its response was sent is not recorded.
+ * Both stamps come from the transport's round clocks (one read per poll round for arrivals, one per batch of sent
+ * responses), so recording reads no clock. A command whose queue went away before its response was sent is not
+ * recorded.
  */
 public final class MeteredRequest extends ForwardingRequest {
     private NamespaceMeters namespace;
@@ -57,15 +60,16 @@ public final class MeteredRequest extends ForwardingRequest {
     }
 
     /**
-     * The transport sent this command's response (reactor thread): records latency, bytes and status. Does nothing
+     * The transport sent this command's response by {@code sentNanos} (reactor thread): records latency, bytes and
+     * status. Does nothing
      * when no metered completion is owed (a command of this slot that was not metered, or one already recorded).
      */
-    public void responseSent() {
+    public void responseSent(long sentNanos) {
         if (!pending) {
             return;
         }
         pending = false;
-        long latency = System.nanoTime() - delegate.receivedNanos();
+        long latency = sentNanos - delegate.receivedNanos();
         NamespaceMeters ns = namespace;
         if (ns != null) {
             ns.record(transport, op, latency, status, delegate.dataLength());

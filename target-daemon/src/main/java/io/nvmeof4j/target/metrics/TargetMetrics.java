@@ -14,6 +14,7 @@ import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.nvmeof4j.protocol.auth.DhchapGroup;
 import io.nvmeof4j.protocol.auth.DhchapHash;
 import io.nvmeof4j.protocol.command.NvmeStatus;
@@ -54,7 +55,10 @@ import static io.nvmeof4j.target.metrics.TargetMeterNames.*;
  * We set the distribution expiry to ten years with one buffer, so the rotation never comes due and the recording
  * path never reaches that monitor; the price is that {@code *_max} is the maximum since start, not of the last
  * two minutes. (The Prometheus histogram itself already never rotates: it is cumulative.) The pause detector is
- * Micrometer's default {@code NoPauseDetector}: no interval estimator on the path. Failure counts, whose statuses
+ * Micrometer's default {@code NoPauseDetector}: no interval estimator on the path. Both rotations read the registry
+ * clock's {@code wallTime()} on every record to see whether they are due: the Prometheus registry made here has a
+ * {@link CachedWallClock}, refreshed before each scrape, so recording reads no clock (why that is safe: its comment).
+ * Failure counts, whose statuses
  * are not known in advance, go into {@link FailureCounts} and become meters on the scrape thread.
  *
  * <h2>Scrape</h2>
@@ -66,6 +70,8 @@ public final class TargetMetrics {
     static final Duration NEVER_ROTATE = Duration.ofDays(3650);
 
     private final MeterRegistry registry;
+    /** The registry's clock when this class made the registry (refreshed before scrapes), else null. */
+    private final CachedWallClock wallClock;
     /** The states of the resource-wait counters, kept reachable here (see {@link #bindResourceWaits}). */
     private final List<Object> resourceWaitOwners = new java.util.concurrent.CopyOnWriteArrayList<>();
     private final Set<TransportType> transports;
@@ -81,7 +87,12 @@ public final class TargetMetrics {
      *                   counted in failures only)
      */
     public TargetMetrics(MeterRegistry registry, Set<TransportType> transports) {
+        this(registry, null, transports);
+    }
+
+    private TargetMetrics(MeterRegistry registry, CachedWallClock wallClock, Set<TransportType> transports) {
         this.registry = Objects.requireNonNull(registry, "registry");
+        this.wallClock = wallClock;
         this.transports = transports.isEmpty() ? EnumSet.noneOf(TransportType.class) : EnumSet.copyOf(transports);
         PendingConnections.Refusal[] reasons = PendingConnections.Refusal.values();
         this.connectionsRefused = new Counter[TRANSPORTS][reasons.length];
@@ -119,9 +130,11 @@ public final class TargetMetrics {
             TAG_DHGROUP, group == null ? "none" : group.linuxName()).increment();
     }
 
-    /** Metrics on a new Prometheus registry. */
+    /** Metrics on a new Prometheus registry whose wall clock is read per scrape, not per record. */
     public static TargetMetrics prometheus(Set<TransportType> transports) {
-        return new TargetMetrics(new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), transports);
+        CachedWallClock clock = new CachedWallClock();
+        return new TargetMetrics(new PrometheusMeterRegistry(PrometheusConfig.DEFAULT, new PrometheusRegistry(), clock),
+            clock, transports);
     }
 
     public MeterRegistry registry() {
@@ -278,8 +291,14 @@ public final class TargetMetrics {
         return n;
     }
 
-    /** Publishes new failure counters and re-reads the per-queue gauges (scrape thread; allocates). */
+    /**
+     * Refreshes the registry's wall clock, publishes new failure counters and re-reads the per-queue gauges (scrape
+     * thread; allocates).
+     */
     public void refresh() {
+        if (wallClock != null) {
+            wallClock.refresh();
+        }
         synchronized (refreshLock) {
             for (SubsystemMeters s : subsystems.values()) {
                 FailureCounts f = s.failures();

@@ -101,7 +101,7 @@ public final class FakeRequest implements Request {
         }
         // Like a transport: the response goes out at once, and the handler hears it was sent.
         if (queue instanceof FakeQueue && ((FakeQueue) queue).handler() != null) {
-            ((FakeQueue) queue).handler().onResponseSent(this);
+            ((FakeQueue) queue).handler().onResponseSent(this, System.nanoTime());
         }
     }
 

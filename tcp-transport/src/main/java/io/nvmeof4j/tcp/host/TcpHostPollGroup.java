@@ -3,6 +3,7 @@ package io.nvmeof4j.tcp.host;
 import io.nvmeof4j.protocol.spi.host.HostPollGroup;
 import io.nvmeof4j.protocol.spi.transport.FlushList;
 import io.nvmeof4j.protocol.spi.transport.PollGroupCore;
+import io.nvmeof4j.protocol.spi.transport.RoundClock;
 import io.nvmeof4j.protocol.tcp.Crc32cDigest;
 import io.nvmeof4j.tcp.SocketSelector;
 import org.slf4j.Logger;
@@ -64,6 +65,7 @@ public final class TcpHostPollGroup implements HostPollGroup {
         if (core.hasTasks() || flushList.size() > 0) {
             return;
         }
+        core.clock().beginRound(); // completions read while blocked: a round of their own
         selector.select(timeoutNanos);
     }
 
@@ -78,6 +80,11 @@ public final class TcpHostPollGroup implements HostPollGroup {
             throw new IllegalStateException("NVMe/TCP host poll group is closed");
         }
         core.execute(task);
+    }
+
+    @Override
+    public RoundClock clock() {
+        return core.clock();
     }
 
     @Override

@@ -12,12 +12,15 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  * <p>The wake-up protocol: the reactor sets {@link #sleeping(boolean) sleeping} (a volatile write), then reads what
  * producers publish (volatile reads); a producer publishes, then reads {@link #isSleeping()}: one of the two sees the
  * other (Dekker), so no hand-over is missed and no wake-up syscall is made while the reactor is busy.
+ * <p>The group's {@link RoundClock} begins a round with every {@link #beginPoll}: a binding that stamps what a round
+ * receives reads the clock once per round, not once per command.
  */
 public final class PollGroupCore {
     private static final Logger LOG = LoggerFactory.getLogger(PollGroupCore.class);
 
     private final String name;
     private final Runnable wakeup;
+    private final RoundClock clock;
     private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
     private volatile Thread reactorThread;
     private volatile boolean sleeping;
@@ -28,8 +31,19 @@ public final class PollGroupCore {
      * @param wakeup makes the group's blocking wait return (its selector's or completion channel's wakeup)
      */
     public PollGroupCore(String name, Runnable wakeup) {
+        this(name, wakeup, new RoundClock());
+    }
+
+    /** As above, stamping rounds with {@code clock} (tests give one over a stepped source). */
+    public PollGroupCore(String name, Runnable wakeup, RoundClock clock) {
         this.name = name;
         this.wakeup = wakeup;
+        this.clock = clock;
+    }
+
+    /** The group's round clock (reactor thread). */
+    public RoundClock clock() {
+        return clock;
     }
 
     /** Binds the group to the calling thread the first time; every poll and await calls it. */
@@ -43,10 +57,11 @@ public final class PollGroupCore {
      * Starts a poll round: binds the group to the calling thread (the first time) and runs the tasks handed over
      * before it began. A task handed over while they run (by another thread, or by one of them) waits for the next
      * round, so a producer that keeps handing tasks over cannot hold the reactor in one round, and a round is what
-     * was queued when it began (multipath takes turns per round).
+     * was queued when it began (multipath takes turns per round). The round clock begins a round too.
      */
     public int beginPoll() {
         bindReactorThread();
+        clock.beginRound();
         return tasks.isEmpty() ? 0 : runTasks(tasks.size());
     }
 
