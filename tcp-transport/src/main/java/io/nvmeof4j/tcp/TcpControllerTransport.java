@@ -96,6 +96,12 @@ public final class TcpControllerTransport implements ControllerTransport {
         return new TcpPollGroup(this, pool, options);
     }
 
+    /** As above, stamping with {@code clock} instead of {@link System#nanoTime()} (tests count its reads). */
+    TcpPollGroup createPollGroup(BufferPool pool, java.util.function.LongSupplier clock) {
+        Objects.requireNonNull(pool, "pool");
+        return new TcpPollGroup(this, pool, options, clock);
+    }
+
     @Override
     public TransportListener listen(TransportAddress address, PortOptions portOptions, List<PollGroup> groups,
                                     QueueHandlerFactory handlers) throws IOException {

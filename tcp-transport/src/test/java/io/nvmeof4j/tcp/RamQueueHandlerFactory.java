@@ -49,6 +49,11 @@ final class RamQueueHandlerFactory implements QueueHandlerFactory, AutoCloseable
     final List<Seen> seen = new CopyOnWriteArrayList<>();
     /** CIDs whose responses the transport reported sent ({@link QueueHandler#onResponseSent}), in order. */
     final List<Integer> responsesSent = new CopyOnWriteArrayList<>();
+    /** What {@link QueueHandler#onResponseSent} reported, with the command's received stamp, in order. */
+    final List<Stamps> sentStamps = new CopyOnWriteArrayList<>();
+
+    /** One response's stamps. */
+    record Stamps(int commandId, long receivedNanos, long sentNanos) { }
     final LinkedBlockingQueue<Request> held = new LinkedBlockingQueue<>();
     /** CIDs in the order {@link Request#complete} was called for them. */
     final List<Integer> completionOrder = new CopyOnWriteArrayList<>();
@@ -87,6 +92,7 @@ final class RamQueueHandlerFactory implements QueueHandlerFactory, AutoCloseable
             public void onResponseSent(Request request, long sentNanos) {
                 if (recording) {
                     responsesSent.add(request.command().commandId());
+                    sentStamps.add(new Stamps(request.command().commandId(), request.receivedNanos(), sentNanos));
                 }
             }
 

@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -34,10 +35,22 @@ final class TargetFixture implements AutoCloseable {
 
     TargetFixture(int groupCount, int poolMaxBuffer, long poolCapacity, PortOptions port, TcpTransportOptions tcp,
                   MemoryBudget queueBufferBudget) throws IOException {
+        this(groupCount, poolMaxBuffer, poolCapacity, port, tcp, queueBufferBudget, System::nanoTime);
+    }
+
+    /** One poll group stamping with {@code clock}. */
+    TargetFixture(LongSupplier clock) throws IOException {
+        this(1, 1 << 20, 64L << 20, PortOptions.defaults(), TcpTransportOptions.defaults(),
+            MemoryBudget.unlimited("test queue buffer budget"), clock);
+    }
+
+    private TargetFixture(int groupCount, int poolMaxBuffer, long poolCapacity, PortOptions port,
+                          TcpTransportOptions tcp, MemoryBudget queueBufferBudget, LongSupplier clock)
+        throws IOException {
         transport = new TcpControllerTransport(tcp, queueBufferBudget);
         for (int i = 0; i < groupCount; i++) {
             OffHeapBufferPool pool = new OffHeapBufferPool(poolMaxBuffer, poolCapacity);
-            TcpPollGroup group = transport.createPollGroup(pool);
+            TcpPollGroup group = transport.createPollGroup(pool, clock);
             pools.add(pool);
             groups.add(group);
         }

@@ -2,6 +2,8 @@ package io.nvmeof4j.target.metrics;
 
 import io.micrometer.core.instrument.Clock;
 
+import java.util.function.LongSupplier;
+
 /**
  * The registry's {@link Clock}, whose wall time is the one read at the last {@link #refresh()} (every scrape)
  * instead of a read per call: micrometer 1.14's {@code PrometheusTimer} reads {@code wallTime()} twice on every
@@ -16,11 +18,22 @@ import io.micrometer.core.instrument.Clock;
  * (the pause detector's, unused by the default {@code NoPauseDetector}) is read live.
  */
 final class CachedWallClock implements Clock {
-    private volatile long wallMillis = System.currentTimeMillis();
+    private final LongSupplier wall;
+    private volatile long wallMillis;
+
+    CachedWallClock() {
+        this(System::currentTimeMillis);
+    }
+
+    /** @param wall the wall clock in milliseconds (tests count its reads) */
+    CachedWallClock(LongSupplier wall) {
+        this.wall = wall;
+        this.wallMillis = wall.getAsLong();
+    }
 
     /** Reads the wall clock once (the scrape thread, before every scrape). */
     void refresh() {
-        wallMillis = System.currentTimeMillis();
+        wallMillis = wall.getAsLong();
     }
 
     @Override

@@ -132,7 +132,10 @@ public final class TargetMetrics {
 
     /** Metrics on a new Prometheus registry whose wall clock is read per scrape, not per record. */
     public static TargetMetrics prometheus(Set<TransportType> transports) {
-        CachedWallClock clock = new CachedWallClock();
+        return prometheus(transports, new CachedWallClock());
+    }
+
+    static TargetMetrics prometheus(Set<TransportType> transports, CachedWallClock clock) {
         return new TargetMetrics(new PrometheusMeterRegistry(PrometheusConfig.DEFAULT, new PrometheusRegistry(), clock),
             clock, transports);
     }

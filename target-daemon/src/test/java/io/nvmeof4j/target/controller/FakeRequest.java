@@ -74,7 +74,16 @@ public final class FakeRequest implements Request {
     }
 
     /** Like a transport's: when the capsule arrived. */
-    private final long receivedNanos = System.nanoTime();
+    private long receivedNanos = System.nanoTime();
+    /** The stamp the response is reported sent with; null: the time it is reported. */
+    private Long sentNanos;
+
+    /** Stamps the command and its response as a transport's round clocks would (tests of the latency meters). */
+    public FakeRequest stamps(long receivedNanos, long sentNanos) {
+        this.receivedNanos = receivedNanos;
+        this.sentNanos = sentNanos;
+        return this;
+    }
 
     /** The capsule order number a transport would give; tests set it for fused pairs. */
     private long sequence;
@@ -101,7 +110,7 @@ public final class FakeRequest implements Request {
         }
         // Like a transport: the response goes out at once, and the handler hears it was sent.
         if (queue instanceof FakeQueue && ((FakeQueue) queue).handler() != null) {
-            ((FakeQueue) queue).handler().onResponseSent(this, System.nanoTime());
+            ((FakeQueue) queue).handler().onResponseSent(this, sentNanos != null ? sentNanos : System.nanoTime());
         }
     }
 
