@@ -13,6 +13,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -68,6 +70,29 @@ class HostReactorTest {
         }
     }
 
+    @Test
+    void shouldReadTheClockAtMostOncePerRoundHoweverManyCompletionsItStamps() throws Exception {
+        AtomicLong reads = new AtomicLong();
+        RecordingGroup group = new RecordingGroup(() -> reads.incrementAndGet() * 1_000);
+        group.stampsPerPoll = 32; // as if each poll handled 32 completions, each reading the time for its meters
+        HostReactor reactor = new HostReactor("host-reactor-clock", group, 0);
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (group.polls.get() < 200 && System.nanoTime() - deadline < 0) {
+                Thread.sleep(1);
+            }
+        } finally {
+            reactor.close();
+        }
+        long rounds = group.polls.get();
+        assertThat(rounds).isGreaterThanOrEqualTo(200);
+        // One read per round (the completions' and the timer's shared), one per wait, one when the clock was made;
+        // a round or wait in progress when counted adds one.
+        assertThat(reads.get()).as("clock reads for %d rounds of 32 stamps each", rounds)
+            .isLessThanOrEqualTo(rounds + group.timeouts.size() + 2);
+        assertThat(group.stamps.get()).isGreaterThanOrEqualTo(32 * rounds);
+    }
+
     /** A poll group with no sockets: tasks run in poll(), await waits for a wakeup or the timeout. */
     private static final class RecordingGroup implements HostPollGroup {
         final List<Long> timeouts = new CopyOnWriteArrayList<>();
@@ -75,11 +100,28 @@ class HostReactorTest {
         private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
         private final Semaphore wake = new Semaphore(0);
         private volatile Thread thread;
-        private final RoundClock clock = new RoundClock();
+        private final RoundClock clock;
+        final AtomicLong polls = new AtomicLong();
+        final AtomicLong stamps = new AtomicLong();
+        volatile int stampsPerPoll;
+
+        RecordingGroup() {
+            this(System::nanoTime);
+        }
+
+        RecordingGroup(LongSupplier source) {
+            clock = new RoundClock(source);
+        }
 
         @Override
         public int poll() {
             thread = Thread.currentThread();
+            clock.beginRound();
+            for (int i = stampsPerPoll; i > 0; i--) {
+                clock.now();
+                stamps.incrementAndGet();
+            }
+            polls.incrementAndGet();
             int n = 0;
             Runnable task;
             while ((task = tasks.poll()) != null) {
