@@ -28,6 +28,8 @@
 #                          completed (io_uring:io_uring_complete): where a file namespace's QD1 time goes
 #     --syscalls           count our daemon's system calls per I/O (strace -c on all its threads; it slows the daemon,
 #                          so take IOPS from a run without it): where a QD1 I/O's time goes besides the kernel's
+#     --syscalls-round R   --syscalls in round R only (of --rounds): its figures are labelled NAME-sR and left out of
+#                          the medians, so one guest boot gives both the IOPS and the system calls per I/O
 #     --competitor         shared-CPU mode (issue 16): 4 KiB random reads at QD1 and QD32, each without and then with a
 #                          CPU-bound busy loop pinned to guest CPU 0; fio runs on CPU 1, our daemon (ours in the guest)
 #                          on CPU 0, the kernel target's workers where the kernel schedules them. Prints the ratios
@@ -111,6 +113,7 @@ guest_main() {
     syscalls_start() { # syscalls_start LABEL NAME: strace -c over every thread of our daemon while fio runs
         strace_pid=""
         [ "${BENCH_SYSCALLS:-0}" = 1 ] && [ -n "$traced_pid" ] || return 0
+        [ -z "${BENCH_SYSCALLS_ROUND:-}" ] || [ "$round" = "$BENCH_SYSCALLS_ROUND" ] || return 0
         strace -c -f -qq -p "$traced_pid" -o "$res/strace-$1-$2.txt" & strace_pid=$!
         strace_t0=$(date +%s.%N)
         sleep 1 # attached to every thread before fio starts
@@ -258,6 +261,7 @@ EOF
         while IFS='|' read -r name launcher opts settings <&3; do
             label="$name"
             [ "${BENCH_ROUNDS:-1}" -gt 1 ] && label="$name-r$round"
+            [ "$round" = "${BENCH_SYSCALLS_ROUND:-}" ] && label="$name-s$round" # traced: not in the medians
             run_ours "$label" "${launcher:-$LAUNCHER}" "${GUEST_JAVA_OPTS--XX:-TieredCompilation} $opts" \
                 "${settings:-${BENCH_OURS_SETTINGS:-}}"
             labels="$labels $label"
@@ -344,7 +348,7 @@ fi
 # Host side
 # =================================================================================================================
 OURS=guest; RUNTIME=8; WARMUP=15; SIZE=256M; TIMEOUT=900; BACKEND="file"; PREBUILD=1; SETTINGS=""; COMPETITOR=0
-SELECTED=""; TRACE=0; SYSCALLS=0; KARGS=""; VARIANTS=""; ROUNDS=1; GJO="-XX:-TieredCompilation"
+SELECTED=""; TRACE=0; SYSCALLS=0; SYSCALLS_ROUND=""; KARGS=""; VARIANTS=""; ROUNDS=1; GJO="-XX:-TieredCompilation"
 RESULTS="$PROJECT/integration-tests/target/bench-results/$(date +%Y%m%d-%H%M%S)"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -361,6 +365,7 @@ while [ $# -gt 0 ]; do
         --workloads) SELECTED="$2"; shift 2 ;;
         --trace) TRACE=1; shift ;;
         --syscalls) SYSCALLS=1; shift ;;
+        --syscalls-round) SYSCALLS=1; SYSCALLS_ROUND="$2"; shift 2 ;;
         --guest-java-opts) GJO="$2"; shift 2 ;;
         --rounds) ROUNDS="$2"; shift 2 ;;
         --guest-kernel-args) KARGS="$2"; shift 2 ;;
@@ -444,6 +449,7 @@ ARGS=(--timeout "$TIMEOUT" --results "$RESULTS" ${KARGS:+--kernel-args "$KARGS"}
       --env BENCH_SYSCALLS="$SYSCALLS" --env BENCH_ROUNDS="$ROUNDS" --env GUEST_JAVA_OPTS="$GJO")
 [ -n "$VARIANTS" ] && ARGS+=(--env BENCH_VARIANTS="$VARIANTS")
 [ -n "$SELECTED" ] && ARGS+=(--env BENCH_WORKLOADS="$SELECTED")
+[ -n "$SYSCALLS_ROUND" ] && ARGS+=(--env BENCH_SYSCALLS_ROUND="$SYSCALLS_ROUND")
 [ -n "$SETTINGS" ] && ARGS+=(--env BENCH_OURS_SETTINGS="$SETTINGS")
 [ -n "${NVMEOF4J_TARGET_LAUNCHER:-}" ] && ARGS+=(--env NVMEOF4J_TARGET_LAUNCHER="$LAUNCHER")
 [ "$OURS" = host ] && ARGS+=(--env BENCH_OURS_PORT="$PORT")
