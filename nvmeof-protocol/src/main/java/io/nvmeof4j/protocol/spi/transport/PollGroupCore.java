@@ -67,10 +67,12 @@ public final class PollGroupCore {
 
     /**
      * Starts a blocking wait: binds the group and raises the sleeping flag; the caller then reads what producers
-     * publish, and lowers the flag with {@link #endWait} however the wait ends.
+     * publish, and lowers the flag with {@link #endWait} however the wait ends. What the wait itself takes in (a
+     * selector's ready sockets) is a round of its own on the round clock: stamped after the wait, not before it.
      */
     public void beginWait() {
         bindReactorThread();
+        clock.beginRound();
         sleeping = true;
     }
 

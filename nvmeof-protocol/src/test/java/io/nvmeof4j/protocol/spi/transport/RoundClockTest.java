@@ -31,5 +31,9 @@ class RoundClockTest {
         assertThat(core.clock().now()).as("the next round's stamp is the stepped clock's next value")
             .isEqualTo(3 * STEP);
         assertThat(reads.get()).isEqualTo(3);
+
+        core.beginWait(); // a wait takes in what arrived while it blocked: stamped after it
+        assertThat(core.clock().now()).isEqualTo(4 * STEP);
+        core.endWait();
     }
 }
