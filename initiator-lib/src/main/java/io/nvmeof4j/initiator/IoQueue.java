@@ -108,8 +108,9 @@ final class IoQueue implements HostCommandCallback, HostQueueListener {
         IoRequest r = free.poll();
         if (r != null && meters != null) {
             r.meters = meters;
-            // On the reactor (a callback submitting the next I/O) the round's time is already read: it is when the
-            // completion that called back was handled, by then the submission had not happened yet.
+            // On the reactor (a callback submitting the next I/O) the round's time is already read, when the
+            // completion that called back was handled: before this submission, so the latency counts a little more,
+            // never less. Another thread reads the clock itself.
             r.submitNanos = reactor.inReactorThread() ? reactor.clock.now() : System.nanoTime();
         }
         return r;
