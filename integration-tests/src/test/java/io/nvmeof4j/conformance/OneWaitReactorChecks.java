@@ -40,6 +40,9 @@ public class OneWaitReactorChecks {
     @Test
     void shouldWaitOnTheSelectorAloneAndWakeForAnRdmaCompletion() throws Exception {
         String addr = System.getenv().getOrDefault("RDMA_ADDR", "10.0.2.15");
+        // -Dnvmeof4j.rdma.wake_selector=false (RdmaJniIT -Dnvmeof4j.it.guestJavaOpts=...): the old bounded wait, for
+        // a before/after comparison in one guest; the check then asserts that bound's wake-ups instead.
+        boolean joined = Boolean.parseBoolean(System.getProperty(RdmaPollGroup.WAKE_SELECTOR_PROP_NAME, "true"));
         TransportUnderTest rdma = ((TransportConformanceSuite) new RdmaSoftRoceConformance()).transportUnderTest();
         ConformanceController controller = new ConformanceController(16 << 20);
         RdmaControllerTransport rdmaTransport = new RdmaControllerTransport();
@@ -57,7 +60,8 @@ public class OneWaitReactorChecks {
         reactor.start();
         try {
             assertThat(rdmaGroup.wakes(tcpGroup.selector()))
-                .as("the RDMA group joined the TCP group's selector (this JDK's epoll selector)").isTrue();
+                .as("the RDMA group joined the TCP group's selector (this JDK's epoll selector; %s=%s)",
+                    RdmaPollGroup.WAKE_SELECTOR_PROP_NAME, joined).isEqualTo(joined);
             TransportListener listener = rdmaTransport.listen(RdmaTwoDeviceChecks.address(addr), PORT,
                 List.of(rdmaGroup), controller);
             listeners.add(listener);
@@ -73,10 +77,14 @@ public class OneWaitReactorChecks {
             long roundsBefore = reactor.rounds();
             Thread.sleep(1000);
             long idleRounds = reactor.rounds() - roundsBefore;
-            System.out.printf("INFO idle reactor with an NVMe/TCP and an NVMe-oF/RDMA group: %d wake-ups in 1 s "
-                + "(the 1 ms cap: ~1000)%n", idleRounds);
-            assertThat(idleRounds).as("wake-ups of the idle reactor in 1 s (a 100 ms bound gives ~10)")
-                .isLessThanOrEqualTo(50);
+            System.out.printf("INFO idle reactor with an NVMe/TCP and an NVMe-oF/RDMA group, %s: %d wake-ups in 1 s "
+                + "(the 1 ms cap: ~1000)%n", joined ? "joined" : "not joined", idleRounds);
+            if (joined) {
+                assertThat(idleRounds).as("wake-ups of the idle reactor in 1 s (a 100 ms bound gives ~10)")
+                    .isLessThanOrEqualTo(50);
+            } else {
+                assertThat(idleRounds).as("wake-ups in 1 s of the idle reactor bounded to 1 ms").isGreaterThan(200);
+            }
 
             long[] nanos = RdmaTwoDeviceChecks.writeAndReadBack(io, 0, PAIRS, PAUSE_MILLIS);
             long p50 = RdmaTwoDeviceChecks.median(nanos);
@@ -87,6 +95,7 @@ public class OneWaitReactorChecks {
                 RdmaTwoDeviceChecks.max(nanos) / 1000, Arrays.toString(Arrays.stream(sorted).map(n -> n / 1000)
                     .toArray()));
             // A completion that did not wake the select would be noticed at the block's bound: ~50 ms on average.
+            // (Not joined, the 1 ms bound hides a lost wake-up, so this holds either way.)
             assertThat(p50).as("median QD1 latency with the reactor blocked in the selector")
                 .isLessThan(TimeUnit.MILLISECONDS.toNanos(20));
             assertThat(reactor.isRunning()).isTrue();

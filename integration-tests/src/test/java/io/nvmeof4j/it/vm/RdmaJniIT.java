@@ -91,6 +91,8 @@ class RdmaJniIT {
             "--env", "JAVA_BIN=" + Path.of(System.getProperty("java.home"), "bin", "java"),
             "--env", "CHECK_CLASSES=" + String.join(" ", CHECKS),
             "--env", "CHECKS_TIMEOUT=" + CHECKS_TIMEOUT_SECONDS,
+            // e.g. "-XX:TieredStopAtLevel=1 -Dnvmeof4j.rdma.wake_selector=false" for a before/after comparison
+            "--env", "GUEST_JAVA_OPTS=" + System.getProperty("nvmeof4j.it.guestJavaOpts", "-XX:TieredStopAtLevel=1"),
             vm.resolve("guest/rdma-jni.sh").toString()));
         long t0 = System.nanoTime();
         VmHarness.Result guest = VmHarness.run(cmd, java.util.Map.of(), GUEST_TIMEOUT.plusSeconds(60), "[guest] ",
