@@ -41,7 +41,9 @@ import java.util.concurrent.locks.LockSupport;
  * {@code nvmeof perf}: a load generator in the manner of SPDK's perf. Each of {@code --queues} workers owns one I/O
  * queue, served by its own host reactor thread, and keeps {@code --queue-depth} I/Os in flight through the
  * allocation-free callback API. Latency is recorded on the completing thread into a per-worker HdrHistogram
- * recorder; the main thread merges them each second for the progress line and at the end for the summary.
+ * recorder (one for reads, one for writes); the main thread merges them each second for the progress line and at
+ * the end for the summary. A warm-up runs exactly the measured code on every thread (recording, the recorders'
+ * flips, the progress line) and its intervals are thrown away, so the measured run starts with that code compiled.
  */
 @Command(name = "perf", sortOptions = false, mixinStandardHelpOptions = true,
     description = {"Generate block I/O load (like SPDK's perf); print IOPS, MiB/s and latency",
@@ -279,6 +281,12 @@ final class PerfCommand extends CliCommand {
         /** Several paths: each progress line shows their I/Os in flight. Null for one path. */
         private final MultipathController multipath;
         private Path logFile;
+        /** The last second's latencies of every worker, reads and writes merged ({@link #collect}). */
+        private final Histogram interval = new Histogram(1, PerfWorker.HIGHEST_TRACKABLE_NANOS, 3);
+        private final Histogram[] recycledReads;
+        private final Histogram[] recycledWrites;
+        private long intervalReads;
+        private long intervalWrites;
 
         /** Also write each second's interval histogram into an HdrHistogram log. */
         void logTo(Path file) {
@@ -291,6 +299,32 @@ final class PerfCommand extends CliCommand {
             this.options = options;
             this.multipath = multipath;
             this.driverAllocated = new long[workers.length];
+            this.recycledReads = new Histogram[workers.length];
+            this.recycledWrites = new Histogram[workers.length];
+        }
+
+        /** Takes every recorder's interval into {@link #interval}: one code path for warm-up and measured ticks. */
+        private void collect() {
+            interval.reset();
+            intervalReads = 0;
+            intervalWrites = 0;
+            for (int i = 0; i < workers.length; i++) {
+                recycledReads[i] = workers[i].readLatency.getIntervalHistogram(recycledReads[i]);
+                recycledWrites[i] = workers[i].writeLatency.getIntervalHistogram(recycledWrites[i]);
+                intervalReads += recycledReads[i].getTotalCount();
+                intervalWrites += recycledWrites[i].getTotalCount();
+                interval.add(recycledReads[i]);
+                interval.add(recycledWrites[i]);
+            }
+        }
+
+        /** One progress line: IOPS of the last second, p50/p99 of {@code latency}. */
+        private void printTick(PrintWriter progress, String tick, Histogram latency, int ioBytes, String note) {
+            long n = interval.getTotalCount();
+            progress.printf(Locale.ROOT, "[%s s] %,10d IOPS %10.2f MiB/s   p50 %8.2f us   p99 %8.2f us%s%s%n",
+                tick, n, n * (double) ioBytes / (1 << 20), micros(latency.getValueAtPercentile(50)),
+                micros(latency.getValueAtPercentile(99)), inFlightPerPath(), note);
+            progress.flush();
         }
 
         /** {@code warmup} seconds of the workload, left out of the result, then {@code seconds} measured. */
@@ -348,10 +382,9 @@ final class PerfCommand extends CliCommand {
                 }
                 long reactorBefore = allocated(reactors);
                 Histogram total = new Histogram(1, PerfWorker.HIGHEST_TRACKABLE_NANOS, 3);
-                Histogram interval = new Histogram(1, PerfWorker.HIGHEST_TRACKABLE_NANOS, 3);
-                Histogram[] recycled = new Histogram[workers.length];
                 for (PerfWorker w : workers) {
-                    w.recorder.reset();
+                    w.readLatency.reset();
+                    w.writeLatency.reset();
                 }
                 PrintStream logStream = null;
                 HistogramLogWriter log = null;
@@ -364,37 +397,28 @@ final class PerfCommand extends CliCommand {
                     log.setBaseTime(nowMs);
                     log.outputLegend();
                 }
-                for (PerfWorker w : workers) {
-                    w.warmingUp = warmup > 0;
-                }
                 go.countDown();
-                long warmupStart = System.nanoTime();
-                long warmupIos = 0;
+                long start = System.nanoTime();
+                // The warm-up's ticks do what the measured ticks do (the interval's percentiles stand in for the
+                // total's), and what they collect is dropped: the last one ends the warm-up.
+                long warmupStart = start;
                 for (int tick = 1; tick <= warmup; tick++) {
                     long due = warmupStart + TimeUnit.SECONDS.toNanos(tick);
                     for (long left = due - System.nanoTime(); left > 0; left = due - System.nanoTime()) {
                         LockSupport.parkNanos(left);
                     }
-                    long sum = 0;
-                    for (PerfWorker w : workers) {
-                        sum += w.warmupIos; // a racy read, for this line only
+                    collect();
+                    if (tick == warmup) {
+                        start = System.nanoTime();
+                        reactorBefore = allocated(reactors);
                     }
-                    progress.printf(Locale.ROOT, "[warm-up %3d s] %,10d IOPS (not counted)%n", tick, sum - warmupIos);
-                    progress.flush();
-                    warmupIos = sum;
-                }
-                // The measured run starts here; the workers start counting at their next completion.
-                if (warmup > 0) {
-                    reactorBefore = allocated(reactors);
-                    for (PerfWorker w : workers) {
-                        w.warmingUp = false;
-                    }
+                    printTick(progress, String.format(Locale.ROOT, "warm-up %3d", tick), interval, ioBytes,
+                        "   (not counted)");
                 }
                 long intervalStartMs = System.currentTimeMillis();
                 if (log != null) {
                     log.setBaseTime(intervalStartMs);
                 }
-                long start = System.nanoTime();
                 for (int tick = 1; tick <= seconds; tick++) {
                     long due = start + TimeUnit.SECONDS.toNanos(tick);
                     for (long left = due - System.nanoTime(); left > 0; left = due - System.nanoTime()) {
@@ -405,12 +429,10 @@ final class PerfCommand extends CliCommand {
                             w.requestStop();
                         }
                     }
-                    interval.reset();
-                    for (int i = 0; i < workers.length; i++) {
-                        recycled[i] = workers[i].recorder.getIntervalHistogram(recycled[i]);
-                        interval.add(recycled[i]);
-                    }
+                    collect();
                     total.add(interval);
+                    result.reads += intervalReads;
+                    result.writes += intervalWrites;
                     if (log != null) {
                         long nowMs = System.currentTimeMillis();
                         interval.setStartTimeStamp(intervalStartMs);
@@ -418,11 +440,7 @@ final class PerfCommand extends CliCommand {
                         log.outputIntervalHistogram(interval);
                         intervalStartMs = nowMs;
                     }
-                    long n = interval.getTotalCount();
-                    progress.printf(Locale.ROOT, "[%3d s] %,10d IOPS %10.2f MiB/s   p50 %8.2f us   p99 %8.2f us%s%n",
-                        tick, n, n * (double) ioBytes / (1 << 20), micros(total.getValueAtPercentile(50)),
-                        micros(total.getValueAtPercentile(99)), inFlightPerPath());
-                    progress.flush();
+                    printTick(progress, String.format(Locale.ROOT, "%3d", tick), total, ioBytes, "");
                 }
                 result.elapsedSeconds = (System.nanoTime() - start) / 1e9;
                 long drainDeadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMillis);
@@ -436,12 +454,10 @@ final class PerfCommand extends CliCommand {
                     }
                 }
                 // Completions between the last tick and the stop flag: count them too.
-                interval.reset();
-                for (int i = 0; i < workers.length; i++) {
-                    recycled[i] = workers[i].recorder.getIntervalHistogram(recycled[i]);
-                    interval.add(recycled[i]);
-                }
+                collect();
                 total.add(interval);
+                result.reads += intervalReads;
+                result.writes += intervalWrites;
                 if (log != null) {
                     if (interval.getTotalCount() > 0) {
                         interval.setStartTimeStamp(intervalStartMs);
@@ -464,8 +480,6 @@ final class PerfCommand extends CliCommand {
                 }
                 result.latency = total;
                 for (PerfWorker w : workers) {
-                    result.reads += w.measuredReads();
-                    result.writes += w.measuredWrites();
                     if (w.errors.get() > 0 && result.errors == 0) {
                         result.firstErrorStatus = w.firstErrorStatus;
                     }
