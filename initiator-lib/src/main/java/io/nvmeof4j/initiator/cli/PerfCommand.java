@@ -69,6 +69,9 @@ final class PerfCommand extends CliCommand {
 
     /** Bound on the direct buffers of one run (every slot of every queue has its own). */
     static final long MAX_BUFFER_BYTES = 1L << 30;
+    /** The warm-up goes on while the JIT compiled for longer than this in its last second (--warmup-max). */
+    static final long WARMUP_QUIET_JIT_MILLIS = 2;
+    static final int WARMUP_EXTENSION_DEFAULT = 10;
     static final double[] PERCENTILES = {50, 90, 99, 99.9, 99.99};
     static final String[] PERCENTILE_KEYS = {"p50", "p90", "p99", "p99.9", "p99.99"};
 
@@ -96,6 +99,13 @@ final class PerfCommand extends CliCommand {
         description = {"Run the workload this long first and leave it out of every figure (IOPS, latency, the",
             "allocation per I/O, the histogram log), as spdk_nvme_perf's warm-up. Default: ${DEFAULT-VALUE}."})
     int warmupSeconds;
+
+    @Option(names = "--warmup-max", paramLabel = "SECONDS",
+        description = {"Go on warming up past --warmup, a second at a time, while the JIT compiled for more than",
+            WARMUP_QUIET_JIT_MILLIS + " ms in the last second, up to this many seconds of warm-up in all (a C2",
+            "compilation shares perf's CPU with the reactor and stalls every I/O in flight). Default: --warmup + "
+                + WARMUP_EXTENSION_DEFAULT + " (none without --warmup)."})
+    Integer warmupMaxSeconds;
 
     @Option(names = "--queues", paramLabel = "N", defaultValue = "1",
         description = "I/O queues, each with its own host reactor thread. Default: ${DEFAULT-VALUE}.")
@@ -137,6 +147,12 @@ final class PerfCommand extends CliCommand {
         if (warmupSeconds < 0 || warmupSeconds > 3_600) {
             throw new CliUsageException("--warmup " + warmupSeconds + " outside 0..3600 seconds");
         }
+        int warmupMax = warmupMaxSeconds != null ? warmupMaxSeconds
+            : warmupSeconds == 0 ? 0 : warmupSeconds + WARMUP_EXTENSION_DEFAULT;
+        if (warmupMax < warmupSeconds || warmupMax > 3_600) {
+            throw new CliUsageException("--warmup-max " + warmupMax + " outside --warmup (" + warmupSeconds
+                + ")..3600 seconds");
+        }
         range(queues, 1, 64, "--queues");
         if (ioSize < 1 || ioSize > (64 << 20)) {
             throw new CliUsageException("--io-size " + ioSize + " outside 1 byte..64 MiB");
@@ -174,10 +190,11 @@ final class PerfCommand extends CliCommand {
             progress.printf(Locale.ROOT, "nvmeof perf: %s, %d-byte I/O, queue depth %d x %d queue(s), %d s%s, "
                     + "namespace %d (%d x %d B) of %s%n", workload == Workload.RANDRW
                     ? "randrw " + readPercent + "% reads" : workload.label(), ioBytes, queueDepth, queues,
-                seconds, warmupSeconds > 0 ? " after a " + warmupSeconds + " s warm-up" : "", ns.nsid(),
+                seconds, warmupMax == 0 ? "" : " after a warm-up of " + warmupSeconds
+                    + (warmupMax > warmupSeconds ? " to " + warmupMax : "") + " s", ns.nsid(),
                 ns.blockCount(), ns.blockSize(), t.peer);
             progress.flush();
-            Result result = run.execute(warmupSeconds, seconds, progress, ioBytes);
+            Result result = run.execute(warmupSeconds, warmupMax, seconds, progress, ioBytes);
             if (histogramFile != null) {
                 Path svg = svgPath(histogramFile);
                 Files.writeString(svg, LatencyChart.svg(result.latency, String.format(Locale.ROOT,
@@ -255,6 +272,8 @@ final class PerfCommand extends CliCommand {
     static final class Result {
         Histogram latency;
         double elapsedSeconds;
+        /** Seconds of warm-up run (--warmup, or more up to --warmup-max while the JIT was busy). */
+        int warmupSeconds;
         long reads;
         long writes;
         long errors;
@@ -328,7 +347,8 @@ final class PerfCommand extends CliCommand {
         }
 
         /** {@code warmup} seconds of the workload, left out of the result, then {@code seconds} measured. */
-        Result execute(int warmup, int seconds, PrintWriter progress, int ioBytes) throws Exception {
+        Result execute(int warmup, int warmupMax, int seconds, PrintWriter progress, int ioBytes)
+            throws Exception {
             long waitMillis = options.commandTimeout().toMillis() + 5_000;
             CountDownLatch probed = new CountDownLatch(workers.length);
             int[][] probeStatus = new int[workers.length][1];
@@ -400,20 +420,33 @@ final class PerfCommand extends CliCommand {
                 go.countDown();
                 long start = System.nanoTime();
                 // The warm-up's ticks do what the measured ticks do (the interval's percentiles stand in for the
-                // total's), and what they collect is dropped: the last one ends the warm-up.
+                // total's), and what they collect is dropped: the last one ends the warm-up. Past --warmup it goes
+                // on while the JIT is still busy: a compilation on perf's CPU stalls the reactor (the I/Os in
+                // flight wait a scheduler slice, ~4 ms), which a measured run should not count as I/O latency.
+                java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+                boolean jitTimed = jit != null && jit.isCompilationTimeMonitoringSupported();
+                long jitMillis = jitTimed ? jit.getTotalCompilationTime() : 0;
                 long warmupStart = start;
-                for (int tick = 1; tick <= warmup; tick++) {
+                for (int tick = 1; tick <= warmupMax; tick++) {
                     long due = warmupStart + TimeUnit.SECONDS.toNanos(tick);
                     for (long left = due - System.nanoTime(); left > 0; left = due - System.nanoTime()) {
                         LockSupport.parkNanos(left);
                     }
                     collect();
-                    if (tick == warmup) {
+                    long jitNow = jitTimed ? jit.getTotalCompilationTime() : jitMillis;
+                    long compiled = jitNow - jitMillis;
+                    jitMillis = jitNow;
+                    boolean last = tick == warmupMax || tick >= warmup && compiled <= WARMUP_QUIET_JIT_MILLIS;
+                    if (last) {
                         start = System.nanoTime();
                         reactorBefore = allocated(reactors);
+                        result.warmupSeconds = tick;
                     }
                     printTick(progress, String.format(Locale.ROOT, "warm-up %3d", tick), interval, ioBytes,
-                        "   (not counted)");
+                        String.format(Locale.ROOT, "   (not counted; JIT %d ms)", compiled));
+                    if (last) {
+                        break;
+                    }
                 }
                 long intervalStartMs = System.currentTimeMillis();
                 if (log != null) {
@@ -640,6 +673,7 @@ final class PerfCommand extends CliCommand {
                 n.put("rejoins", p.rejoins());
             }
         }
+        o.put("warmup_s", r.warmupSeconds);
         o.put("time_s", r.elapsedSeconds);
         o.put("ios", r.ios());
         o.put("reads", r.reads);
