@@ -439,6 +439,60 @@ class BdevTest {
         }
     }
 
+    /**
+     * Where the file system refuses fallocate's zero-range and punch-hole modes (ramfs refuses both, with or without
+     * KEEP_SIZE), write zeroes and unmap write the zero buffer instead: the ranges read back as zeros, across several
+     * zero-buffer lengths and an unaligned tail, the first time (the refusal answered, then the writes) and after it
+     * (remembered: writes at once), with FUA too; the bytes around them untouched.
+     */
+    @Test
+    void shouldWriteZerosWhereTheFileSystemRefusesFallocate() throws Exception {
+        Path mount = Files.createDirectory(dir.resolve("ramfs"));
+        run("mount", "-t", "ramfs", "nvmeof4j-bdev-test", mount.toString());
+        try {
+            Path path = mount.resolve("nofalloc.img");
+            try (RandomAccessFile f = new RandomAccessFile(path.toFile(), "rw")) {
+                f.setLength(8L << 20);
+            }
+            // ramfs has no O_DIRECT either: buffered.
+            Bdev dev = Bdev.openUring(path, UringOptions.defaults().withBuffered(true));
+            try (dev; BdevDescriptor desc = dev.open(true); BdevIoChannel ch = desc.ioChannel(group, results)) {
+                int size = 7 << 20;
+                byte[] expected = random(17, size);
+                region.buffer().put(0, expected);
+                assertThat(ch.writeRegion(0, 0, size, false, 1)).isZero();
+                assertThat(await(1)).isZero();
+
+                int zeroAt = 4096;
+                int zeroLength = (3 << 20) + 4096; // three zero buffers and a page
+                assertThat(ch.writeZeroes(zeroAt, zeroLength, true, 2)).isZero();
+                assertThat(await(2)).as("write zeroes, zero range refused").isZero();
+                int unmapAt = 5 << 20;
+                int unmapLength = (1 << 20) + 8192;
+                assertThat(ch.unmap(unmapAt, unmapLength, 3)).isZero();
+                assertThat(await(3)).as("unmap, punch hole refused").isZero();
+                assertThat(ch.writeZeroes(4L << 20, 8192, false, 4)).isZero();
+                assertThat(await(4)).as("write zeroes, refusal remembered").isZero();
+                assertThat(ch.unmap(size - 4096, 4096, 5)).isZero();
+                assertThat(await(5)).as("unmap, refusal remembered").isZero();
+                java.util.Arrays.fill(expected, zeroAt, zeroAt + zeroLength, (byte) 0);
+                java.util.Arrays.fill(expected, unmapAt, unmapAt + unmapLength, (byte) 0);
+                java.util.Arrays.fill(expected, 4 << 20, (4 << 20) + 8192, (byte) 0);
+                java.util.Arrays.fill(expected, size - 4096, size, (byte) 0);
+
+                region.buffer().put(0, random(18, size));
+                assertThat(ch.readRegion(0, 0, size, 6)).isZero();
+                assertThat(await(6)).isZero();
+                byte[] back = new byte[size];
+                region.buffer().get(0, back);
+                assertThat(back).as("read back through the device").isEqualTo(expected);
+                assertThat(fileBytes(path, 0, size)).as("in the file").isEqualTo(expected);
+            }
+        } finally {
+            run("umount", "-l", mount.toString());
+        }
+    }
+
     @Test
     void shouldThrowOnUseAfterClose() throws Exception {
         Bdev dev = Bdev.openUring(file("closed.img", FILE_BYTES), UringOptions.defaults());
