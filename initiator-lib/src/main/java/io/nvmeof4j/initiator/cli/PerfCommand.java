@@ -346,7 +346,10 @@ final class PerfCommand extends CliCommand {
             progress.flush();
         }
 
-        /** {@code warmup} seconds of the workload, left out of the result, then {@code seconds} measured. */
+        /**
+         * {@code warmup} seconds of the workload, or more up to {@code warmupMax} while the JIT is busy, left out of
+         * the result; then {@code seconds} measured.
+         */
         Result execute(int warmup, int warmupMax, int seconds, PrintWriter progress, int ioBytes)
             throws Exception {
             long waitMillis = options.commandTimeout().toMillis() + 5_000;
