@@ -123,6 +123,17 @@ final class PerfCommand extends CliCommand {
             "with its extension replaced by .svg."})
     Path histogramFile;
 
+    @Option(names = "--slow-log", paramLabel = "PATH",
+        description = {"Write every measured I/O slower than --slow-us to PATH, one line each: its submission",
+            "time (us since the measurement began), its latency (us), queue and slot; I/Os that wait together",
+            "(a stall of the whole queue) show up as runs of equal submission times. At most "
+                + PerfWorker.SLOW_LOG_ENTRIES + " per queue (the last ones)."})
+    Path slowLogFile;
+
+    @Option(names = "--slow-us", paramLabel = "MICROS", defaultValue = "1000",
+        description = "What --slow-log counts as slow. Default: ${DEFAULT-VALUE}.")
+    long slowMicros;
+
     @Option(names = "--verify", description = {"Read every write back at once and compare it with the pattern",
         "written (LBA and sequence number in every word); each I/O slot then works in its own stripe of the",
         "namespace. A mismatch fails the run."})
@@ -154,6 +165,9 @@ final class PerfCommand extends CliCommand {
                 + ")..3600 seconds");
         }
         range(queues, 1, 64, "--queues");
+        if (slowMicros < 0 || slowMicros > 3_600_000_000L) {
+            throw new CliUsageException("--slow-us " + slowMicros + " outside 0..3600000000 microseconds");
+        }
         if (ioSize < 1 || ioSize > (64 << 20)) {
             throw new CliUsageException("--io-size " + ioSize + " outside 1 byte..64 MiB");
         }
@@ -182,6 +196,9 @@ final class PerfCommand extends CliCommand {
             PerfWorker[] workers = new PerfWorker[queues];
             for (int i = 0; i < queues; i++) {
                 workers[i] = new PerfWorker(i, ns, workload, readPercent, ioBytes, queueDepth, queues, verify);
+                if (slowLogFile != null) {
+                    workers[i].logSlowerThan(slowMicros);
+                }
             }
             Run run = new Run(workers, t.ioQueueCount, options, t.multipath);
             if (histogramFile != null) {
@@ -195,6 +212,11 @@ final class PerfCommand extends CliCommand {
                 ns.blockCount(), ns.blockSize(), t.peer);
             progress.flush();
             Result result = run.execute(warmupSeconds, warmupMax, seconds, progress, ioBytes);
+            if (slowLogFile != null) {
+                long kept = writeSlowLog(slowLogFile, workers, result.measuredFromNanos, queueDepth);
+                progress.printf(Locale.ROOT, "Slow log    : %,d measured I/Os over %d us in %s%n", kept, slowMicros,
+                    slowLogFile);
+            }
             if (histogramFile != null) {
                 Path svg = svgPath(histogramFile);
                 Files.writeString(svg, LatencyChart.svg(result.latency, String.format(Locale.ROOT,
@@ -242,6 +264,33 @@ final class PerfCommand extends CliCommand {
         return NvmeofCli.EXIT_OK;
     }
 
+    /**
+     * The I/Os of each worker's slow-log ring that completed in the measured run, oldest first; returns how many. Once the workers stopped
+     * (the drain's atomic counter orders their writes before this read).
+     */
+    static long writeSlowLog(Path file, PerfWorker[] workers, long measuredFromNanos, int depth) throws IOException {
+        long kept = 0;
+        try (PrintStream out = new PrintStream(Files.newOutputStream(file), false, StandardCharsets.UTF_8)) {
+            out.println("# submitted_us latency_us queue slot (nvmeof perf --slow-log)");
+            for (PerfWorker w : workers) {
+                for (long n = Math.max(0, w.slowCount - PerfWorker.SLOW_LOG_ENTRIES); n < w.slowCount; n++) {
+                    int i = 3 * (int) (n & (PerfWorker.SLOW_LOG_ENTRIES - 1));
+                    long submitted = w.slowLog[i];
+                    // Completed in the measured run, as the histogram counts it.
+                    if (submitted + w.slowLog[i + 1] - measuredFromNanos >= 0) {
+                        out.printf(Locale.ROOT, "%.1f %.1f %d %d%n", (submitted - measuredFromNanos) / 1000.0,
+                            w.slowLog[i + 1] / 1000.0, w.index, w.slowLog[i + 2] - (long) w.index * depth);
+                        kept++;
+                    }
+                }
+            }
+            if (out.checkError()) {
+                throw new IOException("writing the slow log " + file + " failed");
+            }
+        }
+        return kept;
+    }
+
     /** {@code run.hlog} → {@code run.svg}; a name without extension gets {@code .svg} appended. */
     static Path svgPath(Path log) {
         String name = log.getFileName().toString();
@@ -274,6 +323,8 @@ final class PerfCommand extends CliCommand {
         double elapsedSeconds;
         /** Seconds of warm-up run (--warmup, or more up to --warmup-max while the JIT was busy). */
         int warmupSeconds;
+        /** System.nanoTime() when the measurement began. */
+        long measuredFromNanos;
         long reads;
         long writes;
         long errors;
@@ -451,6 +502,7 @@ final class PerfCommand extends CliCommand {
                         break;
                     }
                 }
+                result.measuredFromNanos = start;
                 long intervalStartMs = System.currentTimeMillis();
                 if (log != null) {
                     log.setBaseTime(intervalStartMs);

@@ -71,6 +71,16 @@ final class PerfWorker implements IoCallback {
     private final long ioSlotsInNamespace;
     private final Slot[] slots;
     private volatile boolean stop;
+    /** I/Os slower than this (ns) go into {@link #slowLog}; Long.MAX_VALUE: none (--slow-log off). */
+    private long slowNanos = Long.MAX_VALUE;
+    /**
+     * --slow-log: a ring of (submission time, latency, slot) of the last {@link #SLOW_LOG_ENTRIES} slow I/Os,
+     * written on the reactor thread without a branch on warm-up or measurement (the run picks the measured ones).
+     */
+    long[] slowLog;
+    /** Slow I/Os recorded so far; read by the run once the worker has stopped. */
+    long slowCount;
+    static final int SLOW_LOG_ENTRIES = 1 << 16;
     // Reactor thread only, after start():
     private long rng;
     private long cursor;
@@ -106,6 +116,12 @@ final class PerfWorker implements IoCallback {
         }
     }
 
+    /** Logs every I/O slower than {@code micros} (--slow-log); before {@link #start}. */
+    void logSlowerThan(long micros) {
+        slowNanos = micros * 1000;
+        slowLog = new long[3 * SLOW_LOG_ENTRIES];
+    }
+
     void requestStop() {
         stop = true;
     }
@@ -123,6 +139,12 @@ final class PerfWorker implements IoCallback {
             return;
         }
         long recorded = Math.min(Math.max(1, latency), HIGHEST_TRACKABLE_NANOS);
+        if (latency > slowNanos) {
+            int i = 3 * (int) (slowCount++ & (SLOW_LOG_ENTRIES - 1));
+            slowLog[i] = slot.startNanos;
+            slowLog[i + 1] = latency;
+            slowLog[i + 2] = slot.globalIndex;
+        }
         if (slot.readBack) {
             readLatency.recordValue(recorded);
             slot.readBack = false;

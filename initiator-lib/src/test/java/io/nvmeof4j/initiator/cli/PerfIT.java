@@ -148,6 +148,37 @@ class PerfIT {
     }
 
     @Test
+    void shouldLogEveryMeasuredIoSlowerThanSlowUs(@TempDir Path out) throws Exception {
+        Path log = out.resolve("slow.txt");
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
+            "--workload", "randread", "--queue-depth", "1", "--warmup", "1", "--warmup-max", "1", "--time", "1",
+            "--slow-log", log.toString(), "--slow-us", "0", "--json"));
+        assertThat(r.status()).as(r.toString()).isZero();
+        JsonNode s = new ObjectMapper().readTree(r.out());
+        long ios = s.get("ios").asLong();
+        java.util.List<String> lines = java.nio.file.Files.readAllLines(log);
+        assertThat(lines.get(0)).startsWith("# submitted_us latency_us queue slot");
+        java.util.List<String> entries = lines.subList(1, lines.size());
+        // Every I/O takes more than 0 us: all of the measured run's are there (the ring keeps the last 65,536),
+        // give or take the one in flight when the measurement began.
+        assertThat((long) entries.size()).isBetween(Math.min(ios, PerfWorker.SLOW_LOG_ENTRIES) - 1, ios + 1);
+        double maxLatency = 0;
+        for (String e : entries) {
+            String[] f = e.split(" ");
+            double submitted = Double.parseDouble(f[0]);
+            double latency = Double.parseDouble(f[1]);
+            assertThat(submitted + latency).as(e).isBetween(0.0, s.get("time_s").asDouble() * 1e6 + 1e6);
+            assertThat(latency).as(e).isPositive();
+            assertThat(f[2]).isEqualTo("0");
+            assertThat(f[3]).isEqualTo("0");
+            maxLatency = Math.max(maxLatency, latency);
+        }
+        // What the log holds the histogram counted too (its max keeps 3 significant digits).
+        assertThat(maxLatency).isLessThanOrEqualTo(s.get("latency_us").get("max").asDouble() * 1.001);
+        assertThat(r.err()).contains("Slow log    : ").contains(" I/Os over 0 us in " + log);
+    }
+
+    @Test
     void shouldRejectAWarmupMaxBelowTheWarmup() {
         Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
             "--warmup", "3", "--warmup-max", "2", "--time", "1"));
