@@ -457,33 +457,6 @@ jint bdev_wait(JNIEnv *env, jclass cls, jlong handle, jlong timeout_nanos)
 }
 
 /*
- * The selector's own wake-up eventfd (sun.nio.ch.EPollSelectorImpl.eventfd.efd, JDK 16 and later), read through JNI,
- * which ignores module boundaries: no --add-opens. Returns the fd, or -ENOTSUP for any other selector (another
- * JDK, another provider): the caller then keeps the bounded ring wait.
- */
-static int bdev_selector_eventfd(JNIEnv *env, jobject selector)
-{
-    jclass cls = (*env)->GetObjectClass(env, selector);
-    jfieldID eventfd_field = (*env)->GetFieldID(env, cls, "eventfd", "Lsun/nio/ch/EventFD;");
-    if (eventfd_field == NULL) {
-        (*env)->ExceptionClear(env);
-        return -ENOTSUP;
-    }
-    jobject eventfd = (*env)->GetObjectField(env, selector, eventfd_field);
-    if (eventfd == NULL) {
-        return -ENOTSUP;
-    }
-    jclass eventfd_cls = (*env)->GetObjectClass(env, eventfd);
-    jfieldID efd_field = (*env)->GetFieldID(env, eventfd_cls, "efd", "I");
-    if (efd_field == NULL) {
-        (*env)->ExceptionClear(env);
-        return -ENOTSUP;
-    }
-    jint fd = (*env)->GetIntField(env, eventfd, efd_field);
-    return fd >= 0 ? fd : -EBADF;
-}
-
-/*
  * Makes this ring's completions wake a thread blocked in `selector` (issue 17: one wait primitive per reactor): the
  * selector's wake-up eventfd is registered as the ring's completion eventfd, so a completion is a Selector.wakeup()
  * done by the kernel, and the selector drains the eventfd itself as it does after a wakeup(). Notifications start
@@ -496,9 +469,10 @@ jint bdev_group_wake_selector(JNIEnv *env, jclass cls, jlong handle, jobject sel
     if (g->wakes_selector) {
         return -EBUSY;
     }
-    int fd = bdev_selector_eventfd(env, selector);
-    if (fd < 0) {
-        return fd;
+    int fd;
+    int found = nvmeof4j_selector_fds(env, selector, NULL, &fd); /* common/selector.c */
+    if (found < 0) {
+        return found;
     }
     if (g->ring.cq.kflags == NULL) {
         return -ENOSYS; /* a kernel before 5.8: no way to turn notifications off while busy */

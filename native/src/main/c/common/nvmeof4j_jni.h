@@ -35,4 +35,15 @@ static inline jint nvmeof4j_register(JNIEnv *env, const char *class_name, const 
     return rc == 0 ? JNI_OK : JNI_ERR;
 }
 
+/*
+ * The JDK's epoll selector (common/selector.c; issue 17, one wait primitive per reactor). nvmeof4j_selector_fds reads
+ * its epoll fd and wake-up eventfd (either out pointer may be NULL): 0 or -ENOTSUP for another selector.
+ * nvmeof4j_selector_join adds fd to its epoll set (EPOLLIN | EPOLLONESHOT) through a duplicate of its epoll fd and
+ * returns the duplicate, for nvmeof4j_selector_rearm (after each report) and nvmeof4j_selector_leave (before fd closes).
+ */
+int nvmeof4j_selector_fds(JNIEnv *env, jobject selector, int *epfd, int *eventfd);
+int nvmeof4j_selector_join(JNIEnv *env, jobject selector, int fd);
+int nvmeof4j_selector_rearm(int epfd, int fd);
+int nvmeof4j_selector_leave(int epfd, int fd);
+
 #endif

@@ -26,10 +26,14 @@
 #include "nvmeof4j_jni.h"
 #include "rdma_shim.h"
 
-/* A completion channel and the eventfd that wakes its waiter. */
+/*
+ * A completion channel, the eventfd that wakes its waiter, and, once its fd joined a reactor's selector
+ * (verbs_channel_join0), our duplicate of that selector's epoll fd (-1: not joined).
+ */
 struct verbs_channel {
     struct ibv_comp_channel *channel;
     int wakefd;
+    int joined_epfd;
 };
 
 static int verbs_errno(int rc)
@@ -164,6 +168,7 @@ static jlong JNICALL verbs_channel_create0(JNIEnv *env, jclass cls, jlong contex
         free(c);
         return rc;
     }
+    c->joined_epfd = -1;
     int flags = fcntl(c->channel->fd, F_GETFL);
     c->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (flags < 0 || fcntl(c->channel->fd, F_SETFL, flags | O_NONBLOCK) < 0 || c->wakefd < 0) {
@@ -193,9 +198,58 @@ static jint JNICALL verbs_channel_wake0(JNIEnv *env, jclass cls, jlong channel)
     return shim_wake(((struct verbs_channel *)nvmeof4j_ptr(channel))->wakefd);
 }
 
+/*
+ * Joins the channel's fd to the epoll set of a reactor's selector (common/selector.c: one shot, re-armed by
+ * verbs_set_wait0 each time it drains the channel), so a completion event ends the reactor's select. -EBUSY when
+ * already joined, -ENOTSUP when the selector is not the JDK's epoll selector. Java holds the waiter lock.
+ */
+static jint JNICALL verbs_channel_join0(JNIEnv *env, jclass cls, jlong channel, jobject selector)
+{
+    struct verbs_channel *c = nvmeof4j_ptr(channel);
+    if (c->joined_epfd >= 0) {
+        return -EBUSY;
+    }
+    int epfd = nvmeof4j_selector_join(env, selector, c->channel->fd);
+    if (epfd < 0) {
+        return epfd;
+    }
+    c->joined_epfd = epfd;
+    return 0;
+}
+
+/* The selector's epoll fd (>= 0, not ours to keep), or -ENOTSUP: can a channel join this selector at all. */
+static jint JNICALL verbs_selector_epoll0(JNIEnv *env, jclass cls, jobject selector)
+{
+    int epfd;
+    int rc = nvmeof4j_selector_fds(env, selector, &epfd, NULL);
+    return rc < 0 ? rc : epfd;
+}
+
+/* The same join, rearm and leave for a bare fd (tests: a pipe stands in for a channel on a host without RDMA). */
+static jint JNICALL verbs_selector_join_fd0(JNIEnv *env, jclass cls, jobject selector, jint fd)
+{
+    return nvmeof4j_selector_join(env, selector, fd);
+}
+
+static jint JNICALL verbs_selector_rearm_fd0(JNIEnv *env, jclass cls, jint epfd, jint fd)
+{
+    return nvmeof4j_selector_rearm(epfd, fd);
+}
+
+static jint JNICALL verbs_selector_leave_fd0(JNIEnv *env, jclass cls, jint epfd, jint fd)
+{
+    return nvmeof4j_selector_leave(epfd, fd);
+}
+
 static jint JNICALL verbs_channel_destroy0(JNIEnv *env, jclass cls, jlong channel)
 {
     struct verbs_channel *c = nvmeof4j_ptr(channel);
+    if (c->joined_epfd >= 0) {
+        /* Out of the selector's set before the fd closes: afterwards its number may be another file's, maybe a
+         * socket the JDK registered, and no epoll_ctl of ours may touch it. */
+        nvmeof4j_selector_leave(c->joined_epfd, c->channel->fd);
+        c->joined_epfd = -1;
+    }
     int rc = verbs_errno(ibv_destroy_comp_channel(c->channel));
     if (rc != 0) {
         return rc; /* EBUSY: a CQ still reports here; the channel and its eventfd stay valid (leaked) */
@@ -293,6 +347,15 @@ static jint JNICALL verbs_set_wait0(JNIEnv *env, jclass cls, jlong entries, jint
             out[n].entry = i;
             out[n].reserved = 0;
             n++;
+        }
+        if (c != NULL && c->joined_epfd >= 0) {
+            /* Readable means its one-shot join may have been reported (and disarmed) since the last drain; not
+             * readable, nothing arrived since, and the join is still armed. Re-armed after the drain: an event
+             * arriving in between is reported at once. */
+            int rearmed = nvmeof4j_selector_rearm(c->joined_epfd, c->channel->fd);
+            if (rearmed < 0 && n == 0) {
+                return rearmed;
+            }
         }
     }
     return n;
@@ -419,6 +482,11 @@ static const JNINativeMethod verbs_channel_methods[] = {
     {"wakeFd0", "(J)I", (void *)verbs_channel_wakefd0},
     {"wake0", "(J)I", (void *)verbs_channel_wake0},
     {"destroy0", "(J)I", (void *)verbs_channel_destroy0},
+    {"joinSelector0", "(JLjava/nio/channels/Selector;)I", (void *)verbs_channel_join0},
+    {"selectorEpoll0", "(Ljava/nio/channels/Selector;)I", (void *)verbs_selector_epoll0},
+    {"joinFd0", "(Ljava/nio/channels/Selector;I)I", (void *)verbs_selector_join_fd0},
+    {"rearmFd0", "(II)I", (void *)verbs_selector_rearm_fd0},
+    {"leaveFd0", "(II)I", (void *)verbs_selector_leave_fd0},
 };
 static const JNINativeMethod verbs_set_methods[] = {
     {"wait0", "(JIJJIJ)I", (void *)verbs_set_wait0},

@@ -116,7 +116,7 @@ public class RdmaTwoDeviceChecks {
         }
     }
 
-    private static void run(List<Throwable> failures, AutoCloseable step) {
+    static void run(List<Throwable> failures, AutoCloseable step) {
         try {
             step.close();
         } catch (Exception | AssertionError e) {
@@ -128,14 +128,20 @@ public class RdmaTwoDeviceChecks {
      * QD1 writes of 4 KiB (in the capsule) and 64 KiB (pulled with RDMA READ), each read back (RDMA WRITE) and
      * compared; returns each command's latency in nanoseconds.
      */
-    private static long[] writeAndReadBack(Queue queue, long firstLba) throws Exception {
-        long[] nanos = new long[2 * IO_PAIRS];
-        for (int i = 0; i < IO_PAIRS; i++) {
+    static long[] writeAndReadBack(Queue queue, long firstLba) throws Exception {
+        return writeAndReadBack(queue, firstLba, IO_PAIRS, 0);
+    }
+
+    /** The same, {@code pairs} pairs, each command sent after a pause of {@code pauseMillis} (an idle target). */
+    static long[] writeAndReadBack(Queue queue, long firstLba, int pairs, long pauseMillis) throws Exception {
+        long[] nanos = new long[2 * pairs];
+        for (int i = 0; i < pairs; i++) {
             int bytes = i % 2 == 0 ? 4096 : 65536;
             long lba = firstLba + i * 128L;
             byte[] data = ConformanceController.pattern(lba * 31 + queue.queueId, bytes);
             ByteBuffer out = ByteBuffer.allocateDirect(bytes).put(data).flip();
             int blocks = bytes / ConformanceController.LBA;
+            Thread.sleep(pauseMillis);
             long t0 = System.nanoTime();
             Completion write = queue.execute(Commands.io(NvmOpcode.WRITE, ConformanceController.NSID, lba, blocks),
                 out, 0, bytes);
@@ -143,6 +149,7 @@ public class RdmaTwoDeviceChecks {
             assertThat(write.status()).as("write of %d bytes at LBA %d on queue %d", bytes, lba, queue.queueId)
                 .isEqualTo(NvmeStatus.SUCCESS);
             ByteBuffer in = ByteBuffer.allocateDirect(bytes);
+            Thread.sleep(pauseMillis);
             t0 = System.nanoTime();
             Completion read = queue.execute(Commands.io(NvmOpcode.READ, ConformanceController.NSID, lba, blocks),
                 in, 0, bytes);
@@ -156,17 +163,17 @@ public class RdmaTwoDeviceChecks {
         return nanos;
     }
 
-    private static long median(long[] values) {
+    static long median(long[] values) {
         long[] sorted = values.clone();
         Arrays.sort(sorted);
         return sorted[sorted.length / 2];
     }
 
-    private static long max(long[] values) {
+    static long max(long[] values) {
         return Arrays.stream(values).max().orElse(0);
     }
 
-    private static TransportAddress address(String ip) {
+    static TransportAddress address(String ip) {
         return new TransportAddress(TransportType.RDMA, AddressFamily.IPV4, ip, "0");
     }
 

@@ -2,6 +2,7 @@ package io.nvmeof4j.rdma;
 
 import io.nvmeof4j.protocol.buffer.OffHeapBufferPool;
 import io.nvmeof4j.protocol.spi.PollGroup;
+import io.nvmeof4j.protocol.spi.reactor.WakesSelector;
 import io.nvmeof4j.protocol.spi.transport.BufferWaitQueue;
 import io.nvmeof4j.protocol.spi.transport.CompletionInbox;
 import io.nvmeof4j.protocol.spi.transport.PollGroupCore;
@@ -9,6 +10,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.nio.ByteBuffer;
+import java.nio.channels.Selector;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -20,15 +22,22 @@ import java.util.List;
  * {@link WorkCompletions} batch, finishes completions other threads handed over, and gives waiting commands pool
  * buffers as they come back. Nothing allocates per I/O. {@link #await} arms every completion queue, polls once
  * more (a completion may have slipped in before arming), then blocks on the completion channel;
- * {@link #wakeup()} interrupts it.
+ * {@link #wakeup()} interrupts it. On a reactor that also serves NVMe/TCP the reactor blocks in that group's selector
+ * instead ({@link WakesSelector}): the completion channels join the selector's epoll set, and {@link #armWakeup()}
+ * does what {@code await} does before blocking, then lets the reactor select.
  * <p>Control tasks, the reactor binding and the wake-up flag are the shared {@link PollGroupCore}; completions from
  * other threads arrive through a {@link CompletionInbox}; commands waiting for pool buffers wait in a
  * {@link BufferWaitQueue}, as in the NVMe/TCP poll group.
  */
-public final class RdmaPollGroup implements PollGroup {
+public final class RdmaPollGroup implements PollGroup, WakesSelector {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaPollGroup.class);
     /** Work completions taken from a completion queue per poll call. */
     static final int POLL_BATCH = 32;
+    /**
+     * System property: false keeps the completion channels out of the reactor's NVMe/TCP selector (a reactor serving
+     * both then blocks 1 ms at a time: the behaviour before issue 17 item 3), for before/after comparisons.
+     */
+    public static final String WAKE_SELECTOR_PROP_NAME = "nvmeof4j.rdma.wake_selector";
 
     private final OffHeapBufferPool pool;
     private final CompletionWaiter waiter;
@@ -139,19 +148,56 @@ public final class RdmaPollGroup implements PollGroup {
     public void await(long timeoutNanos) {
         core.beginWait(); // then the volatile reads below: pairs with enqueueCompletion (PollGroupCore)
         try {
-            if (!inbox.isEmpty() || core.hasTasks()) {
-                return;
+            if (readyToBlock() && timeoutNanos > 0) {
+                waiter.await(timeoutNanos);
             }
-            flushQueues();
-            queues.armAll();
-            if (pollQueues() > 0 || timeoutNanos <= 0) {
-                flushQueues();
-                return;
-            }
-            waiter.await(timeoutNanos);
         } finally {
             core.endWait();
         }
+    }
+
+    /**
+     * After the sleeping flag is up: false when work is waiting (handed over, or completed before the queues were
+     * armed: then polled here); true when every completion queue is armed and nothing is there.
+     */
+    private boolean readyToBlock() {
+        if (!inbox.isEmpty() || core.hasTasks()) {
+            return false;
+        }
+        flushQueues();
+        queues.armAll();
+        if (pollQueues() > 0) {
+            flushQueues();
+            return false;
+        }
+        return true;
+    }
+
+    // ---- WakesSelector: blocking in the reactor's NVMe/TCP selector ----------------------------------------------
+
+    @Override
+    public boolean wakeSelector(Selector selector) {
+        return !core.isClosed() && Boolean.parseBoolean(System.getProperty(WAKE_SELECTOR_PROP_NAME, "true"))
+            && waiter.joinSelector(selector);
+    }
+
+    @Override
+    public boolean wakes(Selector selector) {
+        return selector != null && waiter.joinedSelector() == selector;
+    }
+
+    /** What {@link #await} does before it blocks, the block being the reactor's select. */
+    @Override
+    public boolean armWakeup() {
+        waiter.enterSelect(); // wake-ups to the selector, pending events taken (their joins re-armed)
+        core.beginWait();
+        return readyToBlock();
+    }
+
+    @Override
+    public void disarmWakeup() {
+        core.endWait();
+        waiter.leaveSelect();
     }
 
     @Override

@@ -29,7 +29,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * In the same boot and launcher run: {@link RdmaSoftRoceConformance}, the transport conformance suite over our
  * NVMe-oF/RDMA host and controller transports on {@code rxe0} (docs/testing.md), and
  * {@code io.nvmeof4j.conformance.RdmaTwoDeviceChecks}: one poll group serving {@code rxe0} and a second device,
- * {@code rxe1} on a dummy netdev, waited on together.
+ * {@code rxe1} on a dummy netdev, waited on together; and {@code io.nvmeof4j.conformance.OneWaitReactorChecks}: a
+ * target reactor with an NVMe/TCP and an NVMe-oF/RDMA poll group waits on the TCP selector alone (issue 17 item 3).
  *
  * <p>Asserts on the launcher's XML report: as many tests as the classes have {@code @Test} methods, none failed,
  * errored or skipped. Set {@code NVMEOF4J_SKIP_VM_TESTS=1} to skip; logs stay in
@@ -37,7 +38,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class RdmaJniIT {
     private static final List<String> CHECKS = List.of("io.nvmeof4j.jni.rdma.RdmaDeviceChecks",
-        RdmaSoftRoceConformance.class.getName(), "io.nvmeof4j.conformance.RdmaTwoDeviceChecks");
+        RdmaSoftRoceConformance.class.getName(), "io.nvmeof4j.conformance.RdmaTwoDeviceChecks",
+        "io.nvmeof4j.conformance.OneWaitReactorChecks");
     private static final Duration GUEST_TIMEOUT = Duration.ofSeconds(Long.getLong("nvmeof4j.it.guestSeconds", 480));
     /** The launcher's own bound inside the guest (rdma-jni.sh's CHECKS_TIMEOUT), below the guest's. */
     private static final long CHECKS_TIMEOUT_SECONDS = GUEST_TIMEOUT.toSeconds() - 90;
@@ -66,10 +68,15 @@ class RdmaJniIT {
                 || e.contains("/nvmeof-protocol/target/") || name.startsWith("nvmeof-protocol-")
                 || e.contains("/rdma-transport/target/") || name.startsWith("rdma-transport-")
                 || e.contains("/transport-conformance/target/") || name.startsWith("transport-conformance-")
-                || name.startsWith("slf4j-api") || e.endsWith("/integration-tests/target/test-classes");
+                || name.startsWith("slf4j-api") || e.endsWith("/integration-tests/target/test-classes")
+                // OneWaitReactorChecks: the target's Reactor (Agrona's task queue) and the NVMe/TCP poll group
+                || e.contains("/target-daemon/target/") || name.startsWith("target-daemon-")
+                || e.contains("/tcp-transport/target/") || name.startsWith("tcp-transport-")
+                || name.startsWith("agrona-");
         }).toList();
         assertThat(checksCp).as("native jar, native test jar, assertj, protocol, rdma-transport, conformance suite, "
-            + "slf4j-api and this module's test classes in %s", classpath).hasSizeGreaterThanOrEqualTo(8);
+            + "slf4j-api, this module's test classes, target-daemon, tcp-transport and agrona in %s", classpath)
+            .hasSizeGreaterThanOrEqualTo(11);
         int expectedTests = 0;
         for (String checks : CHECKS) {
             int n = testMethods(checks);
@@ -84,6 +91,8 @@ class RdmaJniIT {
             "--env", "JAVA_BIN=" + Path.of(System.getProperty("java.home"), "bin", "java"),
             "--env", "CHECK_CLASSES=" + String.join(" ", CHECKS),
             "--env", "CHECKS_TIMEOUT=" + CHECKS_TIMEOUT_SECONDS,
+            // e.g. "-XX:TieredStopAtLevel=1 -Dnvmeof4j.rdma.wake_selector=false" for a before/after comparison
+            "--env", "GUEST_JAVA_OPTS=" + System.getProperty("nvmeof4j.it.guestJavaOpts", "-XX:TieredStopAtLevel=1"),
             vm.resolve("guest/rdma-jni.sh").toString()));
         long t0 = System.nanoTime();
         VmHarness.Result guest = VmHarness.run(cmd, java.util.Map.of(), GUEST_TIMEOUT.plusSeconds(60), "[guest] ",

@@ -2,6 +2,7 @@ package io.nvmeof4j.jni.rdma;
 
 import io.nvmeof4j.jni.NativeHandle;
 
+import java.nio.channels.Selector;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -21,6 +22,15 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * does nothing: producers cannot avoid that race). {@link #close()} is safe from any thread: it wakes a waiting
  * thread (the set polls this channel's eventfd too), waits for it to let go of the waiter lock, then destroys the
  * queues and the channel, so no wait or wake-up ever touches freed memory.
+ *
+ * <h2>Joined to a reactor's selector</h2>
+ * A reactor that also serves sockets blocks in its NIO {@link Selector}, not here. {@link #joinSelector} adds this
+ * channel's fd to that selector's epoll set, one shot ({@code EPOLLIN | EPOLLONESHOT}), through a duplicate of the
+ * selector's epoll fd that the channel keeps: a completion event then ends the reactor's select (the JDK finds no key
+ * for the fd and ignores the event; the select has returned all the same). Each drain of this channel by a
+ * {@link CompletionChannelSet} wait that found it readable re-arms the join, after taking its events, under the
+ * waiter lock. Closing takes the fd out of the epoll set, under the waiter lock, before the channel (and so its fd) is
+ * destroyed: no {@code epoll_ctl} of ours can reach a file that reuses the fd number.
  */
 public final class CompletionChannel extends NativeHandle {
     private final VerbsContext context;
@@ -72,6 +82,54 @@ public final class CompletionChannel extends NativeHandle {
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * Joins this channel's fd to {@code selector}'s epoll set (class comment), once. Returns 0, or {@code -errno}:
+     * {@code -EOPNOTSUPP} when the selector is not the JDK's epoll selector (another JDK or provider), {@code -EBUSY}
+     * when the channel already joined one, {@code -EBADF} when the selector is closed. Any thread.
+     *
+     * @throws IllegalStateException when the channel is closed
+     */
+    public int joinSelector(Selector selector) {
+        if (!selector.isOpen()) {
+            return -io.nvmeof4j.jni.Errno.EBADF;
+        }
+        waiter.lock(); // release() destroys under it: the channel stays valid for the join
+        try {
+            return joinSelector0(handle(), selector);
+        } finally {
+            waiter.unlock();
+        }
+    }
+
+    /**
+     * 0 when a channel can join {@code selector} ({@link #joinSelector}): it is the JDK's epoll selector, whose epoll
+     * fd is reachable; else {@code -EOPNOTSUPP} (or {@code -EBADF}: closed). Loads the library.
+     */
+    public static int joinable(Selector selector) {
+        Rdma.ensureLoaded();
+        if (!selector.isOpen()) {
+            return -io.nvmeof4j.jni.Errno.EBADF;
+        }
+        int rc = selectorEpoll0(selector);
+        return rc < 0 ? rc : 0;
+    }
+
+    /** The join of {@link #joinSelector} for a bare fd (tests): our duplicate of the epoll fd, or -errno. */
+    static int joinFd(Selector selector, int fd) {
+        Rdma.ensureLoaded();
+        return joinFd0(selector, fd);
+    }
+
+    /** Re-arms a bare fd joined with {@link #joinFd} (tests). 0 or -errno. */
+    static int rearmFd(int epfd, int fd) {
+        return rearmFd0(epfd, fd);
+    }
+
+    /** Takes a bare fd out again and closes the duplicate (tests). 0 or -errno. */
+    static int leaveFd(int epfd, int fd) {
+        return leaveFd0(epfd, fd);
     }
 
     /** The lock a waiter holds around the native wait (CompletionQueue acks and destroys under it). */
@@ -170,6 +228,22 @@ public final class CompletionChannel extends NativeHandle {
     /** Writes 1 to the eventfd. */
     private static native int wake0(long channel);
 
-    /** ibv_destroy_comp_channel, close(eventfd), free; 0 or -errno (then nothing is freed). */
+    /** epoll_ctl(ADD, one shot) of the channel fd through a kept duplicate of the selector's epoll fd; 0 or -errno. */
+    private static native int joinSelector0(long channel, Selector selector);
+
+    /** The selector's epoll fd (not ours), or -EOPNOTSUPP. */
+    private static native int selectorEpoll0(Selector selector);
+
+    /** The join for a bare fd: the duplicate epoll fd, or -errno. */
+    private static native int joinFd0(Selector selector, int fd);
+
+    private static native int rearmFd0(int epfd, int fd);
+
+    private static native int leaveFd0(int epfd, int fd);
+
+    /**
+     * Out of a joined selector's epoll set (and the duplicate closed), ibv_destroy_comp_channel, close(eventfd), free;
+     * 0 or -errno (then nothing is freed).
+     */
     private static native int destroy0(long channel);
 }

@@ -28,8 +28,9 @@ import java.util.Arrays;
  * lock, in member order, around the native wait and the mapping of its events, which is the protocol a single
  * channel's wait keeps: a channel closed by another thread wakes the wait through its own eventfd (polled here),
  * then waits for that lock before it frees anything. A member found closed is dropped from the native layout (its fds
- * set to -1, which {@code ppoll} skips) and ends that wait at once, as a wake-up: a wake-up written to it while it
- * closed may be lost. {@link #add} is the control path, any thread; {@link #wakeup()} is safe from any thread.
+ * set to -1, which {@code ppoll} skips) and ends that wait at once, as a wake-up (the open members are looked at
+ * without blocking): a wake-up written to it while it closed may be lost. A wait that finds a member readable whose
+ * channel joined a selector ({@link CompletionChannel#joinSelector}) re-arms that join after taking its events. {@link #add} is the control path, any thread; {@link #wakeup()} is safe from any thread.
  */
 public final class CompletionChannelSet {
     /** Members at most (the native side keeps its {@code pollfd} array on the stack). */
@@ -206,10 +207,10 @@ public final class CompletionChannelSet {
                 throw new IllegalStateException(n == 0 ? "no completion channel in the set to wait on"
                     : "every completion channel of the set is closed (" + n + " added)");
             }
-            if (closedFound) {
-                return 0;
-            }
-            int rc = wait0(m.entriesAddress, n, m.readyAddress, eventsAddress, maxEvents, timeoutNanos);
+            // A member found closed ends the wait at once (a wake-up written to it while it closed may be lost), but
+            // the open members are still drained: a member joined to a selector is re-armed only by a drain.
+            int rc = wait0(m.entriesAddress, n, m.readyAddress, eventsAddress, maxEvents,
+                closedFound ? 0 : timeoutNanos);
             if (rc < 0) {
                 throw new NativeIoException("ppoll and ibv_get_cq_event over " + open + " completion channels", -rc);
             }

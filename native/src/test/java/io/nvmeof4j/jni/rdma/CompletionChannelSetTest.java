@@ -41,7 +41,7 @@ class CompletionChannelSetTest {
     }
 
     /** A named pipe opened read-write, and its fd number (from /proc/self/fd). */
-    private record Fifo(RandomAccessFile file, int fd) {
+    record Fifo(RandomAccessFile file, int fd) {
         void write(int bytes) throws IOException {
             file.write(new byte[bytes]);
         }
@@ -53,6 +53,11 @@ class CompletionChannelSetTest {
     }
 
     private Fifo fifo(String name) throws Exception {
+        return fifo(dir, name, open);
+    }
+
+    /** A named pipe made in {@code dir}, opened read-write; its file is added to {@code open} for closing. */
+    static Fifo fifo(Path dir, String name, List<RandomAccessFile> open) throws Exception {
         Path path = dir.resolve(name);
         Process p = new ProcessBuilder("mkfifo", path.toString()).redirectErrorStream(true).start();
         assertThat(p.waitFor(10, TimeUnit.SECONDS)).as("mkfifo %s ran", path).isTrue();

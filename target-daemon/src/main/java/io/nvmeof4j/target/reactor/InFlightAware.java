@@ -1,5 +1,7 @@
 package io.nvmeof4j.target.reactor;
 
+import io.nvmeof4j.protocol.spi.reactor.WakesSelector;
+
 import java.nio.channels.Selector;
 
 /**
@@ -9,7 +11,7 @@ import java.nio.channels.Selector;
  * itself ({@link #wakeSelector}, the io_uring: the reactor then blocks on the selector alone), or the reactor blocks
  * in <em>this</em> group's {@code await}, bounded by {@link Reactor#IN_FLIGHT_AWAIT_NANOS}.
  */
-public interface InFlightAware {
+public interface InFlightAware extends WakesSelector {
     /** True while operations are outstanding whose completion only this group notices. Reactor thread. */
     boolean hasInFlight();
 
@@ -18,11 +20,13 @@ public interface InFlightAware {
      * {@link #armWakeup()} and {@link #disarmWakeup()}). Returns false when it cannot (the default). Reactor thread,
      * or before the reactor starts.
      */
+    @Override
     default boolean wakeSelector(Selector selector) {
         return false;
     }
 
     /** True when completions wake {@code selector} ({@link #wakeSelector} succeeded for it). Reactor thread. */
+    @Override
     default boolean wakes(Selector selector) {
         return false;
     }
@@ -31,11 +35,13 @@ public interface InFlightAware {
      * The reactor is about to block in the selector this group wakes: returns false when work is already waiting (do
      * not block). Reactor thread.
      */
+    @Override
     default boolean armWakeup() {
         return true;
     }
 
     /** The block is over: completions need not wake the selector until the next {@link #armWakeup()}. */
+    @Override
     default void disarmWakeup() {
     }
 }

@@ -5,6 +5,7 @@ import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
 import io.nvmeof4j.protocol.spi.idle.IdleStrategy;
 import io.nvmeof4j.protocol.spi.reactor.ReactorLoop;
 import io.nvmeof4j.protocol.spi.reactor.SelectorPollGroup;
+import io.nvmeof4j.protocol.spi.reactor.WakesSelector;
 import org.agrona.concurrent.ManyToOneConcurrentArrayQueue;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -31,22 +32,29 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <h2>Idling</h2>
  * {@link IdleMode#BUSY} spins. {@link IdleMode#ADAPTIVE} ({@link AdaptiveIdleStrategy}) spins for
- * {@code spinNanos} after the last work, yields, then blocks in {@link PollGroup#await(long)} of the <em>first</em>
- * poll group, each empty block doubling the next one's bound up to {@value #AWAIT_MILLIS_ONE_GROUP} ms. A thread
- * can block on one primitive only (a selector, an RDMA completion channel) and pure Java cannot wait on several,
- * so with more than one such group (groups that are {@link InFlightAware} do not count: with nothing in flight
- * nothing can arrive on them) the wait is bounded by {@value #AWAIT_MILLIS_SEVERAL_GROUPS} ms: work arriving on
- * another group is then noticed within a millisecond instead of never. With one group the bound only matters if
- * a wakeup were lost.
+ * {@code spinNanos} after the last work, yields, then blocks in one poll group's {@link PollGroup#await(long)}, each
+ * empty block doubling the next one's bound up to {@value #AWAIT_MILLIS_ONE_GROUP} ms. A thread blocks on one
+ * primitive, so the reactor waits on one thing that every group can wake ("One wait primitive"). The groups work can
+ * arrive on while it blocks are those that are not {@link InFlightAware} (with nothing in flight nothing can arrive
+ * on those). With one such group the reactor blocks in it (an NVMe/TCP selector, or the RDMA completion channels
+ * when the reactor serves RDMA alone). With several, one of them a {@link SelectorPollGroup}, it blocks in that
+ * selector with the full bound when every other one joined it. Only where they cannot all be joined (two selectors,
+ * a JDK whose selector has no reachable epoll fd: said once at info by the RDMA group) does the old fallback
+ * remain: the reactor blocks in the selector (or the first group) at most {@value #AWAIT_MILLIS_SEVERAL_GROUPS} ms at
+ * a time, so work on another group is noticed within a millisecond instead of never.
  * <h2>One wait primitive</h2>
- * Block-device I/O in flight in an io_uring ({@link InFlightAware}) must wake the reactor too. When the group the
- * reactor blocks on is a {@link SelectorPollGroup} (NVMe/TCP), the ring is joined to that selector when either is
- * added ({@link InFlightAware#wakeSelector}): its completions then signal the selector's wake-up eventfd while the
- * reactor blocks, so the reactor waits on the selector alone, with the idle strategy's full bound, and is woken by
- * a socket, a task or a completion alike (issue 17 item 3; docs/datapath.md). An in-flight-aware group that could not
- * be joined (a reactor without a selector, a JDK whose selector has no eventfd, QoS waits, which are timers) keeps
- * the bounded wait: the reactor blocks in that group's {@code await}, at most {@link #IN_FLIGHT_AWAIT_NANOS}, so its
- * work is noticed when it is due and a command arriving on a socket meanwhile waits at most that long.
+ * Groups that are {@link WakesSelector} are joined to the selector when either is added: an io_uring
+ * ({@link InFlightAware}) makes the selector's wake-up eventfd its completion eventfd; an NVMe-oF/RDMA poll group
+ * puts its completion channels' fds into the selector's epoll set (one shot; the JDK ignores events of fds it has no
+ * key for, but the select returns). Before blocking the reactor arms each of them ({@link WakesSelector#armWakeup}:
+ * the ring enables its eventfd; the RDMA group takes pending channel events, which re-arms their joins, arms its
+ * completion queues, polls them once more and routes its wake-ups to the selector), and does not block if any has
+ * work already; after the block it disarms them. So the reactor waits on the selector alone, with the idle
+ * strategy's full bound, and is woken by a socket, a task, a ring completion or an RDMA completion alike (issue 17
+ * item 3; docs/datapath.md). An in-flight-aware group that could not be joined (a reactor without a selector, QoS
+ * waits, which are timers) keeps the bounded wait: the reactor blocks in that group's {@code await}, at most
+ * {@link #IN_FLIGHT_AWAIT_NANOS}, so its work is noticed when it is due and a command arriving on a socket meanwhile
+ * waits at most that long.
  *
  * <h2>A shared CPU</h2>
  * An adaptive reactor measures its thread's run delay and blocks without spinning while its CPU is shared
@@ -65,7 +73,8 @@ import java.util.concurrent.locks.LockSupport;
  * Add poll groups and owned resources, {@link #start()}, later {@link #stop(Duration)} (bounded join, never an
  * interrupt: an interrupt closes NIO channels). A poll group can also be added to a running reactor (a transport
  * first served by a live change): the reactor thread takes it from its task queue, so the group arrays keep one
- * writer, and the idle bounds above follow the new set of groups from the next block on. On its way out the reactor thread runs the tasks still queued,
+ * writer, and it is joined to the selector (or the selector's group is joined by the others) there, so the wait
+ * above follows the new set of groups from the next block on. On its way out the reactor thread runs the tasks still queued,
  * then closes what it owns in reverse order of registration (so a poll group closes before the buffer pool it
  * draws from).
  * <p>CPU pinning is not done: pure Java cannot set a thread's affinity. Run the daemon under {@code taskset} to
@@ -95,11 +104,14 @@ public final class Reactor implements Executor, AutoCloseable {
     /** Written before start or by the reactor thread only; volatile for the readers on other threads. */
     private volatile PollGroup[] groups = new PollGroup[0];
     /**
-     * The groups an idle reactor blocks on: those that are not {@link InFlightAware} (an in-flight-aware group with
-     * nothing in flight has nothing that could arrive, so a reactor with one selector and an io_uring or QoS group
-     * still blocks the full bound on that selector). Same writers as {@link #groups}.
+     * The wait chosen for the current groups ({@link #chooseWait}): the group an idle reactor blocks in (null: none,
+     * it parks), the selector of that group when the others wake it (null: none), and whether that one block covers
+     * every group work can arrive on. Same writers as {@link #groups}; one object so the reactor reads one reference.
      */
-    private volatile PollGroup[] waitGroups = new PollGroup[0];
+    private volatile Wait wait = new Wait(null, null, true);
+    /** The one selector an idle reactor blocks in, or a bounded wait on one group of several; see the class comment. */
+    private record Wait(PollGroup block, Selector selector, boolean whole) {
+    }
     private int[] consecutiveFailures = new int[0];
 
     private volatile Lifecycle lifecycle = Lifecycle.NEW;
@@ -166,32 +178,46 @@ public final class Reactor implements Executor, AutoCloseable {
         PollGroup[] next = Arrays.copyOf(groups, groups.length + 1);
         next[next.length - 1] = group;
         consecutiveFailures = Arrays.copyOf(consecutiveFailures, next.length);
-        waitGroups = waitGroups(next);
         groups = next;
-        joinWaitPrimitive(next);
+        wait = chooseWait(next);
         LOG.debug("reactor {}: poll group {} added ({} in all)", name, group, next.length);
     }
 
     /**
-     * Joins the in-flight-aware groups (an io_uring) to the selector the reactor blocks on, when it blocks on exactly
-     * one, a selector ("One wait primitive"). A join that fails leaves that group on the bounded wait (debug log).
+     * Where an idle reactor blocks, given its groups ("Idling" and "One wait primitive" in the class comment). The
+     * groups work can arrive on while it blocks are those that are not {@link InFlightAware}. When exactly one of them
+     * is a {@link SelectorPollGroup}, every {@link WakesSelector} group is joined to its selector (once; a group added
+     * later is joined when it comes), and the reactor blocks there with the full bound if every other such group
+     * joined. Otherwise it blocks in the first of them, bounded by {@value #AWAIT_MILLIS_SEVERAL_GROUPS} ms when there
+     * are several.
      */
-    private void joinWaitPrimitive(PollGroup[] all) {
-        Selector selector = waitSelector(waitGroups);
-        if (selector == null) {
-            return;
+    private Wait chooseWait(PollGroup[] all) {
+        PollGroup[] waits = Arrays.stream(all).filter(g -> !(g instanceof InFlightAware)).toArray(PollGroup[]::new);
+        PollGroup[] selectors = Arrays.stream(waits).filter(g -> g instanceof SelectorPollGroup).toArray(PollGroup[]::new);
+        if (selectors.length != 1) {
+            return new Wait(waits.length == 0 ? null : waits[0], null, waits.length <= 1);
         }
+        PollGroup block = selectors[0];
+        Selector selector = ((SelectorPollGroup) block).selector();
+        boolean whole = true;
         for (PollGroup g : all) {
-            if (g instanceof InFlightAware a && !a.wakes(selector) && !a.wakeSelector(selector)) {
+            if (g == block) {
+                continue;
+            }
+            boolean joined = g instanceof WakesSelector w && (w.wakes(selector) || w.wakeSelector(selector));
+            if (joined) {
+                continue;
+            }
+            if (g instanceof InFlightAware) {
                 LOG.debug("reactor {}: {} cannot wake the selector; it is waited on with a {} us bound while it has "
                     + "I/O in flight", name, g, TimeUnit.NANOSECONDS.toMicros(IN_FLIGHT_AWAIT_NANOS));
+            } else {
+                whole = false;
+                LOG.debug("reactor {}: {} cannot wake the selector of {}; the reactor blocks there at most {} ms at a "
+                    + "time", name, g, block, AWAIT_MILLIS_SEVERAL_GROUPS);
             }
         }
-    }
-
-    /** The selector of the one group an idle reactor blocks on, or null (none, several, or not a selector). */
-    private static Selector waitSelector(PollGroup[] waitGroups) {
-        return waitGroups.length == 1 && waitGroups[0] instanceof SelectorPollGroup s ? s.selector() : null;
+        return new Wait(block, selector, whole);
     }
 
     /** Registers a resource closed by the reactor thread when it stops, in reverse order. Before start only. */
@@ -292,14 +318,14 @@ public final class Reactor implements Executor, AutoCloseable {
     private void wakeup() {
         // The thread may be parked (no selector, or an in-flight-aware group's await that parks): unpark it too.
         LockSupport.unpark(loop.thread());
-        PollGroup[] gs = waitGroups;
-        if (gs.length == 0) {
+        PollGroup block = wait.block();
+        if (block == null) {
             return;
         }
         try {
-            gs[0].wakeup();
+            block.wakeup();
         } catch (RuntimeException e) {
-            LOG.warn("reactor {}: waking poll group {} failed", name, gs[0], e);
+            LOG.warn("reactor {}: waking poll group {} failed", name, block, e);
         }
     }
 
@@ -362,14 +388,9 @@ public final class Reactor implements Executor, AutoCloseable {
             owned.remove(group);
         }
         groups = next;
-        waitGroups = waitGroups(next);
         consecutiveFailures = new int[next.length];
         closeQuietly(group);
-        joinWaitPrimitive(next);
-    }
-
-    private static PollGroup[] waitGroups(PollGroup[] all) {
-        return Arrays.stream(all).filter(g -> !(g instanceof InFlightAware)).toArray(PollGroup[]::new);
+        wait = chooseWait(next);
     }
 
     /** What the shared loop calls: this reactor's round, wait, wake-up and end. */
@@ -406,13 +427,15 @@ public final class Reactor implements Executor, AutoCloseable {
     }
 
     /**
-     * An idle reactor's wait, at most {@code timeoutNanos} ("One wait primitive" above): an in-flight-aware group
-     * that is not joined to the selector is waited on itself, bounded; joined ones are armed, then the reactor blocks
-     * in its one wait group (or parks without one).
+     * An idle reactor's wait, at most {@code timeoutNanos} ("Idling" and "One wait primitive" above): an in-flight-aware
+     * group that is not joined to the selector is waited on itself, bounded; else the groups that wake the selector
+     * are armed (any of them with work ready ends the wait before it began), then the reactor blocks in its one wait
+     * group (or parks without one), and disarms them after.
      */
     private void block(long timeoutNanos) {
         PollGroup[] gs = groups;
-        Selector selector = waitSelector(waitGroups);
+        Wait w = wait;
+        Selector selector = w.selector();
         for (PollGroup g : gs) {
             if (g instanceof InFlightAware a && a.hasInFlight() && (selector == null || !a.wakes(selector))) {
                 try {
@@ -423,39 +446,43 @@ public final class Reactor implements Executor, AutoCloseable {
                 return;
             }
         }
+        PollGroup block = w.block();
+        if (block == null) {
+            LockSupport.parkNanos(this, timeoutNanos);
+            return;
+        }
         boolean armed = false;
         try {
-            for (PollGroup g : gs) {
-                if (g instanceof InFlightAware a && a.hasInFlight()) {
-                    armed = true;
-                    try {
-                        if (!a.armWakeup()) {
-                            return; // a completion is already there: poll it instead of blocking
+            if (selector != null) {
+                for (PollGroup g : gs) {
+                    // An in-flight-aware group with nothing in flight has nothing that could arrive: not armed.
+                    if (g != block && g instanceof WakesSelector ws && ws.wakes(selector)
+                        && !(g instanceof InFlightAware a && !a.hasInFlight())) {
+                        armed = true;
+                        try {
+                            if (!ws.armWakeup()) {
+                                return; // work is already there: poll it instead of blocking
+                            }
+                        } catch (RuntimeException e) {
+                            LOG.warn("reactor {}: arming poll group {} threw; not blocking", name, g, e);
+                            return;
                         }
-                    } catch (RuntimeException e) {
-                        LOG.warn("reactor {}: arming poll group {} threw; not blocking", name, g, e);
-                        return;
                     }
                 }
             }
-            gs = waitGroups;
-            if (gs.length == 0) {
-                LockSupport.parkNanos(this, timeoutNanos);
-            } else {
-                long bound = gs.length == 1 ? timeoutNanos
-                    : Math.min(timeoutNanos, TimeUnit.MILLISECONDS.toNanos(AWAIT_MILLIS_SEVERAL_GROUPS));
-                try {
-                    gs[0].await(bound);
-                } catch (RuntimeException e) {
-                    LOG.warn("reactor {}: await on poll group {} threw", name, gs[0], e);
-                }
+            long bound = w.whole() ? timeoutNanos
+                : Math.min(timeoutNanos, TimeUnit.MILLISECONDS.toNanos(AWAIT_MILLIS_SEVERAL_GROUPS));
+            try {
+                block.await(bound);
+            } catch (RuntimeException e) {
+                LOG.warn("reactor {}: await on poll group {} threw", name, block, e);
             }
         } finally {
             if (armed) {
-                for (PollGroup g : groups) {
-                    if (g instanceof InFlightAware a) {
+                for (PollGroup g : gs) {
+                    if (g != block && g instanceof WakesSelector ws && ws.wakes(selector)) {
                         try {
-                            a.disarmWakeup();
+                            ws.disarmWakeup();
                         } catch (RuntimeException e) {
                             LOG.warn("reactor {}: disarming poll group {} threw", name, g, e);
                         }

@@ -1,9 +1,13 @@
 package io.nvmeof4j.target.reactor;
 
 import io.nvmeof4j.protocol.spi.PollGroup;
+import io.nvmeof4j.protocol.spi.reactor.SelectorPollGroup;
+import io.nvmeof4j.protocol.spi.reactor.WakesSelector;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import java.io.IOException;
+import java.nio.channels.Selector;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -136,6 +140,156 @@ class ReactorTest {
         CountDownLatch ran = new CountDownLatch(1);
         reactor.execute(ran::countDown);
         assertThat(ran.await(5, TimeUnit.SECONDS)).as("a task wakes the selector it blocks on").isTrue();
+    }
+
+    @Test
+    void shouldBlockTheFullBoundOnTheSelectorWhenTheOtherGroupJoinedItAndArmAroundEachBlock() throws Exception {
+        SelectorGroup tcp = new SelectorGroup("tcp");
+        Joiner rdma = new Joiner("rdma", true);
+        Reactor reactor = reactor("reactor-joined", IdleMode.ADAPTIVE).add(rdma).add(tcp);
+        reactor.start();
+        // An NVMe-oF/RDMA group that joined the NVMe/TCP selector: one wait, backed off to the one-group bound.
+        await("backed off to 100 ms on the selector",
+            () -> tcp.lastAwaitTimeoutNanos.get() == TimeUnit.MILLISECONDS.toNanos(Reactor.AWAIT_MILLIS_ONE_GROUP));
+        assertThat(rdma.joinedWith.get()).as("joined to the selector the reactor blocks in").isSameAs(tcp.selector());
+        assertThat(rdma.awaits.get()).as("never blocked in the joined group").isZero();
+        assertThat(rdma.armedDuringAwait.get()).as("armed while the reactor blocked").isTrue();
+        await("every arm disarmed", () -> !tcp.inAwait.get() || rdma.arms.get() == rdma.disarms.get() + 1);
+
+        // Work ready when the reactor arms (a completion before the queues were armed): no block, the work is polled.
+        long awaitsBefore = tcp.awaits.get();
+        tcp.waitForever();
+        await("blocked for good", () -> tcp.inAwait.get() && tcp.waitingForever.get());
+        rdma.readyAtArm.set(2);
+        rdma.pendingWork.set(2);
+        tcp.wakeup(); // what the joined fd does to the selector
+        await("the joined group's work was polled", () -> rdma.workDone.get() == 2);
+        assertThat(rdma.refusedArms.get()).as("arms that found work and kept the reactor from blocking")
+            .isPositive();
+        assertThat((long) tcp.awaits.get()).isGreaterThan(awaitsBefore);
+    }
+
+    @Test
+    void shouldKeepTheMillisecondBoundWhenTheOtherGroupCannotJoinTheSelector() throws Exception {
+        SelectorGroup tcp = new SelectorGroup("tcp");
+        Joiner rdma = new Joiner("rdma", false); // a JDK whose selector has no reachable epoll fd
+        Reactor reactor = reactor("reactor-unjoined", IdleMode.ADAPTIVE).add(tcp).add(rdma);
+        reactor.start();
+        await("blocks in the selector", () -> tcp.inAwait.get());
+        Thread.sleep(200); // long enough to back off to 100 ms, were the bound not capped
+        assertThat(tcp.lastAwaitTimeoutNanos.get()).as("bounded wait: the other group is looked at every ms")
+            .isEqualTo(TimeUnit.MILLISECONDS.toNanos(Reactor.AWAIT_MILLIS_SEVERAL_GROUPS));
+        assertThat(rdma.arms.get()).as("a group that did not join is never armed").isZero();
+        rdma.pendingWork.set(3);
+        await("work on the unjoined group is noticed by the bounded wait", () -> rdma.workDone.get() == 3);
+    }
+
+    @Test
+    void shouldJoinAGroupAddedToARunningReactorToItsSelector() throws Exception {
+        SelectorGroup tcp = new SelectorGroup("tcp");
+        Reactor reactor = reactor("reactor-late-join", IdleMode.ADAPTIVE).add(tcp);
+        reactor.start();
+        await("backed off on the selector alone",
+            () -> tcp.lastAwaitTimeoutNanos.get() == TimeUnit.MILLISECONDS.toNanos(Reactor.AWAIT_MILLIS_ONE_GROUP));
+        Joiner rdma = new Joiner("rdma", true);
+        reactor.add(rdma);
+        await("joined on the reactor thread", () -> rdma.joinedWith.get() == tcp.selector());
+        assertThat(rdma.joinThread.get().getName()).isEqualTo("reactor-late-join");
+        await("armed around a block", () -> rdma.armedDuringAwait.get());
+        // The hand-over was work, so the back-off starts again at 1 ms; one wait covering both lets it reach 100 ms.
+        await("backed off to 100 ms again, on the selector",
+            () -> tcp.lastAwaitTimeoutNanos.get() == TimeUnit.MILLISECONDS.toNanos(Reactor.AWAIT_MILLIS_ONE_GROUP));
+        assertThat(rdma.awaits.get()).isZero();
+    }
+
+    /** A {@link FakeGroup} that is a selector's group: {@link #selector()} is a real, unused selector (identity only). */
+    private final class SelectorGroup extends FakeGroup implements SelectorPollGroup {
+        private final Selector selector;
+
+        SelectorGroup(String name) throws IOException {
+            super(name);
+            this.selector = Selector.open();
+        }
+
+        @Override
+        public Selector selector() {
+            return selector;
+        }
+
+        @Override
+        public void await(long timeoutNanos) {
+            for (PollGroup g : reactorsGroups()) {
+                if (g instanceof Joiner j && j.armed.get()) {
+                    j.armedDuringAwait.set(true);
+                }
+            }
+            super.await(timeoutNanos);
+        }
+
+        @Override
+        public void close() {
+            super.close();
+            try {
+                selector.close();
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    /**
+     * A {@link FakeGroup} that can (or cannot) wake a selector, as an NVMe-oF/RDMA poll group: records the join, counts
+     * arms and disarms, and refuses an arm while {@code readyAtArm} is positive (work is already there).
+     */
+    private final class Joiner extends FakeGroup implements WakesSelector {
+        private final boolean canJoin;
+        private final SelectorGroup[] blockedIn = new SelectorGroup[1];
+        final AtomicReference<Selector> joinedWith = new AtomicReference<>();
+        final AtomicReference<Thread> joinThread = new AtomicReference<>();
+        final AtomicInteger arms = new AtomicInteger();
+        final AtomicInteger disarms = new AtomicInteger();
+        final AtomicInteger refusedArms = new AtomicInteger();
+        final AtomicInteger readyAtArm = new AtomicInteger();
+        final java.util.concurrent.atomic.AtomicBoolean armed = new java.util.concurrent.atomic.AtomicBoolean();
+        final java.util.concurrent.atomic.AtomicBoolean armedDuringAwait = new java.util.concurrent.atomic.AtomicBoolean();
+
+        Joiner(String name, boolean canJoin) {
+            super(name);
+            this.canJoin = canJoin;
+        }
+
+        @Override
+        public boolean wakeSelector(Selector selector) {
+            if (!canJoin) {
+                return false;
+            }
+            joinedWith.set(selector);
+            joinThread.set(Thread.currentThread());
+            return true;
+        }
+
+        @Override
+        public boolean wakes(Selector selector) {
+            return selector != null && joinedWith.get() == selector;
+        }
+
+        @Override
+        public boolean armWakeup() {
+            arms.incrementAndGet();
+            armed.set(true);
+            if (readyAtArm.get() > 0) {
+                readyAtArm.decrementAndGet();
+                refusedArms.incrementAndGet();
+                return false;
+            }
+            return true;
+        }
+
+        @Override
+        public void disarmWakeup() {
+            disarms.incrementAndGet();
+            armed.set(false);
+        }
     }
 
     /** An {@link InFlightAware} group with nothing in flight (an idle io_uring). */
@@ -387,8 +541,17 @@ class ReactorTest {
         assertThat(closeLog).isEmpty();
     }
 
+    /** The groups of every reactor of this test (for a group double to look at the others while it blocks). */
+    private List<PollGroup> reactorsGroups() {
+        List<PollGroup> all = new ArrayList<>();
+        for (Reactor r : reactors) {
+            all.addAll(r.pollGroups());
+        }
+        return all;
+    }
+
     /** A poll group double: counts, records threads, and blocks in await on a semaphore that wakeup() releases. */
-    private final class FakeGroup implements PollGroup {
+    private class FakeGroup implements PollGroup {
         final String name;
         final AtomicLong polls = new AtomicLong();
         final AtomicInteger awaits = new AtomicInteger();
