@@ -41,7 +41,9 @@ import java.util.concurrent.locks.LockSupport;
  * {@code nvmeof perf}: a load generator in the manner of SPDK's perf. Each of {@code --queues} workers owns one I/O
  * queue, served by its own host reactor thread, and keeps {@code --queue-depth} I/Os in flight through the
  * allocation-free callback API. Latency is recorded on the completing thread into a per-worker HdrHistogram
- * recorder; the main thread merges them each second for the progress line and at the end for the summary.
+ * recorder (one for reads, one for writes); the main thread merges them each second for the progress line and at
+ * the end for the summary. A warm-up runs exactly the measured code on every thread (recording, the recorders'
+ * flips, the progress line) and its intervals are thrown away, so the measured run starts with that code compiled.
  */
 @Command(name = "perf", sortOptions = false, mixinStandardHelpOptions = true,
     description = {"Generate block I/O load (like SPDK's perf); print IOPS, MiB/s and latency",
@@ -67,6 +69,9 @@ final class PerfCommand extends CliCommand {
 
     /** Bound on the direct buffers of one run (every slot of every queue has its own). */
     static final long MAX_BUFFER_BYTES = 1L << 30;
+    /** The warm-up goes on while the JIT compiled for longer than this in its last second (--warmup-max). */
+    static final long WARMUP_QUIET_JIT_MILLIS = 2;
+    static final int WARMUP_EXTENSION_DEFAULT = 10;
     static final double[] PERCENTILES = {50, 90, 99, 99.9, 99.99};
     static final String[] PERCENTILE_KEYS = {"p50", "p90", "p99", "p99.9", "p99.99"};
 
@@ -95,6 +100,13 @@ final class PerfCommand extends CliCommand {
             "allocation per I/O, the histogram log), as spdk_nvme_perf's warm-up. Default: ${DEFAULT-VALUE}."})
     int warmupSeconds;
 
+    @Option(names = "--warmup-max", paramLabel = "SECONDS",
+        description = {"Go on warming up past --warmup, a second at a time, while the JIT compiled for more than",
+            WARMUP_QUIET_JIT_MILLIS + " ms in the last second, up to this many seconds of warm-up in all (a C2",
+            "compilation shares perf's CPU with the reactor and stalls every I/O in flight). Default: --warmup + "
+                + WARMUP_EXTENSION_DEFAULT + " (none without --warmup)."})
+    Integer warmupMaxSeconds;
+
     @Option(names = "--queues", paramLabel = "N", defaultValue = "1",
         description = "I/O queues, each with its own host reactor thread. Default: ${DEFAULT-VALUE}.")
     int queues;
@@ -110,6 +122,17 @@ final class PerfCommand extends CliCommand {
             "HistogramLogReader or HdrHistogram's plotter) to PATH, and a percentile-spectrum chart to PATH",
             "with its extension replaced by .svg."})
     Path histogramFile;
+
+    @Option(names = "--slow-log", paramLabel = "PATH",
+        description = {"Write every measured I/O slower than --slow-us to PATH, one line each: its submission",
+            "time (us since the measurement began), its latency (us), queue and slot; I/Os that wait together",
+            "(a stall of the whole queue) show up as runs of equal submission times. At most "
+                + PerfWorker.SLOW_LOG_ENTRIES + " per queue (the last ones)."})
+    Path slowLogFile;
+
+    @Option(names = "--slow-us", paramLabel = "MICROS", defaultValue = "1000",
+        description = "What --slow-log counts as slow. Default: ${DEFAULT-VALUE}.")
+    long slowMicros;
 
     @Option(names = "--verify", description = {"Read every write back at once and compare it with the pattern",
         "written (LBA and sequence number in every word); each I/O slot then works in its own stripe of the",
@@ -135,7 +158,16 @@ final class PerfCommand extends CliCommand {
         if (warmupSeconds < 0 || warmupSeconds > 3_600) {
             throw new CliUsageException("--warmup " + warmupSeconds + " outside 0..3600 seconds");
         }
+        int warmupMax = warmupMaxSeconds != null ? warmupMaxSeconds
+            : warmupSeconds == 0 ? 0 : warmupSeconds + WARMUP_EXTENSION_DEFAULT;
+        if (warmupMax < warmupSeconds || warmupMax > 3_600) {
+            throw new CliUsageException("--warmup-max " + warmupMax + " outside --warmup (" + warmupSeconds
+                + ")..3600 seconds");
+        }
         range(queues, 1, 64, "--queues");
+        if (slowMicros < 0 || slowMicros > 3_600_000_000L) {
+            throw new CliUsageException("--slow-us " + slowMicros + " outside 0..3600000000 microseconds");
+        }
         if (ioSize < 1 || ioSize > (64 << 20)) {
             throw new CliUsageException("--io-size " + ioSize + " outside 1 byte..64 MiB");
         }
@@ -164,6 +196,9 @@ final class PerfCommand extends CliCommand {
             PerfWorker[] workers = new PerfWorker[queues];
             for (int i = 0; i < queues; i++) {
                 workers[i] = new PerfWorker(i, ns, workload, readPercent, ioBytes, queueDepth, queues, verify);
+                if (slowLogFile != null) {
+                    workers[i].logSlowerThan(slowMicros);
+                }
             }
             Run run = new Run(workers, t.ioQueueCount, options, t.multipath);
             if (histogramFile != null) {
@@ -172,10 +207,16 @@ final class PerfCommand extends CliCommand {
             progress.printf(Locale.ROOT, "nvmeof perf: %s, %d-byte I/O, queue depth %d x %d queue(s), %d s%s, "
                     + "namespace %d (%d x %d B) of %s%n", workload == Workload.RANDRW
                     ? "randrw " + readPercent + "% reads" : workload.label(), ioBytes, queueDepth, queues,
-                seconds, warmupSeconds > 0 ? " after a " + warmupSeconds + " s warm-up" : "", ns.nsid(),
+                seconds, warmupMax == 0 ? "" : " after a warm-up of " + warmupSeconds
+                    + (warmupMax > warmupSeconds ? " to " + warmupMax : "") + " s", ns.nsid(),
                 ns.blockCount(), ns.blockSize(), t.peer);
             progress.flush();
-            Result result = run.execute(warmupSeconds, seconds, progress, ioBytes);
+            Result result = run.execute(warmupSeconds, warmupMax, seconds, progress, ioBytes);
+            if (slowLogFile != null) {
+                long kept = writeSlowLog(slowLogFile, workers, result.measuredFromNanos, queueDepth);
+                progress.printf(Locale.ROOT, "Slow log    : %,d measured I/Os over %d us in %s%n", kept, slowMicros,
+                    slowLogFile);
+            }
             if (histogramFile != null) {
                 Path svg = svgPath(histogramFile);
                 Files.writeString(svg, LatencyChart.svg(result.latency, String.format(Locale.ROOT,
@@ -223,6 +264,33 @@ final class PerfCommand extends CliCommand {
         return NvmeofCli.EXIT_OK;
     }
 
+    /**
+     * The I/Os of each worker's slow-log ring that completed in the measured run, oldest first; returns how many. Once the workers stopped
+     * (the drain's atomic counter orders their writes before this read).
+     */
+    static long writeSlowLog(Path file, PerfWorker[] workers, long measuredFromNanos, int depth) throws IOException {
+        long kept = 0;
+        try (PrintStream out = new PrintStream(Files.newOutputStream(file), false, StandardCharsets.UTF_8)) {
+            out.println("# submitted_us latency_us queue slot (nvmeof perf --slow-log)");
+            for (PerfWorker w : workers) {
+                for (long n = Math.max(0, w.slowCount - PerfWorker.SLOW_LOG_ENTRIES); n < w.slowCount; n++) {
+                    int i = 3 * (int) (n & (PerfWorker.SLOW_LOG_ENTRIES - 1));
+                    long submitted = w.slowLog[i];
+                    // Completed in the measured run, as the histogram counts it.
+                    if (submitted + w.slowLog[i + 1] - measuredFromNanos >= 0) {
+                        out.printf(Locale.ROOT, "%.1f %.1f %d %d%n", (submitted - measuredFromNanos) / 1000.0,
+                            w.slowLog[i + 1] / 1000.0, w.index, w.slowLog[i + 2] - (long) w.index * depth);
+                        kept++;
+                    }
+                }
+            }
+            if (out.checkError()) {
+                throw new IOException("writing the slow log " + file + " failed");
+            }
+        }
+        return kept;
+    }
+
     /** {@code run.hlog} → {@code run.svg}; a name without extension gets {@code .svg} appended. */
     static Path svgPath(Path log) {
         String name = log.getFileName().toString();
@@ -253,6 +321,10 @@ final class PerfCommand extends CliCommand {
     static final class Result {
         Histogram latency;
         double elapsedSeconds;
+        /** Seconds of warm-up run (--warmup, or more up to --warmup-max while the JIT was busy). */
+        int warmupSeconds;
+        /** System.nanoTime() when the measurement began. */
+        long measuredFromNanos;
         long reads;
         long writes;
         long errors;
@@ -279,6 +351,12 @@ final class PerfCommand extends CliCommand {
         /** Several paths: each progress line shows their I/Os in flight. Null for one path. */
         private final MultipathController multipath;
         private Path logFile;
+        /** The last second's latencies of every worker, reads and writes merged ({@link #collect}). */
+        private final Histogram interval = new Histogram(1, PerfWorker.HIGHEST_TRACKABLE_NANOS, 3);
+        private final Histogram[] recycledReads;
+        private final Histogram[] recycledWrites;
+        private long intervalReads;
+        private long intervalWrites;
 
         /** Also write each second's interval histogram into an HdrHistogram log. */
         void logTo(Path file) {
@@ -291,10 +369,40 @@ final class PerfCommand extends CliCommand {
             this.options = options;
             this.multipath = multipath;
             this.driverAllocated = new long[workers.length];
+            this.recycledReads = new Histogram[workers.length];
+            this.recycledWrites = new Histogram[workers.length];
         }
 
-        /** {@code warmup} seconds of the workload, left out of the result, then {@code seconds} measured. */
-        Result execute(int warmup, int seconds, PrintWriter progress, int ioBytes) throws Exception {
+        /** Takes every recorder's interval into {@link #interval}: one code path for warm-up and measured ticks. */
+        private void collect() {
+            interval.reset();
+            intervalReads = 0;
+            intervalWrites = 0;
+            for (int i = 0; i < workers.length; i++) {
+                recycledReads[i] = workers[i].readLatency.getIntervalHistogram(recycledReads[i]);
+                recycledWrites[i] = workers[i].writeLatency.getIntervalHistogram(recycledWrites[i]);
+                intervalReads += recycledReads[i].getTotalCount();
+                intervalWrites += recycledWrites[i].getTotalCount();
+                interval.add(recycledReads[i]);
+                interval.add(recycledWrites[i]);
+            }
+        }
+
+        /** One progress line: IOPS of the last second, p50/p99 of {@code latency}. */
+        private void printTick(PrintWriter progress, String tick, Histogram latency, int ioBytes, String note) {
+            long n = interval.getTotalCount();
+            progress.printf(Locale.ROOT, "[%s s] %,10d IOPS %10.2f MiB/s   p50 %8.2f us   p99 %8.2f us%s%s%n",
+                tick, n, n * (double) ioBytes / (1 << 20), micros(latency.getValueAtPercentile(50)),
+                micros(latency.getValueAtPercentile(99)), inFlightPerPath(), note);
+            progress.flush();
+        }
+
+        /**
+         * {@code warmup} seconds of the workload, or more up to {@code warmupMax} while the JIT is busy, left out of
+         * the result; then {@code seconds} measured.
+         */
+        Result execute(int warmup, int warmupMax, int seconds, PrintWriter progress, int ioBytes)
+            throws Exception {
             long waitMillis = options.commandTimeout().toMillis() + 5_000;
             CountDownLatch probed = new CountDownLatch(workers.length);
             int[][] probeStatus = new int[workers.length][1];
@@ -348,10 +456,9 @@ final class PerfCommand extends CliCommand {
                 }
                 long reactorBefore = allocated(reactors);
                 Histogram total = new Histogram(1, PerfWorker.HIGHEST_TRACKABLE_NANOS, 3);
-                Histogram interval = new Histogram(1, PerfWorker.HIGHEST_TRACKABLE_NANOS, 3);
-                Histogram[] recycled = new Histogram[workers.length];
                 for (PerfWorker w : workers) {
-                    w.recorder.reset();
+                    w.readLatency.reset();
+                    w.writeLatency.reset();
                 }
                 PrintStream logStream = null;
                 HistogramLogWriter log = null;
@@ -364,37 +471,42 @@ final class PerfCommand extends CliCommand {
                     log.setBaseTime(nowMs);
                     log.outputLegend();
                 }
-                for (PerfWorker w : workers) {
-                    w.warmingUp = warmup > 0;
-                }
                 go.countDown();
-                long warmupStart = System.nanoTime();
-                long warmupIos = 0;
-                for (int tick = 1; tick <= warmup; tick++) {
+                long start = System.nanoTime();
+                // The warm-up's ticks do what the measured ticks do (the interval's percentiles stand in for the
+                // total's), and what they collect is dropped: the last one ends the warm-up. Past --warmup it goes
+                // on while the JIT is still busy: a compilation on perf's CPU stalls the reactor (the I/Os in
+                // flight wait a scheduler slice, ~4 ms), which a measured run should not count as I/O latency.
+                java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+                boolean jitTimed = jit != null && jit.isCompilationTimeMonitoringSupported();
+                long jitMillis = jitTimed ? jit.getTotalCompilationTime() : 0;
+                long warmupStart = start;
+                for (int tick = 1; tick <= warmupMax; tick++) {
                     long due = warmupStart + TimeUnit.SECONDS.toNanos(tick);
                     for (long left = due - System.nanoTime(); left > 0; left = due - System.nanoTime()) {
                         LockSupport.parkNanos(left);
                     }
-                    long sum = 0;
-                    for (PerfWorker w : workers) {
-                        sum += w.warmupIos; // a racy read, for this line only
+                    collect();
+                    long jitNow = jitTimed ? jit.getTotalCompilationTime() : jitMillis;
+                    long compiled = jitNow - jitMillis;
+                    jitMillis = jitNow;
+                    boolean last = tick == warmupMax || tick >= warmup && compiled <= WARMUP_QUIET_JIT_MILLIS;
+                    if (last) {
+                        start = System.nanoTime();
+                        reactorBefore = allocated(reactors);
+                        result.warmupSeconds = tick;
                     }
-                    progress.printf(Locale.ROOT, "[warm-up %3d s] %,10d IOPS (not counted)%n", tick, sum - warmupIos);
-                    progress.flush();
-                    warmupIos = sum;
-                }
-                // The measured run starts here; the workers start counting at their next completion.
-                if (warmup > 0) {
-                    reactorBefore = allocated(reactors);
-                    for (PerfWorker w : workers) {
-                        w.warmingUp = false;
+                    printTick(progress, String.format(Locale.ROOT, "warm-up %3d", tick), interval, ioBytes,
+                        String.format(Locale.ROOT, "   (not counted; JIT %d ms)", compiled));
+                    if (last) {
+                        break;
                     }
                 }
+                result.measuredFromNanos = start;
                 long intervalStartMs = System.currentTimeMillis();
                 if (log != null) {
                     log.setBaseTime(intervalStartMs);
                 }
-                long start = System.nanoTime();
                 for (int tick = 1; tick <= seconds; tick++) {
                     long due = start + TimeUnit.SECONDS.toNanos(tick);
                     for (long left = due - System.nanoTime(); left > 0; left = due - System.nanoTime()) {
@@ -405,12 +517,10 @@ final class PerfCommand extends CliCommand {
                             w.requestStop();
                         }
                     }
-                    interval.reset();
-                    for (int i = 0; i < workers.length; i++) {
-                        recycled[i] = workers[i].recorder.getIntervalHistogram(recycled[i]);
-                        interval.add(recycled[i]);
-                    }
+                    collect();
                     total.add(interval);
+                    result.reads += intervalReads;
+                    result.writes += intervalWrites;
                     if (log != null) {
                         long nowMs = System.currentTimeMillis();
                         interval.setStartTimeStamp(intervalStartMs);
@@ -418,11 +528,7 @@ final class PerfCommand extends CliCommand {
                         log.outputIntervalHistogram(interval);
                         intervalStartMs = nowMs;
                     }
-                    long n = interval.getTotalCount();
-                    progress.printf(Locale.ROOT, "[%3d s] %,10d IOPS %10.2f MiB/s   p50 %8.2f us   p99 %8.2f us%s%n",
-                        tick, n, n * (double) ioBytes / (1 << 20), micros(total.getValueAtPercentile(50)),
-                        micros(total.getValueAtPercentile(99)), inFlightPerPath());
-                    progress.flush();
+                    printTick(progress, String.format(Locale.ROOT, "%3d", tick), total, ioBytes, "");
                 }
                 result.elapsedSeconds = (System.nanoTime() - start) / 1e9;
                 long drainDeadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMillis);
@@ -436,12 +542,10 @@ final class PerfCommand extends CliCommand {
                     }
                 }
                 // Completions between the last tick and the stop flag: count them too.
-                interval.reset();
-                for (int i = 0; i < workers.length; i++) {
-                    recycled[i] = workers[i].recorder.getIntervalHistogram(recycled[i]);
-                    interval.add(recycled[i]);
-                }
+                collect();
                 total.add(interval);
+                result.reads += intervalReads;
+                result.writes += intervalWrites;
                 if (log != null) {
                     if (interval.getTotalCount() > 0) {
                         interval.setStartTimeStamp(intervalStartMs);
@@ -464,8 +568,6 @@ final class PerfCommand extends CliCommand {
                 }
                 result.latency = total;
                 for (PerfWorker w : workers) {
-                    result.reads += w.measuredReads();
-                    result.writes += w.measuredWrites();
                     if (w.errors.get() > 0 && result.errors == 0) {
                         result.firstErrorStatus = w.firstErrorStatus;
                     }
@@ -626,6 +728,7 @@ final class PerfCommand extends CliCommand {
                 n.put("rejoins", p.rejoins());
             }
         }
+        o.put("warmup_s", r.warmupSeconds);
         o.put("time_s", r.elapsedSeconds);
         o.put("ios", r.ios());
         o.put("reads", r.reads);

@@ -12,7 +12,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * One perf queue: {@code depth} slots (buffer + submit time) kept in flight by resubmitting from the completion
  * callback, so the depth stays constant and the next I/O skips the cross-thread hand-off. All completions of a
  * worker run on the one host reactor thread that owns its I/O queue, which makes that thread the single writer of
- * the worker's latency recorder and counters. Nothing here allocates per I/O.
+ * the worker's latency recorders and counters. Nothing here allocates per I/O.
+ * <p>A completion runs the same code in the warm-up as in the measured run: it always records, and the run leaves
+ * the warm-up out by discarding the recorders' intervals until the measurement starts. A warm-up that skipped the
+ * recording left that path (and the recorders' phase flip) to the measured run, whose first completions and first
+ * progress tick then hit never-taken branches: C2 deoptimised the reactor's whole inlined receive path and
+ * recompiled it, and on perf's one pinned CPU every compilation slice stalled all I/Os in flight for up to ~4 ms
+ * (p99.9 of 2.7-4 ms at QD32; docs/benchmarks.md, "nvmeof perf").
  * <p>With verification on, every write is read back into the same slot and compared word by word with the
  * pattern written (its LBA and a per-slot sequence number), and each slot works in its own stripe of the namespace
  * (I/O slot number modulo the slot count), so no other slot can overwrite its blocks between write and read.
@@ -42,7 +48,9 @@ final class PerfWorker implements IoCallback {
     }
 
     final int index;
-    final SingleWriterRecorder recorder = new SingleWriterRecorder(1, HIGHEST_TRACKABLE_NANOS, 3);
+    /** Latencies of reads (verification read-backs included) and of writes; their counts are the I/O counts. */
+    final SingleWriterRecorder readLatency = new SingleWriterRecorder(1, HIGHEST_TRACKABLE_NANOS, 3);
+    final SingleWriterRecorder writeLatency = new SingleWriterRecorder(1, HIGHEST_TRACKABLE_NANOS, 3);
     /** Slots in flight; the main thread waits for zero after the stop. */
     final AtomicInteger active = new AtomicInteger();
     final AtomicLong errors = new AtomicLong();
@@ -63,18 +71,19 @@ final class PerfWorker implements IoCallback {
     private final long ioSlotsInNamespace;
     private final Slot[] slots;
     private volatile boolean stop;
-    /** Set by the run during --warmup: completions are counted in {@link #warmupIos} only. */
-    volatile boolean warmingUp;
+    /** I/Os slower than this (ns) go into {@link #slowLog}; Long.MAX_VALUE: none (--slow-log off). */
+    private long slowNanos = Long.MAX_VALUE;
+    /**
+     * --slow-log: a ring of (submission time, latency, slot) of the last {@link #SLOW_LOG_ENTRIES} slow I/Os,
+     * written on the reactor thread without a branch on warm-up or measurement (the run picks the measured ones).
+     */
+    long[] slowLog;
+    /** Slow I/Os recorded so far; read by the run once the worker has stopped. */
+    long slowCount;
+    static final int SLOW_LOG_ENTRIES = 1 << 16;
     // Reactor thread only, after start():
     private long rng;
     private long cursor;
-    private boolean measuring;
-    private long readsBeforeMeasuring;
-    private long writesBeforeMeasuring;
-    /** Read by the run for its progress lines only. */
-    long warmupIos;
-    long reads;
-    long writes;
 
     PerfWorker(int index, BlockNamespace ns, PerfCommand.Workload workload, int readPercent, int ioBytes, int depth,
                int workers, boolean verify) {
@@ -107,14 +116,10 @@ final class PerfWorker implements IoCallback {
         }
     }
 
-    /** Reads completed since the measurement began (after any warm-up). Once the worker has stopped. */
-    long measuredReads() {
-        return measuring ? reads - readsBeforeMeasuring : 0;
-    }
-
-    /** Writes completed since the measurement began. Once the worker has stopped. */
-    long measuredWrites() {
-        return measuring ? writes - writesBeforeMeasuring : 0;
+    /** Logs every I/O slower than {@code micros} (--slow-log); before {@link #start}. */
+    void logSlowerThan(long micros) {
+        slowNanos = micros * 1000;
+        slowLog = new long[3 * SLOW_LOG_ENTRIES];
     }
 
     void requestStop() {
@@ -133,30 +138,26 @@ final class PerfWorker implements IoCallback {
             active.decrementAndGet();
             return;
         }
-        if (warmingUp) {
-            warmupIos++;
-        } else {
-            if (!measuring) {
-                // The first measured completion: the counters' start, taken on the thread that counts.
-                measuring = true;
-                readsBeforeMeasuring = reads;
-                writesBeforeMeasuring = writes;
-            }
-            recorder.recordValue(Math.min(Math.max(1, latency), HIGHEST_TRACKABLE_NANOS));
+        long recorded = Math.min(Math.max(1, latency), HIGHEST_TRACKABLE_NANOS);
+        if (latency > slowNanos) {
+            int i = 3 * (int) (slowCount++ & (SLOW_LOG_ENTRIES - 1));
+            slowLog[i] = slot.startNanos;
+            slowLog[i + 1] = latency;
+            slowLog[i + 2] = slot.globalIndex;
         }
         if (slot.readBack) {
-            reads++;
+            readLatency.recordValue(recorded);
             slot.readBack = false;
             check(slot);
         } else if (slot.write) {
-            writes++;
+            writeLatency.recordValue(recorded);
             if (verify) {
                 slot.readBack = true;
                 submit(slot);
                 return;
             }
         } else {
-            reads++;
+            readLatency.recordValue(recorded);
         }
         slot.lba = nextLba(slot);
         slot.write = nextIsWrite();

@@ -100,16 +100,90 @@ class PerfIT {
     @Test
     void shouldLeaveTheWarmupOutOfEveryFigure() throws Exception {
         Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
-            "--workload", "randrw", "--queue-depth", "4", "--warmup", "1", "--time", "1", "--json"));
+            "--workload", "randrw", "--queue-depth", "4", "--warmup", "1", "--warmup-max", "1", "--time", "1",
+            "--json"));
         assertThat(r.status()).as(r.toString()).isZero();
-        assertThat(r.err()).contains("[warm-up   1 s]").contains("(not counted)").contains("[  1 s]");
+        // The warm-up records as the measured run does (its line has latencies), and its intervals are dropped.
+        assertThat(r.err()).containsPattern("\\[warm-up   1 s\\] +[0-9,]+ IOPS .* p50 +[0-9.]+ us .* p99 +[0-9.]+ us"
+            + " +\\(not counted; JIT [0-9]+ ms\\)").contains("[  1 s]");
         JsonNode s = new ObjectMapper().readTree(r.out());
         assertThat(s.get("time_s").asDouble()).as("the measured time only").isBetween(0.9, 1.6);
-        // The counters run through the warm-up too: what it did is counted off, so they add up to the
-        // histogram's I/Os, which starts after it.
+        // --warmup-max 1: no extension however busy the JIT was.
+        assertThat(s.get("warmup_s").asInt()).isEqualTo(1);
+        assertThat(r.err()).doesNotContain("[warm-up   2 s]");
+        // Reads and writes are the counts of the two recorders' measured intervals: they add up to the
+        // histogram's I/Os.
         assertThat(s.get("reads").asLong() + s.get("writes").asLong()).isEqualTo(s.get("ios").asLong())
             .isPositive();
         assertThat(s.get("errors").asLong()).isZero();
+    }
+
+    @Test
+    void shouldWarmUpPastWarmupWhileTheJitCompilesAndNoLongerThanWarmupMax() throws Exception {
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
+            "--workload", "randread", "--queue-depth", "8", "--warmup", "1", "--warmup-max", "4", "--time", "1",
+            "--json"));
+        assertThat(r.status()).as(r.toString()).isZero();
+        JsonNode s = new ObjectMapper().readTree(r.out());
+        int warmup = s.get("warmup_s").asInt();
+        assertThat(warmup).isBetween(1, 4);
+        Matcher jit = Pattern.compile("\\[warm-up +([0-9]+) s\\].*\\(not counted; JIT ([0-9]+) ms\\)").matcher(r.err());
+        int lines = 0;
+        while (jit.find()) {
+            lines++;
+            int tick = Integer.parseInt(jit.group(1));
+            long compiled = Long.parseLong(jit.group(2));
+            assertThat(tick).isEqualTo(lines);
+            // Every second before the last was past --warmup only because the JIT was busy in it; the last
+            // one was quiet or the limit.
+            if (tick < warmup) {
+                assertThat(compiled).as(r.err()).isGreaterThan(PerfCommand.WARMUP_QUIET_JIT_MILLIS);
+            }
+            if (tick == warmup && warmup < 4) {
+                assertThat(compiled).as(r.err()).isLessThanOrEqualTo(PerfCommand.WARMUP_QUIET_JIT_MILLIS);
+            }
+        }
+        assertThat(lines).as(r.err()).isEqualTo(warmup);
+        assertThat(s.get("reads").asLong()).isEqualTo(s.get("ios").asLong()).isPositive();
+    }
+
+    @Test
+    void shouldLogEveryMeasuredIoSlowerThanSlowUs(@TempDir Path out) throws Exception {
+        Path log = out.resolve("slow.txt");
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
+            "--workload", "randread", "--queue-depth", "1", "--warmup", "1", "--warmup-max", "1", "--time", "1",
+            "--slow-log", log.toString(), "--slow-us", "0", "--json"));
+        assertThat(r.status()).as(r.toString()).isZero();
+        JsonNode s = new ObjectMapper().readTree(r.out());
+        long ios = s.get("ios").asLong();
+        java.util.List<String> lines = java.nio.file.Files.readAllLines(log);
+        assertThat(lines.get(0)).startsWith("# submitted_us latency_us queue slot");
+        java.util.List<String> entries = lines.subList(1, lines.size());
+        // Every I/O takes more than 0 us: all of the measured run's are there (the ring keeps the last 65,536),
+        // give or take the one in flight when the measurement began.
+        assertThat((long) entries.size()).isBetween(Math.min(ios, PerfWorker.SLOW_LOG_ENTRIES) - 1, ios + 1);
+        double maxLatency = 0;
+        for (String e : entries) {
+            String[] f = e.split(" ");
+            double submitted = Double.parseDouble(f[0]);
+            double latency = Double.parseDouble(f[1]);
+            assertThat(submitted + latency).as(e).isBetween(0.0, s.get("time_s").asDouble() * 1e6 + 1e6);
+            assertThat(latency).as(e).isPositive();
+            assertThat(f[2]).isEqualTo("0");
+            assertThat(f[3]).isEqualTo("0");
+            maxLatency = Math.max(maxLatency, latency);
+        }
+        // What the log holds the histogram counted too (its max keeps 3 significant digits).
+        assertThat(maxLatency).isLessThanOrEqualTo(s.get("latency_us").get("max").asDouble() * 1.001);
+        assertThat(r.err()).contains("Slow log    : ").contains(" I/Os over 0 us in " + log);
+    }
+
+    @Test
+    void shouldRejectAWarmupMaxBelowTheWarmup() {
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
+            "--warmup", "3", "--warmup-max", "2", "--time", "1"));
+        assertThat(r.status()).isEqualTo(NvmeofCli.EXIT_USAGE);
+        assertThat(r.err()).contains("--warmup-max 2 outside --warmup (3)..3600 seconds");
     }
 
     @Test

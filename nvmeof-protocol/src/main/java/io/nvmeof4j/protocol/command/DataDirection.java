@@ -8,16 +8,15 @@ public enum DataDirection {
     /** 11b: bidirectional; no command this project serves uses it. */
     BIDIRECTIONAL;
 
+    /** Indexed by opcode bits 1:0: the constants are declared in that order. */
+    private static final DataDirection[] BY_OPCODE_BITS = values();
+
+    /**
+     * A table lookup rather than a switch: on a host reactor that sees reads only, C2 compiled the switch with the
+     * other cases as traps, and each Keep Alive completion (no data) on the same thread then deoptimised the whole
+     * inlined receive path and had it recompiled, on a busy CPU (docs/benchmarks.md, "nvmeof perf").
+     */
     public static DataDirection fromOpcodeBits(int opcode) {
-        switch (opcode & 0x3) {
-            case 1:
-                return HOST_TO_CONTROLLER;
-            case 2:
-                return CONTROLLER_TO_HOST;
-            case 3:
-                return BIDIRECTIONAL;
-            default:
-                return NONE;
-        }
+        return BY_OPCODE_BITS[opcode & 0x3];
     }
 }
