@@ -13,14 +13,23 @@ import io.nvmeof4j.protocol.tcp.ICRespPdu;
  * @param c2hDataPduSize    largest DATAL of one C2HData PDU; a read bigger than this goes out as several PDUs
  * @param receiveBufferSize bytes of the per-connection receive buffer that PDU headers and small payloads are read
  *                          into (larger payloads are read straight into the command's data buffer)
+ * @param socketBufferSize  SO_SNDBUF and SO_RCVBUF of every accepted socket (the kernel doubles it and caps it at
+ *                          net.core.wmem_max/rmem_max), or 0 to leave both to the kernel's autotuning. 2 MiB, as
+ *                          SPDK's posix sock layer sets: with autotuning, a socket that mostly sends (reads of
+ *                          128 KiB) keeps a receive buffer of ~300 KiB, and on loopback the host's commands and ACKs
+ *                          arriving while a large write holds the socket overflow it: dropped, retransmitted after
+ *                          an RTO of 200 ms (docs/benchmarks.md, "128 KiB reads: the socket buffers")
  */
-public record TcpTransportOptions(int maxH2CDataSize, int c2hDataPduSize, int receiveBufferSize) {
+public record TcpTransportOptions(int maxH2CDataSize, int c2hDataPduSize, int receiveBufferSize,
+                                  int socketBufferSize) {
     public static final String MAX_H2C_DATA_SIZE_PROP_NAME = "nvmeof4j.tcp.max.h2c.data.size";
     public static final int MAX_H2C_DATA_SIZE_DEFAULT = 0x40000;
     public static final String C2H_DATA_PDU_SIZE_PROP_NAME = "nvmeof4j.tcp.c2h.data.pdu.size";
     public static final int C2H_DATA_PDU_SIZE_DEFAULT = 128 * 1024;
     public static final String RECEIVE_BUFFER_SIZE_PROP_NAME = "nvmeof4j.tcp.receive.buffer.size";
     public static final int RECEIVE_BUFFER_SIZE_DEFAULT = 64 * 1024;
+    public static final String SOCKET_BUFFER_SIZE_PROP_NAME = "nvmeof4j.tcp.socket.buffer.size";
+    public static final int SOCKET_BUFFER_SIZE_DEFAULT = 2 * 1024 * 1024;
 
     /** Smallest receive buffer: it must hold the largest PDU header with padding and digest, with room to spare. */
     public static final int MIN_RECEIVE_BUFFER_SIZE = 4096;
@@ -37,6 +46,10 @@ public record TcpTransportOptions(int maxH2CDataSize, int c2hDataPduSize, int re
             throw new IllegalArgumentException("receive buffer size " + receiveBufferSize + " below "
                 + MIN_RECEIVE_BUFFER_SIZE);
         }
+        if (socketBufferSize < 0) {
+            throw new IllegalArgumentException("socket buffer size " + socketBufferSize
+                + " negative (0 leaves SO_SNDBUF/SO_RCVBUF to the kernel)");
+        }
     }
 
     /** The defaults, each overridable by its system property. */
@@ -44,18 +57,23 @@ public record TcpTransportOptions(int maxH2CDataSize, int c2hDataPduSize, int re
         return new TcpTransportOptions(
             Integer.getInteger(MAX_H2C_DATA_SIZE_PROP_NAME, MAX_H2C_DATA_SIZE_DEFAULT),
             Integer.getInteger(C2H_DATA_PDU_SIZE_PROP_NAME, C2H_DATA_PDU_SIZE_DEFAULT),
-            Integer.getInteger(RECEIVE_BUFFER_SIZE_PROP_NAME, RECEIVE_BUFFER_SIZE_DEFAULT));
+            Integer.getInteger(RECEIVE_BUFFER_SIZE_PROP_NAME, RECEIVE_BUFFER_SIZE_DEFAULT),
+            Integer.getInteger(SOCKET_BUFFER_SIZE_PROP_NAME, SOCKET_BUFFER_SIZE_DEFAULT));
     }
 
     public TcpTransportOptions withMaxH2CDataSize(int bytes) {
-        return new TcpTransportOptions(bytes, c2hDataPduSize, receiveBufferSize);
+        return new TcpTransportOptions(bytes, c2hDataPduSize, receiveBufferSize, socketBufferSize);
     }
 
     public TcpTransportOptions withC2HDataPduSize(int bytes) {
-        return new TcpTransportOptions(maxH2CDataSize, bytes, receiveBufferSize);
+        return new TcpTransportOptions(maxH2CDataSize, bytes, receiveBufferSize, socketBufferSize);
     }
 
     public TcpTransportOptions withReceiveBufferSize(int bytes) {
-        return new TcpTransportOptions(maxH2CDataSize, c2hDataPduSize, bytes);
+        return new TcpTransportOptions(maxH2CDataSize, c2hDataPduSize, bytes, socketBufferSize);
+    }
+
+    public TcpTransportOptions withSocketBufferSize(int bytes) {
+        return new TcpTransportOptions(maxH2CDataSize, c2hDataPduSize, receiveBufferSize, bytes);
     }
 }
