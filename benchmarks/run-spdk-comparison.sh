@@ -22,6 +22,9 @@
 #       [--target-java-opts OPTS]   (our daemon's JVM only, e.g. a JFR recording; NVMEOF4J_JAVA_OPTS goes to both)
 #       [--ours-root DIR]   (our daemon and perf from another built checkout, e.g. the commit before a change:
 #                            before/after figures from one machine state; default this checkout)
+#       [--base-root DIR]   (a built checkout whose daemon is the target "base": pairings "base+spdk" and
+#                            "base+ours" run it in the same rounds as "ours+...", alternating, and the ratio
+#                            "our target / base target" is printed: a before/after judged in one run)
 #       [--probe CMD]       (run "CMD TARGET_PID LABEL WARMUP_S SECONDS OUT" next to each measured run, OUT being
 #                            WORK/LABEL.probe: e.g. integration-tests/vm/guest/syscall-probe.sh, system calls per I/O)
 #
@@ -40,6 +43,7 @@ cd "$root"
 seconds=10; warmup=3; rounds=3; reactors=1; size_mib=512; spdk_mem=1024; transport=tcp; addr=127.0.0.1; port=""
 target_java_opts=""
 ours_root=$root
+base_root=""
 probe=""
 work=$root/benchmarks/target/spdk-comparison
 pairings="spdk+spdk ours+spdk spdk+ours ours+ours"
@@ -63,6 +67,7 @@ while [ $# -gt 0 ]; do
         --port) port="$2"; shift 2 ;;
         --target-java-opts) target_java_opts="$2"; shift 2 ;;
         --ours-root) ours_root=$(cd "$2" && pwd); shift 2 ;;
+        --base-root) base_root=$(cd "$2" && pwd); shift 2 ;;
         --probe) probe="$2"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "run-spdk-comparison.sh: unknown argument $1" >&2; exit 2 ;;
@@ -160,7 +165,8 @@ wait_ready() { # LOG (ours) or empty (SPDK)
     return 1
 }
 
-start_ours() {
+start_ours() { # [ROOT] (default: --ours-root)
+    local daemon_root=${1:-$ours_root}
     cat > "$work/ours.json" <<JSON
 { "ports": [{"portid": 1, "addr": {"trtype": "$transport", "adrfam": "ipv4", "traddr": "$addr", "trsvcid": "$port"},
              "param": {"inline_data_size": "4096"}, "subsystems": ["$nqn"]}],
@@ -169,7 +175,7 @@ start_ours() {
   "nvmeof4j": {"reactors": $reactors, "idle_strategy": "busy", "http": "off"} }
 JSON
     NVMEOF4J_JAVA_OPTS="${NVMEOF4J_JAVA_OPTS:-} $target_java_opts" \
-        taskset -c "$target_cpus" "$ours_root/bin/nvmeof-target" --config "$work/ours.json" > "$work/ours-target.log" 2>&1 &
+        taskset -c "$target_cpus" "$daemon_root/bin/nvmeof-target" --config "$work/ours.json" > "$work/ours-target.log" 2>&1 &
     target_pid=$!
     wait_ready "$work/ours-target.log" || { echo "our daemon did not listen on $addr:$port; see $work/ours-target.log" >&2; exit 1; }
 }
@@ -227,7 +233,12 @@ for round in $(seq 1 "$rounds"); do
     if [ $((round % 2)) = 0 ]; then order=$(echo "$pairings" | tr ' ' '\n' | tac | tr '\n' ' '); fi
     for pairing in $order; do
         tgt=${pairing%+*}; load=${pairing#*+}
-        if [ "$tgt" = spdk ]; then start_spdk; else start_ours; fi
+        case "$tgt" in
+            spdk) start_spdk ;;
+            base) [ -n "$base_root" ] || { echo "pairing $pairing needs --base-root" >&2; exit 2; }
+                  start_ours "$base_root" ;;
+            *) start_ours ;;
+        esac
         # Fill the namespace once so that reads touch written memory on both targets. A cold daemon may answer the
         # first Connect later than SPDK perf waits ("Connect command failed, rc -125" seen in the QEMU guest): a
         # fill that did no I/O is run once more, else the writes measured later pay the first touch of the memory.
@@ -286,5 +297,7 @@ def ratio(a, b, label):
             print("%-18s %s: %.2f (%s)" % (name, label, statistics.median(per), ", ".join("%.2f" % x for x in per)))
 ratio("ours+spdk", "spdk+spdk", "our target / SPDK's target (spdk_nvme_perf)")
 ratio("spdk+ours", "spdk+spdk", "our perf / spdk_nvme_perf (SPDK's target)")
+ratio("base+spdk", "spdk+spdk", "base target / SPDK's target (spdk_nvme_perf)")
+ratio("ours+spdk", "base+spdk", "our target / base target (spdk_nvme_perf)")
 PY
 done
