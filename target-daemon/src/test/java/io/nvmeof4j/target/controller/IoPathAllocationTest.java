@@ -3,7 +3,6 @@ package io.nvmeof4j.target.controller;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.command.SglDescriptor;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
-import io.nvmeof4j.protocol.fabrics.ControllerRegisters;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.target.io.NvmCommandExecutor;
 import io.nvmeof4j.target.model.Port;
@@ -41,11 +40,7 @@ class IoPathAllocationTest {
         try (ControllerRegistry registry = new ControllerRegistry()) {
             ControllerQueueHandlerFactory factory = new ControllerQueueHandlerFactory(model, port, COMPLETE_AT_ONCE, registry);
             TestHost host = new TestHost(factory, TestTarget.PORT1_ADDRESS);
-            FakeQueue admin = host.openQueue();
-            int cntlid = host.connect(admin, 0, 31, 0, TestTarget.SUBNQN, 0xFFFF).dw0();
-            host.propertySet(admin, ControllerRegisters.CC, 0x00460001);
-            FakeQueue io = host.openQueue();
-            assertThat(host.connect(io, 1, 127, 0, TestTarget.SUBNQN, cntlid).status()).isEqualTo(NvmeStatus.SUCCESS);
+            FakeQueue io = host.connectIoQueue(TestTarget.SUBNQN, 127);
 
             // One reused slot, like a transport's preallocated request.
             FakeRequest slot = new FakeRequest(io, 512);

@@ -4,7 +4,6 @@ import io.micrometer.core.instrument.Timer;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.command.SglDescriptor;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
-import io.nvmeof4j.protocol.fabrics.ControllerRegisters;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.target.io.NvmCommandExecutor;
@@ -45,11 +44,7 @@ class MeteredLatencyTest {
         try (ControllerRegistry registry = new ControllerRegistry()) {
             TestHost host = new TestHost(new ControllerQueueHandlerFactory(model, port, COMPLETE_AT_ONCE, registry,
                 metrics), TestTarget.PORT1_ADDRESS);
-            FakeQueue admin = host.openQueue();
-            int cntlid = host.connect(admin, 0, 31, 0, TestTarget.SUBNQN, 0xFFFF).dw0();
-            host.propertySet(admin, ControllerRegisters.CC, 0x00460001);
-            FakeQueue io = host.openQueue();
-            assertThat(host.connect(io, 1, 127, 0, TestTarget.SUBNQN, cntlid).status()).isEqualTo(NvmeStatus.SUCCESS);
+            FakeQueue io = host.connectIoQueue(TestTarget.SUBNQN, 127);
 
             FakeRequest slot = new FakeRequest(io, 512);
             SubmissionQueueEntry sqe = slot.command();

@@ -6,16 +6,20 @@ import io.nvmeof4j.protocol.admin.GetFeaturesCommand;
 import io.nvmeof4j.protocol.admin.GetLogPageCommand;
 import io.nvmeof4j.protocol.admin.IdentifyCommand;
 import io.nvmeof4j.protocol.admin.SetFeaturesCommand;
+import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.command.SglDescriptor;
 import io.nvmeof4j.protocol.command.SubmissionQueueEntry;
 import io.nvmeof4j.protocol.fabrics.ConnectCommand;
 import io.nvmeof4j.protocol.fabrics.ConnectData;
+import io.nvmeof4j.protocol.fabrics.ControllerRegisters;
 import io.nvmeof4j.protocol.fabrics.FabricsCommandType;
 import io.nvmeof4j.protocol.fabrics.PropertyCommand;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
 
 import java.util.function.Consumer;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Plays the Linux host against a {@link ControllerQueueHandlerFactory}: opens fake queues and submits commands
@@ -80,6 +84,22 @@ public final class TestHost {
                 .queueId(qid).submissionQueueSize(sqsize0Based).keepAliveTimeoutMillis(kato).connectAttributes(cattr),
             r -> new ConnectData().wrap(r.data(), 0).clear().hostId(hostId).controllerId(cntlid)
                 .subsystemNqn(subnqn).hostNqn(hostNqn));
+    }
+
+    /**
+     * Brings a controller of {@code subnqn} up (admin queue connected, CC.EN set) and connects I/O queue 1 of
+     * {@code sqsize0Based}; fails the test on any status but success. Returns the I/O queue.
+     */
+    public FakeQueue connectIoQueue(String subnqn, int sqsize0Based) {
+        FakeQueue admin = openQueue();
+        FakeRequest connect = connect(admin, 0, 31, 0, subnqn, 0xFFFF);
+        assertThat(connect.status()).as("admin Connect").isEqualTo(NvmeStatus.SUCCESS);
+        assertThat(propertySet(admin, ControllerRegisters.CC, 0x00460001).status()).as("CC.EN")
+            .isEqualTo(NvmeStatus.SUCCESS);
+        FakeQueue io = openQueue();
+        assertThat(connect(io, 1, sqsize0Based, 0, subnqn, connect.dw0() & 0xFFFF).status()).as("I/O queue Connect")
+            .isEqualTo(NvmeStatus.SUCCESS);
+        return io;
     }
 
     public FakeRequest propertyGet(FakeQueue q, int offset, boolean eightBytes) {
