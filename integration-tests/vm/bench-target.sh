@@ -21,6 +21,9 @@
 #                          read-only), other settings: --variant spin0='%{"idle_spin_us": 0}' (instead of --ours-settings)
 #     --guest-kernel-args A more guest kernel parameters, e.g. "clocksource=tsc tsc=reliable" (run-guest.sh --kernel-args)
 #     --rounds N           run the variants N times, alternating (default 1); prints each variant's median ratio
+#     --kernel-each-round  measure the kernel target again in every round (label kernel-rN), before the variants, and
+#                          take each round's ratios against that round's kernel figure: on a loaded machine the guest's
+#                          speed moves 2-4x within one boot, so one kernel figure from the start misleads
 #     --guest-java-opts O  JVM options of every variant (default -XX:-TieredCompilation: C2 only; the tiered JVM died
 #                          here once with the TCG SIGSEGV of integration-tests/vm/README.md, and C1 only is CPU-bound)
 #     --trace              count, per job, the io_uring requests the guest kernel punted to io-wq worker threads
@@ -162,7 +165,8 @@ PY
             --iodepth=16 --numjobs=1 --time_based --runtime="$2" --norandommap --output-format=terse >/dev/null 2>&1
     }
 
-    # ---- 1. the Linux kernel target ----
+    # ---- 1. the Linux kernel target (again per round with --kernel-each-round) ----
+    run_kernel() { # run_kernel LABEL
     nvmet_clear
     fill "$tmpfs/kernel.img" "$size"
     if nvmet_subsystem "$SUBNQN_KERNEL" "linux-nvmet" "kernelbench00001" \
@@ -170,9 +174,9 @@ PY
         && nvmet_port 1 tcp 127.0.0.1 4420 && nvmet_link 1 "$SUBNQN_KERNEL"; then
         local dev
         if dev="$(connect_dev 127.0.0.1 4420 "$SUBNQN_KERNEL")"; then
-            echo "BENCH kernel target on $dev"
+            echo "BENCH $1 target on $dev"
             warm "$dev" 2
-            run_jobs kernel "$dev"
+            run_jobs "$1" "$dev"
         else
             echo "BENCH cannot connect to the kernel target"; rc=1
         fi
@@ -182,6 +186,8 @@ PY
     fi
     nvmet_clear
     rm -f "$tmpfs/kernel.img"
+    }
+    run_kernel kernel
 
     # ---- 2. our target: once per variant (launcher + JVM options), the variants alternating, BENCH_ROUNDS times ----
     run_ours() { # run_ours LABEL LAUNCHER JAVA_OPTS SETTINGS_JSON
@@ -257,6 +263,9 @@ EOF
     # variant, "ours". Each variant's figures are labelled NAME, or NAME-rN with more than one round.
     local labels="" round name launcher opts settings label
     for round in $(seq 1 "${BENCH_ROUNDS:-1}"); do
+        if [ "${BENCH_KERNEL_EACH_ROUND:-0}" = 1 ] && [ "${BENCH_ROUNDS:-1}" -gt 1 ]; then
+            run_kernel "kernel-r$round"; labels="$labels kernel-r$round" # in the table: the kernel's own spread
+        fi
         # fd 3, so that what run_ours starts (fio, nvme, the daemon) cannot read the list from stdin
         while IFS='|' read -r name launcher opts settings <&3; do
             label="$name"
@@ -300,7 +309,11 @@ for w in workloads.split():
     out["workloads"][name] = {"kernel": k}
     for label in ["kernel"] + labels:
         r = k if label == "kernel" else load(label, name)
-        ratio = round(r["iops"] / k["iops"], 3) if k and r and k["iops"] else None
+        # --kernel-each-round: NAME-rN against kernel-rN, the kernel target measured in the same round
+        m = re.search(r"-[rs]([0-9]+)$", label)
+        kr = load("kernel-r" + m.group(1), name) if m else None
+        kk = kr or k
+        ratio = round(r["iops"] / kk["iops"], 3) if kk and r and kk["iops"] else None
         if label != "kernel":
             out["workloads"][name][label] = r
             out["workloads"][name]["ratio_%s_kernel" % label] = ratio
@@ -348,7 +361,7 @@ fi
 # Host side
 # =================================================================================================================
 OURS=guest; RUNTIME=8; WARMUP=15; SIZE=256M; TIMEOUT=900; BACKEND="file"; PREBUILD=1; SETTINGS=""; COMPETITOR=0
-SELECTED=""; TRACE=0; SYSCALLS=0; SYSCALLS_ROUND=""; KARGS=""; VARIANTS=""; ROUNDS=1; GJO="-XX:-TieredCompilation"
+KERNEL_EACH_ROUND=0; SELECTED=""; TRACE=0; SYSCALLS=0; SYSCALLS_ROUND=""; KARGS=""; VARIANTS=""; ROUNDS=1; GJO="-XX:-TieredCompilation"
 RESULTS="$PROJECT/integration-tests/target/bench-results/$(date +%Y%m%d-%H%M%S)"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -368,6 +381,7 @@ while [ $# -gt 0 ]; do
         --syscalls-round) SYSCALLS=1; SYSCALLS_ROUND="$2"; shift 2 ;;
         --guest-java-opts) GJO="$2"; shift 2 ;;
         --rounds) ROUNDS="$2"; shift 2 ;;
+        --kernel-each-round) KERNEL_EACH_ROUND=1; shift ;;
         --guest-kernel-args) KARGS="$2"; shift 2 ;;
         --variant) # NAME[@LAUNCHER]=JAVA_OPTS[%SETTINGS_JSON]
             [[ "$2" =~ ^([A-Za-z0-9_.]+)(@([^=|;%]+))?=([^|;%]*)(%([^|;]*))?$ ]] \
@@ -446,7 +460,8 @@ fi
 ARGS=(--timeout "$TIMEOUT" --results "$RESULTS" ${KARGS:+--kernel-args "$KARGS"} --env BENCH_GUEST=1 --env BENCH_OURS="$OURS"
       --env BENCH_RUNTIME="$RUNTIME" --env BENCH_WARMUP="$WARMUP" --env BENCH_SIZE="$SIZE"
       --env BENCH_OURS_BACKEND="$BACKEND" --env BENCH_COMPETITOR="$COMPETITOR" --env BENCH_TRACE="$TRACE"
-      --env BENCH_SYSCALLS="$SYSCALLS" --env BENCH_ROUNDS="$ROUNDS" --env GUEST_JAVA_OPTS="$GJO")
+      --env BENCH_SYSCALLS="$SYSCALLS" --env BENCH_ROUNDS="$ROUNDS" --env GUEST_JAVA_OPTS="$GJO"
+      --env BENCH_KERNEL_EACH_ROUND="$KERNEL_EACH_ROUND")
 [ -n "$VARIANTS" ] && ARGS+=(--env BENCH_VARIANTS="$VARIANTS")
 [ -n "$SELECTED" ] && ARGS+=(--env BENCH_WORKLOADS="$SELECTED")
 [ -n "$SYSCALLS_ROUND" ] && ARGS+=(--env BENCH_SYSCALLS_ROUND="$SYSCALLS_ROUND")

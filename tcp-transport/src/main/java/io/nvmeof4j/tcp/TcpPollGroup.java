@@ -135,6 +135,11 @@ public final class TcpPollGroup implements SelectorPollGroup {
     }
 
     @Override
+    public int endRound() {
+        return flushList.size() == 0 ? 0 : flushAll();
+    }
+
+    @Override
     public void await(long timeoutNanos) {
         core.beginWait(); // then the volatile reads below: pairs with enqueueCompletion (PollGroupCore)
         try {

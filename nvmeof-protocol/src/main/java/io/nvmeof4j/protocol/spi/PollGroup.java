@@ -15,6 +15,17 @@ public interface PollGroup extends AutoCloseable {
     int poll();
 
     /**
+     * The end of a reactor round that found work: sends what the groups polled after this one handed it (a
+     * response whose block I/O completed in the block-device group's poll), in the same round instead of after
+     * the next round's socket poll. Reactor thread only.
+     *
+     * @return how much work was done
+     */
+    default int endRound() {
+        return 0;
+    }
+
+    /**
      * Blocks the reactor thread until work may be ready, {@link #wakeup()} is called, or the timeout passes.
      * A poll group that cannot block (a busy-polled device) returns at once. Reactor thread only.
      */

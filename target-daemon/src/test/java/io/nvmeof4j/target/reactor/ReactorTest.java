@@ -67,6 +67,58 @@ class ReactorTest {
         assertThat(reactor.isRunning()).isTrue();
     }
 
+    /**
+     * A socket group that sends in its poll what is pending, and a device group whose poll completes an I/O and
+     * hands the socket group its response: the response leaves in the same round (endRound), not the next.
+     */
+    @Test
+    void shouldSendAResponseCompletedByALaterGroupInTheSameRound() {
+        List<String> log = new ArrayList<>();
+        int[] pending = new int[1];
+        int[] sent = new int[1];
+        int[] completions = {1};
+        PollGroup socket = new FakeGroup("socket") {
+            @Override
+            public int poll() {
+                log.add("socket.poll");
+                return send();
+            }
+
+            @Override
+            public int endRound() {
+                log.add("socket.endRound");
+                return send();
+            }
+
+            private int send() {
+                int n = pending[0];
+                sent[0] += n;
+                pending[0] = 0;
+                return n;
+            }
+        };
+        PollGroup device = new FakeGroup("device") {
+            @Override
+            public int poll() {
+                log.add("device.poll");
+                int n = completions[0];
+                completions[0] = 0;
+                pending[0] += n;
+                return n;
+            }
+        };
+        Reactor reactor = reactor("reactor-end-round", IdleMode.BUSY).add(socket).add(device);
+
+        assertThat(reactor.doWork()).as("work in the round: a completion and its send").isEqualTo(2);
+        assertThat(sent[0]).as("responses sent by the end of the round that completed them").isEqualTo(1);
+        assertThat(log).containsExactly("socket.poll", "device.poll", "socket.endRound");
+
+        log.clear();
+        assertThat(reactor.doWork()).as("an empty round").isZero();
+        assertThat(log).as("no round end without work: an idle spin round stays one poll per group")
+            .containsExactly("socket.poll", "device.poll");
+    }
+
     @Test
     void shouldNeverBlockWithTheBusyStrategy() throws Exception {
         FakeGroup group = new FakeGroup("busy");

@@ -35,6 +35,15 @@ import java.util.function.LongSupplier;
  * (docs/benchmarks.md). The clock is read once per stretch for it (at its end), never per busy round. Nothing is
  * learned while a shared CPU makes the reactor block at once (below).
  *
+ * <h2>Clock reads while spinning</h2>
+ * Where the clock is a system call (the QEMU guest's HPET: a {@code clock_gettime} plus an emulated device read), a
+ * read per empty round roughly doubles what a spin round costs next to the reactor's own poll, and so the time
+ * between a command's arrival and the round that sees it. So a spin reads the clock every
+ * {@code n}th round only: {@code n} is the number of rounds that fit in an eighth of the spin, from the round cost
+ * measured between the previous two reads (1 until measured, at most {@value #MAX_SPIN_ROUNDS_PER_CLOCK_READ}). A
+ * spin thus ends at most an eighth of its length late, and reads the clock about eight times however cheap its rounds
+ * (the first spin after its rounds got dearer ends late once, by the rounds of the stride measured before).
+ *
  * <h2>A shared CPU</h2>
  * Spinning pays only while the reactor has its CPU to itself. When another runnable thread shares it (a cloud VM's
  * neighbour, a batch job, the application on the same core), every spin is time taken from that thread and
@@ -89,6 +98,9 @@ public final class AdaptiveIdleStrategy implements IdleStrategy {
     /** Spinning must do this many percent more work than blocking in its trial to be kept. */
     public static final int SPIN_WINS_PERCENT = 5;
 
+    /** Spin rounds between two clock reads at most ("Clock reads while spinning"). */
+    public static final int MAX_SPIN_ROUNDS_PER_CLOCK_READ = 64;
+
     /** The trial under way on a shared CPU. */
     private enum Trial { NONE, BLOCKING, SPINNING }
 
@@ -111,6 +123,12 @@ public final class AdaptiveIdleStrategy implements IdleStrategy {
     /** The spin of the next stretch: {@code spinNanos} up to {@code maxSpinNanos}, learned ("How long to spin"). */
     private long spinBudgetNanos;
     private long idleStartNanos;
+    /** The last clock read of the idle path, and the spin rounds until the next ("Clock reads while spinning"). */
+    private long lastReadNanos;
+    private int spinRoundsUntilRead;
+    private int spinRoundsPerRead = 1;
+    /** What an empty spin round cost, measured between the last two reads; 0 until measured. */
+    private long spinRoundNanos;
     private int yields;
     private long parkNanos;
 
@@ -209,6 +227,10 @@ public final class AdaptiveIdleStrategy implements IdleStrategy {
             reset();
             return;
         }
+        if (state == State.SPINNING && --spinRoundsUntilRead > 0) {
+            Thread.onSpinWait(); // no clock read this round ("Clock reads while spinning")
+            return;
+        }
         long now = nanoClock.getAsLong();
         if (runDelay != null && now - windowStartNanos >= TimeUnit.MILLISECONDS.toNanos(CONTENTION_WINDOW_MILLIS)) {
             measureContention(now);
@@ -221,10 +243,17 @@ public final class AdaptiveIdleStrategy implements IdleStrategy {
                     park();
                 } else {
                     state = spinNanos == 0 ? State.YIELDING : State.SPINNING;
+                    lastReadNanos = now;
+                    spinRoundsPerRead = spinRoundsPerRead();
+                    spinRoundsUntilRead = spinRoundsPerRead;
                 }
                 break;
             case SPINNING:
+                spinRoundNanos = Math.max(1, (now - lastReadNanos) / spinRoundsPerRead);
+                lastReadNanos = now;
                 if (now - idleStartNanos < spinBudgetNanos) {
+                    spinRoundsPerRead = spinRoundsPerRead();
+                    spinRoundsUntilRead = spinRoundsPerRead;
                     Thread.onSpinWait();
                     break;
                 }
@@ -255,6 +284,14 @@ public final class AdaptiveIdleStrategy implements IdleStrategy {
         } else {
             spinBudgetNanos -= (spinBudgetNanos - spinNanos) / 2; // sparse: the spin was wasted
         }
+    }
+
+    /** Empty spin rounds per clock read: as many as fit in an eighth of the spin, 1 until a round is measured. */
+    private int spinRoundsPerRead() {
+        if (spinRoundNanos == 0) {
+            return 1;
+        }
+        return (int) Math.max(1, Math.min(MAX_SPIN_ROUNDS_PER_CLOCK_READ, (spinBudgetNanos >> 3) / spinRoundNanos));
     }
 
     /** The spin the next idle stretch starts with. Strategy thread (or tests). */

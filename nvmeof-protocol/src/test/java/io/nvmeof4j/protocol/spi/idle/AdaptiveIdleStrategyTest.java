@@ -88,6 +88,56 @@ class AdaptiveIdleStrategyTest {
     }
 
     @Test
+    void shouldReadTheClockAboutEightTimesPerSpinWhateverItsRoundsCost() {
+        long[] reads = new long[1];
+        AdaptiveIdleStrategy s = new AdaptiveIdleStrategy("test", blocks::add, SPIN, 0, MS, 8 * MS,
+            () -> { reads[0]++; return now; }, null);
+        for (long roundCost : new long[] {100, 1_000, 5_000}) { // ns per empty round
+            for (int stretch = 0; stretch < 3; stretch++) { // the first measures the rounds, the others use it
+                reads[0] = 0;
+                long start = now;
+                int rounds = 0;
+                while (s.state() != State.PARKING) {
+                    s.idle(0);
+                    rounds++;
+                    now += roundCost;
+                }
+                long spun = now - roundCost - start;
+                assertThat(spun).as("spin of a stretch with %d ns rounds", roundCost).isGreaterThanOrEqualTo(SPIN);
+                if (stretch > 0) { // the first after rounds got dearer ends late once: by the previous stride
+                    assertThat(spun).as("spin of a stretch with %d ns rounds", roundCost)
+                        .isLessThanOrEqualTo(SPIN + SPIN / 8 + roundCost);
+                    assertThat(reads[0]).as("clock reads in %d rounds of %d ns", rounds, roundCost)
+                        .isBetween(8L, 11L);
+                }
+                s.idle(1);
+                now += MS;
+            }
+        }
+        assertThat(blocks).as("one block per stretch, after its spin").hasSize(9);
+    }
+
+    @Test
+    void shouldReadTheClockEveryRoundWhileARoundCostsAnEighthOfTheSpin() {
+        long[] reads = new long[1];
+        AdaptiveIdleStrategy s = new AdaptiveIdleStrategy("test", blocks::add, SPIN, 0, MS, 8 * MS,
+            () -> { reads[0]++; return now; }, null);
+        for (int stretch = 0; stretch < 2; stretch++) {
+            reads[0] = 0;
+            int rounds = 0;
+            while (s.state() != State.PARKING) {
+                s.idle(0);
+                rounds++;
+                now += 10 * US;
+            }
+            assertThat(reads[0]).as("a read per round: an eighth of the spin is less than a round")
+                .isEqualTo(rounds);
+            s.idle(1);
+            now += MS;
+        }
+    }
+
+    @Test
     void shouldNotLearnASpinLongerThanTheMaximum() {
         AdaptiveIdleStrategy s = learning(SPIN, 500 * US);
         stretch(s, now, 450 * US);
