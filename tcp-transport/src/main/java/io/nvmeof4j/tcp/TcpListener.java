@@ -29,8 +29,8 @@ import java.util.concurrent.atomic.LongAdder;
 /**
  * A listening NVMe/TCP port. A dedicated acceptor thread blocks in {@code accept()} (so no reactor ever does);
  * closing the server channel wakes it at once. Accepted sockets get TCP_NODELAY (the Linux host sets it too:
- * a response must not wait for Nagle) and fixed send and receive buffers ({@link TcpTransportOptions#socketBufferSize},
- * as SPDK's target sets them), and go round-robin to the poll groups.
+ * a response must not wait for Nagle), fixed send and receive buffers if configured
+ * ({@link TcpTransportOptions#socketBufferSize}; autotuned by default), and go round-robin to the poll groups.
  * <p>Pre-Connect limits ({@link ConnectionLimits}): every accepted socket is pending until its Fabrics Connect
  * succeeds. A peer address at its limit has the new socket closed at once; at the port's limit the oldest pending
  * connection is closed to make room; a connection still pending after the connect timeout is closed. The acceptor

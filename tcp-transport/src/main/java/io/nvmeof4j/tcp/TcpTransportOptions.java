@@ -14,11 +14,11 @@ import io.nvmeof4j.protocol.tcp.ICRespPdu;
  * @param receiveBufferSize bytes of the per-connection receive buffer that PDU headers and small payloads are read
  *                          into (larger payloads are read straight into the command's data buffer)
  * @param socketBufferSize  SO_SNDBUF and SO_RCVBUF of every accepted socket (the kernel doubles it and caps it at
- *                          net.core.wmem_max/rmem_max), or 0 to leave both to the kernel's autotuning. 2 MiB, as
- *                          SPDK's posix sock layer sets: with autotuning, a socket that mostly sends (reads of
- *                          128 KiB) keeps a receive buffer of ~300 KiB, and on loopback the host's commands and ACKs
- *                          arriving while a large write holds the socket overflow it: dropped, retransmitted after
- *                          an RTO of 200 ms (docs/benchmarks.md, "128 KiB reads: the socket buffers")
+ *                          net.core.wmem_max/rmem_max), or 0 (the default) to leave both to the kernel's
+ *                          autotuning, as the Linux kernel target does. SPDK's posix sock layer sets 2 MiB; measured
+ *                          side by side on 128 KiB reads and 4 KiB writes it made no difference here
+ *                          (docs/benchmarks.md), and a fixed size turns autotuning off for every connection, so it is
+ *                          an option, not the default
  */
 public record TcpTransportOptions(int maxH2CDataSize, int c2hDataPduSize, int receiveBufferSize,
                                   int socketBufferSize) {
@@ -29,7 +29,7 @@ public record TcpTransportOptions(int maxH2CDataSize, int c2hDataPduSize, int re
     public static final String RECEIVE_BUFFER_SIZE_PROP_NAME = "nvmeof4j.tcp.receive.buffer.size";
     public static final int RECEIVE_BUFFER_SIZE_DEFAULT = 64 * 1024;
     public static final String SOCKET_BUFFER_SIZE_PROP_NAME = "nvmeof4j.tcp.socket.buffer.size";
-    public static final int SOCKET_BUFFER_SIZE_DEFAULT = 2 * 1024 * 1024;
+    public static final int SOCKET_BUFFER_SIZE_DEFAULT = 0;
 
     /** Smallest receive buffer: it must hold the largest PDU header with padding and digest, with room to spare. */
     public static final int MIN_RECEIVE_BUFFER_SIZE = 4096;

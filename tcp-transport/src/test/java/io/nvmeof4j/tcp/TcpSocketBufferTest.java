@@ -34,8 +34,8 @@ class TcpSocketBufferTest {
     }
 
     @Test
-    void shouldSetTwoMebibyteBuffersByDefaultAsSpdkDoes() {
-        assertThat(TcpTransportOptions.defaults().socketBufferSize()).isEqualTo(2 * 1024 * 1024);
+    void shouldLeaveBuffersToAutotuningByDefaultAsTheKernelTargetDoes() {
+        assertThat(TcpTransportOptions.defaults().socketBufferSize()).isZero();
     }
 
     @Test
