@@ -8,8 +8,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 
 /**
- * The default idling of every reactor, target and host: busy poll, then yield, then block with a bounded backoff,
- * and skip the first two while the CPU is measured as shared.
+ * The default idling of every reactor, target and host: busy poll, then yield (only if configured: none by default),
+ * then block with a bounded backoff, and skip the first two while the CPU is measured as shared.
  *
  * <h2>Phases of an idle stretch</h2>
  * <pre>
