@@ -334,12 +334,32 @@ public final class Reactor implements Executor, AutoCloseable {
      * every group ({@link PollGroup#endRound()}). Reactor thread only (or tests).
      */
     public int doWork() {
-        int work = 0;
         PollGroup[] gs = groups;
+        int work = visitGroups(gs, false);
+        work += runTasks(MAX_TASKS_PER_ROUND);
+        if (work > 0 && gs == groups) { // (a group dropped this round: the next round's poll flushes)
+            // A file namespace's read completes in the block-device group's poll, after the socket group's: its
+            // response leaves now, not after the next round's epoll_wait (one round less per QD1 I/O).
+            work += visitGroups(gs, true);
+        }
+        rounds++;
+        return work;
+    }
+
+    /**
+     * Polls every group ({@link PollGroup#poll()}), or ends its round ({@link PollGroup#endRound()}); a group that
+     * throws is handled as a failed poll (see "Failures" in the class comment). Returns the work done.
+     */
+    private int visitGroups(PollGroup[] gs, boolean endRound) {
+        int work = 0;
         for (int i = 0; i < gs.length; i++) {
             try {
-                work += gs[i].poll();
-                consecutiveFailures[i] = 0;
+                if (endRound) {
+                    work += gs[i].endRound();
+                } else {
+                    work += gs[i].poll();
+                    consecutiveFailures[i] = 0;
+                }
             } catch (RuntimeException e) {
                 if (onPollFailure(i, e)) {
                     break; // groups changed; the next round sees the new array
@@ -349,24 +369,6 @@ public final class Reactor implements Executor, AutoCloseable {
                 break;
             }
         }
-        work += runTasks(MAX_TASKS_PER_ROUND);
-        if (work > 0 && gs == groups) { // (a group dropped this round: the next round's poll flushes)
-            // A file namespace's read completes in the block-device group's poll, after the socket group's: its
-            // response leaves now, not after the next round's epoll_wait (one round less per QD1 I/O).
-            for (int i = 0; i < gs.length; i++) {
-                try {
-                    work += gs[i].endRound();
-                } catch (RuntimeException e) {
-                    if (onPollFailure(i, e)) {
-                        break;
-                    }
-                } catch (Error e) {
-                    dropGroup(i, e);
-                    break;
-                }
-            }
-        }
-        rounds++;
         return work;
     }
 
