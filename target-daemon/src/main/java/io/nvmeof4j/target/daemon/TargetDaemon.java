@@ -169,6 +169,8 @@ public final class TargetDaemon implements AutoCloseable {
         LOG.info("nvmeof4j target {} starting: {} subsystem(s), {} port(s), {} reactor(s), idle strategy {}",
             BuildVersion.version(), config.subsystems().size(), config.ports().size(), settings.reactors(),
             settings.idleStrategy().configName());
+        // First, before this start makes threads: they are made on the housekeeping CPUs then.
+        pinning = pinOthers(settings);
         // The API token first: a token file that cannot be read fails the start before anything is opened.
         ApiToken token = settings.http() == null ? null
             : ApiToken.loadOrCreate(settings.httpSecurity().apiTokenFile());
@@ -183,7 +185,6 @@ public final class TargetDaemon implements AutoCloseable {
         }
 
         tlsKeys = new HostPskStore(config.tlsKeys());
-        pinning = pinOthers(settings);
         transports.start(settings, pinning, config.largestBuffer(), servedPorts, queueBufferBudget, tlsKeys, metrics);
         if (pinning != null) {
             LOG.info("{}", pinning.describe(pinning.awaitReactors(settings.reactors(), PIN_TIMEOUT)));
