@@ -25,7 +25,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * is served, and closing the daemon gives every thread both CPUs again. Read from /proc/self/task, as an operator
  * would (Cpus_allowed_list), not from the code that set it.
  */
-class ReactorPinningIT {
+public class ReactorPinningIT {
     private static final String NQN = "nqn.2014-08.io.nvmeof4j:pinning-test";
 
     @TempDir
@@ -39,7 +39,7 @@ class ReactorPinningIT {
     }
 
     /** Every thread of this process: "comm (tid)" → its Cpus_allowed_list. */
-    static Map<String, String> affinities() throws Exception {
+    public static Map<String, String> affinities() throws Exception {
         Map<String, String> all = new LinkedHashMap<>();
         for (CpuAffinity.ThreadInfo t : CpuAffinity.threads()) {
             try {
