@@ -24,7 +24,8 @@
 #                            before/after figures from one machine state; default this checkout)
 #       [--base-root DIR]   (a built checkout whose daemon is the target "base": pairings "base+spdk" and
 #                            "base+ours" run it in the same rounds as "ours+...", alternating, and the ratio
-#                            "our target / base target" is printed: a before/after judged in one run)
+#                            "our target / base target" is printed: a before/after judged in one run; "spdk+base"
+#                            runs its perf against SPDK's target, with "our perf / base perf")
 #       [--probe CMD]       (run "CMD TARGET_PID LABEL WARMUP_S SECONDS OUT" next to each measured run, OUT being
 #                            WORK/LABEL.probe: e.g. integration-tests/vm/guest/syscall-probe.sh, system calls per I/O)
 #       [--pinning cpus|taskset]       (how our daemon and perf are pinned; default cpus, see below)
@@ -242,10 +243,10 @@ run_spdk_perf() { # WORKLOAD SIZE QD LABEL
                if (iops == "") print "0 0 0 0"; else print iops, p50, p99, p999 }' "$out"
 }
 
-run_our_perf() { # WORKLOAD SIZE QD LABEL
-    local json pin=(taskset -c "$load_cpu") cpus=()
-    if [ "$pinning" = cpus ]; then pin=(); cpus=(--cpus "$load_cpu"); fi # as spdk_nvme_perf -c
-    json=$("${pin[@]}" timeout $((seconds + warmup + 120)) "$ours_root/bin/nvmeof" perf -t "$transport" -a "$addr" -s "$port" \
+run_our_perf() { # WORKLOAD SIZE QD LABEL [ROOT PINNING] (default: --ours-root --pinning)
+    local json pin=(taskset -c "$load_cpu") cpus=() perf_root=${5:-$ours_root} how=${6:-$pinning}
+    if [ "$how" = cpus ]; then pin=(); cpus=(--cpus "$load_cpu"); fi # as spdk_nvme_perf -c
+    json=$("${pin[@]}" timeout $((seconds + warmup + 120)) "$perf_root/bin/nvmeof" perf -t "$transport" -a "$addr" -s "$port" \
         -n "$nqn" --namespace-id 1 --workload "$1" --io-size "$2" --queue-depth "$3" --time "$seconds" \
         --warmup "$warmup" "${cpus[@]}" --json 2>"$work/$4.err" | tail -n1)
     python3 -c 'import json, sys
@@ -274,6 +275,7 @@ for round in $(seq 1 "$rounds"); do
         # fill that did no I/O is run once more, else the writes measured later pay the first touch of the memory.
         for attempt in 1 2; do
             if [ "$load" = spdk ]; then line=$(run_spdk_perf write 131072 8 "$pairing-fill")
+            elif [ "$load" = base ]; then line=$(run_our_perf write 131072 8 "$pairing-fill" "$base_root" "$base_pinning")
             else line=$(run_our_perf write 131072 8 "$pairing-fill"); fi
             [ "${line%% *}" = 0 ] || break
             echo "round $round $pairing: the fill did no I/O (attempt $attempt; see $work/$pairing-fill.*)" >&2
@@ -287,6 +289,7 @@ for round in $(seq 1 "$rounds"); do
                 probe_pid=$!
             fi
             if [ "$load" = spdk ]; then line=$(run_spdk_perf "$wl" "$size" "$qd" "$label")
+            elif [ "$load" = base ]; then line=$(run_our_perf "$wl" "$size" "$qd" "$label" "$base_root" "$base_pinning")
             else line=$(run_our_perf "$wl" "$size" "$qd" "$label"); fi
             if [ -n "$probe_pid" ]; then # it ends by itself within the run; bounded all the same
                 for _ in $(seq 1 300); do kill -0 "$probe_pid" 2>/dev/null || break; sleep 0.1; done
@@ -329,5 +332,7 @@ ratio("ours+spdk", "spdk+spdk", "our target / SPDK's target (spdk_nvme_perf)")
 ratio("spdk+ours", "spdk+spdk", "our perf / spdk_nvme_perf (SPDK's target)")
 ratio("base+spdk", "spdk+spdk", "base target / SPDK's target (spdk_nvme_perf)")
 ratio("ours+spdk", "base+spdk", "our target / base target (spdk_nvme_perf)")
+ratio("spdk+base", "spdk+spdk", "base perf / spdk_nvme_perf (SPDK's target)")
+ratio("spdk+ours", "spdk+base", "our perf / base perf (SPDK's target)")
 PY
 done

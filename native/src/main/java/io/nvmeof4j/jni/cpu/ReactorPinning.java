@@ -123,7 +123,8 @@ public final class ReactorPinning implements AutoCloseable {
     public Runnable reactorBody(int index, String name, Runnable body) {
         int cpu = cpu(index);
         return () -> {
-            reactorTids.add(CpuAffinity.currentTid());
+            int tid = CpuAffinity.currentTid();
+            reactorTids.add(tid);
             try {
                 CpuAffinity.set(0, CpuSet.of(cpu));
                 pinned.add(name + " pinned to CPU " + cpu);
@@ -133,7 +134,11 @@ public final class ReactorPinning implements AutoCloseable {
             } finally {
                 pinResults.release();
             }
-            body.run();
+            try {
+                body.run();
+            } finally {
+                reactorTids.remove(tid); // the kernel may give the id to a later thread, which is not a reactor
+            }
         };
     }
 
