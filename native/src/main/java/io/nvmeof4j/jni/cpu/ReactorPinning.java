@@ -75,16 +75,28 @@ public final class ReactorPinning implements AutoCloseable {
             throw new IllegalStateException("reactor CPUs " + reactorCpus + ": this process already pins reactors to "
                 + "CPUs " + active.reactorCpus + " (one reactor CPU set per process)");
         }
-        // The main thread's (tid = pid): what the process was started with, whatever this thread was given since.
-        CpuSet allowed = CpuAffinity.get((int) ProcessHandle.current().pid());
-        if (!allowed.containsAll(reactorCpus)) {
-            throw new IllegalArgumentException("reactor CPU(s) " + reactorCpus.minus(allowed) + " not among the CPUs "
-                + "this process may run on (" + allowed + ")");
-        }
+        CpuSet allowed = processCpus();
+        requireAllowed(reactorCpus, allowed);
         ReactorPinning plan = new ReactorPinning(reactorCpus, allowed);
         plan.moveOthersToHousekeeping();
         active = plan;
         return plan;
+    }
+
+    /**
+     * The CPUs this process may run on: its main thread's (tid = pid), what taskset, systemd's CPUAffinity or a cgroup
+     * cpuset gave it at start, whatever the calling thread was given since.
+     */
+    public static CpuSet processCpus() throws NativeIoException {
+        return CpuAffinity.get((int) ProcessHandle.current().pid());
+    }
+
+    /** @throws IllegalArgumentException naming the reactor CPUs not in {@code allowed} */
+    public static void requireAllowed(CpuSet reactorCpus, CpuSet allowed) {
+        if (!allowed.containsAll(reactorCpus)) {
+            throw new IllegalArgumentException("reactor CPU(s) " + reactorCpus.minus(allowed) + " not among the CPUs "
+                + "this process may run on (" + allowed + ")");
+        }
     }
 
     /** The plan of this process, or null when reactors are not pinned. */

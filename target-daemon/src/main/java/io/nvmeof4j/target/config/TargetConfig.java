@@ -345,12 +345,31 @@ public final class TargetConfig {
      * before it opens anything, since files may have changed since the configuration was loaded.
      */
     public void checkEnvironment() throws ConfigException {
+        checkReactorCpus();
         for (SubsystemConfig s : subsystems) {
             for (NamespaceConfig ns : s.namespaces()) {
                 if (ns.enabled() && ns.backend() == BackendType.FILE) {
                     checkNamespaceFile(ns);
                 }
             }
+        }
+    }
+
+    /**
+     * {@code reactor_cpus} the process may not run on (taskset, systemd's CPUAffinity, a cpuset) is refused here too,
+     * so {@code --check} says so. Where affinity cannot be read (no affinity library) the start refuses instead.
+     */
+    private void checkReactorCpus() throws ConfigException {
+        io.nvmeof4j.jni.cpu.CpuSet cpus = daemon().reactorCpus();
+        if (cpus == null || !io.nvmeof4j.jni.cpu.CpuAffinity.isAvailable()) {
+            return;
+        }
+        try {
+            io.nvmeof4j.jni.cpu.ReactorPinning.requireAllowed(cpus, io.nvmeof4j.jni.cpu.ReactorPinning.processCpus());
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException("nvmeof4j." + DaemonSettings.REACTOR_CPUS, e.getMessage());
+        } catch (io.nvmeof4j.jni.NativeIoException e) {
+            // the start reads them again and fails with this errno
         }
     }
 

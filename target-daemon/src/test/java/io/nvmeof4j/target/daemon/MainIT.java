@@ -103,6 +103,8 @@ class MainIT {
             "\"reactor_cpus\": \"1\","));
         CpuAffinity.set(main, CpuSet.of(0));
         try {
+            assertThat(run("--check", "--config", file.toString())).as("--check says so too").isEqualTo(2);
+            err.getBuffer().setLength(0);
             assertThat(run("--config", file.toString())).isEqualTo(2);
         } finally {
             CpuAffinity.set(main, original);
