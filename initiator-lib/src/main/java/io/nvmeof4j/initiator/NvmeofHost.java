@@ -78,9 +78,10 @@ public final class NvmeofHost implements AutoCloseable {
 
     /**
      * Reads the JVM options a host uses ({@code -Dnvmeof4j.reactor.*},
-     * {@value MultipathController#ROUND_ROBIN_PER_IO_PROP_NAME}), refusing a malformed or out-of-range one with an {@link IllegalArgumentException} that names it
-     * ({@link io.nvmeof4j.protocol.spi.JvmOptions}). Every host runs it when made, so the refusal reaches the caller
-     * rather than a reactor thread; the {@code nvmeof} CLI runs it first to report a usage error.
+     * {@value MultipathController#ROUND_ROBIN_PER_IO_PROP_NAME}), refusing a malformed or out-of-range one with an
+     * {@link IllegalArgumentException} that names it ({@link io.nvmeof4j.protocol.spi.JvmOptions}). Every host runs it
+     * when made, so the refusal reaches the caller rather than a reactor thread; the {@code nvmeof} CLI runs it first
+     * to report a usage error.
      */
     public static void checkJvmOptions() {
         AdaptiveIdleStrategy.checkJvmOptions();
