@@ -8,7 +8,7 @@ package io.nvmeof4j.protocol.spi;
  * {@link Long#getLong} and {@link Boolean#parseBoolean}, which this replaces, put the default in place of a typo
  * without a word, so an operator measured or ran something other than what they set.
  * <p>Numbers are decimal (no {@code 0x}, and no leading {@code 0} read as octal as {@link Integer#decode} does);
- * surrounding blanks are ignored. Booleans are {@code true} or {@code false} in any case.
+ * surrounding blanks are ignored. Booleans are {@code true} or {@code false}, and choices one of theirs, in any case.
  * <p>The daemon reads every option it uses while it checks its configuration, so a bad one stops it before anything
  * listens; a library reads them when the thing they tune is made.
  */
@@ -53,6 +53,23 @@ public final class JvmOptions {
             return false;
         }
         throw refused(name, raw, "must be true or false");
+    }
+
+    /**
+     * {@code name}'s value as spelled in {@code choices} (compared in any case), or {@code defaultValue} when it is not
+     * set.
+     */
+    public static String choiceOption(String name, String defaultValue, String... choices) {
+        String raw = System.getProperty(name);
+        if (raw == null) {
+            return defaultValue;
+        }
+        for (String choice : choices) {
+            if (choice.equalsIgnoreCase(raw.strip())) {
+                return choice;
+            }
+        }
+        throw refused(name, raw, "must be one of " + String.join(", ", choices));
     }
 
     /**

@@ -84,6 +84,17 @@ class JvmOptionsTest {
     }
 
     @Test
+    void shouldTakeOneOfTheChoicesInAnyCaseAsTheChoiceIsSpelled() {
+        assertThat(JvmOptions.choiceOption(NAME, "INFO", "DEBUG", "INFO")).isEqualTo("INFO");
+        System.setProperty(NAME, " debug ");
+        assertThat(JvmOptions.choiceOption(NAME, "INFO", "DEBUG", "INFO")).isEqualTo("DEBUG");
+        System.setProperty(NAME, "degub");
+        assertThatThrownBy(() -> JvmOptions.choiceOption(NAME, "INFO", "DEBUG", "INFO"))
+            .isInstanceOf(IllegalArgumentException.class)
+            .hasMessage("-Dnvmeof4j.test.jvm_options=degub: must be one of DEBUG, INFO");
+    }
+
+    @Test
     void shouldWordARefusalOfTheCallersOwnRuleTheSameWay() {
         assertThat(JvmOptions.refused(NAME, "4098", "must be a multiple of 4"))
             .isInstanceOf(IllegalArgumentException.class)

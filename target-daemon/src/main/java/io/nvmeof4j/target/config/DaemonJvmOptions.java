@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.config;
 
+import io.nvmeof4j.protocol.spi.JvmOptions;
 import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
 import io.nvmeof4j.rdma.RdmaPollGroup;
 import io.nvmeof4j.target.backend.BdevChannels;
@@ -14,6 +15,12 @@ import io.nvmeof4j.tcp.TcpTransportOptions;
  * before anything is opened or listens, instead of a stack trace from a reactor, a port or a device.
  */
 final class DaemonJvmOptions {
+    /**
+     * The daemon's log level, read by Logback in {@code logback.xml}; Logback takes a level it does not know for DEBUG
+     * without a word, so it is checked here.
+     */
+    static final String LOG_LEVEL_PROP_NAME = "nvmeof4j.log.level";
+
     private DaemonJvmOptions() {
     }
 
@@ -27,6 +34,8 @@ final class DaemonJvmOptions {
             UringBlockDevice.finalSyncTimeoutMillisFromProperty();
             PreemptAndAbort.timeoutMillis();
             RdmaPollGroup.wakeSelectorFromProperty();
+            JvmOptions.choiceOption(LOG_LEVEL_PROP_NAME, "INFO", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF",
+                "ALL");
         } catch (IllegalArgumentException e) {
             throw new ConfigException("", e.getMessage(), e);
         }

@@ -34,6 +34,8 @@ class DaemonJvmOptionsTest {
         {UringBlockDevice.FINAL_SYNC_TIMEOUT_PROP_NAME, "10s", "not a whole number; must be 0..3600000", "0"},
         {PreemptAndAbort.TIMEOUT_PROP_NAME, "0", "must be 1..3600000", "500"},
         {RdmaPollGroup.WAKE_SELECTOR_PROP_NAME, "off", "must be true or false", "false"},
+        {DaemonJvmOptions.LOG_LEVEL_PROP_NAME, "inf", "must be one of TRACE, DEBUG, INFO, WARN, ERROR, OFF, ALL",
+            "debug"},
     };
 
     @TempDir
