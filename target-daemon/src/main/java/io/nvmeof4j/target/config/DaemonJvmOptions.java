@@ -10,7 +10,7 @@ import io.nvmeof4j.tcp.TcpTransportOptions;
 
 /**
  * The daemon's JVM options ({@code -Dnvmeof4j.*} in {@code NVMEOF4J_JAVA_OPTS}), checked with the configuration: each
- * is read here through the same method its user reads it with ({@link io.nvmeof4j.protocol.spi.JvmOptions}), so a
+ * is read here through the same method its user reads it with ({@link JvmOptions}), so a
  * malformed or out-of-range one ends the start with a {@link ConfigException} (exit status 2, one line naming it)
  * before anything is opened or listens, instead of a stack trace from a reactor, a port or a device.
  */

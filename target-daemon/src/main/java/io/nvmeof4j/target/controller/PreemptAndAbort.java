@@ -52,7 +52,7 @@ public final class PreemptAndAbort implements Runnable {
     /** System property: how long an Acquire waits for the preempted hosts' commands, in milliseconds. */
     public static final String TIMEOUT_PROP_NAME = "nvmeof4j.reservation.preempt_abort_timeout_ms";
     static final long TIMEOUT_MILLIS_DEFAULT = 10_000;
-    /** Largest {@value #TIMEOUT_PROP_NAME}: an hour, past any host's I/O timeout. */
+    /** Largest {@value #TIMEOUT_PROP_NAME}: an hour, far past a host's I/O timeout (Linux: 30 s). */
     static final long TIMEOUT_MILLIS_MAX = 3_600_000;
     /** How often the timer looks at the counters. */
     static final long POLL_PERIOD_MILLIS = 1;
