@@ -24,10 +24,18 @@
 #                            before/after figures from one machine state; default this checkout)
 #       [--base-root DIR]   (a built checkout whose daemon is the target "base": pairings "base+spdk" and
 #                            "base+ours" run it in the same rounds as "ours+...", alternating, and the ratio
-#                            "our target / base target" is printed: a before/after judged in one run)
+#                            "our target / base target" is printed: a before/after judged in one run; "spdk+base"
+#                            runs its perf against SPDK's target, with "our perf / base perf")
 #       [--probe CMD]       (run "CMD TARGET_PID LABEL WARMUP_S SECONDS OUT" next to each measured run, OUT being
 #                            WORK/LABEL.probe: e.g. integration-tests/vm/guest/syscall-probe.sh, system calls per I/O)
+#       [--pinning cpus|taskset]       (how our daemon and perf are pinned; default cpus, see below)
+#       [--base-pinning cpus|taskset]  (the same for the --base-root daemon; default cpus when it knows reactor_cpus)
 #
+# Pinning, as SPDK's: nvmf_tgt gets -m MASK and pins only its reactors there (its other threads run on the rest of its
+# CPUs), spdk_nvme_perf gets -c MASK. Ours alike (--pinning cpus): the daemon gets "reactor_cpus" = the target CPUs
+# and our perf --cpus LOAD_CPU, no taskset, so the JIT, GC and other JVM threads run on the other CPUs instead of
+# taking turns with a busy reactor. --pinning taskset is the old way (the whole JVM under taskset -c), for before/after
+# figures; a checkout without reactor_cpus (--ours-root, --base-root of an older commit) is run that way.
 # --size-mib is the namespace size (our RAM namespace, SPDK's malloc bdev); --spdk-mem-mib the memory each SPDK
 # process gets (-s). In the QEMU guest (NVMEOF4J_IN_GUEST=1) nothing is built: the host built before the boot.
 #
@@ -45,6 +53,8 @@ target_java_opts=""
 ours_root=$root
 base_root=""
 probe=""
+pinning=cpus
+base_pinning=""
 work=$root/benchmarks/target/spdk-comparison
 pairings="spdk+spdk ours+spdk spdk+ours ours+ours"
 # name : workload : io size : queue depth (SPDK perf's -w -o -q; ours --workload --io-size --queue-depth)
@@ -69,12 +79,28 @@ while [ $# -gt 0 ]; do
         --ours-root) ours_root=$(cd "$2" && pwd); shift 2 ;;
         --base-root) base_root=$(cd "$2" && pwd); shift 2 ;;
         --probe) probe="$2"; shift 2 ;;
+        --pinning) pinning="$2"; shift 2 ;;
+        --base-pinning) base_pinning="$2"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "run-spdk-comparison.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
 [ "$(nproc)" -gt "$reactors" ] || { echo "needs more than $reactors CPUs (targets on 0..$((reactors - 1)), load on $reactors)" >&2; exit 1; }
 command -v taskset >/dev/null || { echo "needs taskset (util-linux)" >&2; exit 1; }
+case "$pinning" in cpus|taskset) ;; *) echo "--pinning $pinning: cpus or taskset" >&2; exit 2 ;; esac
+case "${base_pinning:-cpus}" in cpus|taskset) ;; *) echo "--base-pinning $base_pinning: cpus or taskset" >&2; exit 2 ;; esac
+# A checkout that predates reactor_cpus / perf --cpus is pinned the old way, with taskset.
+knows_cpus() { # ROOT
+    grep -q 'REACTOR_CPUS = "reactor_cpus"' "$1/target-daemon/src/main/java/io/nvmeof4j/target/config/DaemonSettings.java" \
+        2>/dev/null && grep -q '"--cpus"' "$1/initiator-lib/src/main/java/io/nvmeof4j/initiator/cli/PerfCommand.java" 2>/dev/null
+}
+if [ "$pinning" = cpus ] && ! knows_cpus "$ours_root"; then
+    echo "$ours_root has no reactor_cpus / perf --cpus: pinned with taskset" >&2
+    pinning=taskset
+fi
+if [ -n "$base_root" ] && [ -z "$base_pinning" ]; then
+    if knows_cpus "$base_root"; then base_pinning=cpus; else base_pinning=taskset; fi
+fi
 case "$transport" in
     tcp) ;;
     rdma) [ -n "$port" ] || port=4420 ;;
@@ -114,7 +140,7 @@ if [ "$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)" -ge "$spdk_mem" ] 2>/d
 fi
 # SPDK perf's -r and the transport names of each side.
 spdk_trtype=TCP; [ "$transport" = rdma ] && spdk_trtype=RDMA
-echo "$transport to $addr:$port; targets on CPU(s) $target_cpus, load on CPU $load_cpu; ${seconds}s per run after" \
+echo "$transport to $addr:$port; targets on CPU(s) $target_cpus, load on CPU $load_cpu (ours pinned with $pinning$([ -n "$base_root" ] && echo ", base with $base_pinning")); ${seconds}s per run after" \
     "${warmup}s warm-up; $rounds round(s); ${size_mib} MiB namespaces; SPDK ${huge[*]}$([ "${huge[0]}" = -s ] && echo ' (hugepages)');" \
     "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -165,17 +191,21 @@ wait_ready() { # LOG (ours) or empty (SPDK)
     return 1
 }
 
-start_ours() { # [ROOT] (default: --ours-root)
-    local daemon_root=${1:-$ours_root}
+start_ours() { # [ROOT PINNING] (default: --ours-root --pinning)
+    local daemon_root=${1:-$ours_root} how=${2:-$pinning} cpus_setting="" pin=(taskset -c "$target_cpus")
+    if [ "$how" = cpus ]; then # as nvmf_tgt -m: the reactors pinned, the rest of the JVM on the other CPUs
+        cpus_setting=", \"reactor_cpus\": \"$target_cpus\""
+        pin=()
+    fi
     cat > "$work/ours.json" <<JSON
 { "ports": [{"portid": 1, "addr": {"trtype": "$transport", "adrfam": "ipv4", "traddr": "$addr", "trsvcid": "$port"},
              "param": {"inline_data_size": "4096"}, "subsystems": ["$nqn"]}],
   "subsystems": [{"nqn": "$nqn", "attr": {"allow_any_host": "1"}, "allowed_hosts": [],
     "namespaces": [ {"nsid": 1, "device": {"backend": "ram", "size": "${size_mib}M", "block_size": 4096}} ]}],
-  "nvmeof4j": {"reactors": $reactors, "idle_strategy": "busy", "http": "off"} }
+  "nvmeof4j": {"reactors": $reactors$cpus_setting, "idle_strategy": "busy", "http": "off"} }
 JSON
     NVMEOF4J_JAVA_OPTS="${NVMEOF4J_JAVA_OPTS:-} $target_java_opts" \
-        taskset -c "$target_cpus" "$daemon_root/bin/nvmeof-target" --config "$work/ours.json" > "$work/ours-target.log" 2>&1 &
+        "${pin[@]}" "$daemon_root/bin/nvmeof-target" --config "$work/ours.json" > "$work/ours-target.log" 2>&1 &
     target_pid=$!
     wait_ready "$work/ours-target.log" || { echo "our daemon did not listen on $addr:$port; see $work/ours-target.log" >&2; exit 1; }
 }
@@ -213,11 +243,12 @@ run_spdk_perf() { # WORKLOAD SIZE QD LABEL
                if (iops == "") print "0 0 0 0"; else print iops, p50, p99, p999 }' "$out"
 }
 
-run_our_perf() { # WORKLOAD SIZE QD LABEL
-    local json
-    json=$(taskset -c "$load_cpu" timeout $((seconds + warmup + 120)) "$ours_root/bin/nvmeof" perf -t "$transport" -a "$addr" -s "$port" \
+run_our_perf() { # WORKLOAD SIZE QD LABEL [ROOT PINNING] (default: --ours-root --pinning)
+    local json pin=(taskset -c "$load_cpu") cpus=() perf_root=${5:-$ours_root} how=${6:-$pinning}
+    if [ "$how" = cpus ]; then pin=(); cpus=(--cpus "$load_cpu"); fi # as spdk_nvme_perf -c
+    json=$("${pin[@]}" timeout $((seconds + warmup + 120)) "$perf_root/bin/nvmeof" perf -t "$transport" -a "$addr" -s "$port" \
         -n "$nqn" --namespace-id 1 --workload "$1" --io-size "$2" --queue-depth "$3" --time "$seconds" \
-        --warmup "$warmup" --json 2>"$work/$4.err" | tail -n1)
+        --warmup "$warmup" "${cpus[@]}" --json 2>"$work/$4.err" | tail -n1)
     python3 -c 'import json, sys
 try:
     s = json.loads(sys.argv[1]); l = s["latency_us"]
@@ -236,7 +267,7 @@ for round in $(seq 1 "$rounds"); do
         case "$tgt" in
             spdk) start_spdk ;;
             base) [ -n "$base_root" ] || { echo "pairing $pairing needs --base-root" >&2; exit 2; }
-                  start_ours "$base_root" ;;
+                  start_ours "$base_root" "$base_pinning" ;;
             *) start_ours ;;
         esac
         # Fill the namespace once so that reads touch written memory on both targets. A cold daemon may answer the
@@ -244,6 +275,7 @@ for round in $(seq 1 "$rounds"); do
         # fill that did no I/O is run once more, else the writes measured later pay the first touch of the memory.
         for attempt in 1 2; do
             if [ "$load" = spdk ]; then line=$(run_spdk_perf write 131072 8 "$pairing-fill")
+            elif [ "$load" = base ]; then line=$(run_our_perf write 131072 8 "$pairing-fill" "$base_root" "$base_pinning")
             else line=$(run_our_perf write 131072 8 "$pairing-fill"); fi
             [ "${line%% *}" = 0 ] || break
             echo "round $round $pairing: the fill did no I/O (attempt $attempt; see $work/$pairing-fill.*)" >&2
@@ -257,6 +289,7 @@ for round in $(seq 1 "$rounds"); do
                 probe_pid=$!
             fi
             if [ "$load" = spdk ]; then line=$(run_spdk_perf "$wl" "$size" "$qd" "$label")
+            elif [ "$load" = base ]; then line=$(run_our_perf "$wl" "$size" "$qd" "$label" "$base_root" "$base_pinning")
             else line=$(run_our_perf "$wl" "$size" "$qd" "$label"); fi
             if [ -n "$probe_pid" ]; then # it ends by itself within the run; bounded all the same
                 for _ in $(seq 1 300); do kill -0 "$probe_pid" 2>/dev/null || break; sleep 0.1; done
@@ -299,5 +332,7 @@ ratio("ours+spdk", "spdk+spdk", "our target / SPDK's target (spdk_nvme_perf)")
 ratio("spdk+ours", "spdk+spdk", "our perf / spdk_nvme_perf (SPDK's target)")
 ratio("base+spdk", "spdk+spdk", "base target / SPDK's target (spdk_nvme_perf)")
 ratio("ours+spdk", "base+spdk", "our target / base target (spdk_nvme_perf)")
+ratio("spdk+base", "spdk+spdk", "base perf / spdk_nvme_perf (SPDK's target)")
+ratio("spdk+ours", "spdk+base", "our perf / base perf (SPDK's target)")
 PY
 done

@@ -6,6 +6,7 @@
 #                   not load and Rdma.unavailabilityCause() says so).
 # libnvmeof4j-bdev: src/main/c/bdev/*.c, liburing linked statically, so the block-device shim needs nothing at
 #                   run time beyond libc.
+# libnvmeof4j-affinity: src/main/c/affinity/*.c, thread CPU affinity (reactor pinning); libc only.
 # Headers come from Debian's libibverbs-dev, librdmacm-dev and liburing-dev.
 set -euo pipefail
 java_home=$1
@@ -49,3 +50,4 @@ build() {
 
 build rdma -libverbs -lrdmacm
 build bdev -Wl,-Bstatic -luring -Wl,-Bdynamic
+build affinity

@@ -22,8 +22,8 @@
 # With SPDK_DIR (an SPDK build configured --with-rdma, for a CPU the guest has: --target-arch=x86-64-v3 on an
 # AVX-512 host, whose DPDK otherwise refuses to start in the guest), the same guest then runs
 # benchmarks/run-spdk-comparison.sh --transport rdma on 10.0.2.15 (rxe0): SPDK's nvmf_tgt (malloc bdev) and our
-# daemon (RAM namespace, one busy-polling reactor), each on vCPU 0, each driven by spdk_nvme_perf and by our
-# `perf -t rdma` on vCPU 1, four workloads, alternating rounds, medians and ratios (spdk-comparison.txt in the
+# daemon (RAM namespace, one busy-polling reactor), each reactor on vCPU 0 (nvmf_tgt -m 0x1; ours "reactor_cpus": "0",
+# its JIT and GC on vCPU 1), each driven by spdk_nvme_perf -c 0x2 and by our `perf -t rdma --cpus 1`, four workloads, alternating rounds, medians and ratios (spdk-comparison.txt in the
 # results folder). SPDK gets hugepages reserved in the guest (2 x (--size + 256 MiB)). --spdk-only skips the parts
 # above (kernel target, fio against ours).
 # --probe runs guest/syscall-probe.sh beside every measured run: each target's system calls (perf stat on the

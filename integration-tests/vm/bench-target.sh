@@ -34,8 +34,10 @@
 #     --syscalls-round R   --syscalls in round R only (of --rounds): its figures are labelled NAME-sR and left out of
 #                          the medians, so one guest boot gives both the IOPS and the system calls per I/O
 #     --competitor         shared-CPU mode (issue 16): 4 KiB random reads at QD1 and QD32, each without and then with a
-#                          CPU-bound busy loop pinned to guest CPU 0; fio runs on CPU 1, our daemon (ours in the guest)
-#                          on CPU 0, the kernel target's workers where the kernel schedules them. Prints the ratios
+#                          CPU-bound busy loop pinned to guest CPU 0; fio runs on CPU 1, our daemon's reactor (ours in
+#                          the guest) on CPU 0 ("reactor_cpus": "0"; its JIT and GC on CPU 1; a build without
+#                          reactor_cpus: the whole JVM under taskset -c 0), the kernel target's workers where the kernel
+#                          schedules them. Prints the ratios
 #                          "with competitor / without" per target.
 #
 # NVMEOF4J_TARGET_LAUNCHER=PATH runs another launcher than bin/nvmeof-target (same "--config FILE" command line).
@@ -204,7 +206,22 @@ PY
                 [ -f "$tmpfs/ours.img" ] || fill "$tmpfs/ours.img" "$size"
                 device="{\"path\": \"$tmpfs/ours.img\", \"size\": \"$size\", \"block_size\": 4096}"
             fi
-            local extra=""
+            local extra="" daemon_pin=()
+            if [ "$competitor" = 1 ]; then
+                # Our reactor on CPU 0 with the busy loop, as nvmf_tgt -m 0x1 would pin its reactor: "reactor_cpus"
+                # (the JIT and GC then run on CPU 1), or, for a build that predates it, the whole JVM under taskset.
+                local root; root="$(cd "$(dirname "$launcher")/.." && pwd)"
+                if grep -q 'REACTOR_CPUS = "reactor_cpus"' \
+                       "$root/target-daemon/src/main/java/io/nvmeof4j/target/config/DaemonSettings.java" 2>/dev/null; then
+                    case "$settings" in
+                        *reactor_cpus*) ;;
+                        ""|"{}") settings='{"reactor_cpus": "0"}' ;;
+                        *) settings="{\"reactor_cpus\": \"0\", ${settings#*\{}" ;;
+                    esac
+                else
+                    daemon_pin=(taskset -c 0)
+                fi
+            fi
             [ -n "$settings" ] && extra=", \"nvmeof4j\": $settings"
             cat > "$cfg" <<EOF
 { "hosts": [],
@@ -216,11 +233,7 @@ PY
       "namespaces": [ {"nsid": 1, "enable": 1, "device": $device} ] } ]$extra }
 EOF
             echo "BENCH $label: $launcher, JVM options '$NVMEOF4J_JAVA_OPTS' (log: $res/$label-daemon.log)"
-            if [ "$competitor" = 1 ]; then
-                taskset -c 0 "$launcher" --config "$cfg" > "$res/$label-daemon.log" 2>&1 3<&- &
-            else
-                "$launcher" --config "$cfg" > "$res/$label-daemon.log" 2>&1 3<&- &
-            fi
+            "${daemon_pin[@]}" "$launcher" --config "$cfg" > "$res/$label-daemon.log" 2>&1 3<&- &
             daemon_pid=$!
             local t0; t0=$(date +%s)
             local deadline=$(( t0 + ${BENCH_STARTUP_TIMEOUT:-300} ))

@@ -1,5 +1,6 @@
 package io.nvmeof4j.initiator;
 
+import io.nvmeof4j.jni.cpu.ReactorPinning;
 import io.nvmeof4j.protocol.spi.host.HostPollGroup;
 import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
 import io.nvmeof4j.protocol.spi.reactor.ReactorLoop;
@@ -59,12 +60,20 @@ final class HostReactor implements AutoCloseable {
 
     /** @param slot this reactor's index among the host's reactors ({@link ReactorThread#slot}) */
     HostReactor(String name, HostPollGroup group, int slot) {
+        this(name, group, slot, null, 0);
+    }
+
+    /**
+     * @param pinning null, or the plan whose CPU {@code index} the reactor's thread pins itself to as it starts
+     */
+    HostReactor(String name, HostPollGroup group, int slot, ReactorPinning pinning, int index) {
         this.group = group;
         this.clock = group.clock();
         ReactorThread[] made = new ReactorThread[1];
         this.loop = new ReactorLoop(name, new Agent(),
             wait -> AdaptiveIdleStrategy.forCurrentThread(name, wait, IDLE_SPIN_NANOS, TIMER_PERIOD_NANOS),
-            body -> made[0] = new ReactorThread(body, name, slot));
+            body -> made[0] = new ReactorThread(pinning == null ? body : pinning.reactorBody(index, name, body), name,
+                slot));
         this.thread = made[0];
         nextTimerNanos = clock.last() + TIMER_PERIOD_NANOS;
         loop.start();

@@ -1,5 +1,6 @@
 package io.nvmeof4j.initiator;
 
+import io.nvmeof4j.jni.cpu.ReactorPinning;
 import io.nvmeof4j.protocol.discovery.DiscoveryLogEntry;
 import io.nvmeof4j.protocol.discovery.DiscoveryLogPage;
 import io.nvmeof4j.protocol.admin.IdentifyController;
@@ -62,15 +63,18 @@ public final class NvmeofHost implements AutoCloseable {
     /** Null unless the application gave a MeterRegistry (Micrometer is an optional dependency). */
     private HostMetrics metrics;
     private volatile boolean closed;
+    /** Null, or where the reactors pin themselves (perf's --cpus); RDMA's reactors, made later, too. */
+    private final ReactorPinning pinning;
 
-    private NvmeofHost(HostIdentity identity, int reactorThreads) {
+    private NvmeofHost(HostIdentity identity, int reactorThreads, ReactorPinning pinning) {
         this.identity = Objects.requireNonNull(identity, "identity");
         checkJvmOptions();
         if (reactorThreads < 1 || reactorThreads > 256) {
             throw new IllegalArgumentException("reactor threads " + reactorThreads + " outside 1..256");
         }
         this.reactorThreads = reactorThreads;
-        this.tcp = new Fabric(new TcpHostTransport(), reactorThreads, 0, "nvmeof-host-reactor-");
+        this.pinning = pinning;
+        this.tcp = new Fabric(new TcpHostTransport(), reactorThreads, 0, "nvmeof-host-reactor-", pinning);
         timer = Executors.newSingleThreadScheduledExecutor(daemon("nvmeof-host-timer"));
         control = Executors.newCachedThreadPool(daemon("nvmeof-host-control"));
         LOG.debug("host {} started with {} reactor thread(s)", identity, reactorThreads);
@@ -102,7 +106,16 @@ public final class NvmeofHost implements AutoCloseable {
      *                       idle, so more threads than spare CPUs only costs.
      */
     public static NvmeofHost create(HostIdentity identity, int reactorThreads) {
-        return new NvmeofHost(identity, reactorThreads);
+        return new NvmeofHost(identity, reactorThreads, null);
+    }
+
+    /**
+     * A host whose reactor threads pin themselves to {@code pinning}'s CPUs (reactor i of each transport to
+     * {@link ReactorPinning#cpu(int) cpu(i)}) as they start; threads the host starts from them (timer, control)
+     * move to its housekeeping CPUs. {@code pinning} null: no affinity is set, as with {@link #create(HostIdentity, int)}.
+     */
+    public static NvmeofHost create(HostIdentity identity, int reactorThreads, ReactorPinning pinning) {
+        return new NvmeofHost(identity, reactorThreads, pinning);
     }
 
     /**
@@ -121,8 +134,16 @@ public final class NvmeofHost implements AutoCloseable {
      *  when {@code percentileHistogram}. */
     public static NvmeofHost create(HostIdentity identity, int reactorThreads,
                                     io.micrometer.core.instrument.MeterRegistry registry, boolean percentileHistogram) {
+        return create(identity, reactorThreads, registry, percentileHistogram, null);
+    }
+
+    /** As {@link #create(HostIdentity, int, io.micrometer.core.instrument.MeterRegistry, boolean)}, pinned as
+     *  {@link #create(HostIdentity, int, ReactorPinning)} (pinning null: not pinned). */
+    public static NvmeofHost create(HostIdentity identity, int reactorThreads,
+                                    io.micrometer.core.instrument.MeterRegistry registry, boolean percentileHistogram,
+                                    ReactorPinning pinning) {
         Objects.requireNonNull(registry, "registry");
-        NvmeofHost host = new NvmeofHost(identity, reactorThreads);
+        NvmeofHost host = new NvmeofHost(identity, reactorThreads, pinning);
         host.metrics = new HostMetrics(registry, percentileHistogram, host);
         return host;
     }
@@ -360,7 +381,7 @@ public final class NvmeofHost implements AutoCloseable {
                 } catch (LinkageError e) {
                     throw new IllegalArgumentException("transport rdma cannot be used here: " + e, e);
                 }
-                rdma = new Fabric(transport, reactorThreads, reactorThreads, "nvmeof-host-rdma-reactor-");
+                rdma = new Fabric(transport, reactorThreads, reactorThreads, "nvmeof-host-rdma-reactor-", pinning);
             }
             return rdma;
         }
@@ -371,11 +392,14 @@ public final class NvmeofHost implements AutoCloseable {
         final HostTransport transport;
         final List<HostReactor> reactors = new ArrayList<>();
 
-        /** @param firstSlot the first reactor's {@link HostReactor.ReactorThread#slot} */
-        Fabric(HostTransport transport, int threads, int firstSlot, String namePrefix) {
+        /**
+         * @param firstSlot the first reactor's {@link HostReactor.ReactorThread#slot}
+         * @param pinning   null, or where reactor i pins itself ({@link ReactorPinning#cpu(int) cpu(i)})
+         */
+        Fabric(HostTransport transport, int threads, int firstSlot, String namePrefix, ReactorPinning pinning) {
             this.transport = transport;
             for (int i = 0; i < threads; i++) {
-                reactors.add(new HostReactor(namePrefix + i, transport.createPollGroup(), firstSlot + i));
+                reactors.add(new HostReactor(namePrefix + i, transport.createPollGroup(), firstSlot + i, pinning, i));
             }
         }
 
@@ -435,7 +459,8 @@ public final class NvmeofHost implements AutoCloseable {
     private static ThreadFactory daemon(String name) {
         AtomicInteger n = new AtomicInteger();
         return r -> {
-            Thread t = new Thread(r, name + "-" + n.getAndIncrement());
+            // Started on first use, possibly from a reactor's callback: off a pinned reactor's CPU first.
+            Thread t = new Thread(ReactorPinning.housekeeping(r), name + "-" + n.getAndIncrement());
             t.setDaemon(true);
             return t;
         };

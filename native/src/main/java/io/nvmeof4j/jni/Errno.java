@@ -7,6 +7,7 @@ package io.nvmeof4j.jni;
 public final class Errno {
     public static final int EPERM = 1;
     public static final int ENOENT = 2;
+    public static final int ESRCH = 3;
     public static final int EINTR = 4;
     public static final int EIO = 5;
     public static final int ENXIO = 6;
@@ -54,6 +55,7 @@ public final class Errno {
         return switch (errno) {
             case EPERM -> "EPERM";
             case ENOENT -> "ENOENT";
+            case ESRCH -> "ESRCH";
             case EINTR -> "EINTR";
             case EIO -> "EIO";
             case ENXIO -> "ENXIO";

@@ -4,6 +4,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.nvmeof4j.initiator.ConnectOptions;
+import io.nvmeof4j.jni.cpu.CpuAffinity;
+import io.nvmeof4j.jni.cpu.CpuSet;
+import io.nvmeof4j.jni.cpu.ReactorPinning;
 import io.nvmeof4j.initiator.IoStatus;
 import io.nvmeof4j.initiator.NvmeofController;
 import io.nvmeof4j.initiator.NvmeofHost;
@@ -74,6 +77,8 @@ final class PerfCommand extends CliCommand {
     static final int WARMUP_EXTENSION_DEFAULT = 10;
     static final double[] PERCENTILES = {50, 90, 99, 99.9, 99.99};
     static final String[] PERCENTILE_KEYS = {"p50", "p90", "p99", "p99.9", "p99.99"};
+    /** How long the host reactors get to pin themselves (--cpus). */
+    static final java.time.Duration PIN_TIMEOUT = java.time.Duration.ofSeconds(10);
 
     @Option(names = "--queue-depth", paramLabel = "N", defaultValue = "32",
         description = "I/Os kept in flight per queue. Default: ${DEFAULT-VALUE}.")
@@ -106,6 +111,12 @@ final class PerfCommand extends CliCommand {
             "compilation shares perf's CPU with the reactor and stalls every I/O in flight). Default: --warmup + "
                 + WARMUP_EXTENSION_DEFAULT + " (none without --warmup)."})
     Integer warmupMaxSeconds;
+
+    @Option(names = {"--cpus", "-c"}, paramLabel = "LIST|MASK",
+        description = {"Pin the host reactors to these CPUs (a list as taskset -c takes it, \"1\" or \"0-3,8\", or",
+            "a core mask as spdk_nvme_perf -c takes it, \"0x2\"; reactor i on the i-th CPU, in turn) and move the",
+            "rest of the JVM (JIT, GC, the drivers) to the other CPUs it may use. Default: not pinned."})
+    String cpus;
 
     @Option(names = "--queues", paramLabel = "N", defaultValue = "1",
         description = "I/O queues, each with its own host reactor thread. Default: ${DEFAULT-VALUE}.")
@@ -180,9 +191,18 @@ final class PerfCommand extends CliCommand {
         io.micrometer.core.instrument.MeterRegistry registry = metrics
             ? new io.micrometer.core.instrument.simple.SimpleMeterRegistry() : null;
         List<TransportAddress> addresses = connection.addresses(ConnectionOptions.IO_PORT_DEFAULT);
-        try (NvmeofHost host = registry == null ? createHost(queues)
-                 : NvmeofHost.create(connection.identity(), queues, registry, true);
+        // First: the rest of the JVM moves to the housekeeping CPUs before the host's reactors start; last closed.
+        try (ReactorPinning pinning = pin();
+             NvmeofHost host = registry == null ? NvmeofHost.create(connection.identity(), queues, pinning)
+                 : NvmeofHost.create(connection.identity(), queues, registry, true, pinning);
              Target t = Target.connect(host, addresses, nqn, options, connection.ioPolicy(), namespaceId.value)) {
+            if (pinning != null) {
+                progress.println("Pinning     : " + pinning.describe(pinning.awaitReactors(queues, PIN_TIMEOUT)));
+                if (pinning.housekeepingShared()) {
+                    progress.println("Pinning     : warning: --cpus " + cpus + " takes every CPU this process may run "
+                        + "on; the JIT and GC share them with the reactors");
+                }
+            }
             BlockNamespace ns = t.namespace;
             if (ioSize % ns.blockSize() != 0 || ioSize / ns.blockSize() > ns.blockCount()) {
                 throw new CliUsageException("--io-size " + ioSize + " is not a multiple of namespace " + ns.nsid()
@@ -296,6 +316,24 @@ final class PerfCommand extends CliCommand {
         String name = log.getFileName().toString();
         int dot = name.lastIndexOf('.');
         return log.resolveSibling((dot > 0 ? name.substring(0, dot) : name) + ".svg");
+    }
+
+    /** {@code --cpus}: the plan (the rest of the JVM moved already), or null without the option. */
+    private ReactorPinning pin() throws IOException {
+        if (cpus == null) {
+            return null;
+        }
+        CpuSet set;
+        try {
+            set = CpuSet.parse(cpus, CpuAffinity.possibleCpus());
+        } catch (IllegalArgumentException e) {
+            throw new CliUsageException("--cpus " + e.getMessage());
+        }
+        try {
+            return ReactorPinning.start(set);
+        } catch (IllegalArgumentException | IllegalStateException | UnsupportedOperationException e) {
+            throw new CliUsageException("--cpus " + cpus + ": " + e.getMessage());
+        }
     }
 
     private Workload workload() {
@@ -706,6 +744,9 @@ final class PerfCommand extends CliCommand {
         o.put("queue_depth", queueDepth);
         o.put("queues", queues);
         o.put("io_queues_granted", t.ioQueueCount);
+        if (cpus != null) {
+            o.put("reactor_cpus", CpuSet.parse(cpus, CpuAffinity.possibleCpus()).toString());
+        }
         if (verify) {
             o.put("verified", r.verified);
             o.put("mismatches", r.mismatches);

@@ -2,6 +2,10 @@ package io.nvmeof4j.initiator.cli;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.nvmeof4j.initiator.ReactorPinningIT;
+import io.nvmeof4j.jni.cpu.CpuAffinity;
+import io.nvmeof4j.jni.cpu.CpuSet;
+import io.nvmeof4j.jni.cpu.ReactorPinning;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -13,6 +17,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** {@code nvmeof perf} for 2 s: progress lines, a summary with ordered percentiles, and one JSON object. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -176,6 +181,71 @@ class PerfIT {
         // What the log holds the histogram counted too (its max keeps 3 significant digits).
         assertThat(maxLatency).isLessThanOrEqualTo(s.get("latency_us").get("max").asDouble() * 1.001);
         assertThat(r.err()).contains("Slow log    : ").contains(" I/Os over 0 us in " + log);
+    }
+
+    @Test
+    void shouldPinTheHostReactorToTheCpusGivenAndTheRestOfTheJvmToTheOthers() throws Exception {
+        assumeTrue(CpuAffinity.isAvailable(), "no affinity library");
+        CpuSet original = CpuAffinity.get(0);
+        assumeTrue(original.containsAll(CpuSet.of(0, 1)), "this JVM may run on CPUs 0 and 1");
+        // Sampled from /proc while perf runs, as an operator would see it.
+        java.util.Set<String> reactorCpus = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        java.util.Set<String> driverCpus = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        java.util.concurrent.atomic.AtomicBoolean sampling = new java.util.concurrent.atomic.AtomicBoolean(true);
+        Thread sampler = new Thread(() -> {
+            while (sampling.get()) {
+                try {
+                    ReactorPinningIT.affinities().forEach((thread, cpus) -> {
+                        if (thread.startsWith("nvmeof-host-re")) {
+                            reactorCpus.add(cpus);
+                        } else if (thread.startsWith("nvmeof-perf-dri")) {
+                            driverCpus.add(cpus);
+                        }
+                    });
+                    Thread.sleep(50);
+                } catch (Exception e) {
+                    return;
+                }
+            }
+        }, "affinity-sampler");
+        sampler.start();
+        Cli.Outcome r;
+        try {
+            r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
+                "--queue-depth", "4", "--time", "1", "--cpus", "1", "--json"));
+        } finally {
+            sampling.set(false);
+            sampler.join(5_000);
+        }
+        assertThat(r.status()).as(r.toString()).isZero();
+        assertThat(r.err()).contains("Pinning     : nvmeof-host-reactor-0 pinned to CPU 1; housekeeping (JIT, GC, "
+            + "other threads) on CPUs 0");
+        JsonNode s = new ObjectMapper().readTree(r.out());
+        assertThat(s.get("reactor_cpus").asText()).isEqualTo("1");
+        assertThat(s.get("ios").asLong()).isPositive();
+        assertThat(s.get("errors").asLong()).isZero();
+        assertThat(reactorCpus).as("the host reactor while it ran").containsExactly("1");
+        assertThat(driverCpus).as("the drivers (housekeeping) while they ran").containsExactly("0");
+        assertThat(CpuAffinity.get(0)).as("every thread gets its CPUs back").isEqualTo(original);
+        // SPDK perf's spelling, a core mask.
+        Cli.Outcome mask = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
+            "--queue-depth", "1", "--time", "1", "-c", "0x2"));
+        assertThat(mask.status()).as(mask.toString()).isZero();
+        assertThat(mask.out()).contains("Pinning     : nvmeof-host-reactor-0 pinned to CPU 1");
+    }
+
+    @Test
+    void shouldRejectCpusBeyondTheMachineWithoutPinningAnything() throws Exception {
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
+            "--time", "1", "--cpus", "0-99999999"));
+        assertThat(r.status()).isEqualTo(NvmeofCli.EXIT_USAGE);
+        assertThat(r.err()).contains("--cpus CPU list \"0-99999999\": CPU 99999999 is beyond this machine's "
+            + CpuAffinity.possibleCpus() + " CPU(s)");
+        Cli.Outcome empty = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
+            "--time", "1", "-c", "0x"));
+        assertThat(empty.status()).isEqualTo(NvmeofCli.EXIT_USAGE);
+        assertThat(empty.err()).contains("--cpus core mask \"0x\" has no hex digits (example: \"0x3\")");
+        assertThat(ReactorPinning.active()).isNull();
     }
 
     @Test

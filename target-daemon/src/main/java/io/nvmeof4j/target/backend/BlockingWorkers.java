@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.backend;
 
+import io.nvmeof4j.jni.cpu.ReactorPinning;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.target.reactor.Reactor;
 import org.slf4j.Logger;
@@ -33,7 +34,8 @@ final class BlockingWorkers {
 
     static {
         for (int i = 0; i < THREADS; i++) {
-            Thread t = new Thread(BlockingWorkers::work, "nvmeof-blocking-io-" + i);
+            // Started by the first discard, on a reactor thread: off its pinned CPU first (ReactorPinning).
+            Thread t = new Thread(ReactorPinning.housekeeping(BlockingWorkers::work), "nvmeof-blocking-io-" + i);
             t.setDaemon(true);
             t.start();
         }

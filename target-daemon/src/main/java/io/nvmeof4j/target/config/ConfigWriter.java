@@ -212,6 +212,9 @@ public final class ConfigWriter {
     static ObjectNode settings(DaemonSettings d) {
         ObjectNode o = NODES.objectNode();
         o.put(DaemonSettings.REACTORS, d.reactors());
+        if (d.reactorCpus() != null) {
+            o.put(DaemonSettings.REACTOR_CPUS, d.reactorCpus().toString());
+        }
         o.put(DaemonSettings.IDLE_STRATEGY, d.idleStrategy().configName());
         o.put(DaemonSettings.IDLE_SPIN_US, TimeUnit.NANOSECONDS.toMicros(d.idleSpinNanos()));
         o.put(DaemonSettings.BUFFER_POOL_MIB, d.bufferPoolBytes() >> 20);

@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.config;
 
+import io.nvmeof4j.jni.cpu.CpuSet;
 import io.nvmeof4j.protocol.spi.ConnectionLimits;
 import io.nvmeof4j.target.reactor.IdleMode;
 
@@ -47,13 +48,17 @@ import java.util.concurrent.TimeUnit;
  * @param connectionLimits      {@code max_pending_connections}, {@code max_pending_connections_per_host},
  *                              {@code connect_timeout_ms}: limits on each port's queues that have not completed
  *                              their Connect (see {@link ConnectionLimits} for the defaults and why)
+ * @param reactorCpus           {@code reactor_cpus}: one reactor per CPU, each pinned to it, every other thread of
+ *                              the process on the CPUs it was allowed less these (SPDK's core mask; docs/datapath.md,
+ *                              "Pinning"), or null (the default): no affinity is set
  */
 public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinNanos, long bufferPoolBytes,
                              int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout, String http,
                              boolean httpExplicit, boolean metrics, HttpSecurity httpSecurity,
                              List<Path> allowedPaths, long ramBudgetBytes, long queueBufferBudgetBytes,
-                             ConnectionLimits connectionLimits) {
+                             ConnectionLimits connectionLimits, CpuSet reactorCpus) {
     public static final String REACTORS = "reactors";
+    public static final String REACTOR_CPUS = "reactor_cpus";
     public static final String IDLE_STRATEGY = "idle_strategy";
     public static final String IDLE_SPIN_US = "idle_spin_us";
     public static final String BUFFER_POOL_MIB = "buffer_pool_mib";
@@ -131,6 +136,10 @@ public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinN
         if (queueBufferBudgetBytes < 0) {
             throw new IllegalArgumentException("queue buffer budget " + queueBufferBudgetBytes + " is negative");
         }
+        if (reactorCpus != null && reactorCpus.size() != reactors) {
+            throw new IllegalArgumentException(reactors + " reactors on " + reactorCpus.size() + " reactor CPUs ("
+                + reactorCpus + "): one reactor per CPU");
+        }
     }
 
     /** The settings of an older configuration shape: HTTP on the default address, metrics on. */
@@ -138,7 +147,7 @@ public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinN
                           int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout) {
         this(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize, hugepages, shutdownTimeout,
             HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()), List.of(),
-            RAM_BUDGET_DERIVED, QUEUE_BUFFER_BUDGET_MIB_DEFAULT << 20, ConnectionLimits.defaults());
+            RAM_BUDGET_DERIVED, QUEUE_BUFFER_BUDGET_MIB_DEFAULT << 20, ConnectionLimits.defaults(), null);
     }
 
     /** These settings with the HTTP server at {@code address} ("HOST:PORT", or "off"), given explicitly. */
@@ -146,40 +155,40 @@ public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinN
         String a = address == null || HTTP_OFF.equals(address.trim().toLowerCase(Locale.ROOT)) ? null : address.trim();
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
             hugepages, shutdownTimeout, a, true, metrics, httpSecurity, allowedPaths, ramBudgetBytes,
-            queueBufferBudgetBytes, connectionLimits);
+            queueBufferBudgetBytes, connectionLimits, reactorCpus);
     }
 
     public DaemonSettings withMetrics(boolean on) {
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
             hugepages, shutdownTimeout, http, httpExplicit, on, httpSecurity, allowedPaths, ramBudgetBytes,
-            queueBufferBudgetBytes, connectionLimits);
+            queueBufferBudgetBytes, connectionLimits, reactorCpus);
     }
 
     /** These settings with other HTTP security settings (command-line overrides: --api-token-file, --metrics-http). */
     public DaemonSettings withHttpSecurity(HttpSecurity security) {
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
             hugepages, shutdownTimeout, http, httpExplicit, metrics, security, allowedPaths, ramBudgetBytes,
-            queueBufferBudgetBytes, connectionLimits);
+            queueBufferBudgetBytes, connectionLimits, reactorCpus);
     }
 
     /** These settings with other {@code allowed_paths} and {@code ram_budget_mib} (bytes, or the derived default). */
     public DaemonSettings withNamespaceLimits(List<Path> paths, long ramBudget) {
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
             hugepages, shutdownTimeout, http, httpExplicit, metrics, httpSecurity, paths, ramBudget,
-            queueBufferBudgetBytes, connectionLimits);
+            queueBufferBudgetBytes, connectionLimits, reactorCpus);
     }
 
     public DaemonSettings withConnectionLimits(ConnectionLimits limits) {
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
             hugepages, shutdownTimeout, http, httpExplicit, metrics, httpSecurity, allowedPaths, ramBudgetBytes,
-            queueBufferBudgetBytes, limits);
+            queueBufferBudgetBytes, limits, reactorCpus);
     }
 
     /** These settings with another {@code queue_buffer_budget_mib} (bytes). */
     public DaemonSettings withQueueBufferBudget(long bytes) {
         return new DaemonSettings(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize,
             hugepages, shutdownTimeout, http, httpExplicit, metrics, httpSecurity, allowedPaths, ramBudgetBytes,
-            bytes, connectionLimits);
+            bytes, connectionLimits, reactorCpus);
     }
 
     /**
@@ -243,6 +252,6 @@ public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinN
             TimeUnit.MICROSECONDS.toNanos(IDLE_SPIN_US_DEFAULT), (long) BUFFER_POOL_MIB_DEFAULT << 20,
             MAX_DATA_TRANSFER_KIB_DEFAULT << 10, false, Duration.ofMillis(SHUTDOWN_TIMEOUT_MS_DEFAULT),
             HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()), List.of(),
-            RAM_BUDGET_DERIVED, QUEUE_BUFFER_BUDGET_MIB_DEFAULT << 20, ConnectionLimits.defaults());
+            RAM_BUDGET_DERIVED, QUEUE_BUFFER_BUDGET_MIB_DEFAULT << 20, ConnectionLimits.defaults(), null);
     }
 }

@@ -1,6 +1,8 @@
 package io.nvmeof4j.target.config;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.nvmeof4j.jni.cpu.CpuAffinity;
+import io.nvmeof4j.jni.cpu.CpuSet;
 import io.nvmeof4j.protocol.spi.ConnectionLimits;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.TransportType;
@@ -40,7 +42,7 @@ final class SettingsSection {
             return d;
         }
         requireObject(node, where);
-        Set<String> known = Set.of(DaemonSettings.REACTORS, DaemonSettings.IDLE_STRATEGY, DaemonSettings.IDLE_SPIN_US,
+        Set<String> known = Set.of(DaemonSettings.REACTORS, DaemonSettings.REACTOR_CPUS, DaemonSettings.IDLE_STRATEGY, DaemonSettings.IDLE_SPIN_US,
             DaemonSettings.BUFFER_POOL_MIB, DaemonSettings.MAX_DATA_TRANSFER_KIB, DaemonSettings.HUGEPAGES,
             DaemonSettings.FILE_WORKERS_OBSOLETE, DaemonSettings.SHUTDOWN_TIMEOUT_MS, DaemonSettings.HTTP,
             DaemonSettings.METRICS, HttpSecurity.API_TOKEN_FILE, HttpSecurity.METRICS_HTTP,
@@ -69,6 +71,16 @@ final class SettingsSection {
         }
         int reactors = (int) optionalInteger(node, where, DaemonSettings.REACTORS, 1, DaemonSettings.MAX_REACTORS,
             d.reactors());
+        CpuSet reactorCpus = reactorCpus(node, where);
+        if (reactorCpus != null) {
+            if (node.has(DaemonSettings.REACTORS) && reactors != reactorCpus.size()) {
+                throw new ConfigException(at(where, DaemonSettings.REACTORS), reactors + " differs from the "
+                    + reactorCpus.size() + " CPU(s) of " + at(where, DaemonSettings.REACTOR_CPUS) + " "
+                    + quote(node.get(DaemonSettings.REACTOR_CPUS).asText()) + " (one reactor per CPU): drop "
+                    + DaemonSettings.REACTORS + " or make them agree");
+            }
+            reactors = reactorCpus.size();
+        }
         IdleMode idle = d.idleStrategy();
         JsonNode idleNode = node.get(DaemonSettings.IDLE_STRATEGY);
         if (idleNode != null) {
@@ -137,7 +149,34 @@ final class SettingsSection {
         return new DaemonSettings(reactors, idle, TimeUnit.MICROSECONDS.toNanos(spinUs), poolMib << 20,
             (int) mdtsKib << 10, hugepages, Duration.ofMillis(shutdownMs), http, httpExplicit, metrics,
             httpSecurity(node, where, d.httpSecurity()), allowedPaths, ramBudget, queueBufferBudget,
-            connectionLimits(node, where, d.connectionLimits()));
+            connectionLimits(node, where, d.connectionLimits()), reactorCpus);
+    }
+
+    /**
+     * {@code reactor_cpus}: a CPU list ({@code "0-3,8"}, as taskset -c takes it) or a core mask ({@code "0x3"}, as
+     * SPDK's -m), CPUs of this machine; null when absent. Whether the process may run on them is checked at start
+     * (the affinity a service manager gives the process then is what counts).
+     */
+    private static CpuSet reactorCpus(JsonNode node, String where) throws ConfigException {
+        JsonNode cpus = node.get(DaemonSettings.REACTOR_CPUS);
+        if (cpus == null || cpus.isNull()) {
+            return null;
+        }
+        String cw = at(where, DaemonSettings.REACTOR_CPUS);
+        if (!cpus.isTextual()) {
+            throw new ConfigException(cw, "must be a string: a CPU list (\"0-3,8\") or a core mask (\"0x3\"), not "
+                + describe(cpus));
+        }
+        CpuSet set;
+        try {
+            set = CpuSet.parse(cpus.asText(), CpuAffinity.possibleCpus());
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException(cw, e.getMessage());
+        }
+        if (set.size() > DaemonSettings.MAX_REACTORS) {
+            throw new ConfigException(cw, set.size() + " CPUs: at most " + DaemonSettings.MAX_REACTORS + " reactors");
+        }
+        return set;
     }
 
     private HttpSecurity httpSecurity(JsonNode node, String where, HttpSecurity d) throws ConfigException {

@@ -58,7 +58,8 @@ public final class ControllerRegistry implements AutoCloseable {
         }
         this.maxIoQueues = maxIoQueues;
         this.timer = new ScheduledThreadPoolExecutor(1, r -> {
-            Thread t = new Thread(r, "nvmeof-keep-alive");
+            // Created at the first schedule, a Connect on a reactor thread: off its pinned CPU first.
+            Thread t = new Thread(io.nvmeof4j.jni.cpu.ReactorPinning.housekeeping(r), "nvmeof-keep-alive");
             t.setDaemon(true);
             return t;
         });

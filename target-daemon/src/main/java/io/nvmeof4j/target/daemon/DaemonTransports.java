@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.daemon;
 
+import io.nvmeof4j.jni.cpu.ReactorPinning;
 import io.nvmeof4j.jni.rdma.Rdma;
 import io.nvmeof4j.protocol.buffer.OffHeapBufferPool;
 import io.nvmeof4j.protocol.spi.PollGroup;
@@ -67,9 +68,11 @@ final class DaemonTransports {
 
     /**
      * Creates the transports and the reactors (each with its pool, its poll groups for the transports the served
-     * ports use, its QoS waits and its io_uring channels) and starts the reactors.
+     * ports use, its QoS waits and its io_uring channels) and starts the reactors, each pinning itself to its CPU
+     * of {@code pinning} when there is one. The reactors are made here only: live changes add poll groups to them,
+     * never reactors, so no reactor thread starts unpinned later.
      */
-    void start(DaemonSettings settings, int largestBuffer, List<PortConfig> servedPorts,
+    void start(DaemonSettings settings, ReactorPinning pinning, int largestBuffer, List<PortConfig> servedPorts,
                io.nvmeof4j.protocol.spi.MemoryBudget queueBufferBudget, HostPskStore tlsKeys, TargetMetrics metrics)
         throws IOException {
         transport = new TcpControllerTransport(io.nvmeof4j.tcp.TcpTransportOptions.defaults(), queueBufferBudget);
@@ -77,7 +80,8 @@ final class DaemonTransports {
         boolean rdma = servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.RDMA);
         boolean tcp = !rdma || servedPorts.stream().anyMatch(p -> p.transportType() == TransportType.TCP);
         for (int i = 0; i < settings.reactors(); i++) {
-            Reactor reactor = new Reactor("nvmeof-reactor-" + i, settings.idleStrategy(), settings.idleSpinNanos());
+            Reactor reactor = new Reactor("nvmeof-reactor-" + i, settings.idleStrategy(), settings.idleSpinNanos(),
+                pinning, i);
             reactors.add(reactor);
             OffHeapBufferPool pool = new OffHeapBufferPool(largestBuffer, poolRegion(reactor, settings));
             pools.add(pool);

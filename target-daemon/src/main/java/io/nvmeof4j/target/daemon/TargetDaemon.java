@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.daemon;
 
+import io.nvmeof4j.jni.cpu.ReactorPinning;
 import io.nvmeof4j.jni.rdma.Rdma;
 import io.nvmeof4j.protocol.auth.DhchapCredentials;
 import io.nvmeof4j.protocol.buffer.OffHeapBufferPool;
@@ -102,6 +103,8 @@ public final class TargetDaemon implements AutoCloseable {
     /** Longer than a reactor's ring drain on close (so a slow disk finishes draining before devices close). */
     public static final Duration REACTOR_STOP_TIMEOUT =
         Duration.ofNanos(io.nvmeof4j.jni.bdev.BdevPollGroup.CLOSE_DRAIN_NANOS).plusSeconds(2);
+    /** How long the reactor threads get to pin themselves at start. */
+    static final Duration PIN_TIMEOUT = Duration.ofSeconds(10);
     /** How long a file device gets to finish its I/O and fsync when closed. */
     public static final Duration DEVICE_CLOSE_TIMEOUT = Duration.ofSeconds(10);
 
@@ -128,6 +131,8 @@ public final class TargetDaemon implements AutoCloseable {
     private RamBudget ramBudget;
     /** What connected NVMe/TCP queues may hold in buffers together ({@code queue_buffer_budget_mib}). */
     private io.nvmeof4j.protocol.spi.MemoryBudget queueBufferBudget;
+    /** The reactors' CPUs and the housekeeping set ({@code reactor_cpus}), or null: no affinity is set. */
+    private ReactorPinning pinning;
     private boolean started;
     private final AtomicBoolean closing = new AtomicBoolean();
     private final CountDownLatch closed = new CountDownLatch(1);
@@ -164,6 +169,8 @@ public final class TargetDaemon implements AutoCloseable {
         LOG.info("nvmeof4j target {} starting: {} subsystem(s), {} port(s), {} reactor(s), idle strategy {}",
             BuildVersion.version(), config.subsystems().size(), config.ports().size(), settings.reactors(),
             settings.idleStrategy().configName());
+        // First, before this start makes threads: they are made on the housekeeping CPUs then.
+        pinning = pinOthers(settings);
         // The API token first: a token file that cannot be read fails the start before anything is opened.
         ApiToken token = settings.http() == null ? null
             : ApiToken.loadOrCreate(settings.httpSecurity().apiTokenFile());
@@ -178,7 +185,10 @@ public final class TargetDaemon implements AutoCloseable {
         }
 
         tlsKeys = new HostPskStore(config.tlsKeys());
-        transports.start(settings, config.largestBuffer(), servedPorts, queueBufferBudget, tlsKeys, metrics);
+        transports.start(settings, pinning, config.largestBuffer(), servedPorts, queueBufferBudget, tlsKeys, metrics);
+        if (pinning != null) {
+            LOG.info("{}", pinning.describe(pinning.awaitReactors(settings.reactors(), PIN_TIMEOUT)));
+        }
         registry = new ControllerRegistry(config.maxIoQueues());
         registry.hostKeys().replaceAll(config.hostCredentials());
         registry.tlsKeys(tlsKeys);
@@ -197,6 +207,31 @@ public final class TargetDaemon implements AutoCloseable {
             TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - begin), transports.listenAddresses(),
             http == null ? "" : "; HTTP (metrics, management API) on " + http.url() + ", API token in "
                 + http.tokenFile());
+    }
+
+    /**
+     * With {@code reactor_cpus}: moves every thread of the process now (JIT, GC, the VM thread, this one, logging) to
+     * the housekeeping CPUs, before the reactors start and pin themselves; threads started later by these inherit
+     * them. Null without {@code reactor_cpus}: no affinity call at all.
+     *
+     * @throws ConfigException a reactor CPU this process may not run on, or no affinity library on this machine
+     */
+    private static ReactorPinning pinOthers(DaemonSettings settings) throws IOException {
+        if (settings.reactorCpus() == null) {
+            return null;
+        }
+        ReactorPinning plan;
+        try {
+            plan = ReactorPinning.start(settings.reactorCpus());
+        } catch (IllegalArgumentException | IllegalStateException | UnsupportedOperationException e) {
+            throw new ConfigException("nvmeof4j." + DaemonSettings.REACTOR_CPUS, e.getMessage(), e);
+        }
+        if (plan.housekeepingShared()) {
+            LOG.warn("nvmeof4j.{} {} takes every CPU this process may run on ({}): the JIT and the garbage collector "
+                + "share the reactors' CPUs; leave at least one CPU out for them", DaemonSettings.REACTOR_CPUS,
+                plan.reactorCpus(), plan.allowed());
+        }
+        return plan;
     }
 
     /** Binds a port of the model (configured, or added live) and replaces it in the model by its bound form. */
@@ -671,6 +706,10 @@ public final class TargetDaemon implements AutoCloseable {
         namespaces.close(toClose, reactorStuck);
         if (!started) {
             namespaces.removeCreatedFiles();
+        }
+        if (pinning != null) {
+            // An embedding process (a test JVM) goes on with the CPUs it started with.
+            step("giving every thread the CPUs the process started with (" + pinning.allowed() + ")", pinning::close);
         }
     }
 

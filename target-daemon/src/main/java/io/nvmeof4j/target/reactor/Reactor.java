@@ -1,5 +1,6 @@
 package io.nvmeof4j.target.reactor;
 
+import io.nvmeof4j.jni.cpu.ReactorPinning;
 import io.nvmeof4j.protocol.spi.PollGroup;
 import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
 import io.nvmeof4j.protocol.spi.idle.IdleStrategy;
@@ -77,8 +78,11 @@ import java.util.concurrent.locks.LockSupport;
  * above follows the new set of groups from the next block on. On its way out the reactor thread runs the tasks still queued,
  * then closes what it owns in reverse order of registration (so a poll group closes before the buffer pool it
  * draws from).
- * <p>CPU pinning is not done: pure Java cannot set a thread's affinity. Run the daemon under {@code taskset} to
- * confine it; a native helper can pin later.
+ *
+ * <h2>Pinning</h2>
+ * Given a {@link ReactorPinning} ({@code nvmeof4j.reactor_cpus}), the reactor thread pins itself to its CPU as it
+ * starts, before its first round; the daemon has moved every other thread to the housekeeping CPUs before, so the JIT
+ * and GC do not take turns with a busy reactor (docs/datapath.md, "Pinning"). Without one no affinity is set.
  */
 public final class Reactor implements Executor, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Reactor.class);
@@ -118,6 +122,13 @@ public final class Reactor implements Executor, AutoCloseable {
     private long rounds;
 
     public Reactor(String name, IdleMode idleMode, long spinNanos) {
+        this(name, idleMode, spinNanos, null, 0);
+    }
+
+    /**
+     * @param pinning null, or the plan whose CPU {@code index} this reactor's thread pins itself to when it starts
+     */
+    public Reactor(String name, IdleMode idleMode, long spinNanos, ReactorPinning pinning, int index) {
         if (spinNanos < 0) {
             throw new IllegalArgumentException("negative spin time");
         }
@@ -125,7 +136,7 @@ public final class Reactor implements Executor, AutoCloseable {
         this.idleMode = Objects.requireNonNull(idleMode, "idleMode");
         this.loop = new ReactorLoop(name, new Agent(),
             wait -> idleMode.newStrategy(name, wait, spinNanos, TimeUnit.MILLISECONDS.toNanos(AWAIT_MILLIS_ONE_GROUP)),
-            body -> new ReactorThread(this, name, body));
+            body -> new ReactorThread(this, name, pinning == null ? body : pinning.reactorBody(index, name, body)));
     }
 
     public Reactor(String name) {

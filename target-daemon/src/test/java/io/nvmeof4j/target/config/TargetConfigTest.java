@@ -308,6 +308,40 @@ class TargetConfigTest {
     }
 
     @Test
+    void shouldReadReactorCpusAsOneReactorPerCpuAndWriteThemBack() throws Exception {
+        TargetConfig list = parse(withNamespaces(ramNamespace(1)).replaceFirst("\\{",
+            "{\"nvmeof4j\": {\"reactor_cpus\": \"1\"}, "));
+        assertThat(list.daemon().reactorCpus()).isEqualTo(io.nvmeof4j.jni.cpu.CpuSet.of(1));
+        assertThat(list.daemon().reactors()).isEqualTo(1);
+        TargetConfig mask = parse(withNamespaces(ramNamespace(1)).replaceFirst("\\{",
+            "{\"nvmeof4j\": {\"reactor_cpus\": \"0x3\", \"reactors\": 2}, "));
+        assertThat(mask.daemon().reactorCpus().toString()).isEqualTo("0-1");
+        assertThat(mask.daemon().reactors()).isEqualTo(2);
+        assertThat(ConfigWriter.settings(mask.daemon()).get("reactor_cpus").asText()).isEqualTo("0-1");
+        assertThat(parse(withNamespaces(ramNamespace(1))).daemon().reactorCpus()).as("absent: not pinned").isNull();
+        assertThat(ConfigWriter.settings(list.withDaemonSettings(list.daemon()).daemon()).get("reactor_cpus").asText())
+            .isEqualTo("1");
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "\"reactor_cpus\": \"1\", \"reactors\": 2|nvmeof4j.reactors: 2 differs from the 1 CPU(s) of "
+            + "nvmeof4j.reactor_cpus \"1\" (one reactor per CPU): drop reactors or make them agree",
+        "\"reactor_cpus\": \"\"|nvmeof4j.reactor_cpus: \"\" is empty: expected a CPU list such as \"0-3,8\" or a "
+            + "core mask such as \"0x3\"",
+        "\"reactor_cpus\": \"3-1\"|nvmeof4j.reactor_cpus: CPU list \"3-1\": CPU 3 is beyond this machine's",
+        "\"reactor_cpus\": \"0-99999999\"|nvmeof4j.reactor_cpus: CPU list \"0-99999999\": CPU 99999999 is beyond "
+            + "this machine's",
+        "\"reactor_cpus\": \"0x\"|nvmeof4j.reactor_cpus: core mask \"0x\" has no hex digits (example: \"0x3\")",
+        "\"reactor_cpus\": \"-1\"|nvmeof4j.reactor_cpus: CPU list \"-1\": \"-1\" is not a CPU number or range",
+        "\"reactor_cpus\": 1|nvmeof4j.reactor_cpus: must be a string: a CPU list (\"0-3,8\") or a core mask "
+            + "(\"0x3\"), not"})
+    void shouldRefuseBadReactorCpusWithTheirMessage(String settings, String message) {
+        String json = withNamespaces(ramNamespace(1)).replaceFirst("\\{", "{\"nvmeof4j\": {" + settings + "}, ");
+        assertThatThrownBy(() -> parse(json)).isInstanceOf(ConfigException.class).hasMessageStartingWith(message);
+    }
+
+    @Test
     void shouldReadConnectionLimitsIntoEveryPort() throws Exception {
         String json = withNamespaces(ramNamespace(1)).replaceFirst("\\{", "{\"nvmeof4j\": {"
             + "\"max_pending_connections\": 100, \"max_pending_connections_per_host\": 20, "

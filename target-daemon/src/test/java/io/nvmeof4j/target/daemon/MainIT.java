@@ -1,5 +1,7 @@
 package io.nvmeof4j.target.daemon;
 
+import io.nvmeof4j.jni.cpu.CpuAffinity;
+import io.nvmeof4j.jni.cpu.CpuSet;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.target.config.BuildVersion;
 import io.nvmeof4j.target.model.Port;
@@ -22,6 +24,7 @@ import static io.nvmeof4j.target.daemon.TargetDaemonIT.config;
 import static io.nvmeof4j.target.daemon.TargetDaemonIT.port;
 import static io.nvmeof4j.target.daemon.TargetDaemonIT.ram;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** Runs {@link Main} in this JVM: exit statuses come back from picocli, nothing calls System.exit. */
 class MainIT {
@@ -104,6 +107,40 @@ class MainIT {
         assertThat(err.toString()).contains("no port is configured and no control plane could add one",
             "nothing to serve");
         assertThat(out.toString()).isEmpty();
+    }
+
+    @Test
+    void shouldExitWith2NamingBothWhenReactorsAndReactorCpusDisagree() throws Exception {
+        Path bad = dir.resolve("pinned.json");
+        Files.writeString(bad, config(port(1, 0, NQN), ram(1)).replace("\"reactors\": 2,",
+            "\"reactors\": 2, \"reactor_cpus\": \"1\","));
+        assertThat(run("--config", bad.toString())).isEqualTo(2);
+        assertThat(err.toString()).isEqualTo("nvmeof-target: error: nvmeof4j.reactors: 2 differs from the 1 CPU(s) "
+            + "of nvmeof4j.reactor_cpus \"1\" (one reactor per CPU): drop reactors or make them agree"
+            + System.lineSeparator());
+        assertThat(out.toString()).isEmpty();
+    }
+
+    @Test
+    void shouldExitWith2ForAReactorCpuThisProcessMayNotRunOn() throws Exception {
+        assumeTrue(CpuAffinity.isAvailable(), "no affinity library");
+        // The process's CPUs are its main thread's (tid = pid): confined to CPU 0 for this test, as taskset -c 0.
+        int main = (int) ProcessHandle.current().pid();
+        CpuSet original = CpuAffinity.get(main);
+        assumeTrue(original.containsAll(CpuSet.of(0, 1)), "this JVM may run on CPUs 0 and 1");
+        Path file = dir.resolve("outside.json");
+        Files.writeString(file, config(port(1, 0, NQN), ram(1)).replace("\"reactors\": 2,",
+            "\"reactor_cpus\": \"1\","));
+        CpuAffinity.set(main, CpuSet.of(0));
+        try {
+            assertThat(run("--config", file.toString())).isEqualTo(2);
+        } finally {
+            CpuAffinity.set(main, original);
+        }
+        assertThat(err.toString()).isEqualTo("nvmeof-target: error: nvmeof4j.reactor_cpus: reactor CPU(s) 1 not "
+            + "among the CPUs this process may run on (0)" + System.lineSeparator());
+        assertThat(out.toString()).isEmpty();
+        assertThat(CpuAffinity.get(0)).as("no affinity was changed").isEqualTo(original);
     }
 
     @Test
