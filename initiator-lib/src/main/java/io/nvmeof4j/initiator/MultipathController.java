@@ -3,6 +3,7 @@ package io.nvmeof4j.initiator;
 import io.nvmeof4j.protocol.admin.LogPageIdentifier;
 import io.nvmeof4j.protocol.ana.AnaLogPage;
 import io.nvmeof4j.protocol.ana.AnaState;
+import io.nvmeof4j.protocol.spi.JvmOptions;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -59,7 +60,7 @@ public final class MultipathController implements AutoCloseable {
     private final ConnectOptions options;
     final Path[] paths;
     private volatile IoPolicy policy;
-    private volatile boolean roundRobinPerIo = Boolean.getBoolean(ROUND_ROBIN_PER_IO_PROP_NAME);
+    private volatile boolean roundRobinPerIo = roundRobinPerIoFromProperty();
     /** Round-robin state per host reactor ({@link HostReactor.ReactorThread#slot}); each touched by its own thread. */
     private final RoundTurn[] turns;
     /** How far (in I/Os) a path may lag the others' round-robin share before it is lifted (see {@link #pick}). */
@@ -235,6 +236,11 @@ public final class MultipathController implements AutoCloseable {
      */
     public void roundRobinPerIo(boolean perIo) {
         this.roundRobinPerIo = perIo;
+    }
+
+    /** {@value #ROUND_ROBIN_PER_IO_PROP_NAME}, else false. */
+    public static boolean roundRobinPerIoFromProperty() {
+        return JvmOptions.booleanOption(ROUND_ROBIN_PER_IO_PROP_NAME, false);
     }
 
     /** The namespaces, as found on the first path that connected. */

@@ -8,6 +8,7 @@ import io.nvmeof4j.protocol.admin.LogPageIdentifier;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.protocol.spi.host.HostTransport;
+import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
 import io.nvmeof4j.rdma.host.RdmaHostTransport;
 import io.nvmeof4j.tcp.host.TcpHostTransport;
 import org.slf4j.Logger;
@@ -67,6 +68,7 @@ public final class NvmeofHost implements AutoCloseable {
 
     private NvmeofHost(HostIdentity identity, int reactorThreads, ReactorPinning pinning) {
         this.identity = Objects.requireNonNull(identity, "identity");
+        checkJvmOptions();
         if (reactorThreads < 1 || reactorThreads > 256) {
             throw new IllegalArgumentException("reactor threads " + reactorThreads + " outside 1..256");
         }
@@ -76,6 +78,18 @@ public final class NvmeofHost implements AutoCloseable {
         timer = Executors.newSingleThreadScheduledExecutor(daemon("nvmeof-host-timer"));
         control = Executors.newCachedThreadPool(daemon("nvmeof-host-control"));
         LOG.debug("host {} started with {} reactor thread(s)", identity, reactorThreads);
+    }
+
+    /**
+     * Reads the JVM options a host uses ({@code -Dnvmeof4j.reactor.*},
+     * {@value MultipathController#ROUND_ROBIN_PER_IO_PROP_NAME}), refusing a malformed or out-of-range one with an
+     * {@link IllegalArgumentException} that names it ({@link io.nvmeof4j.protocol.spi.JvmOptions}). Every host runs it
+     * when made, so the refusal reaches the caller rather than a reactor thread; the {@code nvmeof} CLI runs it first
+     * to report a usage error.
+     */
+    public static void checkJvmOptions() {
+        AdaptiveIdleStrategy.checkJvmOptions();
+        MultipathController.roundRobinPerIoFromProperty();
     }
 
     /** A host with the persisted default identity ({@link HostIdentity#defaultIdentity()}). */

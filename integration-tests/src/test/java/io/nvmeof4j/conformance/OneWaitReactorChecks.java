@@ -42,7 +42,7 @@ public class OneWaitReactorChecks {
         String addr = System.getenv().getOrDefault("RDMA_ADDR", "10.0.2.15");
         // -Dnvmeof4j.rdma.wake_selector=false (RdmaJniIT -Dnvmeof4j.it.guestJavaOpts=...): the old bounded wait, for
         // a before/after comparison in one guest; the check then asserts that bound's wake-ups instead.
-        boolean joined = Boolean.parseBoolean(System.getProperty(RdmaPollGroup.WAKE_SELECTOR_PROP_NAME, "true"));
+        boolean joined = RdmaPollGroup.wakeSelectorFromProperty();
         TransportUnderTest rdma = ((TransportConformanceSuite) new RdmaSoftRoceConformance()).transportUnderTest();
         ConformanceController controller = new ConformanceController(16 << 20);
         RdmaControllerTransport rdmaTransport = new RdmaControllerTransport();

@@ -1,6 +1,7 @@
 package io.nvmeof4j.rdma;
 
 import io.nvmeof4j.protocol.buffer.OffHeapBufferPool;
+import io.nvmeof4j.protocol.spi.JvmOptions;
 import io.nvmeof4j.protocol.spi.PollGroup;
 import io.nvmeof4j.protocol.spi.reactor.WakesSelector;
 import io.nvmeof4j.protocol.spi.transport.BufferWaitQueue;
@@ -170,8 +171,12 @@ public final class RdmaPollGroup implements PollGroup, WakesSelector {
 
     @Override
     public boolean wakeSelector(Selector selector) {
-        return !core.isClosed() && Boolean.parseBoolean(System.getProperty(WAKE_SELECTOR_PROP_NAME, "true"))
-            && waiter.joinSelector(selector);
+        return !core.isClosed() && wakeSelectorFromProperty() && waiter.joinSelector(selector);
+    }
+
+    /** {@value #WAKE_SELECTOR_PROP_NAME}, else true. */
+    public static boolean wakeSelectorFromProperty() {
+        return JvmOptions.booleanOption(WAKE_SELECTOR_PROP_NAME, true);
     }
 
     @Override

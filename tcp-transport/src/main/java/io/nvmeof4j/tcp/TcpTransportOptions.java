@@ -1,6 +1,9 @@
 package io.nvmeof4j.tcp;
 
+import io.nvmeof4j.protocol.spi.JvmOptions;
 import io.nvmeof4j.protocol.tcp.ICRespPdu;
+
+import java.util.function.IntFunction;
 
 /**
  * NVMe/TCP settings of a {@link TcpControllerTransport}, on top of the transport-independent
@@ -31,6 +34,7 @@ public record TcpTransportOptions(int maxH2CDataSize, int c2hDataPduSize, int re
     public static final String SOCKET_BUFFER_SIZE_PROP_NAME = "nvmeof4j.tcp.socket.buffer.size";
     public static final int SOCKET_BUFFER_SIZE_DEFAULT = 0;
 
+    public static final int MIN_C2H_DATA_PDU_SIZE = 4096;
     /** Smallest receive buffer: it must hold the largest PDU header with padding and digest, with room to spare. */
     public static final int MIN_RECEIVE_BUFFER_SIZE = 4096;
 
@@ -39,26 +43,48 @@ public record TcpTransportOptions(int maxH2CDataSize, int c2hDataPduSize, int re
             throw new IllegalArgumentException("MAXH2CDATA " + maxH2CDataSize
                 + " must be at least 4096 and a multiple of 4 (the Linux host rejects anything else)");
         }
-        if (c2hDataPduSize < 4096) {
-            throw new IllegalArgumentException("C2HData PDU size " + c2hDataPduSize + " below 4096");
+        if (c2hDataPduSize < MIN_C2H_DATA_PDU_SIZE) {
+            throw new IllegalArgumentException("C2HData PDU size " + c2hDataPduSize + " must be at least "
+                + MIN_C2H_DATA_PDU_SIZE);
         }
         if (receiveBufferSize < MIN_RECEIVE_BUFFER_SIZE) {
-            throw new IllegalArgumentException("receive buffer size " + receiveBufferSize + " below "
+            throw new IllegalArgumentException("receive buffer size " + receiveBufferSize + " must be at least "
                 + MIN_RECEIVE_BUFFER_SIZE);
         }
         if (socketBufferSize < 0) {
             throw new IllegalArgumentException("socket buffer size " + socketBufferSize
-                + " negative (0 leaves SO_SNDBUF/SO_RCVBUF to the kernel)");
+                + " must be 0 (kernel autotuning) or more");
         }
     }
 
-    /** The defaults, each overridable by its system property. */
+    /**
+     * The defaults, each overridable by its system property; a malformed value, or one this record refuses, is
+     * refused naming the property ({@link JvmOptions}).
+     */
     public static TcpTransportOptions defaults() {
-        return new TcpTransportOptions(
-            Integer.getInteger(MAX_H2C_DATA_SIZE_PROP_NAME, MAX_H2C_DATA_SIZE_DEFAULT),
-            Integer.getInteger(C2H_DATA_PDU_SIZE_PROP_NAME, C2H_DATA_PDU_SIZE_DEFAULT),
-            Integer.getInteger(RECEIVE_BUFFER_SIZE_PROP_NAME, RECEIVE_BUFFER_SIZE_DEFAULT),
-            Integer.getInteger(SOCKET_BUFFER_SIZE_PROP_NAME, SOCKET_BUFFER_SIZE_DEFAULT));
+        TcpTransportOptions options = new TcpTransportOptions(MAX_H2C_DATA_SIZE_DEFAULT, C2H_DATA_PDU_SIZE_DEFAULT,
+            RECEIVE_BUFFER_SIZE_DEFAULT, SOCKET_BUFFER_SIZE_DEFAULT);
+        options = fromProperty(MAX_H2C_DATA_SIZE_PROP_NAME, options.maxH2CDataSize, ICRespPdu.MIN_MAX_H2C_DATA,
+            options::withMaxH2CDataSize);
+        options = fromProperty(C2H_DATA_PDU_SIZE_PROP_NAME, options.c2hDataPduSize, MIN_C2H_DATA_PDU_SIZE,
+            options::withC2HDataPduSize);
+        options = fromProperty(RECEIVE_BUFFER_SIZE_PROP_NAME, options.receiveBufferSize, MIN_RECEIVE_BUFFER_SIZE,
+            options::withReceiveBufferSize);
+        return fromProperty(SOCKET_BUFFER_SIZE_PROP_NAME, options.socketBufferSize, 0, options::withSocketBufferSize);
+    }
+
+    /**
+     * {@code min} is the constructor's bound, so a refusal says the range; the constructor's other rules (MAXH2CDATA
+     * a multiple of 4) are refused by it, named here.
+     */
+    private static TcpTransportOptions fromProperty(String name, int defaultValue, int min,
+                                                    IntFunction<TcpTransportOptions> with) {
+        int value = JvmOptions.intOption(name, defaultValue, min, Integer.MAX_VALUE);
+        try {
+            return with.apply(value);
+        } catch (IllegalArgumentException e) {
+            throw JvmOptions.refused(name, Integer.toString(value), e.getMessage());
+        }
     }
 
     public TcpTransportOptions withMaxH2CDataSize(int bytes) {

@@ -25,6 +25,12 @@ abstract class CliCommand implements Callable<Integer> {
     @Override
     public final Integer call() {
         try {
+            NvmeofHost.checkJvmOptions();
+        } catch (IllegalArgumentException e) {
+            // A JVM option (NVMEOF4J_JAVA_OPTS) is part of the command line: a bad one is a usage error.
+            return CliErrors.report(err(), new CliUsageException(e.getMessage()), false);
+        }
+        try {
             return execute();
         } catch (Exception e) {
             return CliErrors.report(err(), e, connection.verbose);

@@ -4,6 +4,7 @@ import io.nvmeof4j.jni.NativeIoException;
 import io.nvmeof4j.jni.bdev.BdevIoChannel;
 import io.nvmeof4j.jni.bdev.BdevPollGroup;
 import io.nvmeof4j.protocol.buffer.OffHeapBufferPool;
+import io.nvmeof4j.protocol.spi.JvmOptions;
 import io.nvmeof4j.protocol.spi.PollGroup;
 import io.nvmeof4j.target.reactor.InFlightAware;
 import io.nvmeof4j.target.reactor.Reactor;
@@ -41,6 +42,8 @@ public final class BdevChannels implements PollGroup, InFlightAware {
     /** System property: io_uring entries per reactor (tests shrink it to make the ring overflow). */
     public static final String ENTRIES_PROP_NAME = "nvmeof4j.io_uring.entries";
     public static final int ENTRIES_DEFAULT = 4096;
+    /** The kernel's IORING_MAX_ENTRIES; the ring's own check asks the native layer, which is not loaded yet here. */
+    public static final int ENTRIES_MAX = 32768;
     /**
      * System property: false keeps the ring off the reactor's selector (the reactor then waits in the ring, 200 us at
      * a time, while I/O is in flight: the behaviour before issue 17), for before/after comparisons.
@@ -75,9 +78,17 @@ public final class BdevChannels implements PollGroup, InFlightAware {
         }
     }
 
-    /** Ring entries per reactor: {@value #ENTRIES_PROP_NAME}, else {@value #ENTRIES_DEFAULT}. */
+    /**
+     * Ring entries per reactor: {@value #ENTRIES_PROP_NAME} (1..{@value #ENTRIES_MAX}), else
+     * {@value #ENTRIES_DEFAULT}.
+     */
     public static int entriesFromProperty() {
-        return Integer.getInteger(ENTRIES_PROP_NAME, ENTRIES_DEFAULT);
+        return JvmOptions.intOption(ENTRIES_PROP_NAME, ENTRIES_DEFAULT, 1, ENTRIES_MAX);
+    }
+
+    /** {@value #WAKE_SELECTOR_PROP_NAME}, else true. */
+    public static boolean wakeSelectorFromProperty() {
+        return JvmOptions.booleanOption(WAKE_SELECTOR_PROP_NAME, true);
     }
 
     public int entries() {
@@ -272,7 +283,7 @@ public final class BdevChannels implements PollGroup, InFlightAware {
 
     @Override
     public boolean wakeSelector(Selector selector) {
-        if (closed || !Boolean.parseBoolean(System.getProperty(WAKE_SELECTOR_PROP_NAME, "true"))) {
+        if (closed || !wakeSelectorFromProperty()) {
             return false;
         }
         int rc = group.wakeSelector(selector);

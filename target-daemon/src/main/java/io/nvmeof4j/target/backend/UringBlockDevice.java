@@ -10,6 +10,7 @@ import io.nvmeof4j.jni.bdev.BdevPollGroup;
 import io.nvmeof4j.jni.bdev.UringOptions;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.log.RateLimitedLog;
+import io.nvmeof4j.protocol.spi.JvmOptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -67,6 +68,8 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
     /** System property: how long {@link #close()} waits for the final fsync, in ms. */
     public static final String FINAL_SYNC_TIMEOUT_PROP_NAME = "nvmeof4j.final_sync_timeout_ms";
     public static final long FINAL_SYNC_TIMEOUT_MS_DEFAULT = 10_000;
+    /** Largest {@value #FINAL_SYNC_TIMEOUT_PROP_NAME}: an hour, so the deadline arithmetic cannot overflow. */
+    public static final long FINAL_SYNC_TIMEOUT_MS_MAX = 3_600_000;
     /** System property: false makes block devices discard as on kernels without io_uring's command (tests). */
     public static final String DISCARD_COMMAND_PROP_NAME = "nvmeof4j.io_uring.discard_command";
 
@@ -123,7 +126,7 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
         boolean create = sizeBytes > 0 && (confinement == UringOptions.Confinement.NONE || !Files.exists(path,
             LinkOption.NOFOLLOW_LINKS));
         UringOptions options = new UringOptions(buffered, blockSize, sizeBytes, create, false, confinement,
-            Boolean.parseBoolean(System.getProperty(DISCARD_COMMAND_PROP_NAME, "true")), shared);
+            discardCommandFromProperty(), shared);
         Bdev bdev;
         try {
             bdev = Bdev.openUring(path, options);
@@ -481,6 +484,17 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
         return true;
     }
 
+    /** {@value #DISCARD_COMMAND_PROP_NAME}, else true. */
+    public static boolean discardCommandFromProperty() {
+        return JvmOptions.booleanOption(DISCARD_COMMAND_PROP_NAME, true);
+    }
+
+    /** {@value #FINAL_SYNC_TIMEOUT_PROP_NAME} (0..{@value #FINAL_SYNC_TIMEOUT_MS_MAX}), else the default. */
+    public static long finalSyncTimeoutMillisFromProperty() {
+        return JvmOptions.longOption(FINAL_SYNC_TIMEOUT_PROP_NAME, FINAL_SYNC_TIMEOUT_MS_DEFAULT, 0,
+            FINAL_SYNC_TIMEOUT_MS_MAX);
+    }
+
     /**
      * Closes the descriptor and the device ({@code fsync}), each wait bounded (see "Closing" above). The reactors'
      * channels must be closed first: the daemon stops its reactors before closing devices, and {@link #detach}
@@ -493,7 +507,7 @@ public final class UringBlockDevice implements BlockDevice, BdevCompletionHandle
         }
         closed = true;
         stopped = true;
-        long timeoutMs = Long.getLong(FINAL_SYNC_TIMEOUT_PROP_NAME, FINAL_SYNC_TIMEOUT_MS_DEFAULT);
+        long timeoutMs = finalSyncTimeoutMillisFromProperty();
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         if (!awaitBlocking(deadline)) {
             LOG.error("{}: a discard on a worker thread did not finish within {} ms; the device stays open (leaked) "

@@ -46,6 +46,7 @@ final class ConfigParser {
 
     TargetConfig parse(JsonNode root, Path source) throws ConfigException {
         requireObject(root, "");
+        DaemonJvmOptions.check();
         SettingsSection settingsSection = new SettingsSection(baseDirectory, defaultTokenFile, notices);
         HostsSection hostsSection = new HostsSection(notices);
         DaemonSettings settings = settingsSection.daemonSettings(root.get("nvmeof4j"), "nvmeof4j");

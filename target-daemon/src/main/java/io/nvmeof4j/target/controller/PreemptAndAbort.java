@@ -2,6 +2,7 @@ package io.nvmeof4j.target.controller;
 
 import io.nvmeof4j.protocol.HostId;
 import io.nvmeof4j.protocol.command.NvmeStatus;
+import io.nvmeof4j.protocol.spi.JvmOptions;
 import io.nvmeof4j.protocol.spi.Request;
 import io.nvmeof4j.target.io.NvmCommands;
 import io.nvmeof4j.target.model.Namespace;
@@ -45,12 +46,14 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
  * waits without a bound. A preempted queue that closes meanwhile still drains: its commands in the backend complete and
  * are counted off; a queue whose reactor has stopped runs nothing more and counts as drained.
  */
-final class PreemptAndAbort implements Runnable {
+public final class PreemptAndAbort implements Runnable {
     private static final Logger LOG = LoggerFactory.getLogger(PreemptAndAbort.class);
 
     /** System property: how long an Acquire waits for the preempted hosts' commands, in milliseconds. */
-    static final String TIMEOUT_PROP_NAME = "nvmeof4j.reservation.preempt_abort_timeout_ms";
+    public static final String TIMEOUT_PROP_NAME = "nvmeof4j.reservation.preempt_abort_timeout_ms";
     static final long TIMEOUT_MILLIS_DEFAULT = 10_000;
+    /** Largest {@value #TIMEOUT_PROP_NAME}: an hour, far past a host's I/O timeout (Linux: 30 s). */
+    static final long TIMEOUT_MILLIS_MAX = 3_600_000;
     /** How often the timer looks at the counters. */
     static final long POLL_PERIOD_MILLIS = 1;
 
@@ -83,9 +86,9 @@ final class PreemptAndAbort implements Runnable {
         this.timeoutMillis = timeoutMillis;
     }
 
-    /** {@value #TIMEOUT_PROP_NAME}, else {@value #TIMEOUT_MILLIS_DEFAULT}. */
-    static long timeoutMillis() {
-        return Math.max(1, Long.getLong(TIMEOUT_PROP_NAME, TIMEOUT_MILLIS_DEFAULT));
+    /** {@value #TIMEOUT_PROP_NAME} (1..{@value #TIMEOUT_MILLIS_MAX}), else {@value #TIMEOUT_MILLIS_DEFAULT}. */
+    public static long timeoutMillis() {
+        return JvmOptions.longOption(TIMEOUT_PROP_NAME, TIMEOUT_MILLIS_DEFAULT, 1, TIMEOUT_MILLIS_MAX);
     }
 
     /**

@@ -5,6 +5,7 @@ import io.nvmeof4j.jni.cpu.CpuSet;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.target.config.BuildVersion;
 import io.nvmeof4j.target.model.Port;
+import io.nvmeof4j.tcp.TcpTransportOptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -67,6 +68,35 @@ class MainIT {
         // Nothing was started, and the base configuration is left as it was.
         assertThat(dir.resolve("rpc.sock")).doesNotExist();
         assertThat(Files.readString(base)).doesNotContain("spdk");
+    }
+
+    @Test
+    void shouldExitWith2NamingABadJvmOptionWithNothingListening() throws Exception {
+        int nvme = TargetDaemonIT.freePort();
+        int http = TargetDaemonIT.freePort();
+        Path file = dir.resolve("jvm-option.json");
+        Files.writeString(file, config(port(1, nvme, NQN), ram(1)));
+        String before = System.getProperty(TcpTransportOptions.SOCKET_BUFFER_SIZE_PROP_NAME);
+        System.setProperty(TcpTransportOptions.SOCKET_BUFFER_SIZE_PROP_NAME, "-1");
+        try {
+            assertThat(run("--config", file.toString(), "--http", "127.0.0.1:" + http)).isEqualTo(2);
+            assertThat(err.toString()).isEqualTo("nvmeof-target: error: -Dnvmeof4j.tcp.socket.buffer.size=-1: must be "
+                + "0 or more (up to 2147483647)" + System.lineSeparator());
+            assertThat(out.toString()).isEmpty();
+            assertThat(canBind(nvme)).as("no NVMe/TCP listener").isTrue();
+            assertThat(canBind(http)).as("no HTTP listener").isTrue();
+            assertThat(dir.resolve("api-token")).as("the start never began: it would have made the API token")
+                .doesNotExist();
+            err.getBuffer().setLength(0);
+            assertThat(run("--check", "--config", file.toString())).as("--check checks JVM options too").isEqualTo(2);
+            assertThat(err.toString()).contains("-Dnvmeof4j.tcp.socket.buffer.size=-1");
+        } finally {
+            if (before == null) {
+                System.clearProperty(TcpTransportOptions.SOCKET_BUFFER_SIZE_PROP_NAME);
+            } else {
+                System.setProperty(TcpTransportOptions.SOCKET_BUFFER_SIZE_PROP_NAME, before);
+            }
+        }
     }
 
     @Test

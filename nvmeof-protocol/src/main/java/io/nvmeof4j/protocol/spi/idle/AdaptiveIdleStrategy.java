@@ -1,5 +1,6 @@
 package io.nvmeof4j.protocol.spi.idle;
 
+import io.nvmeof4j.protocol.spi.JvmOptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -74,6 +75,8 @@ public final class AdaptiveIdleStrategy implements IdleStrategy {
      */
     public static final String MAX_SPIN_US_PROP_NAME = "nvmeof4j.reactor.idle_spin_max_us";
     public static final long MAX_SPIN_US_DEFAULT = 500;
+    /** Largest {@value #MAX_SPIN_US_PROP_NAME}: a second, far past any gap worth spinning through. */
+    public static final long MAX_SPIN_US_LIMIT = 1_000_000;
     /**
      * System property: how many times an idle stretch yields between spinning and blocking. 0 by default: a yield
      * does nothing on a CPU of one's own, and on a shared one it hands the competitor a whole time slice while work
@@ -207,14 +210,34 @@ public final class AdaptiveIdleStrategy implements IdleStrategy {
      */
     public static AdaptiveIdleStrategy forCurrentThread(String name, IdleWait wait, long spinNanos,
                                                         long maxParkNanos) {
-        SchedStat stat = Boolean.parseBoolean(System.getProperty(ADAPT_TO_CONTENTION_PROP_NAME, "true"))
-            ? SchedStat.open() : null;
-        long maxSpinNanos = TimeUnit.MICROSECONDS.toNanos(Math.max(0, Long.getLong(MAX_SPIN_US_PROP_NAME,
-            MAX_SPIN_US_DEFAULT)));
-        return new AdaptiveIdleStrategy(name, wait, spinNanos, maxSpinNanos,
-            Math.max(0, Integer.getInteger(MAX_YIELDS_PROP_NAME, MAX_YIELDS_DEFAULT)),
+        long maxSpinNanos = TimeUnit.MICROSECONDS.toNanos(maxSpinMicrosOption());
+        int maxYields = maxYieldsOption();
+        SchedStat stat = adaptToContentionOption() ? SchedStat.open() : null;
+        return new AdaptiveIdleStrategy(name, wait, spinNanos, maxSpinNanos, maxYields,
             Math.min(MIN_PARK_NANOS_DEFAULT, maxParkNanos), maxParkNanos, System::nanoTime,
             stat == null ? null : stat::readRunDelayNanos, stat);
+    }
+
+    /**
+     * Reads this class's JVM options, refusing a bad one with {@link IllegalArgumentException} ({@link JvmOptions}):
+     * for a daemon or a host to check before it starts reactors, whose threads are no place to find out.
+     */
+    public static void checkJvmOptions() {
+        maxSpinMicrosOption();
+        maxYieldsOption();
+        adaptToContentionOption();
+    }
+
+    private static long maxSpinMicrosOption() {
+        return JvmOptions.longOption(MAX_SPIN_US_PROP_NAME, MAX_SPIN_US_DEFAULT, 0, MAX_SPIN_US_LIMIT);
+    }
+
+    private static int maxYieldsOption() {
+        return JvmOptions.intOption(MAX_YIELDS_PROP_NAME, MAX_YIELDS_DEFAULT, 0, Integer.MAX_VALUE);
+    }
+
+    private static boolean adaptToContentionOption() {
+        return JvmOptions.booleanOption(ADAPT_TO_CONTENTION_PROP_NAME, true);
     }
 
     @Override

@@ -405,6 +405,25 @@ class AdaptiveIdleStrategyTest {
     }
 
     @Test
+    void shouldRefuseABadJvmOptionInsteadOfTakingTheDefault() {
+        String[][] bad = {{AdaptiveIdleStrategy.MAX_YIELDS_PROP_NAME, "-1", "must be 0 or more"},
+            {AdaptiveIdleStrategy.MAX_SPIN_US_PROP_NAME, "500us", "not a whole number; must be 0..1000000"},
+            {AdaptiveIdleStrategy.MAX_SPIN_US_PROP_NAME, "1000001", "must be 0..1000000"},
+            {AdaptiveIdleStrategy.ADAPT_TO_CONTENTION_PROP_NAME, "treu", "must be true or false"}};
+        for (String[] option : bad) {
+            System.setProperty(option[0], option[1]);
+            try {
+                assertThatThrownBy(AdaptiveIdleStrategy::checkJvmOptions).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageStartingWith("-D" + option[0] + "=" + option[1] + ": " + option[2]);
+                assertThatThrownBy(() -> AdaptiveIdleStrategy.forCurrentThread("t", blocks::add, SPIN, MS))
+                    .hasMessageStartingWith("-D" + option[0] + "=" + option[1] + ": ");
+            } finally {
+                System.clearProperty(option[0]);
+            }
+        }
+    }
+
+    @Test
     void shouldNeverBlockWhenBusy() {
         BusySpinIdleStrategy busy = new BusySpinIdleStrategy();
         for (int i = 0; i < 1000; i++) {
