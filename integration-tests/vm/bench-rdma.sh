@@ -13,7 +13,7 @@
 #                                      [--ours-settings '{"idle_strategy": "busy"}'] [--ours-backend file|ram]
 #                                      [--skip-kernel]   (only our target: for quick comparisons of our settings)
 #                                      [--guest-java-opts OPTS]  (default -XX:-TieredCompilation, see below)
-#   SPDK_DIR=/path/to/spdk integration-tests/vm/bench-rdma.sh [--spdk-only] [--spdk-time 5] [--spdk-warmup 3]
+#   SPDK_DIR=/path/to/spdk integration-tests/vm/bench-rdma.sh [--spdk-only] [--spdk-time 5] [--spdk-warmup 20]
 #                                      [--spdk-rounds 3] [--spdk-workloads "4k-randread-qd1 ..."]
 #                                      [--spdk-target-java-opts OPTS]  (our daemon only, e.g. a JFR recording)
 #                                      [--spdk-pairings "spdk+spdk ours+spdk ..."]  (default all four)
@@ -37,6 +37,9 @@
 # kernel's IOPS at QD16 (CPU-bound under emulation); with tiered compilation the perf JVM died once with the SIGSEGV
 # at offset 0x20 of a C1 method that integration-tests/vm/README.md describes (QEMU TCG and code patched when C2
 # replaces C1 code). C2 only never has C1 code to patch.
+# The SPDK part warms up 20 s before each measured run (--spdk-warmup): under emulation C2 keeps compiling our
+# daemon for many seconds. With 3 s, a QD1 window (2026-11-26, --probe) had a C2 thread running 1.3 of 4.4 s and our
+# target at 0.38-0.66x SPDK's; with reactor_cpus and 20 s, no compiler thread ran in the window and QD1 was 0.86-0.99x.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PROJECT="$(cd "$HERE/../.." && pwd)"
@@ -219,7 +222,7 @@ spdk_part() {
     compare() { # VARIANT ROOT ROUNDS WORK
         echo "BENCH SPDK comparison: $1 ($2)"
         timeout --kill-after=30 "${BENCH_SPDK_BUDGET:-3000}" "$PROJECT/benchmarks/run-spdk-comparison.sh" --transport rdma \
-            --addr 10.0.2.15 --port 4420 --time "${BENCH_SPDK_TIME:-5}" --warmup "${BENCH_SPDK_WARMUP:-3}" \
+            --addr 10.0.2.15 --port 4420 --time "${BENCH_SPDK_TIME:-5}" --warmup "${BENCH_SPDK_WARMUP:-20}" \
             --rounds "$3" --size-mib "$size_mib" --spdk-mem-mib "$mem" --work "$4" --ours-root "$2" \
             ${BENCH_SPDK_WORKLOADS:+--workloads "$BENCH_SPDK_WORKLOADS"} ${BENCH_SPDK_PAIRINGS:+--pairings "$BENCH_SPDK_PAIRINGS"} \
             ${BENCH_PROBE:+--probe "$HERE/guest/syscall-probe.sh"} --target-java-opts "${BENCH_SPDK_TARGET_JAVA_OPTS:-}" \
@@ -335,14 +338,14 @@ if [ -n "${SPDK_DIR:-}" ]; then
             exit 1
         fi
     fi
-    rounds=${SPDK_ROUNDS:-3} per_run=$(( ${SPDK_TIME:-5} + ${SPDK_WARMUP:-3} + 30 ))
+    rounds=${SPDK_ROUNDS:-3} per_run=$(( ${SPDK_TIME:-5} + ${SPDK_WARMUP:-20} + 30 ))
     # 4 pairings x (workloads + the fill) runs per round, plus target starts; a bound, not the expected time.
     budget=$(( rounds * 4 * (5 * per_run + 120) ))
     [ -n "${SPDK_ONLY:-}" ] && TIMEOUT=120
     TIMEOUT=$(( TIMEOUT + budget + 120 ))
     [ -n "${BASELINE:-}" ] && TIMEOUT=$(( TIMEOUT + budget ))
     SPDK_ENV=(--env SPDK_DIR="$SPDK_DIR" --env BENCH_SPDK_ONLY="${SPDK_ONLY:-0}" --env BENCH_SPDK_TIME="${SPDK_TIME:-5}"
-        --env BENCH_SPDK_WARMUP="${SPDK_WARMUP:-3}" --env BENCH_SPDK_ROUNDS="$rounds" --env BENCH_SPDK_BUDGET="$budget"
+        --env BENCH_SPDK_WARMUP="${SPDK_WARMUP:-20}" --env BENCH_SPDK_ROUNDS="$rounds" --env BENCH_SPDK_BUDGET="$budget"
         --env BENCH_SPDK_WORKLOADS="${SPDK_WORKLOADS:-}" --env BENCH_SPDK_TARGET_JAVA_OPTS="${SPDK_TJO:-}"
         --env BENCH_SPDK_PAIRINGS="${SPDK_PAIRINGS:-}" --env BENCH_PROBE="${PROBE:-}" --env BENCH_BASELINE="${BASELINE:-}")
 fi
