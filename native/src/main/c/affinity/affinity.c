@@ -20,20 +20,36 @@ static jint affinity_gettid(JNIEnv *env, jclass cls)
     return (jint)syscall(SYS_gettid);
 }
 
-/* sched_setaffinity(tid, the CPUs set in mask); tid 0 is the calling thread. 0 or -errno. */
-static jint affinity_set(JNIEnv *env, jclass cls, jint tid, jlongArray mask)
+/*
+ * An empty cpu_set_t for the CPUs a bitmap of Java's length can name: *set (CPU_FREE it), *cpus and *size. 0, or
+ * -EINVAL for an empty or absurd length, -ENOMEM.
+ */
+static int affinity_alloc(JNIEnv *env, jlongArray bitmap, cpu_set_t **set, int *cpus, size_t *size)
 {
-    jsize words = (*env)->GetArrayLength(env, mask);
+    jsize words = (*env)->GetArrayLength(env, bitmap);
     if (words <= 0 || words > 1 << 16) {
         return -EINVAL;
     }
-    int cpus = words * 64;
-    cpu_set_t *set = CPU_ALLOC(cpus);
-    if (set == NULL) {
+    *cpus = words * 64;
+    *set = CPU_ALLOC(*cpus);
+    if (*set == NULL) {
         return -ENOMEM;
     }
-    size_t size = CPU_ALLOC_SIZE(cpus);
-    CPU_ZERO_S(size, set);
+    *size = CPU_ALLOC_SIZE(*cpus);
+    CPU_ZERO_S(*size, *set);
+    return 0;
+}
+
+/* sched_setaffinity(tid, the CPUs set in mask); tid 0 is the calling thread. 0 or -errno. */
+static jint affinity_set(JNIEnv *env, jclass cls, jint tid, jlongArray mask)
+{
+    cpu_set_t *set;
+    int cpus;
+    size_t size;
+    int rc = affinity_alloc(env, mask, &set, &cpus, &size);
+    if (rc != 0) {
+        return rc;
+    }
     jlong *bits = (*env)->GetLongArrayElements(env, mask, NULL);
     if (bits == NULL) {
         CPU_FREE(set);
@@ -45,7 +61,7 @@ static jint affinity_set(JNIEnv *env, jclass cls, jint tid, jlongArray mask)
         }
     }
     (*env)->ReleaseLongArrayElements(env, mask, bits, JNI_ABORT);
-    int rc = sched_setaffinity((pid_t)tid, size, set);
+    rc = sched_setaffinity((pid_t)tid, size, set);
     int err = errno;
     CPU_FREE(set);
     return rc == 0 ? 0 : (err > 0 ? -err : -EIO);
@@ -57,17 +73,14 @@ static jint affinity_set(JNIEnv *env, jclass cls, jint tid, jlongArray mask)
  */
 static jint affinity_get(JNIEnv *env, jclass cls, jint tid, jlongArray out)
 {
-    jsize words = (*env)->GetArrayLength(env, out);
-    if (words <= 0 || words > 1 << 16) {
-        return -EINVAL;
+    cpu_set_t *set;
+    int cpus;
+    size_t size;
+    int rc = affinity_alloc(env, out, &set, &cpus, &size);
+    if (rc != 0) {
+        return rc;
     }
-    int cpus = words * 64;
-    cpu_set_t *set = CPU_ALLOC(cpus);
-    if (set == NULL) {
-        return -ENOMEM;
-    }
-    size_t size = CPU_ALLOC_SIZE(cpus);
-    CPU_ZERO_S(size, set);
+    jsize words = cpus / 64;
     if (sched_getaffinity((pid_t)tid, size, set) != 0) {
         int err = errno;
         CPU_FREE(set);
