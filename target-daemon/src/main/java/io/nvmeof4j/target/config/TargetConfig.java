@@ -268,8 +268,12 @@ public final class TargetConfig {
      * What the daemon serves without a configuration: subsystem {@value #DEMO_NQN} (any host) with a 1 GiB RAM
      * namespace (NSID 1, 512-byte blocks), NVMe/TCP on 127.0.0.1:4420 (portid 1) and discovery on
      * 127.0.0.1:8009 (portid 2). See {@link #EMBEDDED_DEFAULT_JSON}.
+     *
+     * @throws ConfigException a JVM option ({@code -Dnvmeof4j.*}) is malformed or out of range: the operator's error,
+     *                         named as such, not the embedded configuration's
      */
-    public static TargetConfig embeddedDefault() {
+    public static TargetConfig embeddedDefault() throws ConfigException {
+        DaemonJvmOptions.check();
         try {
             return parse(EMBEDDED_DEFAULT_JSON);
         } catch (ConfigException e) {

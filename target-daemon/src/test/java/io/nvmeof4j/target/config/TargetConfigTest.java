@@ -94,7 +94,7 @@ class TargetConfigTest {
     // ------------------------------------------------------------------------------------- valid configurations
 
     @Test
-    void shouldDescribeTheEmbeddedDefault() {
+    void shouldDescribeTheEmbeddedDefault() throws ConfigException {
         TargetConfig config = TargetConfig.embeddedDefault();
         assertThat(config.ports()).hasSize(2);
         PortConfig io = config.ports().get(0);

@@ -90,6 +90,12 @@ class MainIT {
             err.getBuffer().setLength(0);
             assertThat(run("--check", "--config", file.toString())).as("--check checks JVM options too").isEqualTo(2);
             assertThat(err.toString()).contains("-Dnvmeof4j.tcp.socket.buffer.size=-1");
+            err.getBuffer().setLength(0);
+            // Without --config (the README's first command, the embedded default): the operator's option is named,
+            // not reported as an invalid embedded configuration with a stack trace.
+            assertThat(run("--check")).as("the embedded default with a bad JVM option").isEqualTo(2);
+            assertThat(err.toString()).isEqualTo("nvmeof-target: error: -Dnvmeof4j.tcp.socket.buffer.size=-1: must be "
+                + "0 or more (up to 2147483647)" + System.lineSeparator());
         } finally {
             if (before == null) {
                 System.clearProperty(TcpTransportOptions.SOCKET_BUFFER_SIZE_PROP_NAME);
