@@ -112,7 +112,8 @@ public final class NvmeofHost implements AutoCloseable {
     /**
      * A host whose reactor threads pin themselves to {@code pinning}'s CPUs (reactor i of each transport to
      * {@link ReactorPinning#cpu(int) cpu(i)}) as they start; threads the host starts from them (timer, control)
-     * move to its housekeeping CPUs. {@code pinning} null: no affinity is set, as with {@link #create(HostIdentity, int)}.
+     * move to its housekeeping CPUs. {@code pinning} null: no affinity is set, as with
+     * {@link #create(HostIdentity, int)}.
      */
     public static NvmeofHost create(HostIdentity identity, int reactorThreads, ReactorPinning pinning) {
         return new NvmeofHost(identity, reactorThreads, pinning);

@@ -4,7 +4,8 @@ import java.util.Arrays;
 
 /**
  * A set of CPUs, immutable: what {@code taskset -c} takes (a Linux cpu list, {@code "0-3,8"}) or SPDK's core mask
- * ({@code -m 0x3}), parsed in this one place for the daemon's {@code reactor_cpus} and perf's {@code --cpus}/{@code -c}.
+ * ({@code -m 0x3}), parsed in this one place for the daemon's {@code reactor_cpus} and perf's
+ * {@code --cpus}/{@code -c}.
  * Parsing is bounded by the machine: a CPU at or above its CPU count is refused with a message before anything is
  * sized by it, so {@code "0-99999999"} allocates nothing.
  */

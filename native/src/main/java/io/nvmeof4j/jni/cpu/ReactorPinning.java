@@ -23,7 +23,8 @@ import java.util.concurrent.TimeUnit;
  * reactor waited 1.7 s of 4.4 s on the run queue while a C2 compiler thread ran 1.3 s on its CPU.
  * <p>Threads created later inherit their creator's affinity (clone(2)): the JVM's own (compiler threads added on
  * demand, GC workers) are created by housekeeping threads, so they land there. A thread started from a reactor thread
- * would inherit the reactor's CPU: such threads run {@link #leaveReactorCpus()} first ({@link #housekeeping(Runnable)}).
+ * would inherit the reactor's CPU: such threads run {@link #leaveReactorCpus()} first
+ * ({@link #housekeeping(Runnable)}).
  * <p>One plan per process ({@link #start}); {@link #close()} gives every thread the CPUs the process started with.
  */
 public final class ReactorPinning implements AutoCloseable {
@@ -58,7 +59,8 @@ public final class ReactorPinning implements AutoCloseable {
      * @throws IllegalArgumentException      a reactor CPU the process may not use (its CPUs at start, as taskset,
      *                                       systemd's CPUAffinity or a cgroup cpuset left them)
      * @throws IllegalStateException         another plan is active in this process
-     * @throws UnsupportedOperationException the affinity library is unavailable ({@link CpuAffinity#unavailabilityCause()})
+     * @throws UnsupportedOperationException the affinity library is unavailable
+     *                                       ({@link CpuAffinity#unavailabilityCause()})
      * @throws IOException                   reading /proc/self/task or moving a thread failed (named with its errno)
      */
     public static synchronized ReactorPinning start(CpuSet reactorCpus) throws IOException {
@@ -113,7 +115,7 @@ public final class ReactorPinning implements AutoCloseable {
         return reactorCpus;
     }
 
-    /** Where every other thread runs: the CPUs allowed at start less the reactor CPUs (all of them when none remain). */
+    /** Where every other thread runs: the CPUs allowed at start less the reactor CPUs (all when none remain). */
     public CpuSet housekeeping() {
         return housekeeping;
     }

@@ -42,7 +42,8 @@ final class SettingsSection {
             return d;
         }
         requireObject(node, where);
-        Set<String> known = Set.of(DaemonSettings.REACTORS, DaemonSettings.REACTOR_CPUS, DaemonSettings.IDLE_STRATEGY, DaemonSettings.IDLE_SPIN_US,
+        Set<String> known = Set.of(DaemonSettings.REACTORS, DaemonSettings.REACTOR_CPUS, DaemonSettings.IDLE_STRATEGY,
+            DaemonSettings.IDLE_SPIN_US,
             DaemonSettings.BUFFER_POOL_MIB, DaemonSettings.MAX_DATA_TRANSFER_KIB, DaemonSettings.HUGEPAGES,
             DaemonSettings.FILE_WORKERS_OBSOLETE, DaemonSettings.SHUTDOWN_TIMEOUT_MS, DaemonSettings.HTTP,
             DaemonSettings.METRICS, HttpSecurity.API_TOKEN_FILE, HttpSecurity.METRICS_HTTP,
