@@ -26,6 +26,8 @@
 #                            "base+ours" run it in the same rounds as "ours+...", alternating, and the ratio
 #                            "our target / base target" is printed: a before/after judged in one run; "spdk+base"
 #                            runs its perf against SPDK's target, with "our perf / base perf")
+#       [--base-java-opts OPTS]  (extra JVM options of the "base" daemon only, after --target-java-opts; without
+#                            --base-root "base" is this checkout: a variant of our daemon's JVM judged in one run)
 #       [--probe CMD]       (run "CMD TARGET_PID LABEL WARMUP_S SECONDS OUT" next to each measured run, OUT being
 #                            WORK/LABEL.probe: e.g. integration-tests/vm/guest/syscall-probe.sh, system calls per I/O)
 #       [--pinning cpus|taskset]       (how our daemon and perf are pinned; default cpus, see below)
@@ -52,6 +54,7 @@ seconds=10; warmup=3; rounds=3; reactors=1; size_mib=512; spdk_mem=1024; transpo
 target_java_opts=""
 ours_root=$root
 base_root=""
+base_java_opts=""
 probe=""
 pinning=cpus
 base_pinning=""
@@ -78,6 +81,7 @@ while [ $# -gt 0 ]; do
         --target-java-opts) target_java_opts="$2"; shift 2 ;;
         --ours-root) ours_root=$(cd "$2" && pwd); shift 2 ;;
         --base-root) base_root=$(cd "$2" && pwd); shift 2 ;;
+        --base-java-opts) base_java_opts="$2"; shift 2 ;;
         --probe) probe="$2"; shift 2 ;;
         --pinning) pinning="$2"; shift 2 ;;
         --base-pinning) base_pinning="$2"; shift 2 ;;
@@ -97,6 +101,9 @@ knows_cpus() { # ROOT
 if [ "$pinning" = cpus ] && ! knows_cpus "$ours_root"; then
     echo "$ours_root has no reactor_cpus / perf --cpus: pinned with taskset" >&2
     pinning=taskset
+fi
+if [ -n "$base_java_opts" ] && [ -z "$base_root" ]; then
+    base_root=$ours_root
 fi
 if [ -n "$base_root" ] && [ -z "$base_pinning" ]; then
     if knows_cpus "$base_root"; then base_pinning=cpus; else base_pinning=taskset; fi
@@ -191,8 +198,8 @@ wait_ready() { # LOG (ours) or empty (SPDK)
     return 1
 }
 
-start_ours() { # [ROOT PINNING] (default: --ours-root --pinning)
-    local daemon_root=${1:-$ours_root} how=${2:-$pinning} cpus_setting="" pin=(taskset -c "$target_cpus")
+start_ours() { # [ROOT PINNING JAVA_OPTS] (default: --ours-root --pinning, no extra JVM options)
+    local daemon_root=${1:-$ours_root} how=${2:-$pinning} extra_opts=${3:-} cpus_setting="" pin=(taskset -c "$target_cpus")
     if [ "$how" = cpus ]; then # as nvmf_tgt -m: the reactors pinned, the rest of the JVM on the other CPUs
         cpus_setting=", \"reactor_cpus\": \"$target_cpus\""
         pin=()
@@ -204,7 +211,7 @@ start_ours() { # [ROOT PINNING] (default: --ours-root --pinning)
     "namespaces": [ {"nsid": 1, "device": {"backend": "ram", "size": "${size_mib}M", "block_size": 4096}} ]}],
   "nvmeof4j": {"reactors": $reactors$cpus_setting, "idle_strategy": "busy", "http": "off"} }
 JSON
-    NVMEOF4J_JAVA_OPTS="${NVMEOF4J_JAVA_OPTS:-} $target_java_opts" \
+    NVMEOF4J_JAVA_OPTS="${NVMEOF4J_JAVA_OPTS:-} $target_java_opts $extra_opts" \
         "${pin[@]}" "$daemon_root/bin/nvmeof-target" --config "$work/ours.json" > "$work/ours-target.log" 2>&1 &
     target_pid=$!
     wait_ready "$work/ours-target.log" || { echo "our daemon did not listen on $addr:$port; see $work/ours-target.log" >&2; exit 1; }
@@ -267,7 +274,7 @@ for round in $(seq 1 "$rounds"); do
         case "$tgt" in
             spdk) start_spdk ;;
             base) [ -n "$base_root" ] || { echo "pairing $pairing needs --base-root" >&2; exit 2; }
-                  start_ours "$base_root" "$base_pinning" ;;
+                  start_ours "$base_root" "$base_pinning" "$base_java_opts" ;;
             *) start_ours ;;
         esac
         # Fill the namespace once so that reads touch written memory on both targets. A cold daemon may answer the
