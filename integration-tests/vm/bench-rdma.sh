@@ -13,6 +13,8 @@
 #                                      [--ours-settings '{"idle_strategy": "busy"}'] [--ours-backend file|ram]
 #                                      [--skip-kernel]   (only our target: for quick comparisons of our settings)
 #                                      [--guest-java-opts OPTS]  (default -XX:-TieredCompilation, see below)
+#                                      [--guest-kernel-args A]  (e.g. "clocksource=tsc tsc=reliable": run-guest.sh
+#                                       --kernel-args; the guest's clock source, see the VM README "Clock source")
 #   SPDK_DIR=/path/to/spdk integration-tests/vm/bench-rdma.sh [--spdk-only] [--spdk-time 5] [--spdk-warmup 20]
 #                                      [--spdk-rounds 3] [--spdk-workloads "4k-randread-qd1 ..."]
 #                                      [--spdk-target-java-opts OPTS]  (our daemon only, e.g. a JFR recording)
@@ -309,6 +311,7 @@ while [ $# -gt 0 ]; do
         --ours-settings) SETTINGS="$2"; shift 2 ;;
         --ours-backend) BACKEND="$2"; shift 2 ;;
         --guest-java-opts) GJO="$2"; shift 2 ;;
+        --guest-kernel-args) KARGS="$2"; shift 2 ;;
         --skip-kernel) SKIP_KERNEL=1; shift ;;
         --spdk-only) SPDK_ONLY=1; shift ;;
         --spdk-time) SPDK_TIME="$2"; shift 2 ;;
@@ -362,7 +365,7 @@ if [ -n "${BASELINE:-}" ]; then
     "$BASELINE/bin/nvmeof" help perf > /dev/null 2>&1 && "$BASELINE/bin/nvmeof-target" --version \
         > "$RESULTS/baseline-version.txt" 2>&1 || { echo "--baseline $BASELINE: its bin/nvmeof-target failed" >&2; exit 1; }
 fi
-exec "$HERE/run-guest.sh" --timeout "$TIMEOUT" --results "$RESULTS" "${SPDK_ENV[@]}" --env BENCH_GUEST=1 --env BENCH_RUNTIME="$RUNTIME" \
+exec "$HERE/run-guest.sh" --timeout "$TIMEOUT" --results "$RESULTS" ${KARGS:+--kernel-args "$KARGS"} "${SPDK_ENV[@]}" --env BENCH_GUEST=1 --env BENCH_RUNTIME="$RUNTIME" \
     --env BENCH_WARMUP="$WARMUP" --env BENCH_SIZE="$SIZE" --env BENCH_OURS_SETTINGS="$SETTINGS" \
     --env BENCH_OURS_BACKEND="$BACKEND" --env BENCH_SKIP_KERNEL="${SKIP_KERNEL:-0}" \
     --env GUEST_JAVA_OPTS="${GJO:--XX:-TieredCompilation}" "$HERE/bench-rdma.sh"
