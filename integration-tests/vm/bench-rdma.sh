@@ -21,6 +21,8 @@
 #                                      [--spdk-pairings "spdk+spdk ours+spdk ..."]  (default all four)
 #                                      [--spdk-base-java-opts OPTS]  (a variant: pairing base+spdk runs this
 #                                       checkout's daemon with these extra JVM options, in the same rounds)
+#                                      [--spdk-base DIR]  (pairing base+spdk runs DIR's daemon, a built checkout:
+#                                       before/after in the same rounds, one SPDK pairing per round for both)
 #                                      [--probe]  (system calls and CPU time per I/O of each target, see below)
 #                                      [--baseline DIR]  (before/after: DIR's daemon and perf against this one's)
 # With SPDK_DIR (an SPDK build configured --with-rdma, for a CPU the guest has: --target-arch=x86-64-v3 on an
@@ -231,6 +233,7 @@ spdk_part() {
             ${BENCH_SPDK_WORKLOADS:+--workloads "$BENCH_SPDK_WORKLOADS"} ${BENCH_SPDK_PAIRINGS:+--pairings "$BENCH_SPDK_PAIRINGS"} \
             ${BENCH_PROBE:+--probe "$HERE/guest/syscall-probe.sh"} --target-java-opts "${BENCH_SPDK_TARGET_JAVA_OPTS:-}" \
             ${BENCH_SPDK_BASE_JAVA_OPTS:+--base-java-opts "$BENCH_SPDK_BASE_JAVA_OPTS"} \
+            ${BENCH_SPDK_BASE:+--base-root "$BENCH_SPDK_BASE"} \
             2>&1 | tee "$4.txt"
         return "${PIPESTATUS[0]}"
     }
@@ -321,6 +324,7 @@ while [ $# -gt 0 ]; do
         --spdk-target-java-opts) SPDK_TJO="$2"; shift 2 ;;
         --spdk-pairings) SPDK_PAIRINGS="$2"; shift 2 ;;
         --spdk-base-java-opts) SPDK_BJO="$2"; shift 2 ;;
+        --spdk-base) SPDK_BASE="$(readlink -f "$2")"; shift 2 ;;
         --probe) PROBE=1; shift ;;
         --baseline) BASELINE="$(readlink -f "$2")"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
@@ -354,12 +358,17 @@ if [ -n "${SPDK_DIR:-}" ]; then
     SPDK_ENV=(--env SPDK_DIR="$SPDK_DIR" --env BENCH_SPDK_ONLY="${SPDK_ONLY:-0}" --env BENCH_SPDK_TIME="${SPDK_TIME:-5}"
         --env BENCH_SPDK_WARMUP="${SPDK_WARMUP:-20}" --env BENCH_SPDK_ROUNDS="$rounds" --env BENCH_SPDK_BUDGET="$budget"
         --env BENCH_SPDK_WORKLOADS="${SPDK_WORKLOADS:-}" --env BENCH_SPDK_TARGET_JAVA_OPTS="${SPDK_TJO:-}"
-        --env BENCH_SPDK_PAIRINGS="${SPDK_PAIRINGS:-}" --env BENCH_SPDK_BASE_JAVA_OPTS="${SPDK_BJO:-}" --env BENCH_PROBE="${PROBE:-}" --env BENCH_BASELINE="${BASELINE:-}")
+        --env BENCH_SPDK_PAIRINGS="${SPDK_PAIRINGS:-}" --env BENCH_SPDK_BASE_JAVA_OPTS="${SPDK_BJO:-}" --env BENCH_SPDK_BASE="${SPDK_BASE:-}"
+        --env BENCH_PROBE="${PROBE:-}" --env BENCH_BASELINE="${BASELINE:-}")
 fi
 "$HERE/prepare.sh" --quiet >/dev/null || exit 1
 # Build on the host if stale (the launchers do it); never inside the guest.
 "$PROJECT/bin/nvmeof" help perf > "$RESULTS/cli-help.txt" 2>&1 || { echo "bin/nvmeof failed" >&2; exit 1; }
 "$PROJECT/bin/nvmeof-target" --version > "$RESULTS/target-version.txt" 2>&1 || { echo "bin/nvmeof-target failed" >&2; exit 1; }
+if [ -n "${SPDK_BASE:-}" ]; then
+    "$SPDK_BASE/bin/nvmeof-target" --version > "$RESULTS/spdk-base-version.txt" 2>&1 \
+        || { echo "--spdk-base $SPDK_BASE: its bin/nvmeof-target failed" >&2; exit 1; }
+fi
 if [ -n "${BASELINE:-}" ]; then
     [ -n "${SPDK_DIR:-}" ] || { echo "--baseline compares within the SPDK part: set SPDK_DIR" >&2; exit 1; }
     "$BASELINE/bin/nvmeof" help perf > /dev/null 2>&1 && "$BASELINE/bin/nvmeof-target" --version \
