@@ -1,0 +1,62 @@
+package io.nvmeof4j.target.backend;
+
+import org.junit.jupiter.api.Test;
+
+import io.nvmeof4j.target.limits.RamBudget;
+
+import java.nio.ByteBuffer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** RAM namespace chunks: mapped on the native side, counted while mapped, given back once unreachable. */
+class ChunkMemoryTest {
+    @Test
+    void shouldCountAChunkWhileMappedAndGiveItBackOnceUnreachable() throws Exception {
+        long before = ChunkMemory.mappedBytes();
+        ByteBuffer chunk = ChunkMemory.allocate(RamBlockDevice.CHUNK_SIZE);
+        assertThat(chunk).isNotNull();
+        assertThat(chunk.isDirect()).isTrue();
+        assertThat(chunk.capacity()).isEqualTo(RamBlockDevice.CHUNK_SIZE);
+        assertThat(ChunkMemory.mappedBytes() - before).isEqualTo(RamBlockDevice.CHUNK_SIZE);
+        for (int i = 0; i < chunk.capacity(); i += 4096) {
+            assertThat(chunk.get(i)).as("byte %d of a new chunk", i).isZero();
+        }
+        chunk.put(RamBlockDevice.CHUNK_SIZE - 1, (byte) 5);
+        assertThat(chunk.get(RamBlockDevice.CHUNK_SIZE - 1)).isEqualTo((byte) 5);
+        chunk = null;
+        awaitMapped(before);
+    }
+
+    @Test
+    void shouldRefuseChunksBeyondTheJvmsDirectMemoryLimit() throws Exception {
+        long before = ChunkMemory.mappedBytes();
+        long limit = RamBudget.maxDirectMemory(); // the heap's maximum when unset: a few GiB in a test JVM
+        int size = Integer.MAX_VALUE - 8;
+        ByteBuffer[] held = new ByteBuffer[64]; // 128 GiB: past any test JVM's limit (mapped, never touched)
+        int mapped = 0;
+        while (mapped < held.length && (held[mapped] = ChunkMemory.allocate(size)) != null) {
+            ChunkMemory.held(size);
+            mapped++;
+        }
+        assertThat(mapped).as("chunks of %d bytes mapped under a limit of %d", size, limit).isLessThan(held.length);
+        assertThat((long) mapped * size).isLessThanOrEqualTo(limit);
+        assertThat(ChunkMemory.allocate(size)).as("refused again while every chunk is held").isNull();
+
+        // Dropped (unreachable, not yet collected): the next chunk collects them instead of being refused.
+        ChunkMemory.held(-(long) mapped * size);
+        held = null;
+        ByteBuffer next = ChunkMemory.allocate(size);
+        assertThat(next).as("a chunk once the dropped ones could be collected").isNotNull();
+        next = null;
+        awaitMapped(before);
+    }
+
+    /** Collects for up to 5 s until the mapped bytes are back at {@code expected} (each test leaves them so). */
+    private static void awaitMapped(long expected) throws InterruptedException {
+        for (int i = 0; i < 100 && ChunkMemory.mappedBytes() != expected; i++) {
+            System.gc();
+            Thread.sleep(50);
+        }
+        assertThat(ChunkMemory.mappedBytes()).as("mapped after the chunks became unreachable").isEqualTo(expected);
+    }
+}
