@@ -5,8 +5,11 @@ import org.junit.jupiter.api.Test;
 import io.nvmeof4j.target.limits.RamBudget;
 
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assumptions.assumeThat;
 
 /** RAM namespace chunks: mapped on the native side, counted while mapped, given back once unreachable. */
 class ChunkMemoryTest {
@@ -25,6 +28,33 @@ class ChunkMemoryTest {
         assertThat(chunk.get(RamBlockDevice.CHUNK_SIZE - 1)).isEqualTo((byte) 5);
         chunk = null;
         awaitMapped(before);
+    }
+
+    @Test
+    void shouldBackChunksWithTransparentHugepagesWhereTheKernelAllowsThem() throws Exception {
+        assumeThat(Files.readString(Path.of("/sys/kernel/mm/transparent_hugepage/enabled")))
+            .as("transparent hugepages allowed").doesNotContain("[never]");
+        long before = ChunkMemory.mappedBytes();
+        long hugeBefore = anonHugeKib();
+        ByteBuffer[] chunks = new ByteBuffer[8];
+        for (int i = 0; i < chunks.length; i++) {
+            chunks[i] = ChunkMemory.allocate(RamBlockDevice.CHUNK_SIZE);
+            chunks[i].put(4096, (byte) i); // one byte: the whole chunk is one 2 MiB page
+        }
+        assertThat(anonHugeKib() - hugeBefore).as("AnonHugePages grown by 8 chunks of one byte written, KiB")
+            .isGreaterThanOrEqualTo(8 * 2048 - 2048);
+        for (int i = 0; i < chunks.length; i++) {
+            assertThat(chunks[i].get(4096)).isEqualTo((byte) i);
+        }
+        chunks = null;
+        awaitMapped(before);
+    }
+
+    /** The process's AnonHugePages, KiB. */
+    private static long anonHugeKib() throws Exception {
+        return Files.readAllLines(Path.of("/proc/self/smaps_rollup")).stream()
+            .filter(l -> l.startsWith("AnonHugePages:")).mapToLong(l -> Long.parseLong(l.replaceAll("[^0-9]", "")))
+            .findFirst().orElse(0);
     }
 
     @Test
