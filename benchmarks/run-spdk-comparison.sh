@@ -30,7 +30,17 @@
 #                            WORK/LABEL.probe: e.g. integration-tests/vm/guest/syscall-probe.sh, system calls per I/O)
 #       [--pinning cpus|taskset]       (how our daemon and perf are pinned; default cpus, see below)
 #       [--base-pinning cpus|taskset]  (the same for the --base-root daemon; default cpus when it knows reactor_cpus)
+#       [--slow-below 0.8]  (the machine-state threshold, see below)
 #
+# Machine state: before every measured run (each round x pairing x workload) benchmarks/machine-state.sh measures,
+# in about a second on the load CPU, the memory-copy bandwidth (copy128k, copy64m in GB/s), the CPUs' steal and iowait
+# share since the previous probe (steal: the hypervisor running something else), the load average and the clock.
+# On this machine type copies run 1.3-3.5x slower for minutes at a time, and every target with them: a ratio between
+# a run in that state and one outside it means nothing. The line is printed after the run's figures and kept as
+# WORK/LABEL.state. At the end each run is called "slow" when copy128k or copy64m was below --slow-below x the best
+# of that figure in this whole invocation, else "fast" (a list of "state round ..." lines), and the summary gives
+# each median twice: over all rounds, and over the "fast rounds" only, those in which every run the median or ratio
+# takes was fast (with how many of the rounds that was). In the QEMU guest the probe asks the host (bench-rdma.sh).
 # Pinning, as SPDK's: nvmf_tgt gets -m MASK and pins only its reactors there (its other threads run on the rest of its
 # CPUs), spdk_nvme_perf gets -c MASK. Ours alike (--pinning cpus): the daemon gets "reactor_cpus" = the target CPUs
 # and our perf --cpus LOAD_CPU, no taskset, so the JIT, GC and other JVM threads run on the other CPUs instead of
@@ -55,6 +65,7 @@ base_root=""
 probe=""
 pinning=cpus
 base_pinning=""
+slow_below=0.8
 work=$root/benchmarks/target/spdk-comparison
 pairings="spdk+spdk ours+spdk spdk+ours ours+ours"
 # name : workload : io size : queue depth (SPDK perf's -w -o -q; ours --workload --io-size --queue-depth)
@@ -81,6 +92,7 @@ while [ $# -gt 0 ]; do
         --probe) probe="$2"; shift 2 ;;
         --pinning) pinning="$2"; shift 2 ;;
         --base-pinning) base_pinning="$2"; shift 2 ;;
+        --slow-below) slow_below="$2"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "run-spdk-comparison.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -230,6 +242,14 @@ start_spdk() {
     wait_ready "" || { echo "SPDK's nvmf_tgt did not listen on $addr:$port" >&2; exit 1; }
 }
 
+# The machine's state now, on the load CPU (idle between runs), kept as WORK/LABEL.state and printed.
+machine_state() { # LABEL
+    taskset -c "$load_cpu" "$root/benchmarks/machine-state.sh" --state "$work/machine-state" > "$work/$1.state" 2>&1 \
+        || echo "no probe (machine-state.sh failed)" > "$work/$1.state"
+    head -n1 "$work/$1.state"
+}
+echo "machine state at start: $(machine_state start)"
+
 # Each load generator prints one line: IOPS P50 P99 P99.9 (microseconds), and keeps its output in $work/LABEL.*.
 run_spdk_perf() { # WORKLOAD SIZE QD LABEL
     local out=$work/$4.out
@@ -257,7 +277,8 @@ except Exception:
     print("0 0 0 0")' "$json"
 }
 
-declare -A result
+declare -A result states
+state_keys=() # in the order of the runs
 for round in $(seq 1 "$rounds"); do
     order=$pairings
     # Alternate: odd rounds as given, even rounds reversed.
@@ -283,6 +304,8 @@ for round in $(seq 1 "$rounds"); do
         for w in $selected; do
             IFS=: read -r name wl size qd <<< "$w"
             label="$pairing-$name-round$round"
+            state=$(machine_state "$label")
+            states[$name/$pairing/$round]=$state; state_keys+=("$name/$pairing/$round")
             probe_pid=""
             if [ -n "$probe" ]; then
                 "$probe" "$target_pid" "$label" "$warmup" "$seconds" "$work/$label.probe" > "$work/$label.probe.log" 2>&1 &
@@ -296,38 +319,66 @@ for round in $(seq 1 "$rounds"); do
                 kill "$probe_pid" 2>/dev/null || true; wait "$probe_pid" 2>/dev/null || true
             fi
             result[$name/$pairing/$round]=$line
-            printf 'round %d %-10s %-18s IOPS %12.0f  p50 %9.1f  p99 %9.1f  p99.9 %9.1f us\n' "$round" "$pairing" "$name" $line
+            # shellcheck disable=SC2086 # $line: the four figures
+            printf 'round %d %-10s %-18s IOPS %12.0f  p50 %9.1f  p99 %9.1f  p99.9 %9.1f us  %s\n' "$round" "$pairing" \
+                "$name" $line "$state"
         done
         cleanup
     done
 done
 
+echo "machine state at end: $(machine_state end)"
+
+# Each run's state against the fastest probe of this invocation ("start" and "end" count for the best too).
+declare -A state_of
+while IFS=$'\t' read -r key cls ratio; do
+    state_of[$key]=$cls
+    case "$key" in start|end) continue ;; esac
+    IFS=/ read -r name pairing round <<< "$key"
+    printf 'state round %d %-10s %-18s %-7s %s of the best copy bandwidth\n' "$round" "$pairing" "$name" "$cls" "$ratio"
+done < <({ printf 'start\t%s\n' "$(head -n1 "$work/start.state")"
+           for key in "${state_keys[@]}"; do printf '%s\t%s\n' "$key" "${states[$key]}"; done
+           printf 'end\t%s\n' "$(head -n1 "$work/end.state")"; } | "$root/benchmarks/machine-state.sh" --classify "$slow_below")
+
 echo
-echo "medians over $rounds round(s); ratios per round in brackets"
+echo "medians over $rounds round(s); ratios per round in brackets; \"fast rounds\": only rounds whose runs were all" \
+    "fast (copy bandwidth >= $slow_below x the best probe)"
 for w in $selected; do
     name=${w%%:*}
     args=()
     for pairing in $pairings; do
-        for round in $(seq 1 "$rounds"); do args+=("$pairing" "$round" ${result[$name/$pairing/$round]}); done
+        for round in $(seq 1 "$rounds"); do # shellcheck disable=SC2206 # the result: four figures
+            args+=("$pairing" "$round" ${result[$name/$pairing/$round]} "${state_of[$name/$pairing/$round]:-unknown}")
+        done
     done
     python3 - "$name" "$rounds" "$reactors" "${args[@]}" <<'PY'
 import statistics, sys
 name, rounds, cores, rest = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
-runs = {}
-for i in range(0, len(rest), 6):
-    pairing, rnd, iops, p50, p99, p999 = rest[i:i + 6]
+runs, fast = {}, {}
+for i in range(0, len(rest), 7):
+    pairing, rnd, iops, p50, p99, p999, state = rest[i:i + 7]
     runs.setdefault(pairing, {})[int(rnd)] = [float(iops), float(p50), float(p99), float(p999)]
-def med(pairing, k):
-    return statistics.median(v[k] for v in runs[pairing].values())
+    fast.setdefault(pairing, set()).update([int(rnd)] if state == "fast" else [])
+def med(pairing, k, only=None):
+    return statistics.median(v[k] for r, v in runs[pairing].items() if only is None or r in only)
 for pairing in runs:
     # Per target core: each target ran on the same `cores` CPUs (--reactors N: our reactors, SPDK's core mask).
     print("%-18s %-10s IOPS %12.0f  (%10.0f per target core)  p50 %9.1f  p99 %9.1f  p99.9 %9.1f us" % (name,
           pairing, med(pairing, 0), med(pairing, 0) / cores, med(pairing, 1), med(pairing, 2), med(pairing, 3)))
+    f = fast[pairing]
+    print("%-18s %-10s fast rounds (%d of %d): %s" % (name, pairing, len(f), len(runs[pairing]),
+          "IOPS %12.0f  p50 %9.1f  p99 %9.1f  p99.9 %9.1f us" % tuple(med(pairing, k, f) for k in range(4))
+          if f else "none"))
 def ratio(a, b, label):
     if a in runs and b in runs:
-        per = [runs[a][r][0] / runs[b][r][0] for r in sorted(runs[a]) if runs[b].get(r) and runs[b][r][0] > 0]
+        rs = [r for r in sorted(runs[a]) if runs[b].get(r) and runs[b][r][0] > 0]
+        per = [runs[a][r][0] / runs[b][r][0] for r in rs]
         if per:
             print("%-18s %s: %.2f (%s)" % (name, label, statistics.median(per), ", ".join("%.2f" % x for x in per)))
+            # Only rounds in which both runs were fast: a ratio across a state change means nothing.
+            both = [x for r, x in zip(rs, per) if r in fast[a] and r in fast[b]]
+            print("%-18s %s, fast rounds (%d of %d): %s" % (name, label, len(both), len(per), "%.2f (%s)" % (
+                  statistics.median(both), ", ".join("%.2f" % x for x in both)) if both else "none"))
 ratio("ours+spdk", "spdk+spdk", "our target / SPDK's target (spdk_nvme_perf)")
 ratio("spdk+ours", "spdk+spdk", "our perf / spdk_nvme_perf (SPDK's target)")
 ratio("base+spdk", "spdk+spdk", "base target / SPDK's target (spdk_nvme_perf)")
