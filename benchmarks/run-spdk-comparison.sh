@@ -41,11 +41,12 @@
 # of that figure in this whole invocation, else "fast" (a list of "state round ..." lines), and the summary gives
 # each median twice: over all rounds, and over the "fast rounds" only, those in which every run the median or ratio
 # takes was fast (with how many of the rounds that was). In the QEMU guest the probe asks the host (bench-rdma.sh).
-# Pinning, as SPDK's: nvmf_tgt gets -m MASK and pins only its reactors there (its other threads run on the rest of its
-# CPUs), spdk_nvme_perf gets -c MASK. Ours alike (--pinning cpus): the daemon gets "reactor_cpus" = the target CPUs
-# and our perf --cpus LOAD_CPU, no taskset, so the JIT, GC and other JVM threads run on the other CPUs instead of
-# taking turns with a busy reactor. --pinning taskset is the old way (the whole JVM under taskset -c), for before/after
-# figures; a checkout without reactor_cpus (--ours-root, --base-root of an older commit) is run that way.
+# Pinning, as SPDK's (benchmarks/pinning.sh): nvmf_tgt gets -m MASK and pins only its reactors there (its other threads
+# run on the rest of its CPUs), spdk_nvme_perf gets -c MASK. Ours alike (--pinning cpus): the daemon gets
+# "reactor_cpus" = the target CPUs and our perf --cpus LOAD_CPU, no taskset, so the JIT, GC and other JVM threads run
+# on the other CPUs instead of taking turns with a busy reactor. --pinning taskset is the old way (the whole JVM under
+# taskset -c), for before/after figures; a checkout without reactor_cpus (--ours-root, --base-root of an older
+# commit) is run that way.
 # --size-mib is the namespace size (our RAM namespace, SPDK's malloc bdev); --spdk-mem-mib the memory each SPDK
 # process gets (-s). In the QEMU guest (NVMEOF4J_IN_GUEST=1) nothing is built: the host built before the boot.
 #
@@ -57,6 +58,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+. "$root/benchmarks/pinning.sh"
 
 seconds=10; warmup=3; rounds=3; reactors=1; size_mib=512; spdk_mem=1024; transport=tcp; addr=127.0.0.1; port=""
 target_java_opts=""
@@ -102,16 +104,12 @@ command -v taskset >/dev/null || { echo "needs taskset (util-linux)" >&2; exit 1
 case "$pinning" in cpus|taskset) ;; *) echo "--pinning $pinning: cpus or taskset" >&2; exit 2 ;; esac
 case "${base_pinning:-cpus}" in cpus|taskset) ;; *) echo "--base-pinning $base_pinning: cpus or taskset" >&2; exit 2 ;; esac
 # A checkout that predates reactor_cpus / perf --cpus is pinned the old way, with taskset.
-knows_cpus() { # ROOT
-    grep -q 'REACTOR_CPUS = "reactor_cpus"' "$1/target-daemon/src/main/java/io/nvmeof4j/target/config/DaemonSettings.java" \
-        2>/dev/null && grep -q '"--cpus"' "$1/initiator-lib/src/main/java/io/nvmeof4j/initiator/cli/PerfCommand.java" 2>/dev/null
-}
-if [ "$pinning" = cpus ] && ! knows_cpus "$ours_root"; then
+if [ "$pinning" = cpus ] && [ "$(pinning_of "$ours_root")" = taskset ]; then
     echo "$ours_root has no reactor_cpus / perf --cpus: pinned with taskset" >&2
     pinning=taskset
 fi
 if [ -n "$base_root" ] && [ -z "$base_pinning" ]; then
-    if knows_cpus "$base_root"; then base_pinning=cpus; else base_pinning=taskset; fi
+    base_pinning=$(pinning_of "$base_root")
 fi
 case "$transport" in
     tcp) ;;
@@ -204,20 +202,17 @@ wait_ready() { # LOG (ours) or empty (SPDK)
 }
 
 start_ours() { # [ROOT PINNING] (default: --ours-root --pinning)
-    local daemon_root=${1:-$ours_root} how=${2:-$pinning} cpus_setting="" pin=(taskset -c "$target_cpus")
-    if [ "$how" = cpus ]; then # as nvmf_tgt -m: the reactors pinned, the rest of the JVM on the other CPUs
-        cpus_setting=", \"reactor_cpus\": \"$target_cpus\""
-        pin=()
-    fi
+    local daemon_root=${1:-$ours_root} daemon_pin daemon_cpus_setting
+    daemon_pinning "${2:-$pinning}" "$target_cpus"
     cat > "$work/ours.json" <<JSON
 { "ports": [{"portid": 1, "addr": {"trtype": "$transport", "adrfam": "ipv4", "traddr": "$addr", "trsvcid": "$port"},
              "param": {"inline_data_size": "4096"}, "subsystems": ["$nqn"]}],
   "subsystems": [{"nqn": "$nqn", "attr": {"allow_any_host": "1"}, "allowed_hosts": [],
     "namespaces": [ {"nsid": 1, "device": {"backend": "ram", "size": "${size_mib}M", "block_size": 4096}} ]}],
-  "nvmeof4j": {"reactors": $reactors$cpus_setting, "idle_strategy": "busy", "http": "off"} }
+  "nvmeof4j": {"reactors": $reactors$daemon_cpus_setting, "idle_strategy": "busy", "http": "off"} }
 JSON
     NVMEOF4J_JAVA_OPTS="${NVMEOF4J_JAVA_OPTS:-} $target_java_opts" \
-        "${pin[@]}" "$daemon_root/bin/nvmeof-target" --config "$work/ours.json" > "$work/ours-target.log" 2>&1 &
+        "${daemon_pin[@]}" "$daemon_root/bin/nvmeof-target" --config "$work/ours.json" > "$work/ours-target.log" 2>&1 &
     target_pid=$!
     wait_ready "$work/ours-target.log" || { echo "our daemon did not listen on $addr:$port; see $work/ours-target.log" >&2; exit 1; }
 }
@@ -264,11 +259,11 @@ run_spdk_perf() { # WORKLOAD SIZE QD LABEL
 }
 
 run_our_perf() { # WORKLOAD SIZE QD LABEL [ROOT PINNING] (default: --ours-root --pinning)
-    local json pin=(taskset -c "$load_cpu") cpus=() perf_root=${5:-$ours_root} how=${6:-$pinning}
-    if [ "$how" = cpus ]; then pin=(); cpus=(--cpus "$load_cpu"); fi # as spdk_nvme_perf -c
-    json=$("${pin[@]}" timeout $((seconds + warmup + 120)) "$perf_root/bin/nvmeof" perf -t "$transport" -a "$addr" -s "$port" \
+    local json perf_pin perf_cpus perf_root=${5:-$ours_root}
+    perf_pinning "${6:-$pinning}" "$load_cpu"
+    json=$("${perf_pin[@]}" timeout $((seconds + warmup + 120)) "$perf_root/bin/nvmeof" perf -t "$transport" -a "$addr" -s "$port" \
         -n "$nqn" --namespace-id 1 --workload "$1" --io-size "$2" --queue-depth "$3" --time "$seconds" \
-        --warmup "$warmup" "${cpus[@]}" --json 2>"$work/$4.err" | tail -n1)
+        --warmup "$warmup" "${perf_cpus[@]}" --json 2>"$work/$4.err" | tail -n1)
     python3 -c 'import json, sys
 try:
     s = json.loads(sys.argv[1]); l = s["latency_us"]
