@@ -5,9 +5,15 @@
 # ~250 k IOPS at 4 KiB QD32 (the kernel's _copy_from_iter costs 3.5x per I/O in those minutes). Printed:
 #   copy128k=GB/s   python3 copying a 128 KiB bytearray into another (a block in the caches: an NVMe/TCP payload)
 #   copy64m=GB/s    the same with 64 MiB (past the caches, 32 MiB of L3 here: the memory side)
-#                   each the median over batches of ~25 ms within ~0.3 s, so a short preemption does not count
+#                   each the median over batches (~3 ms, ~12 ms) within ~0.3 s, so a short preemption does not count
+#                   but a CPU shared for the whole probe does. Seen on this 2-vCPU VM: copy128k 51.4-51.5 whatever
+#                   ran beside it; copy64m 11.4-14.6 idle, 7.6-11.1 beside a busy loop on the other vCPU, 4.9-7.5
+#                   beside a memory copy there, 6.0-7.2 sharing its vCPU with a busy loop
 #   steal=% iowait=% over=S   the CPUs' steal (the hypervisor running something else on them) and iowait share of
 #                   all CPU time since the previous probe with the same --state file (the first: since boot)
+#   runnable=N      the mean number of runnable tasks during the probe (procs_running, the probe itself included: 1
+#                   on an idle machine, 2 beside a busy-polling target; more: something else wants the CPUs, e.g.
+#                   another worker's build or QEMU guest, which the copy figures alone can hide)
 #   load=1,5,15     the load average          mhz=N   the CPU clock /proc/cpuinfo reports (absent if it has none)
 #
 #   benchmarks/machine-state.sh [--state FILE]   probe here (or, with NVMEOF4J_MACHINE_STATE_DIR set, ask the host)
@@ -29,6 +35,8 @@ probe() { # STATE_FILE (may be empty)
     timeout 20 python3 - "${1:-}" <<'PY'
 import os, statistics, sys, time
 
+running = []  # procs_running of /proc/stat after each batch: runnable tasks, this probe included
+
 def copy_rate(size, per_batch, budget):
     src, dst = bytearray(os.urandom(4096) * (size // 4096)), bytearray(size)
     s, d = memoryview(src), memoryview(dst)
@@ -39,6 +47,8 @@ def copy_rate(size, per_batch, budget):
         for _ in range(per_batch):
             d[:] = s
         rates.append(size * per_batch / (time.perf_counter() - t0) / 1e9)
+        with open("/proc/stat") as f:
+            running.extend(int(l.split()[1]) for l in f if l.startswith("procs_running"))
     return statistics.median(rates)
 
 def cpu_times():
@@ -77,7 +87,8 @@ try:
         mhz = [float(l.split(":")[1]) for l in f if l.startswith("cpu MHz")]
 except OSError:
     pass
-print("copy128k=%.2fGB/s copy64m=%.2fGB/s %s load=%s%s" % (c128, c64m, share, load,
+print("copy128k=%.2fGB/s copy64m=%.2fGB/s %s runnable=%.1f load=%s%s" % (c128, c64m, share,
+      statistics.mean(running), load,
       " mhz=%.0f" % statistics.mean(mhz) if mhz else ""))
 PY
     local rc=$?
