@@ -34,7 +34,8 @@
 #
 # Machine state: before every measured run (each round x pairing x workload) benchmarks/machine-state.sh measures,
 # in about a second on the load CPU, the memory-copy bandwidth (copy128k, copy64m in GB/s), the CPUs' steal and iowait
-# share since the previous probe (steal: the hypervisor running something else), the load average and the clock.
+# share since the previous probe (steal: the hypervisor running something else), the runnable tasks during the probe
+# (2 beside a busy-polling target; more: another worker's build or guest competes), the load average and the clock.
 # On this machine type copies run 1.3-3.5x slower for minutes at a time, and every target with them: a ratio between
 # a run in that state and one outside it means nothing. The line is printed after the run's figures and kept as
 # WORK/LABEL.state. At the end each run is called "slow" when copy128k or copy64m was below --slow-below x the best
