@@ -26,6 +26,8 @@
 #                            "base+ours" run it in the same rounds as "ours+...", alternating, and the ratio
 #                            "our target / base target" is printed: a before/after judged in one run; "spdk+base"
 #                            runs its perf against SPDK's target, with "our perf / base perf")
+#       [--base-java-opts OPTS]  (extra JVM options of the "base" daemon only, after --target-java-opts; without
+#                            --base-root "base" is this checkout: a variant of our daemon's JVM judged in one run)
 #       [--probe CMD]       (run "CMD TARGET_PID LABEL WARMUP_S SECONDS OUT" next to each measured run, OUT being
 #                            WORK/LABEL.probe: e.g. integration-tests/vm/guest/syscall-probe.sh, system calls per I/O)
 #       [--pinning cpus|taskset]       (how our daemon and perf are pinned; default cpus, see below)
@@ -65,6 +67,7 @@ seconds=10; warmup=3; rounds=3; reactors=1; size_mib=512; spdk_mem=1024; transpo
 target_java_opts=""
 ours_root=$root
 base_root=""
+base_java_opts=""
 probe=""
 pinning=cpus
 base_pinning=""
@@ -92,6 +95,7 @@ while [ $# -gt 0 ]; do
         --target-java-opts) target_java_opts="$2"; shift 2 ;;
         --ours-root) ours_root=$(cd "$2" && pwd); shift 2 ;;
         --base-root) base_root=$(cd "$2" && pwd); shift 2 ;;
+        --base-java-opts) base_java_opts="$2"; shift 2 ;;
         --probe) probe="$2"; shift 2 ;;
         --pinning) pinning="$2"; shift 2 ;;
         --base-pinning) base_pinning="$2"; shift 2 ;;
@@ -108,6 +112,9 @@ case "${base_pinning:-cpus}" in cpus|taskset) ;; *) echo "--base-pinning $base_p
 if [ "$pinning" = cpus ] && [ "$(pinning_of "$ours_root")" = taskset ]; then
     echo "$ours_root has no reactor_cpus / perf --cpus: pinned with taskset" >&2
     pinning=taskset
+fi
+if [ -n "$base_java_opts" ] && [ -z "$base_root" ]; then
+    base_root=$ours_root
 fi
 if [ -n "$base_root" ] && [ -z "$base_pinning" ]; then
     base_pinning=$(pinning_of "$base_root")
@@ -202,8 +209,8 @@ wait_ready() { # LOG (ours) or empty (SPDK)
     return 1
 }
 
-start_ours() { # [ROOT PINNING] (default: --ours-root --pinning)
-    local daemon_root=${1:-$ours_root} daemon_pin daemon_cpus_setting
+start_ours() { # [ROOT PINNING JAVA_OPTS] (default: --ours-root --pinning, no extra JVM options)
+    local daemon_root=${1:-$ours_root} extra_opts=${3:-} daemon_pin daemon_cpus_setting
     daemon_pinning "${2:-$pinning}" "$target_cpus"
     cat > "$work/ours.json" <<JSON
 { "ports": [{"portid": 1, "addr": {"trtype": "$transport", "adrfam": "ipv4", "traddr": "$addr", "trsvcid": "$port"},
@@ -212,7 +219,7 @@ start_ours() { # [ROOT PINNING] (default: --ours-root --pinning)
     "namespaces": [ {"nsid": 1, "device": {"backend": "ram", "size": "${size_mib}M", "block_size": 4096}} ]}],
   "nvmeof4j": {"reactors": $reactors$daemon_cpus_setting, "idle_strategy": "busy", "http": "off"} }
 JSON
-    NVMEOF4J_JAVA_OPTS="${NVMEOF4J_JAVA_OPTS:-} $target_java_opts" \
+    NVMEOF4J_JAVA_OPTS="${NVMEOF4J_JAVA_OPTS:-} $target_java_opts $extra_opts" \
         "${daemon_pin[@]}" "$daemon_root/bin/nvmeof-target" --config "$work/ours.json" > "$work/ours-target.log" 2>&1 &
     target_pid=$!
     wait_ready "$work/ours-target.log" || { echo "our daemon did not listen on $addr:$port; see $work/ours-target.log" >&2; exit 1; }
@@ -284,7 +291,7 @@ for round in $(seq 1 "$rounds"); do
         case "$tgt" in
             spdk) start_spdk ;;
             base) [ -n "$base_root" ] || { echo "pairing $pairing needs --base-root" >&2; exit 2; }
-                  start_ours "$base_root" "$base_pinning" ;;
+                  start_ours "$base_root" "$base_pinning" "$base_java_opts" ;;
             *) start_ours ;;
         esac
         # Fill the namespace once so that reads touch written memory on both targets. A cold daemon may answer the

@@ -13,10 +13,16 @@
 #                                      [--ours-settings '{"idle_strategy": "busy"}'] [--ours-backend file|ram]
 #                                      [--skip-kernel]   (only our target: for quick comparisons of our settings)
 #                                      [--guest-java-opts OPTS]  (default -XX:-TieredCompilation, see below)
+#                                      [--guest-kernel-args A]  (e.g. "clocksource=tsc tsc=reliable": run-guest.sh
+#                                       --kernel-args; the guest's clock source, see the VM README "Clock source")
 #   SPDK_DIR=/path/to/spdk integration-tests/vm/bench-rdma.sh [--spdk-only] [--spdk-time 5] [--spdk-warmup 20]
 #                                      [--spdk-rounds 3] [--spdk-workloads "4k-randread-qd1 ..."]
 #                                      [--spdk-target-java-opts OPTS]  (our daemon only, e.g. a JFR recording)
 #                                      [--spdk-pairings "spdk+spdk ours+spdk ..."]  (default all four)
+#                                      [--spdk-base-java-opts OPTS]  (a variant: pairing base+spdk runs this
+#                                       checkout's daemon with these extra JVM options, in the same rounds)
+#                                      [--spdk-base DIR]  (pairing base+spdk runs DIR's daemon, a built checkout:
+#                                       before/after in the same rounds, one SPDK pairing per round for both)
 #                                      [--probe]  (system calls and CPU time per I/O of each target, see below)
 #                                      [--baseline DIR]  (before/after: DIR's daemon and perf against this one's)
 # With SPDK_DIR (an SPDK build configured --with-rdma, for a CPU the guest has: --target-arch=x86-64-v3 on an
@@ -236,6 +242,8 @@ spdk_part() {
             --rounds "$3" --size-mib "$size_mib" --spdk-mem-mib "$mem" --work "$4" --ours-root "$2" \
             ${BENCH_SPDK_WORKLOADS:+--workloads "$BENCH_SPDK_WORKLOADS"} ${BENCH_SPDK_PAIRINGS:+--pairings "$BENCH_SPDK_PAIRINGS"} \
             ${BENCH_PROBE:+--probe "$HERE/guest/syscall-probe.sh"} --target-java-opts "${BENCH_SPDK_TARGET_JAVA_OPTS:-}" \
+            ${BENCH_SPDK_BASE_JAVA_OPTS:+--base-java-opts "$BENCH_SPDK_BASE_JAVA_OPTS"} \
+            ${BENCH_SPDK_BASE:+--base-root "$BENCH_SPDK_BASE"} \
             2>&1 | tee "$4.txt"
         return "${PIPESTATUS[0]}"
     }
@@ -319,6 +327,7 @@ while [ $# -gt 0 ]; do
         --ours-settings) SETTINGS="$2"; shift 2 ;;
         --ours-backend) BACKEND="$2"; shift 2 ;;
         --guest-java-opts) GJO="$2"; shift 2 ;;
+        --guest-kernel-args) KARGS="$2"; shift 2 ;;
         --skip-kernel) SKIP_KERNEL=1; shift ;;
         --spdk-only) SPDK_ONLY=1; shift ;;
         --spdk-time) SPDK_TIME="$2"; shift 2 ;;
@@ -327,6 +336,8 @@ while [ $# -gt 0 ]; do
         --spdk-workloads) SPDK_WORKLOADS="$2"; shift 2 ;;
         --spdk-target-java-opts) SPDK_TJO="$2"; shift 2 ;;
         --spdk-pairings) SPDK_PAIRINGS="$2"; shift 2 ;;
+        --spdk-base-java-opts) SPDK_BJO="$2"; shift 2 ;;
+        --spdk-base) SPDK_BASE="$(readlink -f "$2")"; shift 2 ;;
         --probe) PROBE=1; shift ;;
         --baseline) BASELINE="$(readlink -f "$2")"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
@@ -360,12 +371,17 @@ if [ -n "${SPDK_DIR:-}" ]; then
     SPDK_ENV=(--env SPDK_DIR="$SPDK_DIR" --env BENCH_SPDK_ONLY="${SPDK_ONLY:-0}" --env BENCH_SPDK_TIME="${SPDK_TIME:-5}"
         --env BENCH_SPDK_WARMUP="${SPDK_WARMUP:-20}" --env BENCH_SPDK_ROUNDS="$rounds" --env BENCH_SPDK_BUDGET="$budget"
         --env BENCH_SPDK_WORKLOADS="${SPDK_WORKLOADS:-}" --env BENCH_SPDK_TARGET_JAVA_OPTS="${SPDK_TJO:-}"
-        --env BENCH_SPDK_PAIRINGS="${SPDK_PAIRINGS:-}" --env BENCH_PROBE="${PROBE:-}" --env BENCH_BASELINE="${BASELINE:-}")
+        --env BENCH_SPDK_PAIRINGS="${SPDK_PAIRINGS:-}" --env BENCH_SPDK_BASE_JAVA_OPTS="${SPDK_BJO:-}" --env BENCH_SPDK_BASE="${SPDK_BASE:-}"
+        --env BENCH_PROBE="${PROBE:-}" --env BENCH_BASELINE="${BASELINE:-}")
 fi
 "$HERE/prepare.sh" --quiet >/dev/null || exit 1
 # Build on the host if stale (the launchers do it); never inside the guest.
 "$PROJECT/bin/nvmeof" help perf > "$RESULTS/cli-help.txt" 2>&1 || { echo "bin/nvmeof failed" >&2; exit 1; }
 "$PROJECT/bin/nvmeof-target" --version > "$RESULTS/target-version.txt" 2>&1 || { echo "bin/nvmeof-target failed" >&2; exit 1; }
+if [ -n "${SPDK_BASE:-}" ]; then
+    "$SPDK_BASE/bin/nvmeof-target" --version > "$RESULTS/spdk-base-version.txt" 2>&1 \
+        || { echo "--spdk-base $SPDK_BASE: its bin/nvmeof-target failed" >&2; exit 1; }
+fi
 if [ -n "${BASELINE:-}" ]; then
     [ -n "${SPDK_DIR:-}" ] || { echo "--baseline compares within the SPDK part: set SPDK_DIR" >&2; exit 1; }
     "$BASELINE/bin/nvmeof" help perf > /dev/null 2>&1 && "$BASELINE/bin/nvmeof-target" --version \
@@ -373,8 +389,8 @@ if [ -n "${BASELINE:-}" ]; then
 fi
 # The host's machine state on the guest's request; ends by itself when this process (run-guest.sh after the exec) does.
 "$PROJECT/benchmarks/machine-state.sh" --serve "$RESULTS/machine-state" $$ > "$RESULTS/machine-state.log" 2>&1 &
-exec "$HERE/run-guest.sh" --timeout "$TIMEOUT" --results "$RESULTS" "${SPDK_ENV[@]}" --env BENCH_GUEST=1 \
-    --env NVMEOF4J_MACHINE_STATE_DIR="$RESULTS/machine-state" --env BENCH_RUNTIME="$RUNTIME" \
+exec "$HERE/run-guest.sh" --timeout "$TIMEOUT" --results "$RESULTS" ${KARGS:+--kernel-args "$KARGS"} "${SPDK_ENV[@]}" \
+    --env BENCH_GUEST=1 --env NVMEOF4J_MACHINE_STATE_DIR="$RESULTS/machine-state" --env BENCH_RUNTIME="$RUNTIME" \
     --env BENCH_WARMUP="$WARMUP" --env BENCH_SIZE="$SIZE" --env BENCH_OURS_SETTINGS="$SETTINGS" \
     --env BENCH_OURS_BACKEND="$BACKEND" --env BENCH_SKIP_KERNEL="${SKIP_KERNEL:-0}" \
     --env GUEST_JAVA_OPTS="${GJO:--XX:-TieredCompilation}" "$HERE/bench-rdma.sh"

@@ -30,7 +30,6 @@ import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -52,14 +51,14 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * Connect. A peer address at its limit has the request refused with REJ status 6 (no resources) before anything is
  * allocated for it; at the port's limit the oldest pending queue is disconnected to make room; a queue still
  * pending after the connect timeout is disconnected (it was accepted already, so there is nothing left to reject).
- * The event thread wakes at least every 200 ms and checks the pending queues then. Refusals are counted
+ * While a queue is pending the event thread wakes at least every 200 ms and checks the pending queues then; with none
+ * pending it sleeps until an event or the transport's shutdown ({@link CmEventChannel#wakeup()}), 10 s at most. Refusals are counted
  * ({@link QueueHandlerFactory#onConnectionRefused}) and logged rate-limited per peer address.
  */
 final class RdmaListener extends AbstractTransportListener {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaListener.class);
     /** Rejects and refusals: one line per peer address a second. */
     private static final RateLimitedLog PEER_LOG = new RateLimitedLog(LOG);
-    private static final long EVENT_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
     private static final long JOIN_TIMEOUT_MILLIS = 5_000;
 
     private final RdmaControllerTransport transport;
@@ -121,7 +120,7 @@ final class RdmaListener extends AbstractTransportListener {
         while (running) {
             CmEvent event;
             try {
-                event = channel.nextEvent(EVENT_WAIT_NANOS);
+                event = channel.nextEvent(pending.eventWaitNanos());
             } catch (NativeIoException | RuntimeException e) {
                 if (!running) {
                     break;

@@ -97,6 +97,7 @@ class PendingQueuesTest {
         Accepted idle = accept("10.0.2.16");
         track(pending, idle, pending.admit(host(16), start));
         assertThat(pending.count()).isEqualTo(2);
+        assertThat(pending.eventWaitNanos()).as("queues to time out").isEqualTo(PendingQueues.SWEEP_WAIT_NANOS);
 
         connects.qp().deliver(connectCapsule());
         for (int i = 0; i < 10 && connects.qp().sent.isEmpty(); i++) {
@@ -118,6 +119,8 @@ class PendingQueuesTest {
         assertThat(handlers.closed).containsExactly("connect_timeout");
         assertThat(connects.queue().isGone()).as("the connected queue outlives the timeout").isFalse();
         assertThat(pending.count()).isZero();
+        pending.sweep(start + TIMEOUT_NANOS); // the next sweep forgets the timed-out queue
+        assertThat(pending.eventWaitNanos()).as("nothing to time out").isEqualTo(PendingQueues.IDLE_WAIT_NANOS);
     }
 
     @Test
@@ -138,6 +141,24 @@ class PendingQueuesTest {
         assertThat(first.queue().isGone()).as("the oldest pending queue").isTrue();
         assertThat(second.queue().isGone()).isFalse();
         assertThat(handlers.closed).containsExactly("port_limit");
+    }
+
+    @Test
+    void shouldWaitTheSweepGrainOnlyWhileAQueueAwaitsItsConnect() throws Exception {
+        PendingQueues pending = new PendingQueues(new PendingConnections(new ConnectionLimits(8, 8, TIMEOUT_NANOS)));
+        assertThat(pending.eventWaitNanos()).as("a port with no connection").isEqualTo(PendingQueues.IDLE_WAIT_NANOS);
+        long now = System.nanoTime();
+        PendingConnections.Entry admitted = pending.admit(host(15), now);
+        assertThat(pending.eventWaitNanos()).as("admitted, not yet tracked").isEqualTo(PendingQueues.SWEEP_WAIT_NANOS);
+        Accepted a = accept("10.0.2.15");
+        track(pending, a, admitted);
+        assertThat(pending.eventWaitNanos()).isEqualTo(PendingQueues.SWEEP_WAIT_NANOS);
+        a.queue().disconnect("host disconnected");
+        group.poll();
+        pending.sweep(now);
+        assertThat(pending.eventWaitNanos()).as("the queue went away").isEqualTo(PendingQueues.IDLE_WAIT_NANOS);
+        assertThat(PendingQueues.IDLE_WAIT_NANOS).as("still a bounded wait")
+            .isGreaterThan(PendingQueues.SWEEP_WAIT_NANOS).isLessThanOrEqualTo(TimeUnit.SECONDS.toNanos(10));
     }
 
     @Test

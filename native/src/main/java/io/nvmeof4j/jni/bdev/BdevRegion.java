@@ -3,7 +3,9 @@ package io.nvmeof4j.jni.bdev;
 import io.nvmeof4j.jni.NativeHandle;
 import io.nvmeof4j.jni.NativeIoException;
 
+import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
+import java.util.function.LongConsumer;
 
 /**
  * An anonymous memory mapping for a buffer pool's region ({@code OffHeapBufferPool(maxBuffer, region.buffer())}):
@@ -14,8 +16,13 @@ import java.nio.ByteBuffer;
  * <p>Closing unmaps the memory: every buffer sliced from it is invalid afterwards (touching one would crash the
  * JVM), so close it only after everything using the pool has stopped (a reactor closes what it owns in reverse
  * order: register the region before the poll groups that use it).
+ * <p>Normal pages of a mapping of 2 MiB or more start on a 2 MiB boundary and are advised {@code MADV_HUGEPAGE}:
+ * where transparent hugepages are allowed ("madvise", Debian's default, or "always"), each 2 MiB is one TLB entry.
  */
 public final class BdevRegion extends NativeHandle {
+    /** Unmaps what {@link #mapCollected} mapped; its thread runs only those small actions. */
+    private static final Cleaner CLEANER = Cleaner.create();
+
     private final long length;
     private final boolean huge;
     private final int hugepageErrno;
@@ -39,6 +46,35 @@ public final class BdevRegion extends NativeHandle {
         long address = BdevNative.regionMap0(length, hugepages, fellBack);
         NativeIoException.check("mmap " + length + " bytes", address);
         return new BdevRegion(address, length, hugepages && fellBack[0] == 0, fellBack[0]);
+    }
+
+    /**
+     * Maps {@code length} bytes of normal pages (transparent hugepages where allowed, see the class description) as
+     * a direct buffer that is unmapped when it, and every slice and duplicate of it, has become unreachable: for
+     * memory that other threads may still be copying out of when its owner lets go of it (a RAM namespace's chunk
+     * after a Deallocate), as the JDK does for {@code ByteBuffer.allocateDirect}. The buffer's bulk operations
+     * keep it reachable while they copy. {@code onUnmapped} runs after the unmap, with the length, on the cleaner's
+     * thread (memory accounting); it must not refer to the buffer.
+     */
+    public static ByteBuffer mapCollected(int length, LongConsumer onUnmapped)
+        throws NativeIoException {
+        BdevNative.requireAvailable();
+        if (length <= 0) {
+            throw new IllegalArgumentException("region length " + length + " outside 1.." + Integer.MAX_VALUE);
+        }
+        long address = BdevNative.regionMap0(length, false, new int[1]);
+        NativeIoException.check("mmap " + length + " bytes", address);
+        ByteBuffer buffer = BdevNative.regionBuffer0(address, length);
+        CLEANER.register(buffer, () -> {
+            BdevNative.regionUnmap0(address, length, false);
+            onUnmapped.accept(length);
+        });
+        return buffer;
+    }
+
+    /** True when this JVM can map regions (the native library loaded). */
+    public static boolean available() {
+        return BdevNative.UNAVAILABILITY_CAUSE == null;
     }
 
     /** The mapping as a direct buffer (position 0, limit = capacity = length). */

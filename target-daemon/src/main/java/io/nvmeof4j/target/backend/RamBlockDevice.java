@@ -7,8 +7,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
- * A namespace in memory, off-heap and thin-provisioned: the capacity is a table of 1 MiB chunks, each a direct
- * buffer created by the first write that touches it, so an untouched 1 GiB namespace costs a 1024-entry table.
+ * A namespace in memory, off-heap and thin-provisioned: the capacity is a table of 2 MiB chunks, each a direct
+ * buffer created by the first write that touches it, so an untouched 1 GiB namespace costs a 512-entry table. A
+ * chunk is one transparent hugepage where the kernel allows them ({@link ChunkMemory}).
  * Reads of never-written chunks return zeros. Write Zeroes and Deallocate drop every chunk they cover whole
  * and zero the bytes of partly covered ones.
  * <p>I/O completes inline on the caller's (reactor's) thread and allocates nothing except a chunk's one-time
@@ -17,12 +18,12 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * <p>Dropped chunks are returned to the operating system when the garbage collector reclaims their buffer (a
  * concurrent reader may still be copying out of it, so they cannot be freed eagerly). Chunk creation counts
  * against {@code -XX:MaxDirectMemorySize}; a write that cannot get memory fails with Capacity Exceeded and DNR (the
- * OutOfMemoryError of the allocation never leaves this class: the reactor keeps running), counted in
+ * reactor keeps running), counted in
  * {@link #allocationFailures()}. The daemon's RAM budget keeps the sum of RAM namespace sizes within the memory the
  * JVM may use, so that happens only when something else took the memory.
  */
 public final class RamBlockDevice implements BlockDevice {
-    public static final int CHUNK_SHIFT = 20;
+    public static final int CHUNK_SHIFT = 21;
     public static final int CHUNK_SIZE = 1 << CHUNK_SHIFT;
     private static final long CHUNK_MASK = CHUNK_SIZE - 1;
 
@@ -158,7 +159,7 @@ public final class RamBlockDevice implements BlockDevice {
             if (chunkOffset == 0 && n == chunkLength) {
                 ByteBuffer dropped = chunks.getAndSet(chunkIndex, null);
                 if (dropped != null) {
-                    committedBytes.addAndGet(-dropped.capacity());
+                    commit(-dropped.capacity());
                 }
             } else {
                 ByteBuffer chunk = chunks.get(chunkIndex);
@@ -177,19 +178,16 @@ public final class RamBlockDevice implements BlockDevice {
 
     /** Creates and publishes a zeroed chunk; returns the published one (ours or a racing writer's), or null. */
     private ByteBuffer createChunk(int chunkIndex) {
-        ByteBuffer created;
-        try {
-            created = ByteBuffer.allocateDirect(chunkLength(chunkIndex));
-        } catch (OutOfMemoryError e) {
-            // Direct memory limit reached (-XX:MaxDirectMemorySize) or malloc failed: a thin-provisioned device out
-            // of space. Both are thrown by the allocation itself, not the VM's heap, so -XX:+ExitOnOutOfMemoryError
-            // does not apply and the reactor carries on.
+        ByteBuffer created = ChunkMemory.allocate(chunkLength(chunkIndex));
+        if (created == null) {
+            // Direct memory limit reached (-XX:MaxDirectMemorySize) or no memory: a thin-provisioned device out of
+            // space.
             allocationFailures.incrementAndGet();
             return null;
         }
         while (true) {
             if (chunks.compareAndSet(chunkIndex, null, created)) {
-                committedBytes.addAndGet(created.capacity());
+                commit(created.capacity());
                 return created;
             }
             ByteBuffer winner = chunks.get(chunkIndex);
@@ -208,9 +206,16 @@ public final class RamBlockDevice implements BlockDevice {
         }
         closed = true;
         for (int i = 0; i < chunks.length(); i++) {
-            chunks.set(i, null);
+            ByteBuffer dropped = chunks.getAndSet(i, null);
+            if (dropped != null) {
+                commit(-dropped.capacity());
+            }
         }
-        committedBytes.set(0);
+    }
+
+    private void commit(long delta) {
+        committedBytes.addAndGet(delta);
+        ChunkMemory.held(delta);
     }
 
     @Override

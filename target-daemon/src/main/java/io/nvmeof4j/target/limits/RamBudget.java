@@ -104,7 +104,7 @@ public final class RamBudget {
     }
 
     /** {@code -XX:MaxDirectMemorySize}, or the heap's maximum when unset (the JVM's rule); -1 when not HotSpot. */
-    static long maxDirectMemory() {
+    public static long maxDirectMemory() {
         try {
             com.sun.management.HotSpotDiagnosticMXBean bean =
                 ManagementFactory.getPlatformMXBean(com.sun.management.HotSpotDiagnosticMXBean.class);

@@ -1,0 +1,92 @@
+package io.nvmeof4j.target.backend;
+
+import org.junit.jupiter.api.Test;
+
+import io.nvmeof4j.target.limits.RamBudget;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assumptions.assumeThat;
+
+/** RAM namespace chunks: mapped on the native side, counted while mapped, given back once unreachable. */
+class ChunkMemoryTest {
+    @Test
+    void shouldCountAChunkWhileMappedAndGiveItBackOnceUnreachable() throws Exception {
+        long before = ChunkMemory.mappedBytes();
+        ByteBuffer chunk = ChunkMemory.allocate(RamBlockDevice.CHUNK_SIZE);
+        assertThat(chunk).isNotNull();
+        assertThat(chunk.isDirect()).isTrue();
+        assertThat(chunk.capacity()).isEqualTo(RamBlockDevice.CHUNK_SIZE);
+        assertThat(ChunkMemory.mappedBytes() - before).isEqualTo(RamBlockDevice.CHUNK_SIZE);
+        for (int i = 0; i < chunk.capacity(); i += 4096) {
+            assertThat(chunk.get(i)).as("byte %d of a new chunk", i).isZero();
+        }
+        chunk.put(RamBlockDevice.CHUNK_SIZE - 1, (byte) 5);
+        assertThat(chunk.get(RamBlockDevice.CHUNK_SIZE - 1)).isEqualTo((byte) 5);
+        chunk = null;
+        awaitMapped(before);
+    }
+
+    @Test
+    void shouldBackChunksWithTransparentHugepagesWhereTheKernelAllowsThem() throws Exception {
+        assumeThat(Files.readString(Path.of("/sys/kernel/mm/transparent_hugepage/enabled")))
+            .as("transparent hugepages allowed").doesNotContain("[never]");
+        long before = ChunkMemory.mappedBytes();
+        long hugeBefore = anonHugeKib();
+        ByteBuffer[] chunks = new ByteBuffer[8];
+        for (int i = 0; i < chunks.length; i++) {
+            chunks[i] = ChunkMemory.allocate(RamBlockDevice.CHUNK_SIZE);
+            chunks[i].put(4096, (byte) i); // one byte: the whole chunk is one 2 MiB page
+        }
+        assertThat(anonHugeKib() - hugeBefore).as("AnonHugePages grown by 8 chunks of one byte written, KiB")
+            .isGreaterThanOrEqualTo(8 * 2048 - 2048);
+        for (int i = 0; i < chunks.length; i++) {
+            assertThat(chunks[i].get(4096)).isEqualTo((byte) i);
+        }
+        chunks = null;
+        awaitMapped(before);
+    }
+
+    /** The process's AnonHugePages, KiB. */
+    private static long anonHugeKib() throws Exception {
+        return Files.readAllLines(Path.of("/proc/self/smaps_rollup")).stream()
+            .filter(l -> l.startsWith("AnonHugePages:")).mapToLong(l -> Long.parseLong(l.replaceAll("[^0-9]", "")))
+            .findFirst().orElse(0);
+    }
+
+    @Test
+    void shouldRefuseChunksBeyondTheJvmsDirectMemoryLimit() throws Exception {
+        long before = ChunkMemory.mappedBytes();
+        long limit = RamBudget.maxDirectMemory(); // the heap's maximum when unset: a few GiB in a test JVM
+        int size = Integer.MAX_VALUE - 8;
+        ByteBuffer[] held = new ByteBuffer[64]; // 128 GiB: past any test JVM's limit (mapped, never touched)
+        int mapped = 0;
+        while (mapped < held.length && (held[mapped] = ChunkMemory.allocate(size)) != null) {
+            ChunkMemory.held(size);
+            mapped++;
+        }
+        assertThat(mapped).as("chunks of %d bytes mapped under a limit of %d", size, limit).isLessThan(held.length);
+        assertThat((long) mapped * size).isLessThanOrEqualTo(limit);
+        assertThat(ChunkMemory.allocate(size)).as("refused again while every chunk is held").isNull();
+
+        // Dropped (unreachable, not yet collected): the next chunk collects them instead of being refused.
+        ChunkMemory.held(-(long) mapped * size);
+        held = null;
+        ByteBuffer next = ChunkMemory.allocate(size);
+        assertThat(next).as("a chunk once the dropped ones could be collected").isNotNull();
+        next = null;
+        awaitMapped(before);
+    }
+
+    /** Collects for up to 5 s until the mapped bytes are back at {@code expected} (each test leaves them so). */
+    private static void awaitMapped(long expected) throws InterruptedException {
+        for (int i = 0; i < 100 && ChunkMemory.mappedBytes() != expected; i++) {
+            System.gc();
+            Thread.sleep(50);
+        }
+        assertThat(ChunkMemory.mappedBytes()).as("mapped after the chunks became unreachable").isEqualTo(expected);
+    }
+}
