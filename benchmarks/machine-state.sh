@@ -20,9 +20,15 @@
 #   benchmarks/machine-state.sh --serve DIR PID  answer requests in DIR until PID ends (the host, for a QEMU guest)
 #   benchmarks/machine-state.sh --ask DIR LABEL  ask the host serving DIR for a probe (in the guest), up to 30 s
 #   benchmarks/machine-state.sh --classify [THRESHOLD]   reads "KEY<TAB>PROBE-LINE" lines, prints "KEY<TAB>STATE<TAB>
-#                   RATIO" for each: STATE slow when copy128k or copy64m is below THRESHOLD (default 0.8) x the best of
-#                   that figure over all the lines (the run's fastest probe), else fast (unknown: a line without
-#                   both figures); RATIO the lower of the two ratios to the best
+#                   NOTE" for each, STATE one of
+#                     slow     copy128k or copy64m below THRESHOLD (default 0.8) x the best of that figure over all
+#                              the lines (the run's fastest probe)
+#                     busy     else, runnable at least 1 above the lowest runnable of the lines: on average one more
+#                              task wanted a CPU than in the run's least contended probe (another worker's build or
+#                              guest: seen here with a target at half its IOPS while the copy figures were fine)
+#                     fast     neither;  unknown: a line without the figures
+#                   Feed it probes taken alike (e.g. each with the target running): copy64m is ~20% lower beside a
+#                   busy-polling target than on an idle machine.
 #
 # In the QEMU guest (software emulation) a probe of the guest would measure the emulator; the guest's speed follows
 # the host's, so integration-tests/vm/bench-*.sh run --serve on the host over the results share (writable from the
@@ -132,16 +138,18 @@ import re, sys
 threshold, rows, best = float(sys.argv[1]), [], {}
 for line in sys.stdin:
     key, _, probe = line.rstrip("\n").partition("\t")
-    figures = {k: float(v) for k, v in re.findall(r"\b(copy128k|copy64m)=([0-9.]+)", probe)}
+    figures = {k: float(v) for k, v in re.findall(r"\b(copy128k|copy64m|runnable)=([0-9.]+)", probe)}
     rows.append((key, figures))
     for k, v in figures.items():
-        best[k] = max(best.get(k, 0.0), v)
-for key, figures in rows:
-    ratios = [v / best[k] for k, v in figures.items() if best[k] > 0]
-    if len(ratios) < 2:
-        print("%s\tunknown\t-" % key)
-    else:
-        print("%s\t%s\t%.2f" % (key, "slow" if min(ratios) < threshold else "fast", min(ratios)))
+        best[k] = min(best.get(k, v), v) if k == "runnable" else max(best.get(k, 0.0), v)
+for key, f in rows:
+    if not all(k in f for k in ("copy128k", "copy64m", "runnable")):
+        print("%s\tunknown\tno probe" % key)
+        continue
+    copy = min(f["copy128k"] / best["copy128k"], f["copy64m"] / best["copy64m"])
+    state = "slow" if copy < threshold else "busy" if f["runnable"] >= best["runnable"] + 1 else "fast"
+    print("%s\t%s\tcopy %.2f of the best, runnable %.1f (least %.1f)" % (key, state, copy, f["runnable"],
+          best["runnable"]))
 ' "$1"
 }
 

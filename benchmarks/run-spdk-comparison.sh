@@ -40,10 +40,12 @@
 # (2 beside a busy-polling target; more: another worker's build or guest competes), the load average and the clock.
 # On this machine type copies run 1.3-3.5x slower for minutes at a time, and every target with them: a ratio between
 # a run in that state and one outside it means nothing. The line is printed after the run's figures and kept as
-# WORK/LABEL.state. At the end each run is called "slow" when copy128k or copy64m was below --slow-below x the best
-# of that figure in this whole invocation, else "fast" (a list of "state round ..." lines), and the summary gives
-# each median twice: over all rounds, and over the "fast rounds" only, those in which every run the median or ratio
-# takes was fast (with how many of the rounds that was). In the QEMU guest the probe asks the host (bench-rdma.sh).
+# WORK/LABEL.state. At the end each run is called (machine-state.sh --classify, a list of "state round ..." lines)
+# "slow" when copy128k or copy64m was below --slow-below x the best of that figure over this invocation's runs, else
+# "busy" when its runnable was at least 1 above the runs' lowest (another process competed for the CPUs), else "fast";
+# the summary gives each median twice: over all rounds, and over the "fast rounds" only, those in which every run the
+# median or ratio takes was fast (with how many of the rounds that was). The probes at start and end (no target
+# running, so copy64m is higher) are printed but not compared. In the QEMU guest the probe asks the host.
 # Pinning, as SPDK's (benchmarks/pinning.sh): nvmf_tgt gets -m MASK and pins only its reactors there (its other threads
 # run on the rest of its CPUs), spdk_nvme_perf gets -c MASK. Ours alike (--pinning cpus): the daemon gets
 # "reactor_cpus" = the target CPUs and our perf --cpus LOAD_CPU, no taskset, so the JIT, GC and other JVM threads run
@@ -332,20 +334,18 @@ done
 
 echo "machine state at end: $(machine_state end)"
 
-# Each run's state against the fastest probe of this invocation ("start" and "end" count for the best too).
+# Each run's state against the fastest and least contended probes of this invocation's runs.
 declare -A state_of
-while IFS=$'\t' read -r key cls ratio; do
+while IFS=$'\t' read -r key cls note; do
     state_of[$key]=$cls
-    case "$key" in start|end) continue ;; esac
     IFS=/ read -r name pairing round <<< "$key"
-    printf 'state round %d %-10s %-18s %-7s %s of the best copy bandwidth\n' "$round" "$pairing" "$name" "$cls" "$ratio"
-done < <({ printf 'start\t%s\n' "$(head -n1 "$work/start.state")"
-           for key in "${state_keys[@]}"; do printf '%s\t%s\n' "$key" "${states[$key]}"; done
-           printf 'end\t%s\n' "$(head -n1 "$work/end.state")"; } | "$root/benchmarks/machine-state.sh" --classify "$slow_below")
+    printf 'state round %d %-10s %-18s %-7s %s\n' "$round" "$pairing" "$name" "$cls" "$note"
+done < <(for key in "${state_keys[@]}"; do printf '%s\t%s\n' "$key" "${states[$key]}"; done \
+         | "$root/benchmarks/machine-state.sh" --classify "$slow_below")
 
 echo
 echo "medians over $rounds round(s); ratios per round in brackets; \"fast rounds\": only rounds whose runs were all" \
-    "fast (copy bandwidth >= $slow_below x the best probe)"
+    "fast (copy bandwidth >= $slow_below x the best probe's, runnable < the least + 1)"
 for w in $selected; do
     name=${w%%:*}
     args=()
