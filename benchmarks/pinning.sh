@@ -9,7 +9,8 @@
 pinning_of() {
     if grep -q 'REACTOR_CPUS = "reactor_cpus"' \
             "$1/target-daemon/src/main/java/io/nvmeof4j/target/config/DaemonSettings.java" 2>/dev/null \
-        && grep -q '"--cpus"' "$1/initiator-lib/src/main/java/io/nvmeof4j/initiator/cli/PerfCommand.java" 2>/dev/null; then
+        && grep -q '"--cpus"' "$1/initiator-lib/src/main/java/io/nvmeof4j/initiator/cli/PerfCommand.java" \
+            2>/dev/null; then
         echo cpus
     else
         echo taskset
