@@ -272,8 +272,8 @@ run_our_perf() { # WORKLOAD SIZE QD LABEL [ROOT PINNING] (default: --ours-root -
     local json perf_pin perf_cpus perf_root=${5:-$ours_root}
     perf_pinning "${6:-$pinning}" "$load_cpu"
     json=$("${perf_pin[@]}" timeout $((seconds + warmup + 120)) "$perf_root/bin/nvmeof" perf -t "$transport" \
-        -a "$addr" -s "$port" -n "$nqn" --namespace-id 1 --workload "$1" --io-size "$2" --queue-depth "$3" --time "$seconds" \
-        --warmup "$warmup" "${perf_cpus[@]}" --json 2>"$work/$4.err" | tail -n1)
+        -a "$addr" -s "$port" -n "$nqn" --namespace-id 1 --workload "$1" --io-size "$2" --queue-depth "$3" \
+        --time "$seconds" --warmup "$warmup" "${perf_cpus[@]}" --json 2>"$work/$4.err" | tail -n1)
     python3 -c 'import json, sys
 try:
     s = json.loads(sys.argv[1]); l = s["latency_us"]
