@@ -4,7 +4,8 @@
 # `nvmeof perf` reads 4 KiB at random at QD32 for --time seconds, alternately over one path and over both paths
 # with --iopolicy round-robin (the same single perf queue, so the same depth in flight), for ROUNDS rounds.
 # Prints each round's IOPS, the ratio multipath/single-path per round and the median ratio (the aim: >= 0.95).
-# Pinning as in docs/performance.md when taskset exists: the daemon on CPU 0, perf on CPU 1.
+# Pinning as run-spdk-comparison.sh pins (benchmarks/pinning.sh): the daemon's reactor on CPU 0 ("reactor_cpus"),
+# perf's on CPU 1 (--cpus 1), the rest of each JVM (JIT, GC) on the other CPU, as SPDK's -m / -c pin its tools.
 # First, the same comparison in one JVM with short alternating windows (MultipathOverheadBenchmark: both modes see
 # the same moments of a noisy machine, which separate CLI runs do not), for numa (the multipath layer's own cost:
 # every I/O on the first path) and round-robin (the queue depth spread over two connections).
@@ -12,6 +13,9 @@
 # Environment: MP_BENCH_PORT (first of the two ports, default 14420), MP_BENCH_WORKLOAD (default randread).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$root/benchmarks/pinning.sh"
+daemon_pinning cpus 0
+perf_pinning cpus 1
 seconds=${1:-10}
 rounds=${2:-3}
 port0=${MP_BENCH_PORT:-14420}
@@ -30,7 +34,6 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-pin() { if command -v taskset >/dev/null; then taskset -c "$1" "${@:2}"; else "${@:2}"; fi; }
 
 cat >"$work/target.json" <<JSON
 {
@@ -44,7 +47,7 @@ cat >"$work/target.json" <<JSON
     {"nqn": "$nqn", "attr": {"allow_any_host": "1"}, "allowed_hosts": [],
      "namespaces": [{"nsid": 1, "enable": 1, "device": {"backend": "ram", "size": "512M", "block_size": 4096}}]}
   ],
-  "nvmeof4j": {"reactors": 1, "idle_strategy": "busy", "http": "off"}
+  "nvmeof4j": {"reactors": 1, "idle_strategy": "busy", "http": "off"$daemon_cpus_setting}
 }
 JSON
 
@@ -57,12 +60,7 @@ for policy in numa round-robin; do
 done
 echo "== bin/nvmeof perf runs, daemon and perf in their own processes"
 "$root/bin/nvmeof" --version >/dev/null   # builds the CLI first when needed
-# Not through pin(): a backgrounded shell function is a subshell, and $! would name it, not the daemon.
-if command -v taskset >/dev/null; then
-    taskset -c 0 "$root/bin/nvmeof-target" --config "$work/target.json" >"$work/daemon.log" 2>&1 &
-else
-    "$root/bin/nvmeof-target" --config "$work/target.json" >"$work/daemon.log" 2>&1 &
-fi
+"${daemon_pin[@]}" "$root/bin/nvmeof-target" --config "$work/target.json" >"$work/daemon.log" 2>&1 &
 daemon=$!
 for _ in $(seq 1 600); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$port1") 2>/dev/null; then
@@ -77,8 +75,8 @@ for _ in $(seq 1 600); do
 done
 
 perf() { # addresses ports extra... -> IOPS
-    pin 1 "$root/bin/nvmeof" perf -a "$1" -s "$2" -n "$nqn" --workload "$workload" --io-size 4K --queue-depth 32 \
-        --queues 1 --time "$seconds" --json "${@:3}" 2>>"$work/perf.err" \
+    "${perf_pin[@]}" "$root/bin/nvmeof" perf -a "$1" -s "$2" -n "$nqn" --workload "$workload" --io-size 4K \
+        --queue-depth 32 --queues 1 "${perf_cpus[@]}" --time "$seconds" --json "${@:3}" 2>>"$work/perf.err" \
         | sed -n 's/.*"iops":\([0-9.]*\).*/\1/p'
 }
 # Fill once so reads return data, not holes.

@@ -12,6 +12,10 @@
 # Usage: benchmarks/run-shared-cpu-benchmark.sh [seconds per run, default 5] [settings, default "adaptive adaptive-spin busy"]
 #        [competitors, default "0": a busy loop on CPU 0 (the target's); "1" on the host's; "peer": no busy loop,
 #         perf on CPU 0 beside the daemon (the two ends of the I/O share one CPU); "0 1 peer" each in turn]
+# Pinned with taskset (the whole JVM), not "reactor_cpus" / perf --cpus as the other benchmarks (benchmarks/pinning.sh),
+# on purpose: this models a daemon confined to a CPU it shares (a container's cpuset), the deployment adaptive idling
+# is for; docs/datapath.md says to leave reactor_cpus unset on shared cores, and with it the JIT and GC would move off
+# the contended CPU, which is not the situation measured here.
 # Bounded: every run is --time SECONDS; the competitor and the daemon are killed by PID; a whole run <= ~3 min.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

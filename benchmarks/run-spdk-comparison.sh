@@ -32,12 +32,26 @@
 #                            WORK/LABEL.probe: e.g. integration-tests/vm/guest/syscall-probe.sh, system calls per I/O)
 #       [--pinning cpus|taskset]       (how our daemon and perf are pinned; default cpus, see below)
 #       [--base-pinning cpus|taskset]  (the same for the --base-root daemon; default cpus when it knows reactor_cpus)
+#       [--slow-below 0.8]  (the machine-state threshold, see below)
 #
-# Pinning, as SPDK's: nvmf_tgt gets -m MASK and pins only its reactors there (its other threads run on the rest of its
-# CPUs), spdk_nvme_perf gets -c MASK. Ours alike (--pinning cpus): the daemon gets "reactor_cpus" = the target CPUs
-# and our perf --cpus LOAD_CPU, no taskset, so the JIT, GC and other JVM threads run on the other CPUs instead of
-# taking turns with a busy reactor. --pinning taskset is the old way (the whole JVM under taskset -c), for before/after
-# figures; a checkout without reactor_cpus (--ours-root, --base-root of an older commit) is run that way.
+# Machine state: before every measured run (each round x pairing x workload) benchmarks/machine-state.sh measures,
+# in about a second on the load CPU, the memory-copy bandwidth (copy128k, copy64m in GB/s), the CPUs' steal and iowait
+# share since the previous probe (steal: the hypervisor running something else), the runnable tasks during the probe
+# (2 beside a busy-polling target; more: another worker's build or guest competes), the load average and the clock.
+# On this machine type copies run 1.3-3.5x slower for minutes at a time, and every target with them: a ratio between
+# a run in that state and one outside it means nothing. The line is printed after the run's figures and kept as
+# WORK/LABEL.state. At the end each run is called (machine-state.sh --classify, a list of "state round ..." lines)
+# "slow" when copy128k or copy64m was below --slow-below x the best of that figure over this invocation's runs, else
+# "busy" when its runnable was at least 1 above the runs' lowest (another process competed for the CPUs), else "fast";
+# the summary gives each median twice: over all rounds, and over the "fast rounds" only, those in which every run the
+# median or ratio takes was fast (with how many of the rounds that was). The probes at start and end (no target
+# running, so copy64m is higher) are printed but not compared. In the QEMU guest the probe asks the host.
+# Pinning, as SPDK's (benchmarks/pinning.sh): nvmf_tgt gets -m MASK and pins only its reactors there (its other threads
+# run on the rest of its CPUs), spdk_nvme_perf gets -c MASK. Ours alike (--pinning cpus): the daemon gets
+# "reactor_cpus" = the target CPUs and our perf --cpus LOAD_CPU, no taskset, so the JIT, GC and other JVM threads run
+# on the other CPUs instead of taking turns with a busy reactor. --pinning taskset is the old way (the whole JVM under
+# taskset -c), for before/after figures; a checkout without reactor_cpus (--ours-root, --base-root of an older
+# commit) is run that way.
 # --size-mib is the namespace size (our RAM namespace, SPDK's malloc bdev); --spdk-mem-mib the memory each SPDK
 # process gets (-s). In the QEMU guest (NVMEOF4J_IN_GUEST=1) nothing is built: the host built before the boot.
 #
@@ -49,6 +63,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+. "$root/benchmarks/pinning.sh"
 
 seconds=10; warmup=3; rounds=3; reactors=1; size_mib=512; spdk_mem=1024; transport=tcp; addr=127.0.0.1; port=""
 target_java_opts=""
@@ -58,6 +73,7 @@ base_java_opts=""
 probe=""
 pinning=cpus
 base_pinning=""
+slow_below=0.8
 work=$root/benchmarks/target/spdk-comparison
 pairings="spdk+spdk ours+spdk spdk+ours ours+ours"
 # name : workload : io size : queue depth (SPDK perf's -w -o -q; ours --workload --io-size --queue-depth)
@@ -85,6 +101,7 @@ while [ $# -gt 0 ]; do
         --probe) probe="$2"; shift 2 ;;
         --pinning) pinning="$2"; shift 2 ;;
         --base-pinning) base_pinning="$2"; shift 2 ;;
+        --slow-below) slow_below="$2"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "run-spdk-comparison.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -94,11 +111,7 @@ command -v taskset >/dev/null || { echo "needs taskset (util-linux)" >&2; exit 1
 case "$pinning" in cpus|taskset) ;; *) echo "--pinning $pinning: cpus or taskset" >&2; exit 2 ;; esac
 case "${base_pinning:-cpus}" in cpus|taskset) ;; *) echo "--base-pinning $base_pinning: cpus or taskset" >&2; exit 2 ;; esac
 # A checkout that predates reactor_cpus / perf --cpus is pinned the old way, with taskset.
-knows_cpus() { # ROOT
-    grep -q 'REACTOR_CPUS = "reactor_cpus"' "$1/target-daemon/src/main/java/io/nvmeof4j/target/config/DaemonSettings.java" \
-        2>/dev/null && grep -q '"--cpus"' "$1/initiator-lib/src/main/java/io/nvmeof4j/initiator/cli/PerfCommand.java" 2>/dev/null
-}
-if [ "$pinning" = cpus ] && ! knows_cpus "$ours_root"; then
+if [ "$pinning" = cpus ] && [ "$(pinning_of "$ours_root")" = taskset ]; then
     echo "$ours_root has no reactor_cpus / perf --cpus: pinned with taskset" >&2
     pinning=taskset
 fi
@@ -106,7 +119,7 @@ if [ -n "$base_java_opts" ] && [ -z "$base_root" ]; then
     base_root=$ours_root
 fi
 if [ -n "$base_root" ] && [ -z "$base_pinning" ]; then
-    if knows_cpus "$base_root"; then base_pinning=cpus; else base_pinning=taskset; fi
+    base_pinning=$(pinning_of "$base_root")
 fi
 case "$transport" in
     tcp) ;;
@@ -199,20 +212,17 @@ wait_ready() { # LOG (ours) or empty (SPDK)
 }
 
 start_ours() { # [ROOT PINNING JAVA_OPTS] (default: --ours-root --pinning, no extra JVM options)
-    local daemon_root=${1:-$ours_root} how=${2:-$pinning} extra_opts=${3:-} cpus_setting="" pin=(taskset -c "$target_cpus")
-    if [ "$how" = cpus ]; then # as nvmf_tgt -m: the reactors pinned, the rest of the JVM on the other CPUs
-        cpus_setting=", \"reactor_cpus\": \"$target_cpus\""
-        pin=()
-    fi
+    local daemon_root=${1:-$ours_root} extra_opts=${3:-} daemon_pin daemon_cpus_setting
+    daemon_pinning "${2:-$pinning}" "$target_cpus"
     cat > "$work/ours.json" <<JSON
 { "ports": [{"portid": 1, "addr": {"trtype": "$transport", "adrfam": "ipv4", "traddr": "$addr", "trsvcid": "$port"},
              "param": {"inline_data_size": "4096"}, "subsystems": ["$nqn"]}],
   "subsystems": [{"nqn": "$nqn", "attr": {"allow_any_host": "1"}, "allowed_hosts": [],
     "namespaces": [ {"nsid": 1, "device": {"backend": "ram", "size": "${size_mib}M", "block_size": 4096}} ]}],
-  "nvmeof4j": {"reactors": $reactors$cpus_setting, "idle_strategy": "busy", "http": "off"} }
+  "nvmeof4j": {"reactors": $reactors$daemon_cpus_setting, "idle_strategy": "busy", "http": "off"} }
 JSON
     NVMEOF4J_JAVA_OPTS="${NVMEOF4J_JAVA_OPTS:-} $target_java_opts $extra_opts" \
-        "${pin[@]}" "$daemon_root/bin/nvmeof-target" --config "$work/ours.json" > "$work/ours-target.log" 2>&1 &
+        "${daemon_pin[@]}" "$daemon_root/bin/nvmeof-target" --config "$work/ours.json" > "$work/ours-target.log" 2>&1 &
     target_pid=$!
     wait_ready "$work/ours-target.log" || { echo "our daemon did not listen on $addr:$port; see $work/ours-target.log" >&2; exit 1; }
 }
@@ -237,6 +247,14 @@ start_spdk() {
     wait_ready "" || { echo "SPDK's nvmf_tgt did not listen on $addr:$port" >&2; exit 1; }
 }
 
+# The machine's state now, on the load CPU (idle between runs), kept as WORK/LABEL.state and printed.
+machine_state() { # LABEL
+    taskset -c "$load_cpu" "$root/benchmarks/machine-state.sh" --state "$work/machine-state" > "$work/$1.state" 2>&1 \
+        || echo "no probe (machine-state.sh failed)" > "$work/$1.state"
+    head -n1 "$work/$1.state"
+}
+echo "machine state at start: $(machine_state start)"
+
 # Each load generator prints one line: IOPS P50 P99 P99.9 (microseconds), and keeps its output in $work/LABEL.*.
 run_spdk_perf() { # WORKLOAD SIZE QD LABEL
     local out=$work/$4.out
@@ -251,11 +269,11 @@ run_spdk_perf() { # WORKLOAD SIZE QD LABEL
 }
 
 run_our_perf() { # WORKLOAD SIZE QD LABEL [ROOT PINNING] (default: --ours-root --pinning)
-    local json pin=(taskset -c "$load_cpu") cpus=() perf_root=${5:-$ours_root} how=${6:-$pinning}
-    if [ "$how" = cpus ]; then pin=(); cpus=(--cpus "$load_cpu"); fi # as spdk_nvme_perf -c
-    json=$("${pin[@]}" timeout $((seconds + warmup + 120)) "$perf_root/bin/nvmeof" perf -t "$transport" -a "$addr" -s "$port" \
-        -n "$nqn" --namespace-id 1 --workload "$1" --io-size "$2" --queue-depth "$3" --time "$seconds" \
-        --warmup "$warmup" "${cpus[@]}" --json 2>"$work/$4.err" | tail -n1)
+    local json perf_pin perf_cpus perf_root=${5:-$ours_root}
+    perf_pinning "${6:-$pinning}" "$load_cpu"
+    json=$("${perf_pin[@]}" timeout $((seconds + warmup + 120)) "$perf_root/bin/nvmeof" perf -t "$transport" \
+        -a "$addr" -s "$port" -n "$nqn" --namespace-id 1 --workload "$1" --io-size "$2" --queue-depth "$3" \
+        --time "$seconds" --warmup "$warmup" "${perf_cpus[@]}" --json 2>"$work/$4.err" | tail -n1)
     python3 -c 'import json, sys
 try:
     s = json.loads(sys.argv[1]); l = s["latency_us"]
@@ -264,7 +282,8 @@ except Exception:
     print("0 0 0 0")' "$json"
 }
 
-declare -A result
+declare -A result states
+state_keys=() # in the order of the runs
 for round in $(seq 1 "$rounds"); do
     order=$pairings
     # Alternate: odd rounds as given, even rounds reversed.
@@ -290,6 +309,8 @@ for round in $(seq 1 "$rounds"); do
         for w in $selected; do
             IFS=: read -r name wl size qd <<< "$w"
             label="$pairing-$name-round$round"
+            state=$(machine_state "$label")
+            states[$name/$pairing/$round]=$state; state_keys+=("$name/$pairing/$round")
             probe_pid=""
             if [ -n "$probe" ]; then
                 "$probe" "$target_pid" "$label" "$warmup" "$seconds" "$work/$label.probe" > "$work/$label.probe.log" 2>&1 &
@@ -303,38 +324,64 @@ for round in $(seq 1 "$rounds"); do
                 kill "$probe_pid" 2>/dev/null || true; wait "$probe_pid" 2>/dev/null || true
             fi
             result[$name/$pairing/$round]=$line
-            printf 'round %d %-10s %-18s IOPS %12.0f  p50 %9.1f  p99 %9.1f  p99.9 %9.1f us\n' "$round" "$pairing" "$name" $line
+            # shellcheck disable=SC2086 # $line: the four figures
+            printf 'round %d %-10s %-18s IOPS %12.0f  p50 %9.1f  p99 %9.1f  p99.9 %9.1f us  %s\n' "$round" "$pairing" \
+                "$name" $line "$state"
         done
         cleanup
     done
 done
 
+echo "machine state at end: $(machine_state end)"
+
+# Each run's state against the fastest and least contended probes of this invocation's runs.
+declare -A state_of
+while IFS=$'\t' read -r key cls note; do
+    state_of[$key]=$cls
+    IFS=/ read -r name pairing round <<< "$key"
+    printf 'state round %d %-10s %-18s %-7s %s\n' "$round" "$pairing" "$name" "$cls" "$note"
+done < <(for key in "${state_keys[@]}"; do printf '%s\t%s\n' "$key" "${states[$key]}"; done \
+         | "$root/benchmarks/machine-state.sh" --classify "$slow_below")
+
 echo
-echo "medians over $rounds round(s); ratios per round in brackets"
+echo "medians over $rounds round(s); ratios per round in brackets; \"fast rounds\": only rounds whose runs were all" \
+    "fast (copy bandwidth >= $slow_below x the best probe's, runnable < the least + 1)"
 for w in $selected; do
     name=${w%%:*}
     args=()
     for pairing in $pairings; do
-        for round in $(seq 1 "$rounds"); do args+=("$pairing" "$round" ${result[$name/$pairing/$round]}); done
+        for round in $(seq 1 "$rounds"); do # shellcheck disable=SC2206 # the result: four figures
+            args+=("$pairing" "$round" ${result[$name/$pairing/$round]} "${state_of[$name/$pairing/$round]:-unknown}")
+        done
     done
     python3 - "$name" "$rounds" "$reactors" "${args[@]}" <<'PY'
 import statistics, sys
 name, rounds, cores, rest = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
-runs = {}
-for i in range(0, len(rest), 6):
-    pairing, rnd, iops, p50, p99, p999 = rest[i:i + 6]
+runs, fast = {}, {}
+for i in range(0, len(rest), 7):
+    pairing, rnd, iops, p50, p99, p999, state = rest[i:i + 7]
     runs.setdefault(pairing, {})[int(rnd)] = [float(iops), float(p50), float(p99), float(p999)]
-def med(pairing, k):
-    return statistics.median(v[k] for v in runs[pairing].values())
+    fast.setdefault(pairing, set()).update([int(rnd)] if state == "fast" else [])
+def med(pairing, k, only=None):
+    return statistics.median(v[k] for r, v in runs[pairing].items() if only is None or r in only)
 for pairing in runs:
     # Per target core: each target ran on the same `cores` CPUs (--reactors N: our reactors, SPDK's core mask).
     print("%-18s %-10s IOPS %12.0f  (%10.0f per target core)  p50 %9.1f  p99 %9.1f  p99.9 %9.1f us" % (name,
           pairing, med(pairing, 0), med(pairing, 0) / cores, med(pairing, 1), med(pairing, 2), med(pairing, 3)))
+    f = fast[pairing]
+    print("%-18s %-10s fast rounds (%d of %d): %s" % (name, pairing, len(f), len(runs[pairing]),
+          "IOPS %12.0f  p50 %9.1f  p99 %9.1f  p99.9 %9.1f us" % tuple(med(pairing, k, f) for k in range(4))
+          if f else "none"))
 def ratio(a, b, label):
     if a in runs and b in runs:
-        per = [runs[a][r][0] / runs[b][r][0] for r in sorted(runs[a]) if runs[b].get(r) and runs[b][r][0] > 0]
+        rs = [r for r in sorted(runs[a]) if runs[b].get(r) and runs[b][r][0] > 0]
+        per = [runs[a][r][0] / runs[b][r][0] for r in rs]
         if per:
             print("%-18s %s: %.2f (%s)" % (name, label, statistics.median(per), ", ".join("%.2f" % x for x in per)))
+            # Only rounds in which both runs were fast: a ratio across a state change means nothing.
+            both = [x for r, x in zip(rs, per) if r in fast[a] and r in fast[b]]
+            print("%-18s %s, fast rounds (%d of %d): %s" % (name, label, len(both), len(per), "%.2f (%s)" % (
+                  statistics.median(both), ", ".join("%.2f" % x for x in both)) if both else "none"))
 ratio("ours+spdk", "spdk+spdk", "our target / SPDK's target (spdk_nvme_perf)")
 ratio("spdk+ours", "spdk+spdk", "our perf / spdk_nvme_perf (SPDK's target)")
 ratio("base+spdk", "spdk+spdk", "base target / SPDK's target (spdk_nvme_perf)")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Our perf against our target over NVMe/TCP with TLS 1.3 and without, side by side (never a test: the machines are
 # noisy, compare the ratios of one round). A daemon serves a plain port and a TLS port (same RAM namespace); the
-# target runs on CPU 0 (one busy reactor), perf on CPU 1; each round runs QD1 and QD32 4 KiB random reads, plain and
+# target's reactor runs on CPU 0 (one busy reactor), perf's on CPU 1, each JVM's other threads on the other CPU (as
+# run-spdk-comparison.sh pins, benchmarks/pinning.sh: "reactor_cpus" and perf --cpus; a BASELINE tree that predates
+# them runs under taskset, the whole JVM on the one CPU); each round runs QD1 and QD32 4 KiB random reads, plain and
 # TLS alternated. Prints one line per run (IOPS, p50, the host's allocation per I/O) and the TLS/plain ratios.
 # With BASELINE=DIR (a built checkout of another revision, e.g. `git worktree add` + `mvn package`), each round
 # also runs TLS with that tree's daemon and perf, to compare revisions in the same minutes.
@@ -13,6 +15,7 @@ rounds=${1:-3}
 seconds=${2:-10}
 baseline=${BASELINE:-}
 cd "$root"
+. "$root/benchmarks/pinning.sh"
 mvn -o -q -B -ntp -DskipTests -pl target-daemon,initiator-lib -am package 2>&1 | sed 's/\x1b\[0m//g' >&2
 
 work=$(mktemp -d)
@@ -47,7 +50,10 @@ stop_target() {
 trap 'stop_target; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 
 start_target() { # tree
-    taskset -c 0 "$1/bin/nvmeof-target" --config "$work/target.json" >"$work/target.log" 2>&1 &
+    local daemon_pin daemon_cpus_setting
+    daemon_pinning "$(pinning_of "$1")" 0
+    sed "s/\"http\": \"off\" }/\"http\": \"off\"$daemon_cpus_setting }/" "$work/target.json" > "$work/target-pinned.json"
+    "${daemon_pin[@]}" "$1/bin/nvmeof-target" --config "$work/target-pinned.json" >"$work/target.log" 2>&1 &
     target=$!
     for _ in $(seq 1 150); do
         if (exec 3<>/dev/tcp/127.0.0.1/24421) 2>/dev/null && (exec 3<>/dev/tcp/127.0.0.1/24420) 2>/dev/null; then
@@ -61,13 +67,14 @@ start_target() { # tree
 }
 
 run() { # tree mode qd -> "iops p50_us alloc_per_io"
-    local tree=$1 mode=$2 qd=$3 port=24420 tls=() json
+    local tree=$1 mode=$2 qd=$3 port=24420 tls=() json perf_pin perf_cpus
+    perf_pinning "$(pinning_of "$tree")" 1
     if [ "$mode" = tls ]; then
         port=24421
         tls=(--tls --tls-key "$key")
     fi
-    if ! json=$(taskset -c 1 "$tree/bin/nvmeof" perf -t tcp -a 127.0.0.1 -s "$port" -n "$subsystem" -q "$host" \
-        "${tls[@]}" -w randread -o 4096 --queue-depth "$qd" --time "$seconds" --json 2>"$work/perf.err"); then
+    if ! json=$("${perf_pin[@]}" "$tree/bin/nvmeof" perf -t tcp -a 127.0.0.1 -s "$port" -n "$subsystem" -q "$host" \
+        "${tls[@]}" "${perf_cpus[@]}" -w randread -o 4096 --queue-depth "$qd" --time "$seconds" --json 2>"$work/perf.err"); then
         echo "perf ($tree, $mode, QD$qd) failed:" >&2
         tail -5 "$work/perf.err" "$work/target.log" >&2
         exit 1

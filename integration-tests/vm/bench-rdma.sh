@@ -46,6 +46,10 @@
 # The SPDK part warms up 20 s before each measured run (--spdk-warmup): under emulation C2 keeps compiling our
 # daemon for many seconds. With 3 s, a QD1 window (2026-11-26, --probe) had a C2 thread running 1.3 of 4.4 s and our
 # target at 0.38-0.66x SPDK's; with reactor_cpus and 20 s, no compiler thread ran in the window and QD1 was 0.86-0.99x.
+# Machine state: before every measured job the host measures its state (benchmarks/machine-state.sh: copy bandwidth,
+# steal, load; the guest's speed follows the host's, which moves 1.3-3.5x for minutes at a time): "BENCH state ..."
+# before each fio and perf job (kept as bench-rdma-LABEL-qdN.state), and in the SPDK part the comparison script's
+# own state per run, its fast/slow classification and fast-round medians (spdk-summary.json: "machine_state").
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PROJECT="$(cd "$HERE/../.." && pwd)"
@@ -72,8 +76,13 @@ guest_main() {
         wait_for 30 ns_blockdev "$3" 1 || return 1
         ns_blockdev "$3" 1
     }
+    host_state() { # OUT: the host's state now (asked over the results share), kept as OUT.state and printed
+        "$PROJECT/benchmarks/machine-state.sh" > "$1.state" 2>&1
+        echo "BENCH state ${1##*/bench-rdma-}: $(head -n1 "$1.state")"
+    }
     fio_job() { # LABEL DEV QD
         local out="$res/bench-rdma-$1-qd$3"
+        host_state "$out"
         if timeout $((runtime + 120)) fio --name="$1-qd$3" --filename="$2" --ioengine=libaio --direct=1 --rw=randread \
                 --bs=4k --iodepth="$3" --numjobs=1 --time_based --runtime="$runtime" --ramp_time=1 --norandommap \
                 --randrepeat=0 --lat_percentiles=1 --output-format=json --output="$out.json" >/dev/null 2>"$out.err"; then
@@ -86,6 +95,7 @@ guest_main() {
         --iodepth=16 --time_based --runtime="$2" --norandommap --output-format=terse >/dev/null 2>&1; }
     perf_job() { # LABEL PORT NQN QD
         local out="$res/bench-rdma-$1-qd$4"
+        host_state "$out"
         if timeout --kill-after=10 $((runtime + warmup + 180)) "$PROJECT/bin/nvmeof" perf -t rdma -a 10.0.2.15 -s "$2" \
                 -n "$3" --queue-depth "$4" --io-size 4096 --workload randread --time $((runtime + warmup)) --json \
                 > "$out.perf" 2> "$out.err"; then
@@ -268,6 +278,9 @@ for run in runs:
     for (file_round, pairing, workload), (v, p50, p99) in sorted(iops.items()):
         row = {"variant": variant, "round": int(rnd) or file_round, "pairing": pairing, "workload": workload,
                "iops": v, "p50_us": p50, "p99_us": p99}
+        state = os.path.join(work, "%s-%s-round%d.state" % (pairing, workload, file_round))
+        if os.path.exists(state):
+            row["machine_state"] = open(state).readline().strip()
         probe = os.path.join(work, "%s-%s-round%d.probe" % (pairing, workload, file_round))
         if os.path.exists(probe):
             p = json.load(open(probe))
@@ -374,7 +387,10 @@ if [ -n "${BASELINE:-}" ]; then
     "$BASELINE/bin/nvmeof" help perf > /dev/null 2>&1 && "$BASELINE/bin/nvmeof-target" --version \
         > "$RESULTS/baseline-version.txt" 2>&1 || { echo "--baseline $BASELINE: its bin/nvmeof-target failed" >&2; exit 1; }
 fi
-exec "$HERE/run-guest.sh" --timeout "$TIMEOUT" --results "$RESULTS" ${KARGS:+--kernel-args "$KARGS"} "${SPDK_ENV[@]}" --env BENCH_GUEST=1 --env BENCH_RUNTIME="$RUNTIME" \
+# The host's machine state on the guest's request; ends by itself when this process (run-guest.sh after the exec) does.
+"$PROJECT/benchmarks/machine-state.sh" --serve "$RESULTS/machine-state" $$ > "$RESULTS/machine-state.log" 2>&1 &
+exec "$HERE/run-guest.sh" --timeout "$TIMEOUT" --results "$RESULTS" ${KARGS:+--kernel-args "$KARGS"} "${SPDK_ENV[@]}" \
+    --env BENCH_GUEST=1 --env NVMEOF4J_MACHINE_STATE_DIR="$RESULTS/machine-state" --env BENCH_RUNTIME="$RUNTIME" \
     --env BENCH_WARMUP="$WARMUP" --env BENCH_SIZE="$SIZE" --env BENCH_OURS_SETTINGS="$SETTINGS" \
     --env BENCH_OURS_BACKEND="$BACKEND" --env BENCH_SKIP_KERNEL="${SKIP_KERNEL:-0}" \
     --env GUEST_JAVA_OPTS="${GJO:--XX:-TieredCompilation}" "$HERE/bench-rdma.sh"

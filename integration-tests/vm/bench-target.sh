@@ -41,6 +41,10 @@
 #                          "with competitor / without" per target.
 #
 # NVMEOF4J_TARGET_LAUNCHER=PATH runs another launcher than bin/nvmeof-target (same "--config FILE" command line).
+# Machine state: before every fio job the host measures its state (benchmarks/machine-state.sh: copy bandwidth, steal,
+# load; the guest's speed follows the host's, which moves 1.3-3.5x for minutes at a time), printed as "BENCH state
+# LABEL NAME: host ..." before the job's figures, kept as bench-LABEL-NAME.state, and in the table and
+# bench-summary.json ("host_state"): compare only figures whose copy bandwidths are alike.
 # Software emulation (TCG): absolute numbers mean little; compare the two columns of one run.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -146,6 +150,9 @@ PY
         local label="$1" dev="$2" w name rw bs qd
         for w in $WORKLOADS; do
             IFS=: read -r name rw bs qd <<< "$w"
+            # The host's state, asked over the results share (machine-state.sh --serve on the host side).
+            "$PROJECT/benchmarks/machine-state.sh" > "$res/bench-$label-$name.state" 2>&1
+            echo "BENCH state $label $name: $(head -n1 "$res/bench-$label-$name.state")"
             trace_start
             syscalls_start "$label" "$name"
             if ! timeout $((runtime + 120)) "${pin[@]}" fio --name="$name" --filename="$dev" --ioengine=libaio --direct=1 \
@@ -296,6 +303,13 @@ EOF
 import json, os, re, statistics, sys
 res, runtime, where, backend, size, kver, workloads, settings, competitor, labels = sys.argv[1:11]
 labels = labels.split()
+def host_state(label, name): # the host's machine-state.sh line before the job, and its copy bandwidths
+    try:
+        line = open(os.path.join(res, "bench-%s-%s.state" % (label, name))).readline().strip()
+    except OSError:
+        return None, "-"
+    copy = dict(re.findall(r"\b(copy128k|copy64m)=([0-9.]+)", line))
+    return line, "%s/%s" % (copy.get("copy128k", "?"), copy.get("copy64m", "?"))
 def load(label, name):
     p = os.path.join(res, "bench-%s-%s.json" % (label, name))
     if not os.path.exists(p):
@@ -310,12 +324,13 @@ def load(label, name):
     return {"iops": round(r["iops"], 1), "bw_kib_s": r["bw"],
             "p50_us": pct("lat_ns", "50.000000"), "p99_us": pct("lat_ns", "99.000000"), "mean_us": mean("lat_ns"),
             "clat_p50_us": pct("clat_ns", "50.000000"), "clat_p99_us": pct("clat_ns", "99.000000"),
-            "slat_mean_us": mean("slat_ns")}
+            "slat_mean_us": mean("slat_ns"), "host_state": host_state(label, name)[0]}
 rows, out = [], {"kernel": kver, "runtime_s": int(runtime), "namespace_size": size, "ours_location": where,
                  "ours_backend": backend, "ours_settings": json.loads(settings) if settings else None, "workloads": {}}
 fmt = lambda v, f="%.0f": "-" if v is None else f % v
-print("latency: submission to completion (fio lat), microseconds; ratio: IOPS over the kernel target's")
-print("%-18s %-16s %12s %8s %18s" % ("workload", "target", "IOPS", "ratio", "p50/p99 us"))
+print("latency: submission to completion (fio lat), microseconds; ratio: IOPS over the kernel target's; host copy:")
+print("the host's copy bandwidth (GB/s, 128 KiB / 64 MiB, benchmarks/machine-state.sh) just before the job")
+print("%-18s %-16s %12s %8s %18s %14s" % ("workload", "target", "IOPS", "ratio", "p50/p99 us", "host copy"))
 for w in workloads.split():
     name = w.split(":")[0]
     k = load("kernel", name)
@@ -330,8 +345,8 @@ for w in workloads.split():
         if label != "kernel":
             out["workloads"][name][label] = r
             out["workloads"][name]["ratio_%s_kernel" % label] = ratio
-        print("%-18s %-16s %12s %8s %18s" % (name, label, fmt(r and r["iops"]), fmt(ratio, "%.2f"),
-              "%s/%s" % (fmt(r and r["p50_us"], "%.1f"), fmt(r and r["p99_us"], "%.1f"))))
+        print("%-18s %-16s %12s %8s %18s %14s" % (name, label, fmt(r and r["iops"]), fmt(ratio, "%.2f"),
+              "%s/%s" % (fmt(r and r["p50_us"], "%.1f"), fmt(r and r["p99_us"], "%.1f")), host_state(label, name)[1]))
 rounds = {}
 for label in labels: # NAME-rN: the median ratio per variant over the rounds
     rounds.setdefault(re.sub(r"-r[0-9]+$", "", label), []).append(label)
@@ -420,7 +435,9 @@ wait_port() { # wait_port PORT SECONDS PID
 }
 HOST_PID=""
 HOST_DIR=""
+STATE_PID=""
 cleanup() {
+    if [ -n "$STATE_PID" ]; then kill "$STATE_PID" 2>/dev/null; wait "$STATE_PID" 2>/dev/null; STATE_PID=""; fi
     if [ -n "$HOST_PID" ] && kill -0 "$HOST_PID" 2>/dev/null; then
         kill -TERM "$HOST_PID" 2>/dev/null
         for _ in $(seq 1 60); do kill -0 "$HOST_PID" 2>/dev/null || break; sleep 0.5; done
@@ -479,6 +496,10 @@ ARGS=(--timeout "$TIMEOUT" --results "$RESULTS" ${KARGS:+--kernel-args "$KARGS"}
 [ -n "$SELECTED" ] && ARGS+=(--env BENCH_WORKLOADS="$SELECTED")
 [ -n "$SYSCALLS_ROUND" ] && ARGS+=(--env BENCH_SYSCALLS_ROUND="$SYSCALLS_ROUND")
 [ -n "$SETTINGS" ] && ARGS+=(--env BENCH_OURS_SETTINGS="$SETTINGS")
+# The host's machine state on the guest's request, before each job, until this script ends (stopped in cleanup).
+"$PROJECT/benchmarks/machine-state.sh" --serve "$RESULTS/machine-state" $$ > "$RESULTS/machine-state.log" 2>&1 &
+STATE_PID=$!
+ARGS+=(--env NVMEOF4J_MACHINE_STATE_DIR="$RESULTS/machine-state")
 [ -n "${NVMEOF4J_TARGET_LAUNCHER:-}" ] && ARGS+=(--env NVMEOF4J_TARGET_LAUNCHER="$LAUNCHER")
 [ "$OURS" = host ] && ARGS+=(--env BENCH_OURS_PORT="$PORT")
 "$HERE/run-guest.sh" "${ARGS[@]}" "$HERE/bench-target.sh"
