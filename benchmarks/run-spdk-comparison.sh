@@ -33,6 +33,8 @@
 #       [--pinning cpus|taskset]       (how our daemon and perf are pinned; default cpus, see below)
 #       [--base-pinning cpus|taskset]  (the same for the --base-root daemon; default cpus when it knows reactor_cpus)
 #       [--slow-below 0.8]  (the machine-state threshold, see below)
+#       [--hugepages]       (our daemons get "hugepages": true, as SPDK's target runs in hugepages: buffer pools in
+#                            reserved hugepages, RAM namespace chunks on transparent hugepages; docs/configuration.md)
 #
 # Machine state: before every measured run (each round x pairing x workload) benchmarks/machine-state.sh measures,
 # in about a second on the load CPU, the memory-copy bandwidth (copy128k, copy64m in GB/s), the CPUs' steal and iowait
@@ -65,6 +67,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 . "$root/benchmarks/pinning.sh"
 
+ours_hugepages=""
 seconds=10; warmup=3; rounds=3; reactors=1; size_mib=512; spdk_mem=1024; transport=tcp; addr=127.0.0.1; port=""
 target_java_opts=""
 ours_root=$root
@@ -102,6 +105,7 @@ while [ $# -gt 0 ]; do
         --pinning) pinning="$2"; shift 2 ;;
         --base-pinning) base_pinning="$2"; shift 2 ;;
         --slow-below) slow_below="$2"; shift 2 ;;
+        --hugepages) ours_hugepages=', "hugepages": true'; shift ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "run-spdk-comparison.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -219,7 +223,7 @@ start_ours() { # [ROOT PINNING JAVA_OPTS] (default: --ours-root --pinning, no ex
              "param": {"inline_data_size": "4096"}, "subsystems": ["$nqn"]}],
   "subsystems": [{"nqn": "$nqn", "attr": {"allow_any_host": "1"}, "allowed_hosts": [],
     "namespaces": [ {"nsid": 1, "device": {"backend": "ram", "size": "${size_mib}M", "block_size": 4096}} ]}],
-  "nvmeof4j": {"reactors": $reactors$daemon_cpus_setting, "idle_strategy": "busy", "http": "off"} }
+  "nvmeof4j": {"reactors": $reactors$daemon_cpus_setting$ours_hugepages, "idle_strategy": "busy", "http": "off"} }
 JSON
     NVMEOF4J_JAVA_OPTS="${NVMEOF4J_JAVA_OPTS:-} $target_java_opts $extra_opts" \
         "${daemon_pin[@]}" "$daemon_root/bin/nvmeof-target" --config "$work/ours.json" > "$work/ours-target.log" 2>&1 &

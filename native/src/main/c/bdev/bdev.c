@@ -259,16 +259,17 @@ static jint bdev_close_desc(JNIEnv *env, jclass cls, jlong handle)
 #define HUGEPAGE_SIZE ((size_t)2 << 20)
 
 /*
- * Normal pages, and transparent hugepages where the kernel allows them: a mapping of 2 MiB or more starts on a
- * 2 MiB boundary (mapped 2 MiB longer, the ends cut off) and is advised MADV_HUGEPAGE, so with THP "always" or
- * "madvise" (Debian's default) each 2 MiB is one TLB entry. A memory copy out of a 512 MiB RAM namespace on 4 KiB
- * pages misses the TLB on every random 4 KiB block and at every 4 KiB of a long one (the prefetchers stop at page
- * boundaries). The advice is a hint: a kernel without THP answers EINVAL and the pages stay normal.
+ * Normal pages; with `transparent`, transparent hugepages where the kernel allows them: a mapping of 2 MiB or more
+ * starts on a 2 MiB boundary (mapped 2 MiB longer, the ends cut off) and is advised MADV_HUGEPAGE, so with THP
+ * "always" or "madvise" (Debian's default) each 2 MiB is one TLB entry. A memory copy out of a 512 MiB RAM namespace
+ * on 4 KiB pages misses the TLB on every random 4 KiB block and at every 4 KiB of a long one. The advice is a hint: a
+ * kernel without THP answers EINVAL and the pages stay normal. Not the default: the first touch of each 2 MiB then
+ * faults in all of it at once, which on a VM whose host takes back free guest memory costs milliseconds.
  */
-static void *map_normal_pages(size_t length)
+static void *map_normal_pages(size_t length, int transparent)
 {
     int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-    if (length < HUGEPAGE_SIZE) {
+    if (!transparent || length < HUGEPAGE_SIZE) {
         return mmap(NULL, length, PROT_READ | PROT_WRITE, flags, -1, 0);
     }
     size_t mapped = length + HUGEPAGE_SIZE;
@@ -291,16 +292,18 @@ static void *map_normal_pages(size_t length)
 
 /*
  * An anonymous mapping for a buffer pool's region or a RAM namespace's chunk: no page is touched (so none is
- * committed) until used. MAP_HUGETLB when asked and the system has hugepages (the length is rounded up to 2 MiB);
- * otherwise normal pages (map_normal_pages) and *fell_back says why. Returns the address or -errno.
+ * committed) until used. With `hugetlb`, MAP_HUGETLB when the system has hugepages (the length is rounded up to
+ * 2 MiB), else normal pages advised for transparent hugepages, and *fell_back says why; with `transparent` alone,
+ * normal pages advised for transparent hugepages (map_normal_pages). Returns the address or -errno.
  */
-static jlong bdev_region_map(JNIEnv *env, jclass cls, jlong length, jboolean hugepages, jintArray fell_back)
+static jlong bdev_region_map(JNIEnv *env, jclass cls, jlong length, jboolean hugetlb, jboolean transparent,
+                             jintArray fell_back)
 {
     if (length <= 0) {
         return -EINVAL;
     }
     jint reason = 0;
-    if (hugepages) {
+    if (hugetlb) {
         size_t huge = ((size_t)length + HUGEPAGE_SIZE - 1) & ~(HUGEPAGE_SIZE - 1);
         /* No MAP_NORESERVE here: the hugetlb reservation is what makes a shortage fail now (ENOMEM, then normal
          * pages) instead of a SIGBUS at the first touch of a page the pool cannot back. */
@@ -311,7 +314,7 @@ static jlong bdev_region_map(JNIEnv *env, jclass cls, jlong length, jboolean hug
         reason = errno > 0 ? errno : EIO;
     }
     (*env)->SetIntArrayRegion(env, fell_back, 0, 1, &reason);
-    void *p = map_normal_pages((size_t)length);
+    void *p = map_normal_pages((size_t)length, hugetlb || transparent);
     return p == MAP_FAILED ? NVMEOF4J_ERR() : nvmeof4j_handle(p);
 }
 
@@ -381,7 +384,7 @@ static const JNINativeMethod bdev_methods[] = {
     {"wakeSelector0", "(JLjava/nio/channels/Selector;)I", (void *)bdev_group_wake_selector},
     {"arm0", "(J)I", (void *)bdev_group_arm},
     {"disarm0", "(J)I", (void *)bdev_group_disarm},
-    {"regionMap0", "(JZ[I)J", (void *)bdev_region_map},
+    {"regionMap0", "(JZZ[I)J", (void *)bdev_region_map},
     {"regionBuffer0", "(JJ)Ljava/nio/ByteBuffer;", (void *)bdev_region_buffer},
     {"regionUnmap0", "(JJZ)I", (void *)bdev_region_unmap},
     {"address0", "(Ljava/nio/ByteBuffer;)J", (void *)bdev_address},

@@ -107,7 +107,7 @@ final class BdevNative {
 
     static native int disarm0(long group);
 
-    static native long regionMap0(long length, boolean hugepages, int[] fellBack);
+    static native long regionMap0(long length, boolean hugetlb, boolean transparent, int[] fellBack);
 
     static native ByteBuffer regionBuffer0(long address, long length);
 

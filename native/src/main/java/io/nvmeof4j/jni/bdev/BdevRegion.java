@@ -16,8 +16,9 @@ import java.util.function.LongConsumer;
  * <p>Closing unmaps the memory: every buffer sliced from it is invalid afterwards (touching one would crash the
  * JVM), so close it only after everything using the pool has stopped (a reactor closes what it owns in reverse
  * order: register the region before the poll groups that use it).
- * <p>Normal pages of a mapping of 2 MiB or more start on a 2 MiB boundary and are advised {@code MADV_HUGEPAGE}:
- * where transparent hugepages are allowed ("madvise", Debian's default, or "always"), each 2 MiB is one TLB entry.
+ * <p>Hugepages asked for but not reserved, or transparent hugepages asked for: normal pages, 2 MiB-aligned and advised
+ * {@code MADV_HUGEPAGE} (where THP is "madvise", Debian's default, or "always", each 2 MiB is then one TLB entry, and
+ * its first touch faults in all 2 MiB at once).
  */
 public final class BdevRegion extends NativeHandle {
     /** Unmaps what {@link #mapCollected} mapped; its thread runs only those small actions. */
@@ -43,26 +44,26 @@ public final class BdevRegion extends NativeHandle {
             throw new IllegalArgumentException("region length " + length + " outside 1.." + Integer.MAX_VALUE);
         }
         int[] fellBack = new int[1];
-        long address = BdevNative.regionMap0(length, hugepages, fellBack);
+        long address = BdevNative.regionMap0(length, hugepages, false, fellBack);
         NativeIoException.check("mmap " + length + " bytes", address);
         return new BdevRegion(address, length, hugepages && fellBack[0] == 0, fellBack[0]);
     }
 
     /**
-     * Maps {@code length} bytes of normal pages (transparent hugepages where allowed, see the class description) as
-     * a direct buffer that is unmapped when it, and every slice and duplicate of it, has become unreachable: for
+     * Maps {@code length} bytes of normal pages (with {@code transparentHugepages}, advised for them: see the class
+     * description) as a direct buffer that is unmapped when it, and every slice and duplicate of it, has become unreachable: for
      * memory that other threads may still be copying out of when its owner lets go of it (a RAM namespace's chunk
      * after a Deallocate), as the JDK does for {@code ByteBuffer.allocateDirect}. The buffer's bulk operations
      * keep it reachable while they copy. {@code onUnmapped} runs after the unmap, with the length, on the cleaner's
      * thread (memory accounting); it must not refer to the buffer.
      */
-    public static ByteBuffer mapCollected(int length, LongConsumer onUnmapped)
+    public static ByteBuffer mapCollected(int length, boolean transparentHugepages, LongConsumer onUnmapped)
         throws NativeIoException {
         BdevNative.requireAvailable();
         if (length <= 0) {
             throw new IllegalArgumentException("region length " + length + " outside 1.." + Integer.MAX_VALUE);
         }
-        long address = BdevNative.regionMap0(length, false, new int[1]);
+        long address = BdevNative.regionMap0(length, false, transparentHugepages, new int[1]);
         NativeIoException.check("mmap " + length + " bytes", address);
         ByteBuffer buffer = BdevNative.regionBuffer0(address, length);
         CLEANER.register(buffer, () -> {

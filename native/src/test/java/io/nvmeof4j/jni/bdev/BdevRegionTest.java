@@ -17,32 +17,39 @@ class BdevRegionTest {
     private static final long TWO_MIB = 2L << 20;
 
     @Test
-    void shouldStartLargeMappingsOnA2MiBBoundaryAndBackThemWithTransparentHugepages() throws Exception {
-        try (BdevRegion region = BdevRegion.map(6L << 20, false)) {
-            long address = BdevNative.address0(region.buffer());
-            assertThat(address % TWO_MIB).as("address %x", address).isZero();
-            assumeThat(Files.readString(Path.of("/sys/kernel/mm/transparent_hugepage/enabled")))
-                .as("transparent hugepages allowed").doesNotContain("[never]");
-            region.buffer().put((int) TWO_MIB, (byte) 1); // one fault: the whole second 2 MiB
-            assertThat(anonHugeKib(address)).as("AnonHugePages of the mapping").isGreaterThanOrEqualTo(2048);
-            assertThat(region.buffer().get(0)).isZero();
-            assertThat(region.buffer().get((int) TWO_MIB)).isEqualTo((byte) 1);
-        }
+    void shouldStartMappingsAdvisedForHugepagesOnA2MiBBoundaryAndBackThemWithTransparentHugepages() throws Exception {
+        ByteBuffer buffer = BdevRegion.mapCollected(6 << 20, true, unmapped -> { });
+        long address = BdevNative.address0(buffer);
+        assertThat(address % TWO_MIB).as("address %x", address).isZero();
+        assumeThat(Files.readString(Path.of("/sys/kernel/mm/transparent_hugepage/enabled")))
+            .as("transparent hugepages allowed").doesNotContain("[never]");
+        buffer.put((int) TWO_MIB, (byte) 1); // one fault: the whole second 2 MiB
+        assertThat(anonHugeKib(address)).as("AnonHugePages of the mapping").isGreaterThanOrEqualTo(2048);
+        assertThat(buffer.get(0)).isZero();
+        assertThat(buffer.get((int) TWO_MIB)).isEqualTo((byte) 1);
     }
 
     @Test
-    void shouldKeepSmallMappingsOnNormalPages() throws Exception {
-        try (BdevRegion region = BdevRegion.map(64 << 10, false)) {
-            region.buffer().put(0, (byte) 7);
-            assertThat(anonHugeKib(BdevNative.address0(region.buffer()))).isZero();
-            assertThat(region.buffer().get(0)).isEqualTo((byte) 7);
+    void shouldKeepMappingsNotAdvisedOnNormalPagesWhereTransparentHugepagesAreOnlyByAdvice() throws Exception {
+        assumeThat(Files.readString(Path.of("/sys/kernel/mm/transparent_hugepage/enabled")))
+            .as("transparent hugepages by advice only (Debian's default)").contains("[madvise]");
+        try (BdevRegion region = BdevRegion.map(6L << 20, false)) {
+            long address = BdevNative.address0(region.buffer());
+            for (int i = 0; i < (6 << 20); i += 4096) {
+                region.buffer().put(i, (byte) 7);
+            }
+            assertThat(anonHugeKib(address)).isZero();
+            assertThat(region.buffer().get(5 << 20)).isEqualTo((byte) 7);
         }
+        ByteBuffer small = BdevRegion.mapCollected(64 << 10, true, unmapped -> { });
+        small.put(0, (byte) 7);
+        assertThat(anonHugeKib(BdevNative.address0(small))).as("below 2 MiB").isZero();
     }
 
     @Test
     void shouldUnmapACollectedMappingOnceNoSliceOfItIsReachable() throws Exception {
         AtomicLong unmapped = new AtomicLong();
-        ByteBuffer buffer = BdevRegion.mapCollected(4 << 20, unmapped::addAndGet);
+        ByteBuffer buffer = BdevRegion.mapCollected(4 << 20, true, unmapped::addAndGet);
         long address = BdevNative.address0(buffer);
         assertThat(address % TWO_MIB).isZero();
         ByteBuffer slice = buffer.slice(1 << 20, 4096);

@@ -10,10 +10,13 @@ import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Memory for RAM namespace chunks: anonymous mappings on transparent hugepages where the kernel allows them
- * ({@link BdevRegion#mapCollected}), so a copy out of a namespace pays no TLB miss per 4 KiB (SPDK's malloc bdev
- * lives in hugepages too: measured on this project's 2-vCPU EPYC host, a 4 KiB copy from a random place in 512 MiB
- * took 430 ns on 2 MiB pages against 556 ns on 4 KiB ones, a 128 KiB one 5.5 against 6.7 µs).
+ * Memory for RAM namespace chunks: anonymous mappings ({@link BdevRegion#mapCollected}), faulted in as written. With
+ * {@code hugepages} (the daemon's {@code hugepages} setting) they are advised for transparent hugepages, so a copy out
+ * of a namespace pays no TLB miss per 4 KiB, as SPDK's malloc bdev in its hugepages: measured on this project's 2-vCPU
+ * EPYC VM, a 4 KiB copy from a random place in 512 MiB took 430 ns on 2 MiB pages against 556 ns on 4 KiB ones, a
+ * 128 KiB one 5.5 against 6.7 µs. Not the default: the first write into each 2 MiB faults in all of it at once, and
+ * on a VM whose host takes back free guest memory (virtio-balloon free page reporting, as on that VM) that costs
+ * milliseconds on the reactor (512 MiB: 1.1 s the first time against 0.25 s on 4 KiB pages).
  * <p>What is mapped counts, with the JDK's direct buffers, against the JVM's direct-memory limit
  * ({@code -XX:MaxDirectMemorySize}), as chunks did when they were {@code ByteBuffer.allocateDirect}: a thin-provisioned
  * namespace that outgrows the memory the JVM was given gets refused writes, not the OOM killer. A dropped chunk stays
@@ -40,7 +43,7 @@ final class ChunkMemory {
      * chunk's first write (and at the limit, a collection). The caller reports the chunk with {@link #held} while
      * it holds it.
      */
-    static ByteBuffer allocate(int length) {
+    static ByteBuffer allocate(int length, boolean hugepages) {
         if (!BdevRegion.available()) {
             try {
                 return ByteBuffer.allocateDirect(length);
@@ -52,7 +55,7 @@ final class ChunkMemory {
             return null;
         }
         try {
-            return BdevRegion.mapCollected(length, unmapped -> MAPPED.addAndGet(-unmapped));
+            return BdevRegion.mapCollected(length, hugepages, unmapped -> MAPPED.addAndGet(-unmapped));
         } catch (NativeIoException e) {
             MAPPED.addAndGet(-length);
             return null;

@@ -8,8 +8,8 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * A namespace in memory, off-heap and thin-provisioned: the capacity is a table of 2 MiB chunks, each a direct
- * buffer created by the first write that touches it, so an untouched 1 GiB namespace costs a 512-entry table. A
- * chunk is one transparent hugepage where the kernel allows them ({@link ChunkMemory}).
+ * buffer created by the first write that touches it, so an untouched 1 GiB namespace costs a 512-entry table. With
+ * {@code hugepages}, a chunk is one transparent hugepage where the kernel allows them ({@link ChunkMemory}).
  * Reads of never-written chunks return zeros. Write Zeroes and Deallocate drop every chunk they cover whole
  * and zero the bytes of partly covered ones.
  * <p>I/O completes inline on the caller's (reactor's) thread and allocates nothing except a chunk's one-time
@@ -34,6 +34,7 @@ public final class RamBlockDevice implements BlockDevice {
     private final AtomicLong committedBytes = new AtomicLong();
     /** Not a LongAdder: it grows only on a failure path, and a reader wants the plain value. */
     private final AtomicLong allocationFailures = new AtomicLong();
+    private final boolean hugepages;
     private volatile boolean closed;
 
     /**
@@ -42,6 +43,14 @@ public final class RamBlockDevice implements BlockDevice {
      * @param blockSize 512 or 4096 (any power of two in 512..65536)
      */
     public RamBlockDevice(String name, long sizeBytes, int blockSize) {
+        this(name, sizeBytes, blockSize, false);
+    }
+
+    /**
+     * @param hugepages chunks on transparent hugepages (faster copies; a costlier first write per chunk: see
+     *                  {@link ChunkMemory})
+     */
+    public RamBlockDevice(String name, long sizeBytes, int blockSize, boolean hugepages) {
         DeviceSupport.checkGeometry(sizeBytes, blockSize);
         long chunkCount = (sizeBytes + CHUNK_SIZE - 1) >>> CHUNK_SHIFT;
         if (chunkCount > Integer.MAX_VALUE - 8) {
@@ -51,6 +60,7 @@ public final class RamBlockDevice implements BlockDevice {
         this.capacityBytes = sizeBytes;
         this.blockSize = blockSize;
         this.chunks = new AtomicReferenceArray<>((int) chunkCount);
+        this.hugepages = hugepages;
     }
 
     @Override
@@ -178,7 +188,7 @@ public final class RamBlockDevice implements BlockDevice {
 
     /** Creates and publishes a zeroed chunk; returns the published one (ours or a racing writer's), or null. */
     private ByteBuffer createChunk(int chunkIndex) {
-        ByteBuffer created = ChunkMemory.allocate(chunkLength(chunkIndex));
+        ByteBuffer created = ChunkMemory.allocate(chunkLength(chunkIndex), hugepages);
         if (created == null) {
             // Direct memory limit reached (-XX:MaxDirectMemorySize) or no memory: a thin-provisioned device out of
             // space.

@@ -68,7 +68,7 @@ final class DaemonNamespaces {
         BlockDevice device;
         try {
             if (nc.backend() == BackendType.RAM) {
-                device = new RamBlockDevice("", nc.sizeBytes(), nc.blockSize());
+                device = new RamBlockDevice("", nc.sizeBytes(), nc.blockSize(), config.daemon().hugepages());
             } else if (nc.backend() == BackendType.NULL) {
                 device = new NullBlockDevice("", nc.sizeBytes(), nc.blockSize());
             } else {

@@ -16,7 +16,7 @@ class ChunkMemoryTest {
     @Test
     void shouldCountAChunkWhileMappedAndGiveItBackOnceUnreachable() throws Exception {
         long before = ChunkMemory.mappedBytes();
-        ByteBuffer chunk = ChunkMemory.allocate(RamBlockDevice.CHUNK_SIZE);
+        ByteBuffer chunk = ChunkMemory.allocate(RamBlockDevice.CHUNK_SIZE, false);
         assertThat(chunk).isNotNull();
         assertThat(chunk.isDirect()).isTrue();
         assertThat(chunk.capacity()).isEqualTo(RamBlockDevice.CHUNK_SIZE);
@@ -31,20 +31,28 @@ class ChunkMemoryTest {
     }
 
     @Test
-    void shouldBackChunksWithTransparentHugepagesWhereTheKernelAllowsThem() throws Exception {
+    void shouldBackChunksWithTransparentHugepagesWhenAskedWhereTheKernelAllowsThem() throws Exception {
         assumeThat(Files.readString(Path.of("/sys/kernel/mm/transparent_hugepage/enabled")))
             .as("transparent hugepages allowed").doesNotContain("[never]");
         long before = ChunkMemory.mappedBytes();
         long hugeBefore = anonHugeKib();
         ByteBuffer[] chunks = new ByteBuffer[8];
         for (int i = 0; i < chunks.length; i++) {
-            chunks[i] = ChunkMemory.allocate(RamBlockDevice.CHUNK_SIZE);
+            chunks[i] = ChunkMemory.allocate(RamBlockDevice.CHUNK_SIZE, true);
             chunks[i].put(4096, (byte) i); // one byte: the whole chunk is one 2 MiB page
         }
         assertThat(anonHugeKib() - hugeBefore).as("AnonHugePages grown by 8 chunks of one byte written, KiB")
             .isGreaterThanOrEqualTo(8 * 2048 - 2048);
         for (int i = 0; i < chunks.length; i++) {
             assertThat(chunks[i].get(4096)).isEqualTo((byte) i);
+        }
+        if (Files.readString(Path.of("/sys/kernel/mm/transparent_hugepage/enabled")).contains("[madvise]")) {
+            long hugeNow = anonHugeKib();
+            ByteBuffer plain = ChunkMemory.allocate(RamBlockDevice.CHUNK_SIZE, false);
+            for (int i = 0; i < plain.capacity(); i += 4096) {
+                plain.put(i, (byte) 1);
+            }
+            assertThat(anonHugeKib()).as("a chunk not asked for hugepages, written whole").isEqualTo(hugeNow);
         }
         chunks = null;
         awaitMapped(before);
@@ -64,18 +72,18 @@ class ChunkMemoryTest {
         int size = Integer.MAX_VALUE - 8;
         ByteBuffer[] held = new ByteBuffer[64]; // 128 GiB: past any test JVM's limit (mapped, never touched)
         int mapped = 0;
-        while (mapped < held.length && (held[mapped] = ChunkMemory.allocate(size)) != null) {
+        while (mapped < held.length && (held[mapped] = ChunkMemory.allocate(size, false)) != null) {
             ChunkMemory.held(size);
             mapped++;
         }
         assertThat(mapped).as("chunks of %d bytes mapped under a limit of %d", size, limit).isLessThan(held.length);
         assertThat((long) mapped * size).isLessThanOrEqualTo(limit);
-        assertThat(ChunkMemory.allocate(size)).as("refused again while every chunk is held").isNull();
+        assertThat(ChunkMemory.allocate(size, false)).as("refused again while every chunk is held").isNull();
 
         // Dropped (unreachable, not yet collected): the next chunk collects them instead of being refused.
         ChunkMemory.held(-(long) mapped * size);
         held = null;
-        ByteBuffer next = ChunkMemory.allocate(size);
+        ByteBuffer next = ChunkMemory.allocate(size, false);
         assertThat(next).as("a chunk once the dropped ones could be collected").isNotNull();
         next = null;
         awaitMapped(before);
