@@ -25,7 +25,8 @@ import java.util.concurrent.TimeUnit;
  *                              lazily, in 1 MiB slabs, as load needs it)
  * @param maxDataTransferSize   {@code max_data_transfer_kib}: the largest data transfer of one command (MDTS)
  * @param hugepages             {@code hugepages}: map each reactor's buffer pool with MAP_HUGETLB (falls back to
- *                              normal pages, with a log line, when the system has none reserved)
+ *                              normal pages advised for transparent hugepages, with a log line, when the system has
+ *                              none reserved) and put RAM namespace chunks on transparent hugepages
  * @param shutdownTimeout       {@code shutdown_timeout_ms}: how long a shutdown waits for commands in flight
  * @param http                  {@code http}: {@code "HOST:PORT"} of the metrics and management HTTP server
  *                              ({@value #HTTP_DEFAULT} by default), or null when {@code "off"}
