@@ -5,6 +5,8 @@ import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.jni.bdev.BdevIoChannel;
 import io.nvmeof4j.target.backend.BdevChannels;
 import io.nvmeof4j.target.backend.BindingProbe;
+import io.nvmeof4j.target.backend.BlockIo;
+import io.nvmeof4j.target.backend.SyncIo;
 import io.nvmeof4j.target.backend.UringBlockDevice;
 import io.nvmeof4j.target.config.ConfigException;
 import io.nvmeof4j.target.config.TargetConfig;
@@ -22,6 +24,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -32,6 +35,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assumptions.assumeThat;
 
 class TargetDaemonIT {
     private static final String NQN = "nqn.2014-08.io.nvmeof4j:daemon-test";
@@ -172,6 +176,44 @@ class TargetDaemonIT {
             assertThat(daemon.ramBudget().reservedBytes()).isEqualTo(48L << 20);
             assertThat(daemon.model().subsystem(NQN).namespaces()).hasSize(3);
         }
+    }
+
+    /**
+     * {@code "hugepages": true} puts RAM namespace chunks on transparent hugepages (where the kernel's mode is
+     * "madvise", as Debian's default); without it they stay on 4 KiB pages (each 2 MiB chunk's first write would
+     * otherwise fault in a whole hugepage: milliseconds on a VM whose host takes back free memory).
+     */
+    @Test
+    void shouldPutRamNamespaceChunksOnTransparentHugepagesOnlyWithHugepages() throws Exception {
+        assumeThat(Files.readString(Path.of("/sys/kernel/mm/transparent_hugepage/enabled")))
+            .as("transparent hugepages by advice (Debian's default)").contains("[madvise]");
+        for (boolean hugepages : new boolean[] {false, true}) {
+            String json = config(port(1, freePort(), NQN), ram(1))
+                .replace("\"reactors\": 2,", "\"reactors\": 2, \"hugepages\": " + hugepages + ",");
+            try (TargetDaemon daemon = TargetDaemon.start(TargetConfig.parse(json, dir))) {
+                Namespace ns = daemon.model().subsystem(NQN).namespaces().iterator().next();
+                long before = anonHugeKib();
+                for (int chunk = 0; chunk < 8; chunk++) { // 4 KiB at the start of each of the 8 chunks of 16 MiB
+                    assertThat(SyncIo.run(ns.device(), BlockIo.Op.WRITE, chunk * (2L << 20), 4096,
+                        SyncIo.pattern(4096, chunk), false)).isZero();
+                }
+                long grown = anonHugeKib() - before;
+                if (hugepages) {
+                    assertThat(grown).as("AnonHugePages grown, KiB, with hugepages").isGreaterThanOrEqualTo(6 * 2048);
+                } else {
+                    assertThat(grown).as("AnonHugePages grown, KiB, without hugepages").isLessThan(2048);
+                }
+                ByteBuffer back = ByteBuffer.allocateDirect(4096);
+                assertThat(SyncIo.run(ns.device(), BlockIo.Op.READ, 7 * (2L << 20), 4096, back, false)).isZero();
+                assertThat(back).isEqualTo(SyncIo.pattern(4096, 7));
+            }
+        }
+    }
+
+    private static long anonHugeKib() throws IOException {
+        return Files.readAllLines(Path.of("/proc/self/smaps_rollup")).stream()
+            .filter(l -> l.startsWith("AnonHugePages:")).mapToLong(l -> Long.parseLong(l.replaceAll("[^0-9]", "")))
+            .findFirst().orElse(0);
     }
 
     /**
