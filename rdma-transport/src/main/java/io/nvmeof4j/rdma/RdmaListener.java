@@ -52,8 +52,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * allocated for it; at the port's limit the oldest pending queue is disconnected to make room; a queue still
  * pending after the connect timeout is disconnected (it was accepted already, so there is nothing left to reject).
  * While a queue is pending the event thread wakes at least every 200 ms and checks the pending queues then; with none
- * pending it sleeps until an event or the transport's shutdown ({@link CmEventChannel#wakeup()}), 10 s at most. Refusals are counted
- * ({@link QueueHandlerFactory#onConnectionRefused}) and logged rate-limited per peer address.
+ * pending it sleeps until an event or the transport's shutdown ({@link CmEventChannel#wakeup()}), 10 s at most.
+ * Refusals are counted ({@link QueueHandlerFactory#onConnectionRefused}) and logged rate-limited per peer address.
  */
 final class RdmaListener extends AbstractTransportListener {
     private static final Logger LOG = LoggerFactory.getLogger(RdmaListener.class);

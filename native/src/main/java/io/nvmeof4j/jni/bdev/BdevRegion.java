@@ -51,9 +51,9 @@ public final class BdevRegion extends NativeHandle {
 
     /**
      * Maps {@code length} bytes of normal pages (with {@code transparentHugepages}, advised for them: see the class
-     * description) as a direct buffer that is unmapped when it, and every slice and duplicate of it, has become unreachable: for
-     * memory that other threads may still be copying out of when its owner lets go of it (a RAM namespace's chunk
-     * after a Deallocate), as the JDK does for {@code ByteBuffer.allocateDirect}. The buffer's bulk operations
+     * description) as a direct buffer that is unmapped when it, and every slice and duplicate of it, has become
+     * unreachable: for memory that other threads may still be copying out of when its owner lets go of it (a RAM
+     * namespace's chunk after a Deallocate), as the JDK does for {@code ByteBuffer.allocateDirect}. The buffer's bulk operations
      * keep it reachable while they copy. {@code onUnmapped} runs after the unmap, with the length, on the cleaner's
      * thread (memory accounting); it must not refer to the buffer.
      */
