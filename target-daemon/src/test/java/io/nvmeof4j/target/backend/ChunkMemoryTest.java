@@ -35,34 +35,27 @@ class ChunkMemoryTest {
         assumeThat(Files.readString(Path.of("/sys/kernel/mm/transparent_hugepage/enabled")))
             .as("transparent hugepages allowed").doesNotContain("[never]");
         long before = ChunkMemory.mappedBytes();
-        long hugeBefore = anonHugeKib();
+        long hugeBefore = Smaps.anonHugeKib();
         ByteBuffer[] chunks = new ByteBuffer[8];
         for (int i = 0; i < chunks.length; i++) {
             chunks[i] = ChunkMemory.allocate(RamBlockDevice.CHUNK_SIZE, true);
             chunks[i].put(4096, (byte) i); // one byte: the whole chunk is one 2 MiB page
         }
-        assertThat(anonHugeKib() - hugeBefore).as("AnonHugePages grown by 8 chunks of one byte written, KiB")
+        assertThat(Smaps.anonHugeKib() - hugeBefore).as("AnonHugePages grown by 8 chunks of one byte written, KiB")
             .isGreaterThanOrEqualTo(8 * 2048 - 2048);
         for (int i = 0; i < chunks.length; i++) {
             assertThat(chunks[i].get(4096)).isEqualTo((byte) i);
         }
-        if (Files.readString(Path.of("/sys/kernel/mm/transparent_hugepage/enabled")).contains("[madvise]")) {
-            long hugeNow = anonHugeKib();
+        if (Smaps.transparentHugepagesByAdvice()) {
+            long hugeNow = Smaps.anonHugeKib();
             ByteBuffer plain = ChunkMemory.allocate(RamBlockDevice.CHUNK_SIZE, false);
             for (int i = 0; i < plain.capacity(); i += 4096) {
                 plain.put(i, (byte) 1);
             }
-            assertThat(anonHugeKib()).as("a chunk not asked for hugepages, written whole").isEqualTo(hugeNow);
+            assertThat(Smaps.anonHugeKib()).as("a chunk not asked for hugepages, written whole").isEqualTo(hugeNow);
         }
         chunks = null;
         awaitMapped(before);
-    }
-
-    /** The process's AnonHugePages, KiB. */
-    private static long anonHugeKib() throws Exception {
-        return Files.readAllLines(Path.of("/proc/self/smaps_rollup")).stream()
-            .filter(l -> l.startsWith("AnonHugePages:")).mapToLong(l -> Long.parseLong(l.replaceAll("[^0-9]", "")))
-            .findFirst().orElse(0);
     }
 
     @Test

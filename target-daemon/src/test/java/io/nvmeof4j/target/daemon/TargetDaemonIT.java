@@ -6,6 +6,7 @@ import io.nvmeof4j.jni.bdev.BdevIoChannel;
 import io.nvmeof4j.target.backend.BdevChannels;
 import io.nvmeof4j.target.backend.BindingProbe;
 import io.nvmeof4j.target.backend.BlockIo;
+import io.nvmeof4j.target.backend.Smaps;
 import io.nvmeof4j.target.backend.SyncIo;
 import io.nvmeof4j.target.backend.UringBlockDevice;
 import io.nvmeof4j.target.config.ConfigException;
@@ -185,19 +186,19 @@ class TargetDaemonIT {
      */
     @Test
     void shouldPutRamNamespaceChunksOnTransparentHugepagesOnlyWithHugepages() throws Exception {
-        assumeThat(Files.readString(Path.of("/sys/kernel/mm/transparent_hugepage/enabled")))
-            .as("transparent hugepages by advice (Debian's default)").contains("[madvise]");
+        assumeThat(Smaps.transparentHugepagesByAdvice()).as("transparent hugepages by advice (Debian's default)")
+            .isTrue();
         for (boolean hugepages : new boolean[] {false, true}) {
             String json = config(port(1, freePort(), NQN), ram(1))
                 .replace("\"reactors\": 2,", "\"reactors\": 2, \"hugepages\": " + hugepages + ",");
             try (TargetDaemon daemon = TargetDaemon.start(TargetConfig.parse(json, dir))) {
                 Namespace ns = daemon.model().subsystem(NQN).namespaces().iterator().next();
-                long before = anonHugeKib();
+                long before = Smaps.anonHugeKib();
                 for (int chunk = 0; chunk < 8; chunk++) { // 4 KiB at the start of each of the 8 chunks of 16 MiB
                     assertThat(SyncIo.run(ns.device(), BlockIo.Op.WRITE, chunk * (2L << 20), 4096,
                         SyncIo.pattern(4096, chunk), false)).isZero();
                 }
-                long grown = anonHugeKib() - before;
+                long grown = Smaps.anonHugeKib() - before;
                 if (hugepages) {
                     assertThat(grown).as("AnonHugePages grown, KiB, with hugepages").isGreaterThanOrEqualTo(6 * 2048);
                 } else {
@@ -208,12 +209,6 @@ class TargetDaemonIT {
                 assertThat(back).isEqualTo(SyncIo.pattern(4096, 7));
             }
         }
-    }
-
-    private static long anonHugeKib() throws IOException {
-        return Files.readAllLines(Path.of("/proc/self/smaps_rollup")).stream()
-            .filter(l -> l.startsWith("AnonHugePages:")).mapToLong(l -> Long.parseLong(l.replaceAll("[^0-9]", "")))
-            .findFirst().orElse(0);
     }
 
     /**
