@@ -50,20 +50,20 @@ public final class BdevRegion extends NativeHandle {
     }
 
     /**
-     * Maps {@code length} bytes of normal pages (with {@code transparentHugepages}, advised for them: see the class
-     * description) as a direct buffer that is unmapped when it, and every slice and duplicate of it, has become
-     * unreachable: for memory that other threads may still be copying out of when its owner lets go of it (a RAM
-     * namespace's chunk after a Deallocate), as the JDK does for {@code ByteBuffer.allocateDirect}. The buffer's bulk operations
-     * keep it reachable while they copy. {@code onUnmapped} runs after the unmap, with the length, on the cleaner's
+     * Maps {@code length} bytes of normal pages advised for transparent hugepages (see the class description) as a
+     * direct buffer that is unmapped when it, and every slice and duplicate of it, has become unreachable: for memory
+     * that other threads may still be copying out of when its owner lets go of it (a RAM namespace's hugepage chunk
+     * after a Deallocate), as the JDK does for {@code ByteBuffer.allocateDirect}. The buffer's bulk operations keep it
+     * reachable while they copy. {@code onUnmapped} runs after the unmap, with the length, on the cleaner's
      * thread (memory accounting); it must not refer to the buffer.
      */
-    public static ByteBuffer mapCollected(int length, boolean transparentHugepages, LongConsumer onUnmapped)
+    public static ByteBuffer mapCollected(int length, LongConsumer onUnmapped)
         throws NativeIoException {
         BdevNative.requireAvailable();
         if (length <= 0) {
             throw new IllegalArgumentException("region length " + length + " outside 1.." + Integer.MAX_VALUE);
         }
-        long address = BdevNative.regionMap0(length, false, transparentHugepages, new int[1]);
+        long address = BdevNative.regionMap0(length, false, true, new int[1]);
         NativeIoException.check("mmap " + length + " bytes", address);
         ByteBuffer buffer = BdevNative.regionBuffer0(address, length);
         CLEANER.register(buffer, () -> {
@@ -71,11 +71,6 @@ public final class BdevRegion extends NativeHandle {
             onUnmapped.accept(length);
         });
         return buffer;
-    }
-
-    /** True when this JVM can map regions (the native library loaded). */
-    public static boolean available() {
-        return BdevNative.UNAVAILABILITY_CAUSE == null;
     }
 
     /** The mapping as a direct buffer (position 0, limit = capacity = length). */

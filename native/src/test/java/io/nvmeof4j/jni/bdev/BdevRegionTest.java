@@ -18,7 +18,7 @@ class BdevRegionTest {
 
     @Test
     void shouldStartMappingsAdvisedForHugepagesOnA2MiBBoundaryAndBackThemWithTransparentHugepages() throws Exception {
-        ByteBuffer buffer = BdevRegion.mapCollected(6 << 20, true, unmapped -> { });
+        ByteBuffer buffer = BdevRegion.mapCollected(6 << 20, unmapped -> { });
         long address = BdevNative.address0(buffer);
         assertThat(address % TWO_MIB).as("address %x", address).isZero();
         assumeThat(Files.readString(Path.of("/sys/kernel/mm/transparent_hugepage/enabled")))
@@ -41,7 +41,7 @@ class BdevRegionTest {
             assertThat(anonHugeKib(address)).isZero();
             assertThat(region.buffer().get(5 << 20)).isEqualTo((byte) 7);
         }
-        ByteBuffer small = BdevRegion.mapCollected(64 << 10, true, unmapped -> { });
+        ByteBuffer small = BdevRegion.mapCollected(64 << 10, unmapped -> { });
         small.put(0, (byte) 7);
         assertThat(anonHugeKib(BdevNative.address0(small))).as("below 2 MiB").isZero();
     }
@@ -49,7 +49,7 @@ class BdevRegionTest {
     @Test
     void shouldUnmapACollectedMappingOnceNoSliceOfItIsReachable() throws Exception {
         AtomicLong unmapped = new AtomicLong();
-        ByteBuffer buffer = BdevRegion.mapCollected(4 << 20, true, unmapped::addAndGet);
+        ByteBuffer buffer = BdevRegion.mapCollected(4 << 20, unmapped::addAndGet);
         long address = BdevNative.address0(buffer);
         assertThat(address % TWO_MIB).isZero();
         ByteBuffer slice = buffer.slice(1 << 20, 4096);

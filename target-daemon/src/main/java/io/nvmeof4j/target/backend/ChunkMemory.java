@@ -1,6 +1,7 @@
 package io.nvmeof4j.target.backend;
 
 import io.nvmeof4j.jni.NativeIoException;
+import io.nvmeof4j.jni.bdev.Bdev;
 import io.nvmeof4j.jni.bdev.BdevRegion;
 import io.nvmeof4j.target.limits.RamBudget;
 
@@ -10,27 +11,29 @@ import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Memory for RAM namespace chunks: anonymous mappings ({@link BdevRegion#mapCollected}), faulted in as written. With
- * {@code hugepages} (the daemon's {@code hugepages} setting) they are advised for transparent hugepages, so a copy out
- * of a namespace pays no TLB miss per 4 KiB, as SPDK's malloc bdev in its hugepages: measured on this project's 2-vCPU
- * EPYC VM, a 4 KiB copy from a random place in 512 MiB took 430 ns on 2 MiB pages against 556 ns on 4 KiB ones, a
- * 128 KiB one 5.5 against 6.7 µs. Not the default: the first write into each 2 MiB faults in all of it at once, and
- * on a VM whose host takes back free guest memory (virtio-balloon free page reporting, as on that VM) that costs
- * milliseconds on the reactor (512 MiB: 1.1 s the first time against 0.25 s on 4 KiB pages).
- * <p>What is mapped counts, with the JDK's direct buffers, against the JVM's direct-memory limit
- * ({@code -XX:MaxDirectMemorySize}), as chunks did when they were {@code ByteBuffer.allocateDirect}: a thin-provisioned
- * namespace that outgrows the memory the JVM was given gets refused writes, not the OOM killer. A dropped chunk stays
- * mapped until the garbage collector finds its buffer unreachable (a reader on another reactor may still be copying
- * out of it); so when the limit is reached while dropped chunks wait for that, one {@code System.gc()} and a wait of
- * at most {@value #GC_WAIT_MS} ms let them go first, as the JDK does for its direct buffers.
- * Without the native library, chunks are {@code ByteBuffer.allocateDirect}.
+ * Memory for RAM namespace chunks. By default {@code ByteBuffer.allocateDirect}: the JDK counts it against the
+ * direct-memory limit ({@code -XX:MaxDirectMemorySize}), collects and waits when the limit is reached, and frees it once
+ * the buffer is unreachable. With {@code hugepages} (the daemon's {@code hugepages} setting) a chunk is an anonymous
+ * mapping advised for transparent hugepages ({@link BdevRegion#mapCollected}), so a copy out of a namespace pays no TLB
+ * miss per 4 KiB, as SPDK's malloc bdev in its hugepages: measured on this project's 2-vCPU EPYC VM, a 4 KiB copy from a
+ * random place in 512 MiB took 430 ns on 2 MiB pages against 556 ns on 4 KiB ones, a 128 KiB one 5.5 against 6.7 µs.
+ * Not the default: the first write into each 2 MiB faults in all of it at once, and on a VM whose host takes back free
+ * guest memory (virtio-balloon free page reporting, as on that VM) that costs milliseconds on the reactor (512 MiB: 1.1 s
+ * the first time against 0.25 s on 4 KiB pages).
+ * <p>The JDK cannot account for those mappings, so this class does what it does for its own: what is mapped counts,
+ * with the JDK's direct buffers, against the same limit (a thin-provisioned namespace that outgrows the memory the JVM
+ * was given gets refused writes, not the OOM killer); a dropped chunk stays mapped until the collector finds its buffer
+ * unreachable (a reader on another reactor may still be copying out of it), so when the limit is reached while dropped
+ * chunks wait for that, one {@code System.gc()} and a wait of at most {@value #GC_WAIT_MS} ms let them go first.
  */
 final class ChunkMemory {
     private static final int GC_WAIT_MS = 500;
     private static final long LIMIT = limit();
-    /** Bytes mapped and not yet unmapped. */
+    /** Bytes mapped (hugepage chunks) and not yet unmapped. */
     private static final AtomicLong MAPPED = new AtomicLong();
-    /** Bytes of chunks that devices hold ({@link #held}); the rest of {@link #MAPPED} waits for the collector. */
+    /**
+     * Bytes of hugepage chunks that devices hold ({@link #held}); the rest of {@link #MAPPED} waits for the collector.
+     */
     private static final AtomicLong HELD = new AtomicLong();
     private static final BufferPoolMXBean JDK_DIRECT = ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class)
         .stream().filter(pool -> pool.getName().equals("direct")).findFirst().orElse(null);
@@ -40,11 +43,11 @@ final class ChunkMemory {
 
     /**
      * {@code length} zeroed bytes, or null when the limit or the system refuses them. Not for the data path: a
-     * chunk's first write (and at the limit, a collection). The caller reports the chunk with {@link #held} while
-     * it holds it.
+     * chunk's first write (and at the limit, a collection). The caller reports a hugepage chunk with {@link #held}
+     * while it holds it.
      */
     static ByteBuffer allocate(int length, boolean hugepages) {
-        if (!BdevRegion.available()) {
+        if (!hugepages || !Bdev.isAvailable()) {
             try {
                 return ByteBuffer.allocateDirect(length);
             } catch (OutOfMemoryError e) {
@@ -55,19 +58,19 @@ final class ChunkMemory {
             return null;
         }
         try {
-            return BdevRegion.mapCollected(length, hugepages, unmapped -> MAPPED.addAndGet(-unmapped));
+            return BdevRegion.mapCollected(length, unmapped -> MAPPED.addAndGet(-unmapped));
         } catch (NativeIoException e) {
             MAPPED.addAndGet(-length);
             return null;
         }
     }
 
-    /** A device took ({@code delta > 0}) or dropped ({@code delta < 0}) chunks of that many bytes. */
+    /** A device took ({@code delta > 0}) or dropped ({@code delta < 0}) hugepage chunks of that many bytes. */
     static void held(long delta) {
         HELD.addAndGet(delta);
     }
 
-    /** Bytes mapped for chunks and not yet unmapped. */
+    /** Bytes mapped for hugepage chunks and not yet unmapped. */
     static long mappedBytes() {
         return MAPPED.get();
     }

@@ -7,9 +7,10 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
- * A namespace in memory, off-heap and thin-provisioned: the capacity is a table of 2 MiB chunks, each a direct
- * buffer created by the first write that touches it, so an untouched 1 GiB namespace costs a 512-entry table. With
- * {@code hugepages}, a chunk is one transparent hugepage where the kernel allows them ({@link ChunkMemory}).
+ * A namespace in memory, off-heap and thin-provisioned: the capacity is a table of 1 MiB chunks, each a direct
+ * buffer created by the first write that touches it, so an untouched 1 GiB namespace costs a 1024-entry table. With
+ * {@code hugepages}, chunks are 2 MiB, each one transparent hugepage where the kernel allows them
+ * ({@link ChunkMemory}).
  * Reads of never-written chunks return zeros. Write Zeroes and Deallocate drop every chunk they cover whole
  * and zero the bytes of partly covered ones.
  * <p>I/O completes inline on the caller's (reactor's) thread and allocates nothing except a chunk's one-time
@@ -18,14 +19,14 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * <p>Dropped chunks are returned to the operating system when the garbage collector reclaims their buffer (a
  * concurrent reader may still be copying out of it, so they cannot be freed eagerly). Chunk creation counts
  * against {@code -XX:MaxDirectMemorySize}; a write that cannot get memory fails with Capacity Exceeded and DNR (the
- * reactor keeps running), counted in
- * {@link #allocationFailures()}. The daemon's RAM budget keeps the sum of RAM namespace sizes within the memory the
+ * reactor keeps running), counted in {@link #allocationFailures()}. The daemon's RAM budget keeps the sum of RAM namespace sizes within the memory the
  * JVM may use, so that happens only when something else took the memory.
  */
 public final class RamBlockDevice implements BlockDevice {
-    public static final int CHUNK_SHIFT = 21;
-    public static final int CHUNK_SIZE = 1 << CHUNK_SHIFT;
-    private static final long CHUNK_MASK = CHUNK_SIZE - 1;
+    /** A chunk's size: 1 MiB, the thin-provisioning grain. */
+    public static final int CHUNK_SIZE = 1 << 20;
+    /** A chunk's size with {@code hugepages}: one transparent hugepage. */
+    public static final int HUGEPAGE_CHUNK_SIZE = 2 << 20;
 
     private final String name;
     private final long capacityBytes;
@@ -35,6 +36,9 @@ public final class RamBlockDevice implements BlockDevice {
     /** Not a LongAdder: it grows only on a failure path, and a reader wants the plain value. */
     private final AtomicLong allocationFailures = new AtomicLong();
     private final boolean hugepages;
+    private final int chunkSize;
+    private final int chunkShift;
+    private final long chunkMask;
     private volatile boolean closed;
 
     /**
@@ -52,7 +56,10 @@ public final class RamBlockDevice implements BlockDevice {
      */
     public RamBlockDevice(String name, long sizeBytes, int blockSize, boolean hugepages) {
         DeviceSupport.checkGeometry(sizeBytes, blockSize);
-        long chunkCount = (sizeBytes + CHUNK_SIZE - 1) >>> CHUNK_SHIFT;
+        this.chunkSize = hugepages ? HUGEPAGE_CHUNK_SIZE : CHUNK_SIZE;
+        this.chunkShift = Integer.numberOfTrailingZeros(chunkSize);
+        this.chunkMask = chunkSize - 1;
+        long chunkCount = (sizeBytes + chunkSize - 1) >>> chunkShift;
         if (chunkCount > Integer.MAX_VALUE - 8) {
             throw new IllegalArgumentException("size " + sizeBytes + " is too large for a RAM device");
         }
@@ -124,9 +131,9 @@ public final class RamBlockDevice implements BlockDevice {
     private void read(long offset, int length, ByteBuffer dst) {
         int index = dst.position();
         while (length > 0) {
-            int chunkIndex = (int) (offset >>> CHUNK_SHIFT);
-            int chunkOffset = (int) (offset & CHUNK_MASK);
-            int n = Math.min(length, CHUNK_SIZE - chunkOffset);
+            int chunkIndex = (int) (offset >>> chunkShift);
+            int chunkOffset = (int) (offset & chunkMask);
+            int n = Math.min(length, chunkSize - chunkOffset);
             ByteBuffer chunk = chunks.get(chunkIndex);
             if (chunk == null) {
                 DeviceSupport.zero(dst, index, n);
@@ -142,9 +149,9 @@ public final class RamBlockDevice implements BlockDevice {
     private int write(long offset, int length, ByteBuffer src) {
         int index = src.position();
         while (length > 0) {
-            int chunkIndex = (int) (offset >>> CHUNK_SHIFT);
-            int chunkOffset = (int) (offset & CHUNK_MASK);
-            int n = Math.min(length, CHUNK_SIZE - chunkOffset);
+            int chunkIndex = (int) (offset >>> chunkShift);
+            int chunkOffset = (int) (offset & chunkMask);
+            int n = Math.min(length, chunkSize - chunkOffset);
             ByteBuffer chunk = chunks.get(chunkIndex);
             if (chunk == null) {
                 chunk = createChunk(chunkIndex);
@@ -162,8 +169,8 @@ public final class RamBlockDevice implements BlockDevice {
 
     private void zero(long offset, long length) {
         while (length > 0) {
-            int chunkIndex = (int) (offset >>> CHUNK_SHIFT);
-            int chunkOffset = (int) (offset & CHUNK_MASK);
+            int chunkIndex = (int) (offset >>> chunkShift);
+            int chunkOffset = (int) (offset & chunkMask);
             int chunkLength = chunkLength(chunkIndex);
             int n = (int) Math.min(length, chunkLength - chunkOffset);
             if (chunkOffset == 0 && n == chunkLength) {
@@ -183,7 +190,7 @@ public final class RamBlockDevice implements BlockDevice {
     }
 
     private int chunkLength(int chunkIndex) {
-        return (int) Math.min(CHUNK_SIZE, capacityBytes - ((long) chunkIndex << CHUNK_SHIFT));
+        return (int) Math.min(chunkSize, capacityBytes - ((long) chunkIndex << chunkShift));
     }
 
     /** Creates and publishes a zeroed chunk; returns the published one (ours or a racing writer's), or null. */
@@ -225,7 +232,9 @@ public final class RamBlockDevice implements BlockDevice {
 
     private void commit(long delta) {
         committedBytes.addAndGet(delta);
-        ChunkMemory.held(delta);
+        if (hugepages) {
+            ChunkMemory.held(delta);
+        }
     }
 
     @Override

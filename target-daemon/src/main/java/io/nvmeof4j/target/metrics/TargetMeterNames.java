@@ -33,8 +33,8 @@ import java.time.Duration;
  *       buffers), {@value #RESOURCE_QOS} (a namespace's QoS rate limit: Reads and Writes held for a later
  *       timeslice)</td></tr>
  *   <tr><td>{@value #RAM_ALLOCATION_FAILURES}</td><td>counter</td><td>subsystem, nsid</td>
- *       <td>writes to a RAM namespace refused (Capacity Exceeded) because memory for a new 2 MiB chunk could not be
- *       had</td></tr>
+ *       <td>writes to a RAM namespace refused (Capacity Exceeded) because memory for a new chunk (1 MiB; 2 MiB with
+ *       hugepages) could not be had</td></tr>
  *   <tr><td>{@value #RAM_BUDGET}</td><td>gauge (bytes)</td><td></td><td>the most all RAM namespaces may hold
  *       ({@code ram_budget_mib} or derived)</td></tr>
  *   <tr><td>{@value #RAM_RESERVED}</td><td>gauge (bytes)</td><td></td><td>the sizes of the RAM namespaces

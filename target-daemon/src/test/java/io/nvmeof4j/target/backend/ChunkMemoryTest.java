@@ -11,21 +11,24 @@ import java.nio.file.Path;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assumptions.assumeThat;
 
-/** RAM namespace chunks: mapped on the native side, counted while mapped, given back once unreachable. */
+/**
+ * RAM namespace chunks on hugepages: mapped on the native side, counted while mapped, given back once unreachable;
+ * other chunks are the JDK's direct buffers.
+ */
 class ChunkMemoryTest {
     @Test
     void shouldCountAChunkWhileMappedAndGiveItBackOnceUnreachable() throws Exception {
         long before = ChunkMemory.mappedBytes();
-        ByteBuffer chunk = ChunkMemory.allocate(RamBlockDevice.CHUNK_SIZE, false);
+        ByteBuffer chunk = ChunkMemory.allocate(RamBlockDevice.HUGEPAGE_CHUNK_SIZE, true);
         assertThat(chunk).isNotNull();
         assertThat(chunk.isDirect()).isTrue();
-        assertThat(chunk.capacity()).isEqualTo(RamBlockDevice.CHUNK_SIZE);
-        assertThat(ChunkMemory.mappedBytes() - before).isEqualTo(RamBlockDevice.CHUNK_SIZE);
+        assertThat(chunk.capacity()).isEqualTo(RamBlockDevice.HUGEPAGE_CHUNK_SIZE);
+        assertThat(ChunkMemory.mappedBytes() - before).isEqualTo(RamBlockDevice.HUGEPAGE_CHUNK_SIZE);
         for (int i = 0; i < chunk.capacity(); i += 4096) {
             assertThat(chunk.get(i)).as("byte %d of a new chunk", i).isZero();
         }
-        chunk.put(RamBlockDevice.CHUNK_SIZE - 1, (byte) 5);
-        assertThat(chunk.get(RamBlockDevice.CHUNK_SIZE - 1)).isEqualTo((byte) 5);
+        chunk.put(RamBlockDevice.HUGEPAGE_CHUNK_SIZE - 1, (byte) 5);
+        assertThat(chunk.get(RamBlockDevice.HUGEPAGE_CHUNK_SIZE - 1)).isEqualTo((byte) 5);
         chunk = null;
         awaitMapped(before);
     }
@@ -38,7 +41,7 @@ class ChunkMemoryTest {
         long hugeBefore = Smaps.anonHugeKib();
         ByteBuffer[] chunks = new ByteBuffer[8];
         for (int i = 0; i < chunks.length; i++) {
-            chunks[i] = ChunkMemory.allocate(RamBlockDevice.CHUNK_SIZE, true);
+            chunks[i] = ChunkMemory.allocate(RamBlockDevice.HUGEPAGE_CHUNK_SIZE, true);
             chunks[i].put(4096, (byte) i); // one byte: the whole chunk is one 2 MiB page
         }
         assertThat(Smaps.anonHugeKib() - hugeBefore).as("AnonHugePages grown by 8 chunks of one byte written, KiB")
@@ -48,7 +51,7 @@ class ChunkMemoryTest {
         }
         if (Smaps.transparentHugepagesByAdvice()) {
             long hugeNow = Smaps.anonHugeKib();
-            ByteBuffer plain = ChunkMemory.allocate(RamBlockDevice.CHUNK_SIZE, false);
+            ByteBuffer plain = ChunkMemory.allocate(RamBlockDevice.HUGEPAGE_CHUNK_SIZE, false);
             for (int i = 0; i < plain.capacity(); i += 4096) {
                 plain.put(i, (byte) 1);
             }
@@ -65,18 +68,18 @@ class ChunkMemoryTest {
         int size = Integer.MAX_VALUE - 8;
         ByteBuffer[] held = new ByteBuffer[64]; // 128 GiB: past any test JVM's limit (mapped, never touched)
         int mapped = 0;
-        while (mapped < held.length && (held[mapped] = ChunkMemory.allocate(size, false)) != null) {
+        while (mapped < held.length && (held[mapped] = ChunkMemory.allocate(size, true)) != null) {
             ChunkMemory.held(size);
             mapped++;
         }
         assertThat(mapped).as("chunks of %d bytes mapped under a limit of %d", size, limit).isLessThan(held.length);
         assertThat((long) mapped * size).isLessThanOrEqualTo(limit);
-        assertThat(ChunkMemory.allocate(size, false)).as("refused again while every chunk is held").isNull();
+        assertThat(ChunkMemory.allocate(size, true)).as("refused again while every chunk is held").isNull();
 
         // Dropped (unreachable, not yet collected): the next chunk collects them instead of being refused.
         ChunkMemory.held(-(long) mapped * size);
         held = null;
-        ByteBuffer next = ChunkMemory.allocate(size, false);
+        ByteBuffer next = ChunkMemory.allocate(size, true);
         assertThat(next).as("a chunk once the dropped ones could be collected").isNotNull();
         next = null;
         awaitMapped(before);

@@ -57,6 +57,28 @@ class RamBlockDeviceTest {
         }
     }
 
+    @Test
+    void shouldUse2MiBChunksWithHugepagesAndDropOneWholeOnDeallocate() {
+        int chunk = RamBlockDevice.HUGEPAGE_CHUNK_SIZE;
+        try (RamBlockDevice device = new RamBlockDevice("", 4L * chunk, 4096, true)) {
+            ByteBuffer data = SyncIo.pattern(3 * 4096, 5);
+            long offset = chunk - 4096;
+            assertThat(SyncIo.run(device, WRITE, offset, data.remaining(), data, false)).isZero();
+            assertThat(device.committedBytes()).isEqualTo(2L * chunk);
+            ByteBuffer back = ByteBuffer.allocateDirect(3 * 4096);
+            assertThat(SyncIo.run(device, READ, offset, back.remaining(), back, false)).isZero();
+            assertThat(back).isEqualTo(data);
+            // A 1 MiB chunk's worth is not a whole 2 MiB chunk: zeroed in place, kept.
+            assertThat(SyncIo.run(device, DEALLOCATE, chunk, CHUNK_SIZE, null, false)).isZero();
+            assertThat(device.committedBytes()).isEqualTo(2L * chunk);
+            assertThat(SyncIo.run(device, DEALLOCATE, 0, chunk, null, false)).isZero();
+            assertThat(device.committedBytes()).isEqualTo(chunk);
+            back.clear();
+            assertThat(SyncIo.run(device, READ, offset, back.remaining(), back, false)).isZero();
+            assertThat(SyncIo.allZero(back, 0, 3 * 4096)).isTrue();
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(ints = {512, 4096})
     void shouldMatchAReferenceModelOverRandomReadsWritesAndZeroing(int blockSize) {

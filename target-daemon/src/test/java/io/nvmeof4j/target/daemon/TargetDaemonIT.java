@@ -194,7 +194,7 @@ class TargetDaemonIT {
             try (TargetDaemon daemon = TargetDaemon.start(TargetConfig.parse(json, dir))) {
                 Namespace ns = daemon.model().subsystem(NQN).namespaces().iterator().next();
                 long before = Smaps.anonHugeKib();
-                for (int chunk = 0; chunk < 8; chunk++) { // 4 KiB at the start of each of the 8 chunks of 16 MiB
+                for (int chunk = 0; chunk < 8; chunk++) { // 4 KiB every 2 MiB of the 16 MiB: 8 chunks
                     assertThat(SyncIo.run(ns.device(), BlockIo.Op.WRITE, chunk * (2L << 20), 4096,
                         SyncIo.pattern(4096, chunk), false)).isZero();
                 }
