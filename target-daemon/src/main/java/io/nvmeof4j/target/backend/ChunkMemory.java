@@ -12,19 +12,20 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Memory for RAM namespace chunks. By default {@code ByteBuffer.allocateDirect}: the JDK counts it against the
- * direct-memory limit ({@code -XX:MaxDirectMemorySize}), collects and waits when the limit is reached, and frees it once
- * the buffer is unreachable. With {@code hugepages} (the daemon's {@code hugepages} setting) a chunk is an anonymous
- * mapping advised for transparent hugepages ({@link BdevRegion#mapCollected}), so a copy out of a namespace pays no TLB
- * miss per 4 KiB, as SPDK's malloc bdev in its hugepages: measured on this project's 2-vCPU EPYC VM, a 4 KiB copy from a
- * random place in 512 MiB took 430 ns on 2 MiB pages against 556 ns on 4 KiB ones, a 128 KiB one 5.5 against 6.7 µs.
- * Not the default: the first write into each 2 MiB faults in all of it at once, and on a VM whose host takes back free
- * guest memory (virtio-balloon free page reporting, as on that VM) that costs milliseconds on the reactor (512 MiB: 1.1 s
- * the first time against 0.25 s on 4 KiB pages).
+ * direct-memory limit ({@code -XX:MaxDirectMemorySize}), collects and waits when the limit is reached, and frees it
+ * once the buffer is unreachable. With {@code hugepages} (the daemon's {@code hugepages} setting) a chunk is an
+ * anonymous mapping advised for transparent hugepages ({@link BdevRegion#mapCollected}), so a copy out of a namespace
+ * pays no TLB miss per 4 KiB, as SPDK's malloc bdev in its hugepages: measured on this project's 2-vCPU EPYC VM, a 4
+ * KiB copy from a random place in 512 MiB took 430 ns on 2 MiB pages against 556 ns on 4 KiB ones, a 128 KiB one 5.5
+ * against 6.7 µs. Not the default: the first write into each 2 MiB faults in all of it at once, and on a VM whose host
+ * takes back free guest memory (virtio-balloon free page reporting, as on that VM) that costs milliseconds on the
+ * reactor (512 MiB: 1.1 s the first time against 0.25 s on 4 KiB pages).
  * <p>The JDK cannot account for those mappings, so this class does what it does for its own: what is mapped counts,
  * with the JDK's direct buffers, against the same limit (a thin-provisioned namespace that outgrows the memory the JVM
- * was given gets refused writes, not the OOM killer); a dropped chunk stays mapped until the collector finds its buffer
- * unreachable (a reader on another reactor may still be copying out of it), so when the limit is reached while dropped
- * chunks wait for that, one {@code System.gc()} and a wait of at most {@value #GC_WAIT_MS} ms let them go first.
+ * was given gets refused writes, not the OOM killer); a dropped chunk stays mapped until the collector finds its
+ * buffer unreachable (a reader on another reactor may still be copying out of it), so when the limit is reached while
+ * dropped chunks wait for that, one {@code System.gc()} and a wait of at most {@value #GC_WAIT_MS} ms let them go
+ * first.
  */
 final class ChunkMemory {
     private static final int GC_WAIT_MS = 500;

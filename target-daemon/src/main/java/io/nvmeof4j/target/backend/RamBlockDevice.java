@@ -19,8 +19,8 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * <p>Dropped chunks are returned to the operating system when the garbage collector reclaims their buffer (a
  * concurrent reader may still be copying out of it, so they cannot be freed eagerly). Chunk creation counts
  * against {@code -XX:MaxDirectMemorySize}; a write that cannot get memory fails with Capacity Exceeded and DNR (the
- * reactor keeps running), counted in {@link #allocationFailures()}. The daemon's RAM budget keeps the sum of RAM namespace sizes within the memory the
- * JVM may use, so that happens only when something else took the memory.
+ * reactor keeps running), counted in {@link #allocationFailures()}. The daemon's RAM budget keeps the sum of RAM
+ * namespace sizes within the memory the JVM may use, so that happens only when something else took the memory.
  */
 public final class RamBlockDevice implements BlockDevice {
     /** A chunk's size: 1 MiB, the thin-provisioning grain. */
