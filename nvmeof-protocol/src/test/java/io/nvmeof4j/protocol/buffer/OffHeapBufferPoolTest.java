@@ -184,6 +184,213 @@ class OffHeapBufferPoolTest {
         assertThat(pool.acquire(1 << 20)).isSameAs(whole);
     }
 
+    @Test
+    void shouldCarveFreedSmallBuffersIntoLargeOnesOnceTheCapacityIsUsedUp() {
+        ByteBuffer region = ByteBuffer.allocateDirect(4 << 20);
+        OffHeapBufferPool pool = new OffHeapBufferPool(1 << 20, region);
+        List<ByteBuffer> small = acquireAll(pool, 4096);
+        assertThat(small).hasSize(1024);
+        assertThat(pool.acquire(128 << 10)).as("every byte is in the 4 KiB class").isNull();
+        // Ten buffers of the first slab stay in use: it is the one slab that must not move.
+        List<ByteBuffer> live = new ArrayList<>();
+        for (int i = 0; i < 1024; i++) {
+            if (i < 256 && i % 25 == 0) {
+                live.add(small.get(i));
+            } else {
+                pool.release(small.get(i));
+            }
+        }
+        fill(live, 0x40);
+
+        List<ByteBuffer> large = acquireAll(pool, 128 << 10);
+        assertThat(large).as("three free slabs of 1 MiB, eight 128 KiB buffers each").hasSize(24);
+        assertThat(pool.bytesAllocated()).isEqualTo(4 << 20);
+        assertThat(pool.buffersInUse()).isEqualTo(24 + live.size());
+        List<ByteBuffer> all = new ArrayList<>(live);
+        all.addAll(large);
+        assertInsideRegionAndDisjoint(pool, region, all);
+        fill(large, 0x80);
+        assertFilled(live, 0x40);
+        assertFilled(large, 0x80);
+        large.forEach(pool::release);
+        live.forEach(pool::release);
+        assertThat(pool.buffersInUse()).isZero();
+    }
+
+    @Test
+    void shouldNeverTakeASlabThatHasALiveBuffer() {
+        ByteBuffer region = ByteBuffer.allocateDirect(4 << 20);
+        OffHeapBufferPool pool = new OffHeapBufferPool(1 << 20, region);
+        List<ByteBuffer> small = acquireAll(pool, 4096);
+        List<ByteBuffer> live = new ArrayList<>();
+        for (int i = 0; i < small.size(); i++) {
+            if (i % 256 == 17) { // one in each slab
+                live.add(small.get(i));
+            } else {
+                pool.release(small.get(i));
+            }
+        }
+        assertThat(live).hasSize(4);
+        assertThat(pool.acquire(64 << 10)).as("no slab is wholly free").isNull();
+        ByteBuffer another = pool.acquire(4096);
+        assertThat(another).as("the 4 KiB class itself still has room").isNotNull();
+        live.add(another);
+
+        pool.release(live.remove(2));
+        fill(live, 0x11);
+        List<ByteBuffer> large = acquireAll(pool, 64 << 10);
+        assertThat(large).as("the one slab now free: 16 buffers of 64 KiB").hasSize(16);
+        long slabStart = pool.regionOffset(large.get(0));
+        assertThat(slabStart).isEqualTo(2L << 20);
+        fill(large, 0xEE);
+        assertFilled(live, 0x11);
+        List<ByteBuffer> all = new ArrayList<>(live);
+        all.addAll(large);
+        assertInsideRegionAndDisjoint(pool, region, all);
+    }
+
+    @Test
+    void shouldKeepTheRegistryBoundedOverAThousandShifts() {
+        ByteBuffer region = ByteBuffer.allocateDirect(4 << 20);
+        OffHeapBufferPool pool = new OffHeapBufferPool(1 << 20, region);
+        int[] sizes = {4096, 128 << 10, 8192, 1 << 20};
+        for (int shift = 0; shift < 1000; shift++) {
+            int size = sizes[shift & 3];
+            List<ByteBuffer> held = acquireAll(pool, size);
+            assertThat(held).as("shift %d to %d bytes", shift, size).hasSize((4 << 20) / size);
+            if (shift % 100 == 0) {
+                assertInsideRegionAndDisjoint(pool, region, held);
+            }
+            held.forEach(pool::release);
+        }
+        assertThat(pool.registryHighWater()).isLessThanOrEqualTo(1024);
+        assertThat(pool.identityTableLength()).isLessThanOrEqualTo(2048);
+        assertThat(pool.bytesAllocated()).isEqualTo(4 << 20);
+        assertThat(pool.buffersInUse()).isZero();
+    }
+
+    @Test
+    void shouldRejectForeignRetiredAndDoubleReleasedBuffersAfterACarve() {
+        OffHeapBufferPool pool = new OffHeapBufferPool(1 << 20, 2 << 20); // slabs of their own, no region
+        List<ByteBuffer> small = acquireAll(pool, 4096);
+        small.forEach(pool::release);
+        ByteBuffer whole = pool.acquire(1 << 20);
+        ByteBuffer second = pool.acquire(1 << 20);
+        assertThat(whole).isNotNull();
+        assertThat(second).isNotNull();
+        assertThat(pool.acquire(4096)).isNull();
+        whole.put(0, (byte) 1);
+        second.put(0, (byte) 2);
+        assertThat(whole.get(0)).isEqualTo((byte) 1); // distinct memory
+        assertThat(pool.regionOffset(whole)).isEqualTo(-1);
+
+        assertThatThrownBy(() -> pool.release(small.get(0)))
+            .as("a 4 KiB slice of a carved slab is no longer this pool's").isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> pool.release(ByteBuffer.allocateDirect(4096)))
+            .isInstanceOf(IllegalArgumentException.class);
+        pool.release(whole);
+        assertThatThrownBy(() -> pool.release(whole)).isInstanceOf(IllegalStateException.class);
+        assertThat(pool.buffersInUse()).isEqualTo(1);
+        pool.release(second);
+        assertThat(acquireAll(pool, 4096)).as("and back again").hasSize(512);
+    }
+
+    @Test
+    void shouldOnlyCarveASlabLongEnoughForTheClass() {
+        ByteBuffer region = ByteBuffer.allocateDirect(3 << 19); // 1.5 MiB: slabs of 1 MiB and 0.5 MiB
+        OffHeapBufferPool pool = new OffHeapBufferPool(1 << 20, region);
+        acquireAll(pool, 4096).forEach(pool::release);
+        assertThat(pool.bytesAllocated()).isEqualTo(3 << 19);
+        ByteBuffer whole = pool.acquire(1 << 20);
+        assertThat(pool.regionOffset(whole)).isZero();
+        assertThat(pool.acquire(1 << 20)).as("the 0.5 MiB slab cannot hold 1 MiB").isNull();
+        List<ByteBuffer> half = acquireAll(pool, 256 << 10);
+        assertThat(half).extracting(pool::regionOffset).containsExactly(1L << 20, (1L << 20) + (256 << 10));
+        half.add(whole);
+        assertInsideRegionAndDisjoint(pool, region, half);
+    }
+
+    @Test
+    void shouldNotAllocateInSteadyStateAfterShifts() {
+        OffHeapBufferPool pool = new OffHeapBufferPool(1 << 20, ByteBuffer.allocateDirect(4 << 20));
+        acquireAll(pool, 4096).forEach(pool::release);
+        acquireAll(pool, 128 << 10).forEach(pool::release); // every slab carved for 128 KiB
+        ByteBuffer[] held = new ByteBuffer[32];
+        com.sun.management.ThreadMXBean mx =
+            (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        for (int round = 0; round < 20_000; round++) {
+            large(pool, held);
+        }
+        long before = mx.getCurrentThreadAllocatedBytes();
+        for (int round = 0; round < 20_000; round++) {
+            large(pool, held);
+        }
+        assertThat(mx.getCurrentThreadAllocatedBytes() - before).isLessThan(1024);
+    }
+
+    private static void large(OffHeapBufferPool pool, ByteBuffer[] held) {
+        for (int i = 0; i < held.length; i++) {
+            held[i] = pool.acquire(128 << 10);
+        }
+        for (ByteBuffer b : held) {
+            pool.release(b);
+        }
+    }
+
+    /** Acquires buffers of {@code size} until the pool returns null. */
+    private static List<ByteBuffer> acquireAll(OffHeapBufferPool pool, int size) {
+        List<ByteBuffer> held = new ArrayList<>();
+        ByteBuffer b;
+        while ((b = pool.acquire(size)) != null) {
+            assertThat(b.capacity()).isEqualTo(size);
+            held.add(b);
+        }
+        return held;
+    }
+
+    /** Each buffer's bytes are the region's at its offset, and no two buffers overlap. */
+    private static void assertInsideRegionAndDisjoint(OffHeapBufferPool pool, ByteBuffer region,
+                                                      List<ByteBuffer> buffers) {
+        long[][] ranges = new long[buffers.size()][];
+        for (int i = 0; i < buffers.size(); i++) {
+            ByteBuffer b = buffers.get(i);
+            long offset = pool.regionOffset(b);
+            assertThat(offset).isBetween(0L, (long) region.capacity() - b.capacity());
+            byte first = b.get(0);
+            byte last = b.get(b.capacity() - 1);
+            b.put(0, (byte) 0x5A).put(b.capacity() - 1, (byte) 0xA5);
+            assertThat(region.get((int) offset)).isEqualTo((byte) 0x5A);
+            assertThat(region.get((int) offset + b.capacity() - 1)).isEqualTo((byte) 0xA5);
+            b.put(0, first).put(b.capacity() - 1, last);
+            ranges[i] = new long[] {offset, offset + b.capacity()};
+        }
+        java.util.Arrays.sort(ranges, (x, y) -> Long.compare(x[0], y[0]));
+        for (int i = 1; i < ranges.length; i++) {
+            assertThat(ranges[i][0]).as("buffer at %d overlaps the one before", ranges[i][0])
+                .isGreaterThanOrEqualTo(ranges[i - 1][1]);
+        }
+    }
+
+    private static void fill(List<ByteBuffer> buffers, int seed) {
+        for (int i = 0; i < buffers.size(); i++) {
+            ByteBuffer b = buffers.get(i);
+            for (int j = 0; j < b.capacity(); j++) {
+                b.put(j, (byte) (seed + i + j));
+            }
+        }
+    }
+
+    private static void assertFilled(List<ByteBuffer> buffers, int seed) {
+        for (int i = 0; i < buffers.size(); i++) {
+            ByteBuffer b = buffers.get(i);
+            for (int j = 0; j < b.capacity(); j++) {
+                if (b.get(j) != (byte) (seed + i + j)) {
+                    throw new AssertionError("buffer " + i + " byte " + j + " overwritten");
+                }
+            }
+        }
+    }
+
     private static void cycle(OffHeapBufferPool pool, ByteBuffer[] held) {
         for (int i = 0; i < held.length; i++) {
             held[i] = pool.acquire(4096 << (i & 3));
