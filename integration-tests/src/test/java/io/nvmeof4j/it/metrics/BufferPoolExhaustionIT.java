@@ -23,11 +23,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The pool-exhaustion stall (issue 12 item 5), with the daemon and our initiator over NVMe/TCP on 127.0.0.1: one
- * reactor whose 2 MiB buffer pool has room for four 256 KiB buffers (its 4 KiB class takes the other MiB), four
- * controllers each writing 256 KiB by R2T and 4 KiB in-capsule, interleaved, at queue depth 32. When in-capsule
- * data took pool buffers too, this stalled: the writes did not complete within the bound (a capsule that found the
- * pool dry, or other commands already waiting, stopped its queue's reads while that queue's R2T writes held
- * buffers). Every command completes within the bound, none fails, the data reads back, and
+ * reactor whose 2 MiB buffer pool has room for eight 256 KiB buffers (four while its 4 KiB class holds the other
+ * MiB; the pool re-carves that MiB once all its 4 KiB buffers are free), four controllers each writing 256 KiB by
+ * R2T and 4 KiB in-capsule, interleaved, at queue depth 32. When in-capsule data took pool buffers too, this
+ * stalled: the writes did not complete within the bound (a capsule that found the pool dry, or other commands
+ * already waiting, stopped its queue's reads while that queue's R2T writes held buffers). Every command completes
+ * within the bound, none fails, the data reads back, and
  * {@code nvmeof_target_resource_waits_total{resource="buffer_pool"}} shows that commands did wait for the pool.
  */
 class BufferPoolExhaustionIT {
@@ -110,7 +111,7 @@ class BufferPoolExhaustionIT {
                 double waits = m.value("nvmeof_target_resource_waits_total", Map.of("reactor", "0",
                     "resource", "buffer_pool"));
                 System.out.printf("pool exhaustion: %d writes (half 256 KiB by R2T, half 4 KiB in-capsule) at %d x "
-                    + "QD%d on a pool of four 256 KiB buffers in %d ms, %.0f waited for a buffer%n",
+                    + "QD%d on a 2 MiB pool in %d ms, %.0f waited for a buffer%n",
                     2 * ROUNDS * CONTROLLERS * PAIRS, CONTROLLERS, DEPTH, writeNanos / 1_000_000, waits);
                 assertThat(waits).as("commands that waited for a pool buffer").isPositive();
                 assertThat(m.valueOrZero("nvmeof_target_commands_failed_total", Map.of("subsystem", NQN)))
