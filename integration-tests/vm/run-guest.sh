@@ -171,7 +171,10 @@ if [ "$VERBOSE" = 1 ]; then LOGOPTS="loglevel=7"; else LOGOPTS="quiet loglevel=3
 # at once. Without it an oops kills only the task it hit: a kworker dies holding its queue and the job hangs until
 # --timeout (seen: 6.1's nvme_tcp_recv_skb NULL dereference in nvme_tcp_io_work, docs/testing.md). The kernel
 # itself stops, so nothing depends on a console watcher keeping up; the console is read afterwards to report.
-APPEND="console=ttyS0 $LOGOPTS panic=-1 oops=panic 8250.nr_uarts=1 random.trust_cpu=on hardened_usercopy=off"
+# panic_print=0x20: the panic replays the kernel's whole log on the console, so the messages "quiet loglevel=3"
+# hid (an nvme host's "got bad c2hdata.command_id" before the oops) are in the guest's console log.
+APPEND="console=ttyS0 $LOGOPTS panic=-1 oops=panic panic_print=0x20 8250.nr_uarts=1 random.trust_cpu=on"
+APPEND="$APPEND hardened_usercopy=off"
 APPEND="$APPEND nvmeof4j.results=$RESULTS nvmeof4j.modules=$MODULES_DIR${KERNEL_ARGS:+ $KERNEL_ARGS}"
 
 # shellcheck disable=SC2054  # commas belong to qemu option values
@@ -214,15 +217,16 @@ boot_once() {
     trap - TERM INT HUP
 }
 # The console lines that name a kernel crash, without printk's "[ seconds]" prefix: the first crash line, the
-# task and workqueue, the "Oops:" and RIP lines, the first call trace (at most 30 frames) and the panic line;
-# 40 lines at most.
+# task and workqueue, the "Oops:" and RIP lines, the first call trace (at most 30 frames) and the panic line after
+# it; 40 lines at most. What follows (the replayed log, see panic_print) stays in the console log only.
 CRASH_RE='(^|[] ])(BUG: |kernel BUG at |Oops: |general protection fault|stack segment: |Kernel panic - not syncing)'
 crash_report() {
     awk -v re="$CRASH_RE" '
         { line = $0; sub(/^\[ *[0-9]+\.[0-9]+\] ?/, "", line) }
-        !started && $0 ~ re { started = 1; print line; n = 1; next }
+        !started && $0 ~ re { started = 1; panicfirst = line ~ /^Kernel panic/; print line; n = 1; next }
         !started || n >= 40 { next }
-        line ~ /^RIP: / && tracedone { next }   # the RIP repeated after the trace
+        tracedone && (panicfirst || line !~ /^Kernel panic/) { next }
+        tracedone { print line; exit }
         line ~ /^(Oops: |CPU: |Workqueue: |RIP: |Kernel panic)/ { print line; n++; next }
         line ~ /^Call Trace:/ && !tracedone { intrace = 1; frames = 0; print line; n++; next }
         intrace && line ~ /^ / && frames < 30 { print line; n++; frames++; next }
