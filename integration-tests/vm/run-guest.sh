@@ -26,6 +26,8 @@
 #   --prepare           run prepare.sh first even when its output exists.
 #   --kernel-args ARGS  more guest kernel command-line parameters (e.g. "clocksource=tsc tsc=reliable", see
 #                       integration-tests/vm/README.md "Clock source").
+#   --crash-report LOG  print the crash report (below) of a saved console log (a guest log, --keep's console.log)
+#                       and exit 0; exit 1 when it shows no kernel crash. Boots nothing.
 #   --kernel 6.12       boot the second kernel prepare.sh keeps (bookworm-backports 6.12: NVMe in-band
 #                       authentication) instead of Debian 12's stock 6.1.
 #
@@ -57,6 +59,49 @@ ENVFILE="$CACHE/current.env"
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
 die() { echo "run-guest.sh: ERROR: $*" >&2; exit 2; }
 
+# ---- guest kernel crashes: read from the console log ($CONSOLE) after qemu ended ------------------------------
+# The console lines that name a kernel crash, without printk's "[ seconds]" prefix: the first crash line, the
+# task and workqueue, the "Oops:" and RIP lines, the first call trace (at most 30 frames) and the panic line after
+# it; 40 lines at most. What follows (the replayed log, see panic_print) stays in the console log only.
+# A crash line starts a console line or follows printk's "] ": job output that quotes "BUG: " is no crash.
+CRASH_RE='(^|] )(BUG: |kernel BUG at |Oops: |general protection fault|stack segment: |Kernel panic - not syncing)'
+crash_report() {
+    awk -v re="$CRASH_RE" '
+        { line = $0; sub(/^\[ *[0-9]+\.[0-9]+\] ?/, "", line) }
+        !started && $0 ~ re { started = 1; panicfirst = line ~ /^Kernel panic/; print line; n = 1; next }
+        !started || n >= 40 { next }
+        tracedone && (panicfirst || line !~ /^Kernel panic/) { next }
+        tracedone { print line; exit }
+        line ~ /^(Oops: |CPU: |Workqueue: |RIP: |Kernel panic)/ { print line; n++; next }
+        line ~ /^Call Trace:/ && !tracedone { intrace = 1; frames = 0; print line; n++; next }
+        intrace && line ~ /^ / && frames < 30 { print line; n++; frames++; next }
+        intrace { intrace = 0; tracedone = 1 }' "$CONSOLE"
+}
+# The function the crash is in: the RIP line's, or for a panic without one, the first call trace frame that is
+# not the panic machinery itself ("sysrq_handle_crash+0x16/0x20").
+crash_function() {
+    crash_report | awk '
+        /^RIP: / { sub(/^RIP: [0-9a-f]+:/, ""); print; exit }
+        /^Call Trace:/ { t = 1; next }
+        t && /^ / && !/^ *(\?|<|dump_stack|panic|vpanic)/ { sub(/^ +/, ""); print; exit }'
+}
+# The job's last step before the crash: its last PASS/FAIL/INFO line, else its last line that is not the kernel's.
+crash_job_step() {
+    awk -v re="$CRASH_RE" '
+        $0 ~ re { exit }
+        /^(PASS|FAIL|INFO) / { step = $0 }
+        !/^\[ *[0-9]+\.[0-9]+\]/ && NF { last = $0 }
+        END { print (step != "" ? step : last) }' "$CONSOLE"
+}
+print_crash() { # print_crash HEADLINE: the crash on stderr, each line prefixed (VmHarness reads them)
+    local first
+    first="$(crash_report | head -n1)"
+    echo "run-guest.sh: $1: $first" >&2
+    echo "run-guest.sh: crash in: $(crash_function)" >&2
+    echo "run-guest.sh: the job's last step: $(crash_job_step)" >&2
+    crash_report | sed 's/^/run-guest.sh: | /' >&2
+}
+
 while [ $# -gt 0 ]; do
     case "$1" in
         --timeout) [ $# -ge 2 ] || usage; TIMEOUT="$2"; shift 2 ;;
@@ -84,6 +129,10 @@ while [ $# -gt 0 ]; do
             case "$2" in 6.1) ENVFILE="$CACHE/current.env" ;; 6.12) ENVFILE="$CACHE/linux-6.12.env" ;;
                 *) die "--kernel wants 6.1 or 6.12, got $2" ;; esac
             shift 2 ;;
+        --crash-report) [ $# -ge 2 ] || usage   # a saved console log: its crash report, exit 0 (1: no crash)
+            CONSOLE="$2"; [ -f "$CONSOLE" ] || die "no such console log: $CONSOLE"
+            grep -qE "$CRASH_RE" "$CONSOLE" || exit 1
+            print_crash "GUEST KERNEL CRASHED (console log $CONSOLE)"; exit 0 ;;
         -h|--help) usage ;;
         --) shift; break ;;
         -*) die "unknown option $1" ;;
@@ -110,6 +159,7 @@ command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not installe
 
 # ---- run directory: control share (job.sh in, exit code out) ------------------------------------------------------
 RUNDIR="$(mktemp -d "${TMPDIR:-/tmp}/nvmeof4j-guest.XXXXXX")"
+CONSOLE="$RUNDIR/console.log"
 mkdir -p "$RUNDIR/ctl"
 OWN_RESULTS=0
 if [ -z "$RESULTS" ]; then
@@ -204,7 +254,7 @@ boot_once() {
     rm -f "$RUNDIR/console.fifo" "$RUNDIR/ctl/job-started" "$RUNDIR/ctl/exit-code"
     mkfifo "$RUNDIR/console.fifo"
     # Serial console output has CRLF line ends; strip the CR so callers can match lines.
-    sed -u 's/\r$//' < "$RUNDIR/console.fifo" | tee "$RUNDIR/console.log" &
+    sed -u 's/\r$//' < "$RUNDIR/console.fifo" | tee "$CONSOLE" &
     TEE_PID=$!
     timeout --kill-after=15 "$TIMEOUT" "${QEMU[@]}" < /dev/null > "$RUNDIR/console.fifo" 2>&1 &
     QPID=$!
@@ -216,46 +266,6 @@ boot_once() {
     wait "$TEE_PID" 2>/dev/null
     trap - TERM INT HUP
 }
-# The console lines that name a kernel crash, without printk's "[ seconds]" prefix: the first crash line, the
-# task and workqueue, the "Oops:" and RIP lines, the first call trace (at most 30 frames) and the panic line after
-# it; 40 lines at most. What follows (the replayed log, see panic_print) stays in the console log only.
-CRASH_RE='(^|[] ])(BUG: |kernel BUG at |Oops: |general protection fault|stack segment: |Kernel panic - not syncing)'
-crash_report() {
-    awk -v re="$CRASH_RE" '
-        { line = $0; sub(/^\[ *[0-9]+\.[0-9]+\] ?/, "", line) }
-        !started && $0 ~ re { started = 1; panicfirst = line ~ /^Kernel panic/; print line; n = 1; next }
-        !started || n >= 40 { next }
-        tracedone && (panicfirst || line !~ /^Kernel panic/) { next }
-        tracedone { print line; exit }
-        line ~ /^(Oops: |CPU: |Workqueue: |RIP: |Kernel panic)/ { print line; n++; next }
-        line ~ /^Call Trace:/ && !tracedone { intrace = 1; frames = 0; print line; n++; next }
-        intrace && line ~ /^ / && frames < 30 { print line; n++; frames++; next }
-        intrace { intrace = 0; tracedone = 1 }' "$RUNDIR/console.log"
-}
-# The function the crash is in: the RIP line's, or for a panic without one, the first call trace frame that is
-# not the panic machinery itself ("sysrq_handle_crash+0x16/0x20").
-crash_function() {
-    crash_report | awk '
-        /^RIP: / { sub(/^RIP: [0-9a-f]+:/, ""); print; exit }
-        /^Call Trace:/ { t = 1; next }
-        t && /^ / && !/^ *(\?|<|dump_stack|panic|vpanic)/ { sub(/^ +/, ""); print; exit }'
-}
-# The job's last step before the crash: its last PASS/FAIL/INFO line, else its last line that is not the kernel's.
-crash_job_step() {
-    awk -v re="$CRASH_RE" '
-        $0 ~ re { exit }
-        /^(PASS|FAIL|INFO) / { step = $0 }
-        !/^\[ *[0-9]+\.[0-9]+\]/ && NF { last = $0 }
-        END { print (step != "" ? step : last) }' "$RUNDIR/console.log"
-}
-print_crash() { # print_crash HEADLINE: the crash on stderr, each line prefixed (VmHarness reads them)
-    local first
-    first="$(crash_report | head -n1)"
-    echo "run-guest.sh: $1: $first" >&2
-    echo "run-guest.sh: crash in: $(crash_function)" >&2
-    echo "run-guest.sh: the job's last step: $(crash_job_step)" >&2
-    crash_report | sed 's/^/run-guest.sh: | /' >&2
-}
 for attempt in $(seq 1 "$BOOT_ATTEMPTS"); do
     boot_once
     if [ "$INTERRUPTED" = 1 ] || [ "$QRC" = 124 ] || [ "$QRC" = 137 ] || [ -f "$RUNDIR/ctl/job-started" ] \
@@ -263,7 +273,7 @@ for attempt in $(seq 1 "$BOOT_ATTEMPTS"); do
         break
     fi
     why="$(crash_report | head -n1)"
-    [ -n "$why" ] || why="$(grep -m1 FATAL "$RUNDIR/console.log" || echo 'no panic line')"
+    [ -n "$why" ] || why="$(grep -m1 FATAL "$CONSOLE" || echo 'no panic line')"
     echo "run-guest.sh: the guest died before its job started (boot $attempt of $BOOT_ATTEMPTS, qemu exit $QRC:" \
         "$why); booting again" >&2
 done
@@ -274,10 +284,10 @@ if [ -f "$RUNDIR/ctl/exit-code" ]; then
     RC="$(tr -dc '0-9' < "$RUNDIR/ctl/exit-code")"
 fi
 if [ -z "$RC" ]; then
-    RC="$(sed -n 's/.*NVMEOF4J-GUEST-EXIT=\([0-9][0-9]*\).*/\1/p' "$RUNDIR/console.log" | tail -n1)"
+    RC="$(sed -n 's/.*NVMEOF4J-GUEST-EXIT=\([0-9][0-9]*\).*/\1/p' "$CONSOLE" | tail -n1)"
 fi
 CRASHED=0
-grep -qE "$CRASH_RE" "$RUNDIR/console.log" && CRASHED=1
+grep -qE "$CRASH_RE" "$CONSOLE" && CRASHED=1
 if [ "$INTERRUPTED" = 1 ]; then
     echo "run-guest.sh: interrupted; qemu stopped after ${ELAPSED}s" >&2
     RC=130
