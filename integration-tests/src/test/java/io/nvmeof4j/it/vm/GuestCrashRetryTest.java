@@ -131,6 +131,8 @@ class GuestCrashRetryTest {
     /** A 6.1 guest's console as the serial port gives it (CR stripped): job output, the oops, the replayed log. */
     private static final String OOPS_CONSOLE = """
         PASS ha-two-daemons-one-subsystem
+        [   61.000000] watchdog: BUG: soft lockup - CPU#1 stuck for 23s! [fio:402]
+        [   62.000000] BUG: workqueue lockup - pool cpus=0 node=0 flags=0x0 nice=0 stuck for 31s!
         INFO fio over both daemons; asking the host to SIGKILL daemon B
         [   95.101000] nvme nvme3: got bad c2hdata.command_id 0x3c1 on queue 2
         [   95.223456] BUG: kernel NULL pointer dereference, address: 0000000000000190
@@ -211,6 +213,8 @@ class GuestCrashRetryTest {
     @Test
     void shouldFindNoCrashInAConsoleWithoutOne(@TempDir Path dir) throws Exception {
         VmHarness.Result report = crashReport(dir, "PASS all\nINFO BUG: in the job's own words is no crash\n"
+            + "[   61.000000] watchdog: BUG: soft lockup - CPU#1 stuck for 23s! [fio:402]\n"
+            + "[   62.000000] BUG: workqueue lockup - pool cpus=0 node=0 flags=0x0 nice=0 stuck for 31s!\n"
             + "NVMEOF4J-GUEST-EXIT=0\n");
 
         assertThat(report.exitCode()).isEqualTo(1);
