@@ -302,7 +302,7 @@ elif [ -z "$RC" ] && [ "$CRASHED" = 1 ] && [ -f "$RUNDIR/ctl/job-started" ]; the
     RC=126
 elif [ -z "$RC" ]; then
     echo "run-guest.sh: guest ended without an exit code (qemu exit $QRC) after ${ELAPSED}s" >&2
-    [ "$CRASHED" = 1 ] && print_crash "the guest kernel crashed before the job started, in each of $BOOT_ATTEMPTS boots"
+    [ "$CRASHED" = 1 ] && print_crash "the guest kernel crashed before the job started (boot $attempt)"
     RC=125
 else
     echo "run-guest.sh: guest exit code $RC after ${ELAPSED}s" >&2
