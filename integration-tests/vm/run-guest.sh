@@ -74,7 +74,7 @@ crash_report() {
         !started || n >= 40 { next }
         tracedone && (panicfirst || line !~ /^Kernel panic/) { next }
         tracedone { print line; exit }
-        line ~ /^(Oops: |CPU: |Workqueue: |RIP: |Kernel panic)/ { print line; n++; next }
+        !intrace && line ~ /^(Oops: |CPU: |Workqueue: |RIP: |Kernel panic)/ { print line; n++; next }
         line ~ /^Call Trace:/ && !tracedone { intrace = 1; frames = 0; print line; n++; next }
         intrace && line ~ /^ / && frames < 30 { print line; n++; frames++; next }
         intrace { intrace = 0; tracedone = 1 }' "$CONSOLE"
