@@ -26,13 +26,17 @@
 #   --prepare           run prepare.sh first even when its output exists.
 #   --kernel-args ARGS  more guest kernel command-line parameters (e.g. "clocksource=tsc tsc=reliable", see
 #                       integration-tests/vm/README.md "Clock source").
+#   --crash-report LOG  print the crash report (below) of a saved console log (a guest log, --keep's console.log)
+#                       and exit 0; exit 1 when it shows no kernel crash. Boots nothing.
 #   --kernel 6.12       boot the second kernel prepare.sh keeps (bookworm-backports 6.12: NVMe in-band
 #                       authentication) instead of Debian 12's stock 6.1.
 #
 # SCRIPT (a path on the host, seen in the guest through 9p) runs with bash unless it is executable, in the
 # current directory of the caller, with $RESULTS_DIR, $NVMEOF4J_GUEST_TMPFS (a plain tmpfs for backing files)
 # and $NVMEOF4J_IN_GUEST=1 set. The guest is 10.0.2.15; the host's 127.0.0.1 is 10.0.2.2 from inside.
-# Exit codes: SCRIPT's own; 124 timeout; 125 the guest died without reporting an exit code; 2 bad usage.
+# Exit codes: SCRIPT's own; 124 timeout; 125 the guest died without reporting an exit code; 126 the guest kernel
+# crashed (oops, BUG or panic) while SCRIPT ran: the guest ends at once (oops=panic), and the crash (first line,
+# function, call trace, the job's last step) is printed on stderr as "run-guest.sh: " lines; 2 bad usage.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -54,6 +58,51 @@ ENVFILE="$CACHE/current.env"
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
 die() { echo "run-guest.sh: ERROR: $*" >&2; exit 2; }
+
+# ---- guest kernel crashes: read from the console log ($CONSOLE) after qemu ended ------------------------------
+# The console lines that name a kernel crash, without printk's "[ seconds]" prefix: the first crash line, the
+# task and workqueue, the "Oops:" and RIP lines, the first call trace (at most 30 frames) and the panic line after
+# it; 40 lines at most. What follows (the replayed log, see panic_print) stays in the console log only.
+# A crash line starts a console line or follows printk's "] ": job output that quotes "BUG: " is no crash. Soft
+# and workqueue lockups (slow TCG on a loaded machine) print "BUG: " too but are no oops: the guest goes on.
+CRASH_RE='(^|] )(BUG: |kernel BUG at |Oops: |general protection fault|stack segment: |Kernel panic - not syncing)'
+CRASH_SKIP='BUG: (soft|workqueue) lockup'
+crash_report() {
+    awk -v re="$CRASH_RE" -v skip="$CRASH_SKIP" '
+        { line = $0; sub(/^\[ *[0-9]+\.[0-9]+\] ?/, "", line) }
+        !started && $0 ~ re && $0 !~ skip { started = 1; panicfirst = line ~ /^Kernel panic/; print line; n = 1; next }
+        !started || n >= 40 { next }
+        tracedone && (panicfirst || line !~ /^Kernel panic/) { next }
+        tracedone { print line; exit }
+        !intrace && line ~ /^(Oops: |CPU: |Workqueue: |RIP: |Kernel panic)/ { print line; n++; next }
+        line ~ /^Call Trace:/ && !tracedone { intrace = 1; frames = 0; print line; n++; next }
+        intrace && line ~ /^ / && frames < 30 { print line; n++; frames++; next }
+        intrace { intrace = 0; tracedone = 1 }' "$CONSOLE"
+}
+# The function the crash is in: the RIP line's, or for a panic without one, the first call trace frame that is
+# not the panic machinery itself ("sysrq_handle_crash+0x16/0x20").
+crash_function() {
+    crash_report | awk '
+        /^RIP: / { sub(/^RIP: [0-9a-f]+:/, ""); print; exit }
+        /^Call Trace:/ { t = 1; next }
+        t && /^ / && !/^ *(\?|<|dump_stack|panic|vpanic)/ { sub(/^ +/, ""); print; exit }'
+}
+# The job's last step before the crash: its last PASS/FAIL/INFO line, else its last line that is not the kernel's.
+crash_job_step() {
+    awk -v re="$CRASH_RE" -v skip="$CRASH_SKIP" '
+        $0 ~ re && $0 !~ skip { exit }
+        /^(PASS|FAIL|INFO) / { step = $0 }
+        !/^\[ *[0-9]+\.[0-9]+\]/ && NF { last = $0 }
+        END { print (step != "" ? step : last) }' "$CONSOLE"
+}
+print_crash() { # print_crash HEADLINE: the crash on stderr, each line prefixed (VmHarness reads them)
+    local first
+    first="$(crash_report | head -n1)"
+    echo "run-guest.sh: $1: $first" >&2
+    echo "run-guest.sh: crash in: $(crash_function)" >&2
+    echo "run-guest.sh: the job's last step: $(crash_job_step)" >&2
+    crash_report | sed 's/^/run-guest.sh: | /' >&2
+}
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -82,6 +131,10 @@ while [ $# -gt 0 ]; do
             case "$2" in 6.1) ENVFILE="$CACHE/current.env" ;; 6.12) ENVFILE="$CACHE/linux-6.12.env" ;;
                 *) die "--kernel wants 6.1 or 6.12, got $2" ;; esac
             shift 2 ;;
+        --crash-report) [ $# -ge 2 ] || usage   # a saved console log: its crash report, exit 0 (1: no crash)
+            CONSOLE="$2"; [ -f "$CONSOLE" ] || die "no such console log: $CONSOLE"
+            [ -n "$(crash_report)" ] || exit 1
+            print_crash "GUEST KERNEL CRASHED (console log $CONSOLE)"; exit 0 ;;
         -h|--help) usage ;;
         --) shift; break ;;
         -*) die "unknown option $1" ;;
@@ -108,6 +161,7 @@ command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not installe
 
 # ---- run directory: control share (job.sh in, exit code out) ------------------------------------------------------
 RUNDIR="$(mktemp -d "${TMPDIR:-/tmp}/nvmeof4j-guest.XXXXXX")"
+CONSOLE="$RUNDIR/console.log"
 mkdir -p "$RUNDIR/ctl"
 OWN_RESULTS=0
 if [ -z "$RESULTS" ]; then
@@ -165,7 +219,14 @@ if [ "$VERBOSE" = 1 ]; then LOGOPTS="loglevel=7"; else LOGOPTS="quiet loglevel=3
 # hardened_usercopy=off: Debian's 6.1 kernel BUG()s in usercopy checks on large NVMe/TCP transfers (seen in
 # nvmet_tcp_io_work with 1 MiB writes at QD32: "Kernel memory exposure attempt detected from page alloc");
 # the same false positive is reported for the nvme-tcp host side. The copies themselves are fine.
-APPEND="console=ttyS0 $LOGOPTS panic=-1 8250.nr_uarts=1 random.trust_cpu=on hardened_usercopy=off"
+# oops=panic: an oops (NULL dereference, BUG(), GPF) panics, and panic=-1 with qemu's -no-reboot ends the guest
+# at once. Without it an oops kills only the task it hit: a kworker dies holding its queue and the job hangs until
+# --timeout (seen: 6.1's nvme_tcp_recv_skb NULL dereference in nvme_tcp_io_work, docs/testing.md). The kernel
+# itself stops, so nothing depends on a console watcher keeping up; the console is read afterwards to report.
+# panic_print=0x20: the panic replays the kernel's whole log on the console, so the messages "quiet loglevel=3"
+# hid (an nvme host's "got bad c2hdata.command_id" before the oops) are in the guest's console log.
+APPEND="console=ttyS0 $LOGOPTS panic=-1 oops=panic panic_print=0x20 8250.nr_uarts=1 random.trust_cpu=on"
+APPEND="$APPEND hardened_usercopy=off"
 APPEND="$APPEND nvmeof4j.results=$RESULTS nvmeof4j.modules=$MODULES_DIR${KERNEL_ARGS:+ $KERNEL_ARGS}"
 
 # shellcheck disable=SC2054  # commas belong to qemu option values
@@ -195,7 +256,7 @@ boot_once() {
     rm -f "$RUNDIR/console.fifo" "$RUNDIR/ctl/job-started" "$RUNDIR/ctl/exit-code"
     mkfifo "$RUNDIR/console.fifo"
     # Serial console output has CRLF line ends; strip the CR so callers can match lines.
-    sed -u 's/\r$//' < "$RUNDIR/console.fifo" | tee "$RUNDIR/console.log" &
+    sed -u 's/\r$//' < "$RUNDIR/console.fifo" | tee "$CONSOLE" &
     TEE_PID=$!
     timeout --kill-after=15 "$TIMEOUT" "${QEMU[@]}" < /dev/null > "$RUNDIR/console.fifo" 2>&1 &
     QPID=$!
@@ -213,8 +274,10 @@ for attempt in $(seq 1 "$BOOT_ATTEMPTS"); do
         || [ "$attempt" = "$BOOT_ATTEMPTS" ]; then
         break
     fi
+    why="$(crash_report | head -n1)"
+    [ -n "$why" ] || why="$(grep -m1 FATAL "$CONSOLE" || echo 'no panic line')"
     echo "run-guest.sh: the guest died before its job started (boot $attempt of $BOOT_ATTEMPTS, qemu exit $QRC:" \
-        "$(grep -m1 -E 'Kernel panic|Oops|BUG:|FATAL' "$RUNDIR/console.log" || echo 'no panic line')); booting again" >&2
+        "$why); booting again" >&2
 done
 ELAPSED=$(( $(date +%s) - START ))
 
@@ -223,19 +286,27 @@ if [ -f "$RUNDIR/ctl/exit-code" ]; then
     RC="$(tr -dc '0-9' < "$RUNDIR/ctl/exit-code")"
 fi
 if [ -z "$RC" ]; then
-    RC="$(sed -n 's/.*NVMEOF4J-GUEST-EXIT=\([0-9][0-9]*\).*/\1/p' "$RUNDIR/console.log" | tail -n1)"
+    RC="$(sed -n 's/.*NVMEOF4J-GUEST-EXIT=\([0-9][0-9]*\).*/\1/p' "$CONSOLE" | tail -n1)"
 fi
+CRASHED=0
+[ -n "$(crash_report | head -n1)" ] && CRASHED=1
 if [ "$INTERRUPTED" = 1 ]; then
     echo "run-guest.sh: interrupted; qemu stopped after ${ELAPSED}s" >&2
     RC=130
 elif [ "$QRC" = 124 ] || [ "$QRC" = 137 ]; then
     echo "run-guest.sh: TIMEOUT: guest killed after ${TIMEOUT}s" >&2
+    [ "$CRASHED" = 1 ] && print_crash "the guest kernel had crashed before"
     RC=124
+elif [ -z "$RC" ] && [ "$CRASHED" = 1 ] && [ -f "$RUNDIR/ctl/job-started" ]; then
+    print_crash "GUEST KERNEL CRASHED after ${ELAPSED}s (exit 126)"
+    RC=126
 elif [ -z "$RC" ]; then
     echo "run-guest.sh: guest ended without an exit code (qemu exit $QRC) after ${ELAPSED}s" >&2
+    [ "$CRASHED" = 1 ] && print_crash "the guest kernel crashed before the job started (boot $attempt)"
     RC=125
 else
     echo "run-guest.sh: guest exit code $RC after ${ELAPSED}s" >&2
+    [ "$CRASHED" = 1 ] && print_crash "the guest kernel crashed after the job reported its exit code"
 fi
 
 if [ "$KEEP" = 1 ]; then

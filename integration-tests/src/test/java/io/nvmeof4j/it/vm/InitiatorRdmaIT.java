@@ -74,7 +74,7 @@ class InitiatorRdmaIT {
             cmd.add(k + "=" + v);
         });
         cmd.add(vm.resolve("guest/initiator-rdma.sh").toString());
-        VmHarness.Result guest = VmHarness.run(cmd, Map.of(), GUEST_TIMEOUT.plusSeconds(90), "[guest] ",
+        VmHarness.Result guest = VmHarness.runGuest("InitiatorRdmaIT", cmd, GUEST_TIMEOUT.plusSeconds(90),
             work.resolve("guest.log"));
 
         List<String> expected = new ArrayList<>(List.of("PASS rxe-up", "PASS kernel-target-setup",

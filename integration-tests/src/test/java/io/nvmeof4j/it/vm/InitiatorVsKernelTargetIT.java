@@ -125,7 +125,7 @@ class InitiatorVsKernelTargetIT {
         });
         cmd.add(vm.resolve("guest/initiator-vs-kernel-target.sh").toString());
         // run-guest.sh kills qemu itself at --timeout; this outer limit only catches a stuck wrapper.
-        return VmHarness.run(cmd, Map.of(), GUEST_TIMEOUT.plusSeconds(90), "[guest] ", log);
+        return VmHarness.runGuest("InitiatorVsKernelTargetIT", cmd, GUEST_TIMEOUT.plusSeconds(90), log);
     }
 
     /** The first field named {@code name} (case-insensitive), depth first. */

@@ -235,6 +235,6 @@ class LinuxKernel612IT {
             cmd.add(k + "=" + v);
         });
         cmd.add(vm.resolve("guest/linux612.sh").toString());
-        return VmHarness.run(cmd, Map.of(), GUEST_TIMEOUT.plusSeconds(90), "[guest] ", work.resolve("guest.log"));
+        return VmHarness.runGuest("LinuxKernel612IT", cmd, GUEST_TIMEOUT.plusSeconds(90), work.resolve("guest.log"));
     }
 }

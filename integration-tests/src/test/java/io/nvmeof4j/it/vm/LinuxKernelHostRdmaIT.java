@@ -71,10 +71,10 @@ class LinuxKernelHostRdmaIT {
         assertThat(version.exitCode()).as("bin/nvmeof-target --version on the host; output:\n%s", version.tail(20))
             .isZero();
 
-        VmHarness.Result guest = VmHarness.run(List.of(vm.resolve("run-guest.sh").toString(),
-                "--timeout", Long.toString(GUEST_TIMEOUT.toSeconds()), "--results", results.toString(),
+        VmHarness.Result guest = VmHarness.runGuest("LinuxKernelHostRdmaIT", List.of(vm.resolve("run-guest.sh")
+                .toString(), "--timeout", Long.toString(GUEST_TIMEOUT.toSeconds()), "--results", results.toString(),
                 vm.resolve("guest/kernel-host-vs-our-rdma-target.sh").toString()),
-            Map.of(), GUEST_TIMEOUT.plusSeconds(90), "[guest] ", work.resolve("guest.log"));
+            GUEST_TIMEOUT.plusSeconds(90), work.resolve("guest.log"));
 
         List<String> failures = guest.lines().stream().filter(l -> l.startsWith("FAIL ")).toList();
         assertThat(guest.timedOut()).as("run-guest.sh hung past its own timeout").isFalse();

@@ -95,7 +95,7 @@ class RdmaJniIT {
             "--env", "GUEST_JAVA_OPTS=" + System.getProperty("nvmeof4j.it.guestJavaOpts", "-XX:TieredStopAtLevel=1"),
             vm.resolve("guest/rdma-jni.sh").toString()));
         long t0 = System.nanoTime();
-        VmHarness.Result guest = VmHarness.run(cmd, java.util.Map.of(), GUEST_TIMEOUT.plusSeconds(60), "[guest] ",
+        VmHarness.Result guest = VmHarness.runGuest("RdmaJniIT", cmd, GUEST_TIMEOUT.plusSeconds(60),
             work.resolve("guest.log"));
         System.out.printf("[guest] finished in %d s%n", (System.nanoTime() - t0) / 1_000_000_000L);
 
