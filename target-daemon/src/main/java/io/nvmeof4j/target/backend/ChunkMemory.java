@@ -33,7 +33,8 @@ final class ChunkMemory {
     /** Bytes mapped (hugepage chunks) and not yet unmapped. */
     private static final AtomicLong MAPPED = new AtomicLong();
     /**
-     * Bytes of hugepage chunks that devices hold ({@link #held}); the rest of {@link #MAPPED} waits for the collector.
+     * Bytes of hugepage chunks that devices or the {@link ChunkReserve} hold ({@link #held}); the rest of
+     * {@link #MAPPED} waits for the collector.
      */
     private static final AtomicLong HELD = new AtomicLong();
     private static final BufferPoolMXBean JDK_DIRECT = ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class)
@@ -58,6 +59,19 @@ final class ChunkMemory {
         if (!reserve(length) && !(collectDropped(length) && reserve(length))) {
             return null;
         }
+        return map(length);
+    }
+
+    /**
+     * A hugepage chunk of {@code length} zeroed bytes (not yet touched) if the limit has room for it now, else null:
+     * never collects or waits, for {@link ChunkReserve}'s filler, whose reserve just stays smaller at the limit.
+     */
+    static ByteBuffer mapIfRoom(int length) {
+        return Bdev.isAvailable() && reserve(length) ? map(length) : null;
+    }
+
+    /** Maps {@code length} bytes {@link #reserve}d before; on failure gives them back and returns null. */
+    private static ByteBuffer map(int length) {
         try {
             return BdevRegion.mapCollected(length, unmapped -> MAPPED.addAndGet(-unmapped));
         } catch (NativeIoException e) {
@@ -66,7 +80,10 @@ final class ChunkMemory {
         }
     }
 
-    /** A device took ({@code delta > 0}) or dropped ({@code delta < 0}) hugepage chunks of that many bytes. */
+    /**
+     * A device or the reserve took ({@code delta > 0}) or dropped ({@code delta < 0}) hugepage chunks of that many
+     * bytes.
+     */
     static void held(long delta) {
         HELD.addAndGet(delta);
     }
