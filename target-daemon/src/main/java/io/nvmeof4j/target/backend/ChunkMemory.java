@@ -19,7 +19,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * KiB copy from a random place in 512 MiB took 430 ns on 2 MiB pages against 556 ns on 4 KiB ones, a 128 KiB one 5.5
  * against 6.7 µs. Not the default: the first write into each 2 MiB faults in all of it at once, and on a VM whose host
  * takes back free guest memory (virtio-balloon free page reporting, as on that VM) that costs milliseconds on the
- * reactor (512 MiB: 1.1 s the first time against 0.25 s on 4 KiB pages).
+ * reactor (512 MiB: 1.1 s the first time against 0.25 s on 4 KiB pages). A {@link ChunkReserve} of chunks faulted
+ * in on a background thread serves first writes while it keeps up (about 4 ms per chunk there, one thread).
  * <p>The JDK cannot account for those mappings, so this class does what it does for its own: what is mapped counts,
  * with the JDK's direct buffers, against the same limit (a thin-provisioned namespace that outgrows the memory the JVM
  * was given gets refused writes, not the OOM killer); a dropped chunk stays mapped until the collector finds its

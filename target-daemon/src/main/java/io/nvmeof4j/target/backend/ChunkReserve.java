@@ -82,6 +82,9 @@ final class ChunkReserve {
             if (--users == 0) {
                 shared = null;
                 reserve.close();
+                LOG.info("hugepage chunk reserve stopped: {} chunks pre-faulted, {} taken by first writes, {} first "
+                    + "writes found it empty and faulted their own", reserve.filled(), reserve.taken(),
+                    reserve.missed());
             }
         }
     }
