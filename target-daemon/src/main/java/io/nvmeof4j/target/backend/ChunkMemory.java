@@ -19,7 +19,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * KiB copy from a random place in 512 MiB took 430 ns on 2 MiB pages against 556 ns on 4 KiB ones, a 128 KiB one 5.5
  * against 6.7 µs. Not the default: the first write into each 2 MiB faults in all of it at once, and on a VM whose host
  * takes back free guest memory (virtio-balloon free page reporting, as on that VM) that costs milliseconds on the
- * reactor (512 MiB: 1.1 s the first time against 0.25 s on 4 KiB pages).
+ * reactor (512 MiB: 1.1 s the first time against 0.25 s on 4 KiB pages). A {@link ChunkReserve} of chunks faulted
+ * in on a background thread serves first writes while it keeps up (about 4 ms per chunk there, one thread).
  * <p>The JDK cannot account for those mappings, so this class does what it does for its own: what is mapped counts,
  * with the JDK's direct buffers, against the same limit (a thin-provisioned namespace that outgrows the memory the JVM
  * was given gets refused writes, not the OOM killer); a dropped chunk stays mapped until the collector finds its
@@ -33,7 +34,8 @@ final class ChunkMemory {
     /** Bytes mapped (hugepage chunks) and not yet unmapped. */
     private static final AtomicLong MAPPED = new AtomicLong();
     /**
-     * Bytes of hugepage chunks that devices hold ({@link #held}); the rest of {@link #MAPPED} waits for the collector.
+     * Bytes of hugepage chunks that devices or the {@link ChunkReserve} hold ({@link #held}); the rest of
+     * {@link #MAPPED} waits for the collector.
      */
     private static final AtomicLong HELD = new AtomicLong();
     private static final BufferPoolMXBean JDK_DIRECT = ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class)
@@ -58,6 +60,19 @@ final class ChunkMemory {
         if (!reserve(length) && !(collectDropped(length) && reserve(length))) {
             return null;
         }
+        return map(length);
+    }
+
+    /**
+     * A hugepage chunk of {@code length} zeroed bytes (not yet touched) if the limit has room for it now, else null:
+     * never collects or waits, for {@link ChunkReserve}'s filler, whose reserve just stays smaller at the limit.
+     */
+    static ByteBuffer mapIfRoom(int length) {
+        return Bdev.isAvailable() && reserve(length) ? map(length) : null;
+    }
+
+    /** Maps {@code length} bytes {@link #reserve}d before; on failure gives them back and returns null. */
+    private static ByteBuffer map(int length) {
         try {
             return BdevRegion.mapCollected(length, unmapped -> MAPPED.addAndGet(-unmapped));
         } catch (NativeIoException e) {
@@ -66,7 +81,10 @@ final class ChunkMemory {
         }
     }
 
-    /** A device took ({@code delta > 0}) or dropped ({@code delta < 0}) hugepage chunks of that many bytes. */
+    /**
+     * A device or the reserve took ({@code delta > 0}) or dropped ({@code delta < 0}) hugepage chunks of that many
+     * bytes.
+     */
     static void held(long delta) {
         HELD.addAndGet(delta);
     }

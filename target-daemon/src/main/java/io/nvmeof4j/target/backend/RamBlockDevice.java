@@ -1,7 +1,10 @@
 package io.nvmeof4j.target.backend;
 
+import io.nvmeof4j.jni.bdev.Bdev;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -10,7 +13,7 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * A namespace in memory, off-heap and thin-provisioned: the capacity is a table of 1 MiB chunks, each a direct
  * buffer created by the first write that touches it, so an untouched 1 GiB namespace costs a 1024-entry table. With
  * {@code hugepages}, chunks are 2 MiB, each one transparent hugepage where the kernel allows them
- * ({@link ChunkMemory}).
+ * ({@link ChunkMemory}), taken already faulted in from the process's {@link ChunkReserve} while it has some.
  * Reads of never-written chunks return zeros. Write Zeroes and Deallocate drop every chunk they cover whole
  * and zero the bytes of partly covered ones.
  * <p>I/O completes inline on the caller's (reactor's) thread and allocates nothing except a chunk's one-time
@@ -27,6 +30,15 @@ public final class RamBlockDevice implements BlockDevice {
     public static final int CHUNK_SIZE = 1 << 20;
     /** A chunk's size with {@code hugepages}: one transparent hugepage. */
     public static final int HUGEPAGE_CHUNK_SIZE = 2 << 20;
+    private static final VarHandle CLOSED;
+
+    static {
+        try {
+            CLOSED = MethodHandles.lookup().findVarHandle(RamBlockDevice.class, "closed", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     private final String name;
     private final long capacityBytes;
@@ -39,6 +51,8 @@ public final class RamBlockDevice implements BlockDevice {
     private final int chunkSize;
     private final int chunkShift;
     private final long chunkMask;
+    /** Pre-faulted chunks while this device is open (hugepages), else null. */
+    private final ChunkReserve reserve;
     private volatile boolean closed;
 
     /**
@@ -68,6 +82,8 @@ public final class RamBlockDevice implements BlockDevice {
         this.blockSize = blockSize;
         this.chunks = new AtomicReferenceArray<>((int) chunkCount);
         this.hugepages = hugepages;
+        // Last: nothing after it may fail, or the reserve would be held for a device nobody closes.
+        this.reserve = hugepages && Bdev.isAvailable() ? ChunkReserve.acquire() : null;
     }
 
     @Override
@@ -195,7 +211,12 @@ public final class RamBlockDevice implements BlockDevice {
 
     /** Creates and publishes a zeroed chunk; returns the published one (ours or a racing writer's), or null. */
     private ByteBuffer createChunk(int chunkIndex) {
-        ByteBuffer created = ChunkMemory.allocate(chunkLength(chunkIndex), hugepages);
+        int length = chunkLength(chunkIndex);
+        // The reserve's chunks are whole: a device's short last chunk is mapped for its own length.
+        ByteBuffer created = reserve != null && length == HUGEPAGE_CHUNK_SIZE ? reserve.take() : null;
+        if (created == null) {
+            created = ChunkMemory.allocate(length, hugepages);
+        }
         if (created == null) {
             // Direct memory limit reached (-XX:MaxDirectMemorySize) or no memory: a thin-provisioned device out of
             // space.
@@ -215,18 +236,23 @@ public final class RamBlockDevice implements BlockDevice {
         }
     }
 
-    /** Drops every chunk. In-flight I/O (inline, on other threads) finishes on the buffers it already holds. */
+    /**
+     * Drops every chunk; the last open hugepage device's close also stops and drops the {@link ChunkReserve}.
+     * In-flight I/O (inline, on other threads) finishes on the buffers it already holds.
+     */
     @Override
     public void close() {
-        if (closed) {
+        if (!CLOSED.compareAndSet(this, false, true)) {
             return;
         }
-        closed = true;
         for (int i = 0; i < chunks.length(); i++) {
             ByteBuffer dropped = chunks.getAndSet(i, null);
             if (dropped != null) {
                 commit(-dropped.capacity());
             }
+        }
+        if (reserve != null) {
+            ChunkReserve.release(reserve);
         }
     }
 
