@@ -1,6 +1,5 @@
 package io.nvmeof4j.protocol.buffer;
 
-import io.nvmeof4j.protocol.spi.transport.BufferWaitQueue;
 import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;
@@ -327,77 +326,6 @@ class OffHeapBufferPoolTest {
             large(pool, held);
         }
         assertThat(mx.getCurrentThreadAllocatedBytes() - before).isLessThan(1024);
-    }
-
-    /**
-     * The TCP and RDMA poll groups of a reactor share its pool, each with its own wait queue, and each grants its
-     * waiters every round: a large command parked in one is granted once the other's small buffers free a slab.
-     */
-    @Test
-    void shouldGrantAWaiterOfAnotherQueueOnceReleasesFreeAWholeSlab() {
-        ByteBuffer region = ByteBuffer.allocateDirect(2 << 20);
-        OffHeapBufferPool pool = new OffHeapBufferPool(1 << 20, region);
-        BufferWaitQueue<Waiting> tcp = new BufferWaitQueue<>(pool);
-        BufferWaitQueue<Waiting> rdma = new BufferWaitQueue<>(pool);
-        List<ByteBuffer> small = new ArrayList<>();
-        ByteBuffer b;
-        while ((b = tcp.acquireInOrder(4096)) != null) {
-            small.add(b);
-        }
-        assertThat(small).hasSize(512);
-        Waiting large = new Waiting(128 << 10);
-        assertThat(rdma.acquireInOrder(large.bufferLength())).isNull();
-        rdma.park(large);
-        for (int i = 0; i < 255; i++) { // all of the first slab but one, and nothing of the second
-            tcp.release(small.get(i));
-        }
-        assertThat(rdma.grant()).as("no slab is wholly free yet").isZero();
-        tcp.release(small.get(255));
-        assertThat(rdma.grant()).isEqualTo(1);
-        assertThat(large.granted.capacity()).isEqualTo(128 << 10);
-        assertThat(pool.regionOffset(large.granted)).as("inside the freed first slab").isBetween(0L, 7L << 17);
-        assertThat(rdma.isEmpty()).isTrue();
-        assertThat(pool.buffersInUse()).isEqualTo(256 + 1);
-    }
-
-    private static final class Waiting implements BufferWaitQueue.Waiter<Waiting> {
-        final int length;
-        Waiting next;
-        ByteBuffer granted;
-
-        Waiting(int length) {
-            this.length = length;
-        }
-
-        @Override
-        public Waiting nextWaiting() {
-            return next;
-        }
-
-        @Override
-        public void nextWaiting(Waiting next) {
-            this.next = next;
-        }
-
-        @Override
-        public int bufferLength() {
-            return length;
-        }
-
-        @Override
-        public boolean waitAbandoned() {
-            return false;
-        }
-
-        @Override
-        public void bufferGranted(ByteBuffer buffer) {
-            granted = buffer;
-        }
-
-        @Override
-        public void dropWaiting() {
-            throw new AssertionError("not dropped in these tests");
-        }
     }
 
     private static void large(OffHeapBufferPool pool, ByteBuffer[] held) {

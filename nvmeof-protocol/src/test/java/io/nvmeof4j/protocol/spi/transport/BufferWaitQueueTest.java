@@ -93,4 +93,35 @@ class BufferWaitQueueTest {
         queue.release(third.granted);
         assertThat(pool.buffersInUse()).isZero();
     }
+
+    /**
+     * The TCP and RDMA poll groups of a reactor share its pool, each with its own wait queue, and each grants its
+     * waiters every round: a large command parked in one is granted once the other's small buffers free a slab.
+     */
+    @Test
+    void shouldGrantAWaiterOfAnotherQueueOnceReleasesFreeAWholeSlab() {
+        ByteBuffer region = ByteBuffer.allocateDirect(2 << 20);
+        OffHeapBufferPool pool = new OffHeapBufferPool(1 << 20, region);
+        BufferWaitQueue<Waiting> tcp = new BufferWaitQueue<>(pool);
+        BufferWaitQueue<Waiting> rdma = new BufferWaitQueue<>(pool);
+        List<ByteBuffer> small = new ArrayList<>();
+        ByteBuffer b;
+        while ((b = tcp.acquireInOrder(4096)) != null) {
+            small.add(b);
+        }
+        assertThat(small).hasSize(512);
+        Waiting large = new Waiting("large", 128 << 10);
+        assertThat(rdma.acquireInOrder(large.bufferLength())).isNull();
+        rdma.park(large);
+        for (int i = 0; i < 255; i++) { // all of the first slab but one, and nothing of the second
+            tcp.release(small.get(i));
+        }
+        assertThat(rdma.grant()).as("no slab is wholly free yet").isZero();
+        tcp.release(small.get(255));
+        assertThat(rdma.grant()).isEqualTo(1);
+        assertThat(large.granted.capacity()).isEqualTo(128 << 10);
+        assertThat(pool.regionOffset(large.granted)).as("inside the freed first slab").isBetween(0L, 7L << 17);
+        assertThat(rdma.isEmpty()).isTrue();
+        assertThat(pool.buffersInUse()).isEqualTo(256 + 1);
+    }
 }
