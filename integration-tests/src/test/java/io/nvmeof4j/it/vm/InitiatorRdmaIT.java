@@ -5,8 +5,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-import java.io.File;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -62,7 +60,7 @@ class InitiatorRdmaIT {
         }
 
         Map<String, String> env = new LinkedHashMap<>();
-        env.put("PROBE_CP", testClasspath());
+        env.put("PROBE_CP", VmHarness.testClasspath());
         env.put("JAVA_BIN", Path.of(System.getProperty("java.home"), "bin", "java").toString());
         env.put("PROBE_SEED", Long.toString(ThreadLocalRandom.current().nextLong(1, Long.MAX_VALUE)));
         env.put("PERF_SECONDS", "5");
@@ -103,21 +101,5 @@ class InitiatorRdmaIT {
                 assertThat(errors.asLong()).as("I/O errors in %s", summary).isZero();
             }
         }
-    }
-
-    /** This test JVM's classpath (KernelTargetProbe, initiator-lib and its dependencies), as host paths. */
-    private static String testClasspath() {
-        String cp = System.getProperty("surefire.test.class.path");
-        if (cp == null || cp.isBlank()) {
-            cp = System.getProperty("java.class.path");
-        }
-        List<String> entries = new ArrayList<>();
-        for (String e : cp.split(File.pathSeparator)) {
-            if (!e.isBlank() && !e.contains(",") && Files.exists(Path.of(e))) {
-                entries.add(Path.of(e).toAbsolutePath().toString());
-            }
-        }
-        assertThat(entries).as("test classpath entries from %s", cp).isNotEmpty();
-        return String.join(File.pathSeparator, entries);
     }
 }

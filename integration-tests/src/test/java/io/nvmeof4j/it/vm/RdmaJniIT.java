@@ -56,7 +56,7 @@ class RdmaJniIT {
         Path work = VmHarness.workDir("vm-rdma-jni-it-");
         Path results = work.resolve("results");
 
-        List<String> classpath = testClasspath();
+        List<String> classpath = VmHarness.testClasspathEntries();
         String console = classpath.stream().filter(e -> e.contains("junit-platform-console-standalone")).findFirst()
             .orElseThrow(() -> new AssertionError("junit-platform-console-standalone not on " + classpath));
         // The checks' own classpath: the native jar (the .so inside) and its test jar, plus AssertJ; for the
@@ -146,19 +146,5 @@ class RdmaJniIT {
 
     private static boolean isTest(Method m) {
         return m.isAnnotationPresent(Test.class);
-    }
-
-    private static List<String> testClasspath() {
-        String cp = System.getProperty("surefire.test.class.path");
-        if (cp == null || cp.isBlank()) {
-            cp = System.getProperty("java.class.path");
-        }
-        List<String> entries = new ArrayList<>();
-        for (String e : cp.split(File.pathSeparator)) {
-            if (!e.isBlank() && !e.contains(",") && Files.exists(Path.of(e))) {
-                entries.add(Path.of(e).toAbsolutePath().toString());
-            }
-        }
-        return entries;
     }
 }

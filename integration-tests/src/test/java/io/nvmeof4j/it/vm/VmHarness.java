@@ -68,6 +68,11 @@ final class VmHarness {
      * initiator-lib and its dependencies. Every entry is a path on the host, which the guest sees at the same place.
      */
     static String testClasspath() {
+        return String.join(File.pathSeparator, testClasspathEntries());
+    }
+
+    /** {@link #testClasspath()} as a list of entries, for a caller that picks some of them. */
+    static List<String> testClasspathEntries() {
         String cp = System.getProperty("surefire.test.class.path");
         if (cp == null || cp.isBlank()) {
             cp = System.getProperty("java.class.path");
@@ -79,7 +84,7 @@ final class VmHarness {
             }
         }
         assertThat(entries).as("test classpath entries from %s", cp).isNotEmpty();
-        return String.join(File.pathSeparator, entries);
+        return entries;
     }
 
     /**
