@@ -17,10 +17,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * anonymous mapping advised for transparent hugepages ({@link BdevRegion#mapCollected}), so a copy out of a namespace
  * pays no TLB miss per 4 KiB, as SPDK's malloc bdev in its hugepages: measured on this project's 2-vCPU EPYC VM, a 4
  * KiB copy from a random place in 512 MiB took 430 ns on 2 MiB pages against 556 ns on 4 KiB ones, a 128 KiB one 5.5
- * against 6.7 µs. Not the default: the first write into each 2 MiB faults in all of it at once, and on a VM whose host
- * takes back free guest memory (virtio-balloon free page reporting, as on that VM) that costs milliseconds on the
- * reactor (512 MiB: 1.1 s the first time against 0.25 s on 4 KiB pages). A {@link ChunkReserve} of chunks faulted
- * in on a background thread serves first writes while it keeps up (about 4 ms per chunk there, one thread).
+ * against 6.7 µs. Not the default: the first touch of each 2 MiB faults in all of it at once, and on a VM whose host
+ * takes back free guest memory (virtio-balloon free page reporting, as on that VM) that costs milliseconds (512 MiB:
+ * 1.1 s the first time against 0.25 s on 4 KiB pages). A mapped chunk is not touched yet ({@link #touch});
+ * {@code allocateDirect} zeroes, and so touches, its buffer. Either way the cost is paid where the chunk is made: by
+ * {@link RamPopulator}'s background thread for populated devices, on the reactor by a first write otherwise.
  * <p>The JDK cannot account for those mappings, so this class does what it does for its own: what is mapped counts,
  * with the JDK's direct buffers, against the same limit (a thin-provisioned namespace that outgrows the memory the JVM
  * was given gets refused writes, not the OOM killer); a dropped chunk stays mapped until the collector finds its
@@ -30,11 +31,13 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class ChunkMemory {
     private static final int GC_WAIT_MS = 500;
+    /** The page size the kernel falls back to when it has no free 2 MiB page for a fault. */
+    private static final int SMALL_PAGE = 4096;
     private static final long LIMIT = limit();
     /** Bytes mapped (hugepage chunks) and not yet unmapped. */
     private static final AtomicLong MAPPED = new AtomicLong();
     /**
-     * Bytes of hugepage chunks that devices or the {@link ChunkReserve} hold ({@link #held}); the rest of
+     * Bytes of hugepage chunks that devices hold ({@link #held}); the rest of
      * {@link #MAPPED} waits for the collector.
      */
     private static final AtomicLong HELD = new AtomicLong();
@@ -46,8 +49,8 @@ final class ChunkMemory {
 
     /**
      * {@code length} zeroed bytes, or null when the limit or the system refuses them. Not for the data path: a
-     * chunk's first write (and at the limit, a collection). The caller reports a hugepage chunk with {@link #held}
-     * while it holds it.
+     * chunk's first write or population (and at the limit, a collection). The caller reports a hugepage chunk with
+     * {@link #held} while it holds it. A hugepage chunk is mapped, not touched: see {@link #touch}.
      */
     static ByteBuffer allocate(int length, boolean hugepages) {
         if (!hugepages || !Bdev.isAvailable()) {
@@ -64,11 +67,18 @@ final class ChunkMemory {
     }
 
     /**
-     * A hugepage chunk of {@code length} zeroed bytes (not yet touched) if the limit has room for it now, else null:
-     * never collects or waits, for {@link ChunkReserve}'s filler, whose reserve just stays smaller at the limit.
+     * Faults a mapped chunk in by writing one zero byte per 4 KiB. The first write of a 2 MiB-aligned chunk advised
+     * for transparent hugepages makes the kernel allocate and zero the whole 2 MiB page (AnonHugePages grows by 2048
+     * KiB) when it has a free one (with THP defrag "madvise", Debian's default, it compacts for one here, on the
+     * caller's thread); when it has none, or THP is off, that fault maps a single 4 KiB page, and the chunk's other
+     * 511 would each fault on a reactor later. So one write per 4 KiB page: on a hugepage the 511 others are plain
+     * stores into memory already mapped (a few µs for the chunk, against milliseconds for the fault), otherwise each
+     * faults its page in here. A read would not do: a read fault maps the shared zero page and allocates nothing.
      */
-    static ByteBuffer mapIfRoom(int length) {
-        return Bdev.isAvailable() && reserve(length) ? map(length) : null;
+    static void touch(ByteBuffer chunk) {
+        for (int i = 0; i < chunk.capacity(); i += SMALL_PAGE) {
+            chunk.put(i, (byte) 0);
+        }
     }
 
     /** Maps {@code length} bytes {@link #reserve}d before; on failure gives them back and returns null. */
@@ -82,7 +92,7 @@ final class ChunkMemory {
     }
 
     /**
-     * A device or the reserve took ({@code delta > 0}) or dropped ({@code delta < 0}) hugepage chunks of that many
+     * A device took ({@code delta > 0}) or dropped ({@code delta < 0}) hugepage chunks of that many
      * bytes.
      */
     static void held(long delta) {

@@ -1,6 +1,5 @@
 package io.nvmeof4j.target.backend;
 
-import io.nvmeof4j.jni.bdev.Bdev;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 
 import java.lang.invoke.MethodHandles;
@@ -10,11 +9,12 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
- * A namespace in memory, off-heap and thin-provisioned: the capacity is a table of 1 MiB chunks, each a direct
- * buffer created by the first write that touches it, so an untouched 1 GiB namespace costs a 1024-entry table. With
+ * A namespace in memory, off-heap: the capacity is a table of 1 MiB chunks, each a direct buffer created by the
+ * first write that touches it or, for a device handed to a {@link RamPopulator} (the daemon's, unless the RAM budget
+ * is overcommitted), by that populator's background thread, so that first writes find their chunk ready as in
+ * SPDK's malloc bdev. Without population an untouched 1 GiB namespace costs a 1024-entry table. With
  * {@code hugepages}, chunks are 2 MiB, each one transparent hugepage where the kernel allows them
- * ({@link ChunkMemory}), taken already faulted in from the process's {@link ChunkReserve} while it has some.
- * Reads of never-written chunks return zeros. Write Zeroes and Deallocate drop every chunk they cover whole
+ * ({@link ChunkMemory}). Reads of never-written chunks return zeros. Write Zeroes and Deallocate drop every chunk they cover whole
  * and zero the bytes of partly covered ones.
  * <p>I/O completes inline on the caller's (reactor's) thread and allocates nothing except a chunk's one-time
  * creation. Several reactors may use one device: chunks are published with a CAS, bytes are copied with absolute
@@ -51,8 +51,6 @@ public final class RamBlockDevice implements BlockDevice {
     private final int chunkSize;
     private final int chunkShift;
     private final long chunkMask;
-    /** Pre-faulted chunks while this device is open (hugepages), else null. */
-    private final ChunkReserve reserve;
     private volatile boolean closed;
 
     /**
@@ -65,7 +63,7 @@ public final class RamBlockDevice implements BlockDevice {
     }
 
     /**
-     * @param hugepages chunks on transparent hugepages (faster copies; a costlier first write per chunk: see
+     * @param hugepages chunks on transparent hugepages (faster copies; a costlier first touch per chunk: see
      *                  {@link ChunkMemory})
      */
     public RamBlockDevice(String name, long sizeBytes, int blockSize, boolean hugepages) {
@@ -82,8 +80,6 @@ public final class RamBlockDevice implements BlockDevice {
         this.blockSize = blockSize;
         this.chunks = new AtomicReferenceArray<>((int) chunkCount);
         this.hugepages = hugepages;
-        // Last: nothing after it may fail, or the reserve would be held for a device nobody closes.
-        this.reserve = hugepages && Bdev.isAvailable() ? ChunkReserve.acquire() : null;
     }
 
     @Override
@@ -211,21 +207,60 @@ public final class RamBlockDevice implements BlockDevice {
 
     /** Creates and publishes a zeroed chunk; returns the published one (ours or a racing writer's), or null. */
     private ByteBuffer createChunk(int chunkIndex) {
-        int length = chunkLength(chunkIndex);
-        // The reserve's chunks are whole: a device's short last chunk is mapped for its own length.
-        ByteBuffer created = reserve != null && length == HUGEPAGE_CHUNK_SIZE ? reserve.take() : null;
-        if (created == null) {
-            created = ChunkMemory.allocate(length, hugepages);
-        }
+        ByteBuffer created = ChunkMemory.allocate(chunkLength(chunkIndex), hugepages);
         if (created == null) {
             // Direct memory limit reached (-XX:MaxDirectMemorySize) or no memory: a thin-provisioned device out of
             // space.
             allocationFailures.incrementAndGet();
             return null;
         }
+        return publish(chunkIndex, created);
+    }
+
+    /** Chunks in the table (the last one may be shorter than the chunk size). */
+    int chunkCount() {
+        return chunks.length();
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    /**
+     * Population ({@link RamPopulator}, off the reactors): commits chunk {@code chunkIndex} if it is still empty, a
+     * hugepage chunk touched in ({@link ChunkMemory#touch}). Returns false when the memory limit or the system
+     * refused it: not a write failure, so not counted in {@link #allocationFailures()}.
+     */
+    boolean populate(int chunkIndex) {
+        if (chunks.get(chunkIndex) != null) {
+            return true;
+        }
+        ByteBuffer created = ChunkMemory.allocate(chunkLength(chunkIndex), hugepages);
+        if (created == null) {
+            return false;
+        }
+        if (hugepages) {
+            ChunkMemory.touch(created);
+        }
+        publish(chunkIndex, created);
+        return true;
+    }
+
+    /**
+     * The one publish step of a new chunk (a first write's or population's): a CAS into the table. A chunk another
+     * thread published first is kept and returned, {@code created} dropped; a device closed meanwhile drops it again.
+     */
+    private ByteBuffer publish(int chunkIndex, ByteBuffer created) {
         while (true) {
             if (chunks.compareAndSet(chunkIndex, null, created)) {
                 commit(created.capacity());
+                if (closed) {
+                    // close() may have swept this slot before our CAS: nothing stays committed after a close.
+                    ByteBuffer dropped = chunks.getAndSet(chunkIndex, null);
+                    if (dropped != null) {
+                        commit(-dropped.capacity());
+                    }
+                }
                 return created;
             }
             ByteBuffer winner = chunks.get(chunkIndex);
@@ -237,8 +272,7 @@ public final class RamBlockDevice implements BlockDevice {
     }
 
     /**
-     * Drops every chunk; the last open hugepage device's close also stops and drops the {@link ChunkReserve}.
-     * In-flight I/O (inline, on other threads) finishes on the buffers it already holds.
+     * Drops every chunk and stops its population (the populator sees the close before its next chunk). In-flight I/O (inline, on other threads) finishes on the buffers it already holds.
      */
     @Override
     public void close() {
@@ -250,9 +284,6 @@ public final class RamBlockDevice implements BlockDevice {
             if (dropped != null) {
                 commit(-dropped.capacity());
             }
-        }
-        if (reserve != null) {
-            ChunkReserve.release(reserve);
         }
     }
 

@@ -6,6 +6,7 @@ import io.nvmeof4j.target.backend.QosLimits;
 import io.nvmeof4j.target.backend.BlockDevice;
 import io.nvmeof4j.target.backend.NullBlockDevice;
 import io.nvmeof4j.target.backend.RamBlockDevice;
+import io.nvmeof4j.target.backend.RamPopulator;
 import io.nvmeof4j.target.backend.ReactorBackends;
 import io.nvmeof4j.target.backend.UringBlockDevice;
 import io.nvmeof4j.target.config.BackendType;
@@ -47,6 +48,8 @@ final class DaemonNamespaces {
     /** Open devices, in opening order, with the namespace each serves (for shutdown messages). */
     private final List<OpenDevice> devices = new ArrayList<>();
     private final List<Path> createdFiles = new ArrayList<>();
+    /** Populates RAM namespaces in the background unless the RAM budget is overcommitted; closed with the rest. */
+    private final RamPopulator populator = new RamPopulator();
 
     DaemonNamespaces(TargetDaemon daemon, TargetConfig config, TargetModel model, DaemonTransports transports) {
         this.daemon = daemon;
@@ -68,7 +71,13 @@ final class DaemonNamespaces {
         BlockDevice device;
         try {
             if (nc.backend() == BackendType.RAM) {
-                device = new RamBlockDevice("", nc.sizeBytes(), nc.blockSize(), config.daemon().hugepages());
+                RamBlockDevice ram = new RamBlockDevice("", nc.sizeBytes(), nc.blockSize(),
+                    config.daemon().hugepages());
+                if (!daemon.ramBudget().overcommitted()) {
+                    // The budget reserved its whole size: committing it now admits nothing new (RamBudget).
+                    populator.populate(ram);
+                }
+                device = ram;
             } else if (nc.backend() == BackendType.NULL) {
                 device = new NullBlockDevice("", nc.sizeBytes(), nc.blockSize());
             } else {
@@ -349,6 +358,7 @@ final class DaemonNamespaces {
 
     /** Closes {@code toClose} in reverse opening order; io_uring devices not while a reactor may still use them. */
     void close(List<OpenDevice> toClose, boolean reactorStuck) {
+        TargetDaemon.step("stopping the RAM namespace populator", populator::close);
         for (int i = toClose.size() - 1; i >= 0; i--) {
             OpenDevice open = toClose.get(i);
             if (reactorStuck && open.device() instanceof UringBlockDevice) {

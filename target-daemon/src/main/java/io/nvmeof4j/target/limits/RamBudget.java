@@ -21,8 +21,15 @@ import java.lang.management.ManagementFactory;
 public final class RamBudget {
     /** The accounting (the queue buffer budget is one too); this class adds the derived limit and the refusals. */
     private final MemoryBudget budget;
+    /** {@code ram_budget_mib} is above the derived limit: the operator overcommits on purpose. */
+    private final boolean overcommitted;
 
     RamBudget(long limitBytes, String limitSource) {
+        this(limitBytes, limitSource, false);
+    }
+
+    private RamBudget(long limitBytes, String limitSource, boolean overcommitted) {
+        this.overcommitted = overcommitted;
         this.budget = new MemoryBudget(limitBytes, "RAM budget of "
             + (limitBytes == Long.MAX_VALUE ? "unlimited" : Sizes.format(limitBytes)) + " (" + limitSource + ")");
     }
@@ -30,10 +37,26 @@ public final class RamBudget {
     /** The budget the settings ask for: {@code ram_budget_mib}, or the derived one (see the class description). */
     public static RamBudget of(DaemonSettings settings) {
         if (settings.ramBudgetBytes() != DaemonSettings.RAM_BUDGET_DERIVED) {
-            return new RamBudget(settings.ramBudgetBytes(), "nvmeof4j." + DaemonSettings.RAM_BUDGET_MIB);
+            long usable = derived(settings).limitBytes();
+            return new RamBudget(settings.ramBudgetBytes(), "nvmeof4j." + DaemonSettings.RAM_BUDGET_MIB,
+                settings.ramBudgetBytes() > usable);
         }
+        return derived(settings);
+    }
+
+    private static RamBudget derived(DaemonSettings settings) {
         return derived(maxDirectMemory(), physicalMemory(), settings.reactors() * settings.bufferPoolBytes(),
             settings.queueBufferBudgetBytes());
+    }
+
+    /**
+     * The limit is above what this JVM may really use (an explicit {@code ram_budget_mib} larger than the derived
+     * budget): the operator overcommits on purpose, so RAM namespaces stay thin and are not populated at start
+     * (writes past the memory then fail with Capacity Exceeded). False for the derived budget and any setting within
+     * it.
+     */
+    public boolean overcommitted() {
+        return overcommitted;
     }
 
     /**

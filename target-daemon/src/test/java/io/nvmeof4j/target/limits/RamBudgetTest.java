@@ -38,6 +38,10 @@ class RamBudgetTest {
         RamBudget set = RamBudget.of(defaults.withNamespaceLimits(List.of(), 3 * TIB));
         assertThat(set.limitBytes()).isEqualTo(3 * TIB);
         assertThat(set.describe()).contains("nvmeof4j.ram_budget_mib");
+        assertThat(set.overcommitted()).as("3 TiB set on a machine with less: namespaces stay thin").isTrue();
+        assertThat(derived.overcommitted()).as("the derived budget: namespaces are populated").isFalse();
+        assertThat(RamBudget.of(defaults.withNamespaceLimits(List.of(), derived.limitBytes() / 2)).overcommitted())
+            .as("a setting within what the JVM may use").isFalse();
     }
 
     @Test
