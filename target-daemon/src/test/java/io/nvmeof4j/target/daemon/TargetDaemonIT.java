@@ -6,6 +6,7 @@ import io.nvmeof4j.jni.bdev.BdevIoChannel;
 import io.nvmeof4j.target.backend.BdevChannels;
 import io.nvmeof4j.target.backend.BindingProbe;
 import io.nvmeof4j.target.backend.BlockIo;
+import io.nvmeof4j.target.backend.RamBlockDevice;
 import io.nvmeof4j.target.backend.Smaps;
 import io.nvmeof4j.target.backend.SyncIo;
 import io.nvmeof4j.target.backend.UringBlockDevice;
@@ -180,6 +181,50 @@ class TargetDaemonIT {
     }
 
     /**
+     * RAM namespaces are populated in the background from the start, configured and live ones alike, with nobody
+     * writing; with {@code ram_budget_mib} above what the JVM may use (overcommitted on purpose) they stay thin. The
+     * populator's thread ends with the daemon.
+     */
+    @Test
+    void shouldPopulateRamNamespacesUnlessTheBudgetIsOvercommitted() throws Exception {
+        String json = config(port(1, freePort(), NQN), ram(1));
+        try (TargetDaemon daemon = TargetDaemon.start(TargetConfig.parse(json, dir))) {
+            assertThat(daemon.ramBudget().overcommitted()).isFalse();
+            RamBlockDevice configured = (RamBlockDevice) daemon.model().subsystem(NQN).namespace(1).device();
+            Namespace live = daemon.addNamespace(NQN, TargetConfig.parseNamespace(new com.fasterxml.jackson.databind
+                .ObjectMapper().readTree(ram(2)), "namespace", NQN, dir));
+            RamBlockDevice added = (RamBlockDevice) live.device();
+            for (int i = 0; i < 1000 && configured.committedBytes() + added.committedBytes() < 32L << 20; i++) {
+                Thread.sleep(10);
+            }
+            assertThat(configured.committedBytes()).as("configured namespace populated").isEqualTo(16L << 20);
+            assertThat(added.committedBytes()).as("live namespace populated").isEqualTo(16L << 20);
+            assertThat(configured.allocationFailures()).isZero();
+        }
+        assertThat(liveThreads("nvmeof-ram-populate")).as("populator stopped with the daemon").isEmpty();
+
+        String overcommitted = json.replace("\"reactors\": 2,", "\"reactors\": 2, \"ram_budget_mib\": "
+            + (((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
+                .getOperatingSystemMXBean()).getTotalMemorySize() >> 20) * 4 + ",");
+        try (TargetDaemon daemon = TargetDaemon.start(TargetConfig.parse(overcommitted, dir))) {
+            assertThat(daemon.ramBudget().overcommitted()).isTrue();
+            RamBlockDevice thin = (RamBlockDevice) daemon.model().subsystem(NQN).namespace(1).device();
+            Thread.sleep(300);
+            assertThat(thin.committedBytes()).as("overcommitted: not populated").isZero();
+        }
+    }
+
+    private static List<String> liveThreads(String name) {
+        List<String> names = new ArrayList<>();
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.isAlive() && t.getName().equals(name)) {
+                names.add(t.getName());
+            }
+        }
+        return names;
+    }
+
+    /**
      * {@code "hugepages": true} puts RAM namespace chunks on transparent hugepages (where the kernel's mode is
      * "madvise", as Debian's default); without it they stay on 4 KiB pages (each 2 MiB chunk's first write would
      * otherwise fault in a whole hugepage: milliseconds on a VM whose host takes back free memory).
@@ -191,7 +236,7 @@ class TargetDaemonIT {
         for (boolean hugepages : new boolean[] {false, true}) {
             String json = config(port(1, freePort(), NQN), ram(1))
                 .replace("\"reactors\": 2,", "\"reactors\": 2, \"hugepages\": " + hugepages + ",");
-            // Before the start: with hugepages, the chunk reserve faults chunks in from the start on.
+            // Before the start: with hugepages, population faults chunks in from the start on.
             long before = Smaps.anonHugeKib();
             try (TargetDaemon daemon = TargetDaemon.start(TargetConfig.parse(json, dir))) {
                 Namespace ns = daemon.model().subsystem(NQN).namespaces().iterator().next();
