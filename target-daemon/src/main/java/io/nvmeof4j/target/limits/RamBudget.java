@@ -9,8 +9,10 @@ import java.lang.management.ManagementFactory;
 /**
  * How many bytes all RAM namespaces together may hold, and how many they hold already: every RAM namespace
  * reserves its full size before anything is allocated for it (configured ones at start, live ones when added) and
- * gives it back when removed. RAM namespaces are thin (memory is taken as blocks are first written), but a host may
- * write every block, and a daemon that runs out of memory fails every host at once; so the configured size counts.
+ * gives it back when removed. The configured size counts: a host may write every block, and a daemon that runs out
+ * of memory fails every host at once. So committing a namespace's memory up front admits nothing new, and the daemon
+ * populates RAM namespaces in the background, unless the budget is {@link #overcommitted()} (they stay thin then:
+ * memory is taken as blocks are first written).
  *
  * <h2>The limit</h2>
  * {@code ram_budget_mib} when set; otherwise what this JVM may really use for them: the smaller of its direct-memory
