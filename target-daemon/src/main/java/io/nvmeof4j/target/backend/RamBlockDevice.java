@@ -14,8 +14,8 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * is overcommitted), by that populator's background thread, so that first writes find their chunk ready as in
  * SPDK's malloc bdev. Without population an untouched 1 GiB namespace costs a 1024-entry table. With
  * {@code hugepages}, chunks are 2 MiB, each one transparent hugepage where the kernel allows them
- * ({@link ChunkMemory}). Reads of never-written chunks return zeros. Write Zeroes and Deallocate drop every chunk they cover whole
- * and zero the bytes of partly covered ones.
+ * ({@link ChunkMemory}). Reads of never-written chunks return zeros. Write Zeroes and Deallocate drop every chunk
+ * they cover whole and zero the bytes of partly covered ones.
  * <p>I/O completes inline on the caller's (reactor's) thread and allocates nothing except a chunk's one-time
  * creation. Several reactors may use one device: chunks are published with a CAS, bytes are copied with absolute
  * bulk operations that never move a shared buffer's position.
@@ -272,7 +272,8 @@ public final class RamBlockDevice implements BlockDevice {
     }
 
     /**
-     * Drops every chunk and stops its population (the populator sees the close before its next chunk). In-flight I/O (inline, on other threads) finishes on the buffers it already holds.
+     * Drops every chunk and stops its population (the populator sees the close before its next chunk). In-flight
+     * I/O (inline, on other threads) finishes on the buffers it already holds.
      */
     @Override
     public void close() {
