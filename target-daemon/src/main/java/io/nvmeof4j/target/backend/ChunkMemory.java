@@ -63,7 +63,12 @@ final class ChunkMemory {
         if (!reserve(length) && !(collectDropped(length) && reserve(length))) {
             return null;
         }
-        return map(length);
+        try {
+            return BdevRegion.mapCollected(length, unmapped -> MAPPED.addAndGet(-unmapped));
+        } catch (NativeIoException e) {
+            MAPPED.addAndGet(-length);
+            return null;
+        }
     }
 
     /**
@@ -81,20 +86,7 @@ final class ChunkMemory {
         }
     }
 
-    /** Maps {@code length} bytes {@link #reserve}d before; on failure gives them back and returns null. */
-    private static ByteBuffer map(int length) {
-        try {
-            return BdevRegion.mapCollected(length, unmapped -> MAPPED.addAndGet(-unmapped));
-        } catch (NativeIoException e) {
-            MAPPED.addAndGet(-length);
-            return null;
-        }
-    }
-
-    /**
-     * A device took ({@code delta > 0}) or dropped ({@code delta < 0}) hugepage chunks of that many
-     * bytes.
-     */
+    /** A device took ({@code delta > 0}) or dropped ({@code delta < 0}) hugepage chunks of that many bytes. */
     static void held(long delta) {
         HELD.addAndGet(delta);
     }

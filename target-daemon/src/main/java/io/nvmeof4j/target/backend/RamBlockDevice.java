@@ -2,8 +2,6 @@ package io.nvmeof4j.target.backend;
 
 import io.nvmeof4j.protocol.command.NvmeStatus;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -30,15 +28,6 @@ public final class RamBlockDevice implements BlockDevice {
     public static final int CHUNK_SIZE = 1 << 20;
     /** A chunk's size with {@code hugepages}: one transparent hugepage. */
     public static final int HUGEPAGE_CHUNK_SIZE = 2 << 20;
-    private static final VarHandle CLOSED;
-
-    static {
-        try {
-            CLOSED = MethodHandles.lookup().findVarHandle(RamBlockDevice.class, "closed", boolean.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
 
     private final String name;
     private final long capacityBytes;
@@ -277,9 +266,10 @@ public final class RamBlockDevice implements BlockDevice {
      */
     @Override
     public void close() {
-        if (!CLOSED.compareAndSet(this, false, true)) {
+        if (closed) {
             return;
         }
+        closed = true;
         for (int i = 0; i < chunks.length(); i++) {
             ByteBuffer dropped = chunks.getAndSet(i, null);
             if (dropped != null) {
