@@ -17,8 +17,8 @@
 #
 # Network: QEMU user-mode networking with restrict=on: the guest has no path out, not to the host, not to the
 # internet. It reaches only what is forwarded: the host's 127.0.0.1:PORT at 10.0.2.100:PORT (exported to SCRIPT as
-# $NVMEOF4J_HOST_ADDR) for each --guestfwd / NAME_PORT, one bash /dev/tcp bridge per connection (a FIN from either
-# side closes both). libslirp refuses forwarding rules on its own address 10.0.2.2 (and restrict=on drops
+# $NVMEOF4J_HOST_ADDR) for each --guestfwd / NAME_PORT, one guestfwd-bridge.pl per connection (a FIN from either
+# side closes both; it keeps multi-segment capsules from waiting for delayed ACKs). libslirp refuses forwarding rules on its own address 10.0.2.2 (and restrict=on drops
 # everything else sent there), so an --env value that is exactly 10.0.2.2 (TARGET_ADDR=10.0.2.2, "the host") is
 # handed to SCRIPT as 10.0.2.100.
 #   --verbose           show the kernel's boot messages (default: quiet, errors only).
@@ -209,10 +209,9 @@ for kv in "${ENVS[@]+"${ENVS[@]}"}"; do
 done
 GUESTFWD=""
 for port in $(printf '%s\n' "${GUESTFWD_PORTS[@]+"${GUESTFWD_PORTS[@]}"}" | sort -un); do
-    # QEMU spawns the command per guest connection, its stdin/stdout the connection. Two cats copy both ways;
-    # when either direction ends (a FIN, or an error) both are stopped, so each side sees the other close.
-    bridge='exec 3<>/dev/tcp/127.0.0.1/'"$port"' 4<&0 || exit 1; cat <&3 & a=$!; cat <&4 >&3 & b=$!; wait -n; kill $a $b 2>/dev/null'
-    GUESTFWD="$GUESTFWD,guestfwd=tcp:$HOST_ADDR:$port-cmd:/bin/bash -c '$bridge'"
+    # QEMU spawns the bridge per guest connection, its stdin/stdout the connection (why not plain cats: the
+    # bridge's header). ",," is an escaped comma in qemu options.
+    GUESTFWD="$GUESTFWD,guestfwd=tcp:$HOST_ADDR:$port-cmd:perl ${HERE//,/,,}/guestfwd-bridge.pl $port"
 done
 
 if [ "$VERBOSE" = 1 ]; then LOGOPTS="loglevel=7"; else LOGOPTS="quiet loglevel=3"; fi
