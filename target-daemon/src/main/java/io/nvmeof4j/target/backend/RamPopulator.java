@@ -46,6 +46,20 @@ public final class RamPopulator implements AutoCloseable {
         }
     }
 
+    /**
+     * Takes {@code device} off the queue (a namespace removed before its turn), so that a client adding and removing
+     * RAM namespaces while a large one populates cannot grow the queue: each entry holds its device's chunk table.
+     * Population already under way stops at the device's close instead.
+     */
+    public void forget(RamBlockDevice device) {
+        queue.remove(device);
+    }
+
+    /** Devices waiting for their turn. */
+    int queued() {
+        return queue.size();
+    }
+
     /** True while the populator's thread runs. */
     synchronized boolean threadAlive() {
         return thread != null && thread.isAlive();

@@ -343,6 +343,9 @@ final class DaemonNamespaces {
 
     void closeDevice(BlockDevice device) {
         OpenDevice open = forgetDevice(device);
+        if (device instanceof RamBlockDevice ram) {
+            populator.forget(ram);
+        }
         String label = open != null ? open.label() : device.description();
         TargetDaemon.step("closing " + label + " (" + device.description() + ")", device::close);
     }

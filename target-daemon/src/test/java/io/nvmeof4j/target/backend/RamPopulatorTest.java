@@ -134,6 +134,33 @@ class RamPopulatorTest {
         }
     }
 
+    /** A device removed before its turn leaves the queue at once: add/remove loops cannot grow it. */
+    @Test
+    void shouldDropAForgottenDeviceFromTheQueue() throws Exception {
+        try (RamPopulator populator = new RamPopulator();
+             RamBlockDevice busy = new RamBlockDevice("", 1024L * CHUNK_SIZE, 4096)) {
+            populator.populate(busy);
+            await("population under way", () -> busy.committedBytes() > 0);
+            List<RamBlockDevice> removed = new ArrayList<>();
+            for (int i = 0; i < 100; i++) {
+                RamBlockDevice device = new RamBlockDevice("", 4L * CHUNK_SIZE, 4096);
+                populator.populate(device);
+                device.close();
+                populator.forget(device);
+                removed.add(device);
+            }
+            RamBlockDevice kept = new RamBlockDevice("", 4L * CHUNK_SIZE, 4096);
+            populator.populate(kept);
+            int queued = populator.queued();
+            assumeThat(busy.committedBytes()).as("the busy device still populating (else the queue drained anyway)")
+                .isLessThan(1024L * CHUNK_SIZE);
+            assertThat(queued).as("only the device not removed waits").isEqualTo(1);
+            await("the kept device populated", () -> kept.committedBytes() == 4L * CHUNK_SIZE);
+            assertThat(removed).allSatisfy(d -> assertThat(d.committedBytes()).isZero());
+            kept.close();
+        }
+    }
+
     /** At the limit population stops quietly: no write failure counted, the rest of the device stays thin. */
     @Test
     void shouldStopQuietlyAtTheMemoryLimit() throws Exception {
