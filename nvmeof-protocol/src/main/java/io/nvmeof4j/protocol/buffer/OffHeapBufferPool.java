@@ -18,16 +18,28 @@ import java.util.Arrays;
  * free and carves it again into slices of its own size (the slab's address range stays the same, so it stays
  * inside the region and a registration of the region stays valid). Without that, a phase that filled the capacity
  * with 4 KiB buffers left a later 128 KiB command waiting for ever, whatever was released. Each slab counts its
- * free slices, kept by {@link #acquire} and {@link #release}; the re-carve itself scans the slabs and allocates the
- * new slices (the slow path, under pressure). Only when no such slab exists does {@link #acquire} return
- * {@code null}, and the caller waits for a release (a poll group retries its waiting commands every round).
+ * free slices, kept by {@link #acquire} and {@link #release}; the re-carve itself scans the slabs (the slow path,
+ * under pressure). Only when no such slab exists does {@link #acquire} return {@code null}, and the caller waits for
+ * a release (a poll group retries its waiting commands every round).
+ * <p>A re-carve allocates nothing once the slab has been carved for that class before: a slab keeps, for each class
+ * it has been carved for, that set of slices (and their ids and identity-table entries), and carving it for the class
+ * again puts the same slices back on the free stack ({@link #acquire} resets position, limit and byte order). So a
+ * load that moves slabs back and forth between classes at full capacity allocates only while each (slab, class)
+ * pair is carved the first time. The slices of the classes a slab is not carved for now are retired: registered,
+ * never on a free stack, and {@link #release} and {@link #regionOffset} treat them as not this pool's, so a stale
+ * reference released after its slab moved throws. (Once the slab is carved back for that class the reference is a
+ * slice of the pool again, as any buffer is after its release: the pool cannot tell a stale holder from the next.)
+ * The cost is memory, bounded by one set per (slab, class) pair: a 1 MiB slab carved for each class from 4 KiB to
+ * 1 MiB keeps 511 slice objects (256 + 128 + ... + 1) where one carve has at most 256; a slice is about 100 bytes of
+ * heap (a 64-byte {@code DirectByteBuffer} plus its registry and identity-table entries), so at most about 50 KiB
+ * per MiB of slabs, and about 26 KiB for a slab that serves two classes (4 KiB and 128 KiB: 264 slices). Over all
+ * slabs the registry holds fewer than {@code 2 * capacityBytes / 4096} slices.
  * <p>Each class keeps its free slices on a LIFO stack (the most recently used buffer is the one still in cache),
  * so {@link #acquire} and {@link #release} are a few array operations and allocate nothing once the slabs exist.
- * {@link #release} checks that a buffer is one of this pool's slices and not already free: it finds the slice's
- * id in an open-addressing identity table (arrays filled when a slab is carved; a lookup is
- * {@link System#identityHashCode} and a probe, no allocation) and keeps one in-use bit per slice. A re-carve
- * deletes the old slices from the table (backward shift) and recycles their ids, so shifts back and forth between
- * classes do not grow the registry: it holds at most {@code capacityBytes / 4096} slices.
+ * {@link #release} checks that a buffer is one of this pool's slices of the current carve and not already free: it
+ * finds the slice's id in an open-addressing identity table (arrays filled when a (slab, class) pair is carved the
+ * first time; a lookup is {@link System#identityHashCode} and a probe, no allocation), compares the slice's class
+ * with its slab's, and keeps one in-use bit per slice.
  * <p>Not thread-safe: the owning reactor thread acquires and releases. {@link #buffersInUse()} may be read from
  * another thread for metrics; it then sees a recent, not necessarily the latest, value.
  */
@@ -61,17 +73,21 @@ public final class OffHeapBufferPool implements BufferPool {
     /** Slabs of which every slice is free: when 0, a dry class has nothing to take and need not scan. */
     private int wholeFreeSlabs;
 
-    // Slice registry: id -> slice, its class, slab, region offset, in use; identity table slice -> id.
+    /**
+     * Per (slab, class) pair, at {@code slab * classes.length + class}: the first id of the slices the slab was cut
+     * into for that class (their ids are consecutive, in address order), or -1 while it has never been.
+     */
+    private int[] firstSliceId;
+
+    // Slice registry: id -> slice, its class, slab, region offset, in use; identity table slice -> id. Every slice
+    // ever cut stays registered; one whose class is not its slab's current class is retired.
     private ByteBuffer[] slices = new ByteBuffer[64];
     private byte[] sliceClass = new byte[64];
     private int[] sliceSlab = new int[64];
     private long[] sliceOffset = new long[64];
     private boolean[] inUse = new boolean[64];
-    /** Ids handed out so far; ids below it without a slice are on the recycled stack. */
+    /** Ids handed out so far: each (slab, class) pair carved so far has its set below it. */
     private int sliceCount;
-    private int liveSlices;
-    private int[] recycledIds = new int[64];
-    private int recycledCount;
     private Object[] tableKeys = new Object[128];
     private int[] tableIds = new int[128];
 
@@ -124,6 +140,8 @@ public final class OffHeapBufferPool implements BufferPool {
         for (int i = 0; i < count; i++) {
             classes[i] = new SizeClass(MIN_BUFFER_SIZE << i);
         }
+        this.firstSliceId = new int[slabMemory.length * count];
+        Arrays.fill(firstSliceId, -1);
     }
 
     @Override
@@ -153,6 +171,7 @@ public final class OffHeapBufferPool implements BufferPool {
     public void release(ByteBuffer buffer) {
         int id = lookup(buffer);
         if (id < 0) {
+            // Also a slice of a slab carved for another class since (retired): a stale reference.
             throw new IllegalArgumentException("buffer " + buffer + " does not belong to this pool");
         }
         if (!inUse[id]) {
@@ -189,8 +208,8 @@ public final class OffHeapBufferPool implements BufferPool {
 
     /**
      * Where {@code buffer} (one this pool handed out) starts inside {@link #region()}, in bytes: its native address
-     * is the region's address plus this. Returns -1 for a buffer that is not this pool's, or when the pool has no
-     * region. A table lookup; allocates nothing.
+     * is the region's address plus this. Returns -1 for a buffer that is not this pool's (a retired slice included),
+     * or when the pool has no region. A table lookup; allocates nothing.
      */
     public long regionOffset(ByteBuffer buffer) {
         if (region == null) {
@@ -249,6 +268,8 @@ public final class OffHeapBufferPool implements BufferPool {
             slabClass = Arrays.copyOf(slabClass, grown);
             slabSlices = Arrays.copyOf(slabSlices, grown);
             slabFree = Arrays.copyOf(slabFree, grown);
+            firstSliceId = Arrays.copyOf(firstSliceId, grown * classes.length);
+            Arrays.fill(firstSliceId, slabCount * classes.length, firstSliceId.length, -1);
         }
         int slab = slabCount++;
         slabMemory[slab] = memory;
@@ -260,7 +281,8 @@ public final class OffHeapBufferPool implements BufferPool {
     /**
      * For a class that ran dry with the capacity used up: takes a slab of another class whose slices are all free
      * and carves it again for this class. Prefers the class with the most free bytes, so a class is not robbed of
-     * the last slab it has free when another can spare one. Slow path: scans the slabs, allocates the new slices.
+     * the last slab it has free when another can spare one. Slow path: scans the slabs; allocates only the first time
+     * the slab is carved for this class.
      */
     private boolean recarveFreeSlab(int classIndex) {
         if (wholeFreeSlabs == 0) {
@@ -288,18 +310,16 @@ public final class OffHeapBufferPool implements BufferPool {
         return true;
     }
 
-    /** Takes every slice of {@code slab} (all free) off its class's stack, the registry and the identity table. */
+    /**
+     * Takes every slice of {@code slab} (all free) off its class's stack. They stay registered, retired by the
+     * class change {@link #carve} makes next, and come back if the slab is carved for their class again.
+     */
     private void retireSlices(int slab) {
         SizeClass owner = classes[slabClass[slab]];
         int kept = 0;
         for (int i = 0; i < owner.freeCount; i++) {
             int id = owner.freeIds[i];
-            if (sliceSlab[id] == slab) {
-                remove(slices[id]);
-                slices[id] = null;
-                recycledIds[recycledCount++] = id;
-                liveSlices--;
-            } else {
+            if (sliceSlab[id] != slab) {
                 owner.free[kept] = owner.free[i];
                 owner.freeIds[kept++] = id;
             }
@@ -310,28 +330,25 @@ public final class OffHeapBufferPool implements BufferPool {
         wholeFreeSlabs--;
     }
 
-    /** Cuts {@code slab}'s memory into free slices of one class and registers them. */
+    /**
+     * Puts {@code slab}'s slices of one class on that class's free stack: the set cut the first time the slab was
+     * carved for the class, cut and registered now if there is none yet.
+     */
     private void carve(int slab, int classIndex) {
         SizeClass sizeClass = classes[classIndex];
-        ByteBuffer memory = slabMemory[slab].clear();
-        int count = memory.capacity() / sizeClass.size;
-        sizeClass.ensureCapacity(sizeClass.total + count);
-        ensureRegistryCapacity(liveSlices + count);
-        for (int i = 0; i < count; i++) {
-            memory.limit((i + 1) * sizeClass.size).position(i * sizeClass.size);
-            ByteBuffer slice = memory.slice().order(ByteOrder.LITTLE_ENDIAN);
-            int id = recycledCount > 0 ? recycledIds[--recycledCount] : sliceCount++;
-            slices[id] = slice;
-            sliceClass[id] = (byte) classIndex;
-            sliceSlab[id] = slab;
-            sliceOffset[id] = slabOffset[slab] < 0 ? -1 : slabOffset[slab] + (long) i * sizeClass.size;
-            inUse[id] = false;
-            insert(slice, id);
-            // Push in reverse so the stack hands out the slab's slices in address order.
-            sizeClass.freeIds[sizeClass.freeCount + count - 1 - i] = id;
-            sizeClass.free[sizeClass.freeCount + count - 1 - i] = slice;
+        int count = slabMemory[slab].capacity() / sizeClass.size;
+        int pair = slab * classes.length + classIndex;
+        if (firstSliceId[pair] < 0) {
+            firstSliceId[pair] = cut(slab, classIndex, count);
         }
-        liveSlices += count;
+        int first = firstSliceId[pair];
+        sizeClass.ensureCapacity(sizeClass.total + count);
+        for (int i = 0; i < count; i++) {
+            // Push in reverse so the stack hands out the slab's slices in address order.
+            int top = sizeClass.freeCount + count - 1 - i;
+            sizeClass.freeIds[top] = first + i;
+            sizeClass.free[top] = slices[first + i];
+        }
         sizeClass.freeCount += count;
         sizeClass.total += count;
         slabClass[slab] = (byte) classIndex;
@@ -340,31 +357,45 @@ public final class OffHeapBufferPool implements BufferPool {
         wholeFreeSlabs++;
     }
 
-    /** Room for {@code live} slices: the registry holds ids below the most slices ever live at once. */
-    private void ensureRegistryCapacity(int live) {
-        // Ids come from the recycled stack first, so no id reaches sliceCount + (live - liveSlices).
-        int needed = sliceCount + Math.max(0, live - liveSlices - recycledCount);
-        if (needed > slices.length) {
-            int size = Math.max(needed, slices.length * 2);
+    /** Cuts {@code slab}'s memory into {@code count} slices of one class and registers them; returns the first id. */
+    private int cut(int slab, int classIndex, int count) {
+        int size = classes[classIndex].size;
+        ByteBuffer memory = slabMemory[slab].clear();
+        ensureRegistryCapacity(sliceCount + count);
+        int first = sliceCount;
+        for (int i = 0; i < count; i++) {
+            memory.limit((i + 1) * size).position(i * size);
+            ByteBuffer slice = memory.slice().order(ByteOrder.LITTLE_ENDIAN);
+            int id = sliceCount++;
+            slices[id] = slice;
+            sliceClass[id] = (byte) classIndex;
+            sliceSlab[id] = slab;
+            sliceOffset[id] = slabOffset[slab] < 0 ? -1 : slabOffset[slab] + (long) i * size;
+            insert(slice, id);
+        }
+        return first;
+    }
+
+    /** Room for {@code total} registered slices in the registry and, at most half full, in the identity table. */
+    private void ensureRegistryCapacity(int total) {
+        if (total > slices.length) {
+            int size = Math.max(total, slices.length * 2);
             slices = Arrays.copyOf(slices, size);
             sliceClass = Arrays.copyOf(sliceClass, size);
             sliceSlab = Arrays.copyOf(sliceSlab, size);
             sliceOffset = Arrays.copyOf(sliceOffset, size);
             inUse = Arrays.copyOf(inUse, size);
-            recycledIds = Arrays.copyOf(recycledIds, size);
         }
         // Keep the identity table at most half full so probes stay short.
-        if (live * 2 > tableKeys.length) {
+        if (total * 2 > tableKeys.length) {
             int size = tableKeys.length;
-            while (live * 2 > size) {
+            while (total * 2 > size) {
                 size <<= 1;
             }
             tableKeys = new Object[size];
             tableIds = new int[size];
             for (int id = 0; id < sliceCount; id++) {
-                if (slices[id] != null) {
-                    insert(slices[id], id);
-                }
+                insert(slices[id], id);
             }
         }
     }
@@ -379,29 +410,7 @@ public final class OffHeapBufferPool implements BufferPool {
         tableIds[i] = id;
     }
 
-    /**
-     * Deletes {@code slice} (present) from the linear-probing table by backward shift: each later entry of the
-     * probe run whose home is not cyclically in (hole, its slot] moves into the hole, so no tombstones build up and
-     * lookups still stop at the first empty slot.
-     */
-    private void remove(ByteBuffer slice) {
-        int mask = tableKeys.length - 1;
-        int hole = mix(System.identityHashCode(slice)) & mask;
-        while (tableKeys[hole] != slice) {
-            hole = (hole + 1) & mask;
-        }
-        for (int j = (hole + 1) & mask; tableKeys[j] != null; j = (j + 1) & mask) {
-            int home = mix(System.identityHashCode(tableKeys[j])) & mask;
-            boolean stays = hole <= j ? hole < home && home <= j : hole < home || home <= j;
-            if (!stays) {
-                tableKeys[hole] = tableKeys[j];
-                tableIds[hole] = tableIds[j];
-                hole = j;
-            }
-        }
-        tableKeys[hole] = null;
-    }
-
+    /** The id of {@code buffer} if it is one of this pool's slices of the current carve, else -1. */
     private int lookup(ByteBuffer buffer) {
         if (buffer == null) {
             return -1;
@@ -412,7 +421,8 @@ public final class OffHeapBufferPool implements BufferPool {
         Object key;
         while ((key = keys[i]) != null) {
             if (key == buffer) {
-                return tableIds[i];
+                int id = tableIds[i];
+                return sliceClass[id] == slabClass[sliceSlab[id]] ? id : -1;
             }
             i = (i + 1) & mask;
         }
@@ -423,7 +433,7 @@ public final class OffHeapBufferPool implements BufferPool {
         return hash ^ (hash >>> 16);
     }
 
-    /** Slice ids ever handed out, the length the registry needs: at most capacity / 4096 (tests). */
+    /** Slices registered: one set per (slab, class) pair carved so far, fewer than 2 * capacity / 4096 (tests). */
     int registryHighWater() {
         return sliceCount;
     }

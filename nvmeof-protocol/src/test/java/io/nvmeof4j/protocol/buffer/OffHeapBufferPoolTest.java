@@ -5,6 +5,7 @@ import org.junit.jupiter.api.Test;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.IdentityHashMap;
 import java.util.List;
 
@@ -12,6 +13,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 class OffHeapBufferPoolTest {
+    private static final com.sun.management.ThreadMXBean THREADS =
+        (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
 
     @Test
     void shouldHandOutLittleEndianDirectBuffersOfTheRoundedUpClass() {
@@ -136,13 +139,11 @@ class OffHeapBufferPoolTest {
         for (int round = 0; round < 20_000; round++) { // warm up: slabs exist, code is compiled
             cycle(pool, held);
         }
-        com.sun.management.ThreadMXBean mx =
-            (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
-        long before = mx.getCurrentThreadAllocatedBytes();
+        long before = allocatedBytes();
         for (int round = 0; round < 20_000; round++) {
             cycle(pool, held);
         }
-        long allocated = mx.getCurrentThreadAllocatedBytes() - before;
+        long allocated = allocatedBytes() - before;
         assertThat(allocated).isLessThan(1024); // 2.5 million acquire/release pairs
     }
 
@@ -254,7 +255,11 @@ class OffHeapBufferPoolTest {
         ByteBuffer region = ByteBuffer.allocateDirect(4 << 20);
         OffHeapBufferPool pool = new OffHeapBufferPool(1 << 20, region);
         int[] sizes = {4096, 128 << 10, 8192, 1 << 20};
+        int registered = 0;
         for (int shift = 0; shift < 1000; shift++) {
+            if (shift == 4) {
+                registered = pool.registryHighWater();
+            }
             int size = sizes[shift & 3];
             List<ByteBuffer> held = acquireAll(pool, size);
             assertThat(held).as("shift %d to %d bytes", shift, size).hasSize((4 << 20) / size);
@@ -263,8 +268,10 @@ class OffHeapBufferPoolTest {
             }
             held.forEach(pool::release);
         }
-        assertThat(pool.registryHighWater()).isLessThanOrEqualTo(1024);
-        assertThat(pool.identityTableLength()).isLessThanOrEqualTo(2048);
+        // One set of slices per (slab, class) pair, cut in the first four shifts and reused since.
+        assertThat(registered).isEqualTo(4 * (256 + 8 + 128 + 1)).isLessThan(2 * (4 << 20) / 4096);
+        assertThat(pool.registryHighWater()).isEqualTo(registered);
+        assertThat(pool.identityTableLength()).isLessThanOrEqualTo(4096);
         assertThat(pool.bytesAllocated()).isEqualTo(4 << 20);
         assertThat(pool.buffersInUse()).isZero();
     }
@@ -316,16 +323,126 @@ class OffHeapBufferPoolTest {
         acquireAll(pool, 4096).forEach(pool::release);
         acquireAll(pool, 128 << 10).forEach(pool::release); // every slab carved for 128 KiB
         ByteBuffer[] held = new ByteBuffer[32];
-        com.sun.management.ThreadMXBean mx =
-            (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
         for (int round = 0; round < 20_000; round++) {
             large(pool, held);
         }
-        long before = mx.getCurrentThreadAllocatedBytes();
+        long before = allocatedBytes();
         for (int round = 0; round < 20_000; round++) {
             large(pool, held);
         }
-        assertThat(mx.getCurrentThreadAllocatedBytes() - before).isLessThan(1024);
+        assertThat(allocatedBytes() - before).isLessThan(1024);
+    }
+
+    @Test
+    void shouldReCarveWithoutAllocatingOnceEachSlabHasHeldEachClass() {
+        ByteBuffer region = ByteBuffer.allocateDirect(4 << 20);
+        OffHeapBufferPool pool = new OffHeapBufferPool(1 << 20, region);
+        // Eight 4 KiB buffers of the first slab stay in use throughout: that slab never moves, the other three do.
+        List<ByteBuffer> live = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            live.add(pool.acquire(4096));
+        }
+        fill(live, 0x33);
+        ByteBuffer[] small = new ByteBuffer[1024];
+        ByteBuffer[] large = new ByteBuffer[32];
+        ByteBuffer view = region.duplicate().order(ByteOrder.LITTLE_ENDIAN); // as the pool's buffers
+        long stamp = 0;
+        for (int round = 0; round < 200; round++) { // warm-up: each moving slab carved once per class, code compiled
+            stamp = alternate(pool, view, small, large, stamp);
+        }
+        int registry = pool.registryHighWater();
+        assertThat(registry).as("one slab of 4 KiB slices, three of 4 KiB and of 128 KiB").isEqualTo(256 + 3 * 264);
+
+        long before = allocatedBytes();
+        for (int round = 0; round < 100; round++) { // 600 re-carves, 104,000 acquire/release pairs
+            stamp = alternate(pool, view, small, large, stamp);
+        }
+        long allocated = allocatedBytes() - before;
+        assertThat(allocated).as("bytes allocated by 100 alternations after the warm-up").isZero();
+        assertThat(pool.registryHighWater()).isEqualTo(registry);
+        assertThat(pool.identityTableLength()).isLessThanOrEqualTo(4096);
+        assertFilled(live, 0x33);
+        assertThat(pool.bytesAllocated()).isEqualTo(4 << 20);
+        assertThat(pool.buffersInUse()).isEqualTo(live.size());
+
+        // The last phase was 128 KiB: the 4 KiB slices of the three moved slabs are retired, the first slab's are not.
+        List<ByteBuffer> retired = new ArrayList<>();
+        List<ByteBuffer> current = new ArrayList<>();
+        for (ByteBuffer b : Arrays.copyOf(small, 1016)) {
+            (pool.regionOffset(b) < 0 ? retired : current).add(b);
+        }
+        assertThat(retired).hasSize(3 * 256);
+        ByteBuffer stale = retired.get(0);
+        assertThatThrownBy(() -> pool.release(stale))
+            .as("a slice of a slab now carved for 128 KiB").isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> pool.release(current.get(0))).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> pool.release(large[0])).isInstanceOf(IllegalStateException.class);
+        assertThat(pool.buffersInUse()).isEqualTo(live.size());
+
+        // Carved back for 4 KiB, the slabs hand out the very same slice objects, reset.
+        stale.position(100).limit(200);
+        List<ByteBuffer> again = acquireAll(pool, 4096);
+        IdentityHashMap<ByteBuffer, Boolean> same = new IdentityHashMap<>();
+        retired.forEach(b -> same.put(b, true));
+        current.forEach(b -> same.put(b, true));
+        again.forEach(b -> same.put(b, true));
+        assertThat(again).hasSize(1016);
+        assertThat(same).as("no slice object is new").hasSize(1016);
+        assertThat(stale.position()).isZero();
+        assertThat(stale.limit()).isEqualTo(4096);
+        assertThat(pool.regionOffset(stale)).isBetween(1L << 20, (4L << 20) - 4096);
+        again.addAll(live);
+        assertInsideRegionAndDisjoint(pool, region, again);
+        assertFilled(live, 0x33);
+        assertThat(pool.registryHighWater()).isEqualTo(registry);
+    }
+
+    /** A phase of 4 KiB buffers, then one of 128 KiB, each taking every buffer the pool has (see fullPhase). */
+    private static long alternate(OffHeapBufferPool pool, ByteBuffer region, ByteBuffer[] small, ByteBuffer[] large,
+                                  long stamp) {
+        fullPhase(pool, region, 4096, small, 1016, stamp);
+        fullPhase(pool, region, 128 << 10, large, 24, stamp + 1024);
+        return stamp + 2048;
+    }
+
+    /**
+     * Acquires {@code size} buffers until the pool returns null, stamps both ends of each, checks every stamp through
+     * the buffer and through the region at the buffer's offset (a buffer overlapping another, or not where its offset
+     * says, shows a wrong stamp), then releases them. Allocates nothing unless a check fails.
+     */
+    private static void fullPhase(OffHeapBufferPool pool, ByteBuffer region, int size, ByteBuffer[] held,
+                                  int expected, long stamp) {
+        int count = 0;
+        ByteBuffer b;
+        while ((b = pool.acquire(size)) != null) {
+            if (count == held.length || b.position() != 0 || b.limit() != size || b.capacity() != size) {
+                throw new AssertionError("buffer " + count + " of " + size + " bytes: " + b);
+            }
+            held[count++] = b;
+        }
+        if (count != expected) {
+            throw new AssertionError(count + " buffers of " + size + " bytes, expected " + expected);
+        }
+        for (int i = 0; i < count; i++) {
+            held[i].putLong(0, stamp + i).putLong(size - 8, ~(stamp + i));
+        }
+        for (int i = 0; i < count; i++) {
+            long offset = pool.regionOffset(held[i]);
+            if (offset < 0 || offset % size != 0 || offset + size > region.capacity()
+                || held[i].getLong(0) != stamp + i || held[i].getLong(size - 8) != ~(stamp + i)
+                || region.getLong((int) offset) != stamp + i
+                || region.getLong((int) offset + size - 8) != ~(stamp + i)) {
+                throw new AssertionError("buffer " + i + " of " + size + " bytes at offset " + offset);
+            }
+        }
+        for (int i = 0; i < count; i++) {
+            pool.release(held[i]);
+        }
+    }
+
+    /** This thread's allocated bytes so far (the MXBean is looked up once: looking it up allocates). */
+    private static long allocatedBytes() {
+        return THREADS.getThreadAllocatedBytes(Thread.currentThread().getId());
     }
 
     private static void large(OffHeapBufferPool pool, ByteBuffer[] held) {
@@ -364,7 +481,7 @@ class OffHeapBufferPoolTest {
             b.put(0, first).put(b.capacity() - 1, last);
             ranges[i] = new long[] {offset, offset + b.capacity()};
         }
-        java.util.Arrays.sort(ranges, (x, y) -> Long.compare(x[0], y[0]));
+        Arrays.sort(ranges, (x, y) -> Long.compare(x[0], y[0]));
         for (int i = 1; i < ranges.length; i++) {
             assertThat(ranges[i][0]).as("buffer at %d overlaps the one before", ranges[i][0])
                 .isGreaterThanOrEqualTo(ranges[i - 1][1]);
