@@ -13,13 +13,15 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * Memory for RAM namespace chunks. By default {@code ByteBuffer.allocateDirect}: the JDK counts it against the
  * direct-memory limit ({@code -XX:MaxDirectMemorySize}), collects and waits when the limit is reached, and frees it
- * once the buffer is unreachable. With {@code hugepages} (the daemon's {@code hugepages} setting) a chunk is an
- * anonymous mapping advised for transparent hugepages ({@link BdevRegion#mapCollected}), so a copy out of a namespace
- * pays no TLB miss per 4 KiB, as SPDK's malloc bdev in its hugepages: measured on this project's 2-vCPU EPYC VM, a 4
- * KiB copy from a random place in 512 MiB took 430 ns on 2 MiB pages against 556 ns on 4 KiB ones, a 128 KiB one 5.5
- * against 6.7 µs. Not the default: the first touch of each 2 MiB faults in all of it at once, and on a VM whose host
- * takes back free guest memory (virtio-balloon free page reporting, as on that VM) that costs milliseconds (512 MiB:
- * 1.1 s the first time against 0.25 s on 4 KiB pages). A mapped chunk is not touched yet ({@link #touch});
+ * once the buffer is unreachable. With {@code hugepages} (the daemon's default for populated RAM namespaces,
+ * {@code io.nvmeof4j.target.config.Hugepages}) a chunk is an anonymous mapping advised for transparent hugepages
+ * ({@link BdevRegion#mapCollected}), so a copy out of a namespace pays no TLB miss per 4 KiB, as SPDK's malloc bdev
+ * in its hugepages: measured on this project's 2-vCPU EPYC VM, a 4 KiB copy from a random place in 512 MiB took 430
+ * ns on 2 MiB pages against 556 ns on 4 KiB ones, a 128 KiB one 5.5 against 6.7 µs. The first touch of each 2 MiB
+ * faults in all of it at once, and on a VM whose host takes back free guest memory (virtio-balloon free page
+ * reporting, as on that VM) that costs milliseconds (512 MiB: 1.1 s the first time against 0.25 s on 4 KiB pages):
+ * fine on the population thread, not on a reactor, hence not for thin namespaces by default. A mapped chunk is not
+ * touched yet ({@link #touch});
  * {@code allocateDirect} zeroes, and so touches, its buffer. Either way the cost is paid where the chunk is made: by
  * {@link RamPopulator}'s background thread for populated devices, on the reactor by a first write otherwise.
  * <p>The JDK cannot account for those mappings, so this class does what it does for its own: what is mapped counts,

@@ -11,8 +11,8 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * first write that touches it or, for a device handed to a {@link RamPopulator} (the daemon's, unless the RAM budget
  * is overcommitted), by that populator's background thread, so that first writes find their chunk ready as in
  * SPDK's malloc bdev. Without population an untouched 1 GiB namespace costs a 1024-entry table. With
- * {@code hugepages}, chunks are 2 MiB, each one transparent hugepage where the kernel allows them
- * ({@link ChunkMemory}). Reads of never-written chunks return zeros. Write Zeroes and Deallocate drop every chunk
+ * {@code hugepages} (the daemon's default for populated namespaces), chunks are 2 MiB, each one transparent hugepage
+ * where the kernel allows them ({@link ChunkMemory}); the last chunk is as long as what is left of the capacity. Reads of never-written chunks return zeros. Write Zeroes and Deallocate drop every chunk
  * they cover whole and zero the bytes of partly covered ones.
  * <p>I/O completes inline on the caller's (reactor's) thread and allocates nothing except a chunk's one-time
  * creation. Several reactors may use one device: chunks are published with a CAS, bytes are copied with absolute

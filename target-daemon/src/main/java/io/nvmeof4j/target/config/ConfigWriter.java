@@ -207,7 +207,8 @@ public final class ConfigWriter {
     /**
      * The {@code "nvmeof4j"} object for {@code d}: every setting {@link SettingsSection} reads, so that parsing it gives
      * {@code d} again (the derived RAM budget is left out: it stays derived). Settings at their default are written
-     * too: the daemon runs with them, and a later default must not change it.
+     * too: the daemon runs with them, and a later default must not change it; {@code hugepages} at its default (no
+     * setting: populated RAM namespaces on hugepages) has no value of its own and is left out.
      */
     static ObjectNode settings(DaemonSettings d) {
         ObjectNode o = NODES.objectNode();
@@ -219,7 +220,9 @@ public final class ConfigWriter {
         o.put(DaemonSettings.IDLE_SPIN_US, TimeUnit.NANOSECONDS.toMicros(d.idleSpinNanos()));
         o.put(DaemonSettings.BUFFER_POOL_MIB, d.bufferPoolBytes() >> 20);
         o.put(DaemonSettings.MAX_DATA_TRANSFER_KIB, d.maxDataTransferSize() >> 10);
-        o.put(DaemonSettings.HUGEPAGES, d.hugepages());
+        if (d.hugepages().configValue() != null) { // absent: the default, populated RAM namespaces on hugepages
+            o.put(DaemonSettings.HUGEPAGES, d.hugepages().configValue());
+        }
         o.put(DaemonSettings.SHUTDOWN_TIMEOUT_MS, d.shutdownTimeout().toMillis());
         if (d.httpExplicit() || d.http() == null) {
             o.put(DaemonSettings.HTTP, d.http() == null ? DaemonSettings.HTTP_OFF : d.http());

@@ -24,9 +24,9 @@ import java.util.concurrent.TimeUnit;
  * @param bufferPoolBytes       {@code buffer_pool_mib}: most off-heap data-buffer memory per reactor (allocated
  *                              lazily, in 1 MiB slabs, as load needs it)
  * @param maxDataTransferSize   {@code max_data_transfer_kib}: the largest data transfer of one command (MDTS)
- * @param hugepages             {@code hugepages}: map each reactor's buffer pool with MAP_HUGETLB (falls back to
- *                              normal pages advised for transparent hugepages, with a log line, when the system has
- *                              none reserved) and put RAM namespace chunks on transparent hugepages
+ * @param hugepages             {@code hugepages}: what goes on hugepages ({@link Hugepages}: by default populated RAM
+ *                              namespaces' chunks; with {@code true} the buffer pools and every RAM namespace too,
+ *                              with {@code false} nothing)
  * @param shutdownTimeout       {@code shutdown_timeout_ms}: how long a shutdown waits for commands in flight
  * @param http                  {@code http}: {@code "HOST:PORT"} of the metrics and management HTTP server
  *                              ({@value #HTTP_DEFAULT} by default), or null when {@code "off"}
@@ -54,7 +54,7 @@ import java.util.concurrent.TimeUnit;
  *                              "Pinning"), or null (the default): no affinity is set
  */
 public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinNanos, long bufferPoolBytes,
-                             int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout, String http,
+                             int maxDataTransferSize, Hugepages hugepages, Duration shutdownTimeout, String http,
                              boolean httpExplicit, boolean metrics, HttpSecurity httpSecurity,
                              List<Path> allowedPaths, long ramBudgetBytes, long queueBufferBudgetBytes,
                              ConnectionLimits connectionLimits, CpuSet reactorCpus) {
@@ -119,6 +119,7 @@ public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinN
             throw new IllegalArgumentException("reactors " + reactors + " outside 1.." + MAX_REACTORS);
         }
         Objects.requireNonNull(idleStrategy, "idleStrategy");
+        Objects.requireNonNull(hugepages, "hugepages");
         Objects.requireNonNull(shutdownTimeout, "shutdownTimeout");
         Objects.requireNonNull(httpSecurity, "httpSecurity");
         Objects.requireNonNull(connectionLimits, "connectionLimits");
@@ -145,7 +146,7 @@ public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinN
 
     /** The settings of an older configuration shape: HTTP on the default address, metrics on. */
     public DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinNanos, long bufferPoolBytes,
-                          int maxDataTransferSize, boolean hugepages, Duration shutdownTimeout) {
+                          int maxDataTransferSize, Hugepages hugepages, Duration shutdownTimeout) {
         this(reactors, idleStrategy, idleSpinNanos, bufferPoolBytes, maxDataTransferSize, hugepages, shutdownTimeout,
             HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()), List.of(),
             RAM_BUDGET_DERIVED, QUEUE_BUFFER_BUDGET_MIB_DEFAULT << 20, ConnectionLimits.defaults(), null);
@@ -251,8 +252,9 @@ public record DaemonSettings(int reactors, IdleMode idleStrategy, long idleSpinN
         int cpus = Runtime.getRuntime().availableProcessors();
         return new DaemonSettings(defaultReactors(cpus), IDLE_STRATEGY_DEFAULT,
             TimeUnit.MICROSECONDS.toNanos(IDLE_SPIN_US_DEFAULT), (long) BUFFER_POOL_MIB_DEFAULT << 20,
-            MAX_DATA_TRANSFER_KIB_DEFAULT << 10, false, Duration.ofMillis(SHUTDOWN_TIMEOUT_MS_DEFAULT),
-            HTTP_DEFAULT, false, true, HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()), List.of(),
+            MAX_DATA_TRANSFER_KIB_DEFAULT << 10, Hugepages.POPULATED_RAM,
+            Duration.ofMillis(SHUTDOWN_TIMEOUT_MS_DEFAULT), HTTP_DEFAULT, false, true,
+            HttpSecurity.defaults(HttpSecurity.stateDirectoryTokenFile()), List.of(),
             RAM_BUDGET_DERIVED, QUEUE_BUFFER_BUDGET_MIB_DEFAULT << 20, ConnectionLimits.defaults(), null);
     }
 }

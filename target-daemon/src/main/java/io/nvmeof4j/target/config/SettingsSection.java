@@ -107,9 +107,9 @@ final class SettingsSection {
             notices.notice(false, at(where, DaemonSettings.FILE_WORKERS_OBSOLETE) + ": ignored (file namespaces use io_uring "
                 + "on the reactors, no worker threads)");
         }
-        boolean hugepages = d.hugepages();
+        Hugepages hugepages = d.hugepages();
         if (node.has(DaemonSettings.HUGEPAGES)) {
-            hugepages = bool(node.get(DaemonSettings.HUGEPAGES), at(where, DaemonSettings.HUGEPAGES));
+            hugepages = Hugepages.of(bool(node.get(DaemonSettings.HUGEPAGES), at(where, DaemonSettings.HUGEPAGES)));
         }
         long shutdownMs = optionalInteger(node, where, DaemonSettings.SHUTDOWN_TIMEOUT_MS, 0, 600_000,
             d.shutdownTimeout().toMillis());

@@ -71,10 +71,12 @@ final class DaemonNamespaces {
         BlockDevice device;
         try {
             if (nc.backend() == BackendType.RAM) {
+                // Populated: the budget reserved its whole size, so committing it now admits nothing new (RamBudget);
+                // then the populator, not the reactor, pays each 2 MiB's first touch, so chunks go on hugepages.
+                boolean populated = !daemon.ramBudget().overcommitted();
                 RamBlockDevice ram = new RamBlockDevice("", nc.sizeBytes(), nc.blockSize(),
-                    config.daemon().hugepages());
-                if (!daemon.ramBudget().overcommitted()) {
-                    // The budget reserved its whole size: committing it now admits nothing new (RamBudget).
+                    config.daemon().hugepages().ramChunks(populated));
+                if (populated) {
                     populator.populate(ram);
                 }
                 device = ram;

@@ -317,8 +317,9 @@ final class DaemonTransports {
         if (!Bdev.isAvailable()) {
             return ByteBuffer.allocateDirect((int) Math.min(Integer.MAX_VALUE, settings.bufferPoolBytes()));
         }
-        BdevRegion region = BdevRegion.map(Math.min(Integer.MAX_VALUE, settings.bufferPoolBytes()), settings.hugepages());
-        if (settings.hugepages() && !region.hugepages()) {
+        BdevRegion region = BdevRegion.map(Math.min(Integer.MAX_VALUE, settings.bufferPoolBytes()),
+            settings.hugepages().pools());
+        if (settings.hugepages().pools() && !region.hugepages()) {
             LOG.warn("{}: no hugepages for the {} buffer pool (errno {}; reserve some with vm.nr_hugepages): "
                 + "using normal pages", reactor.name(), Sizes.format(region.length()), region.hugepageFailure());
         }

@@ -252,7 +252,9 @@ class TargetConfigTest {
         assertThat(d.idleSpinNanos()).isEqualTo(TimeUnit.MICROSECONDS.toNanos(50));
         assertThat(d.bufferPoolBytes()).isEqualTo(64L << 20);
         assertThat(d.maxDataTransferSize()).isEqualTo(1 << 20);
-        assertThat(d.hugepages()).isFalse();
+        assertThat(d.hugepages()).isEqualTo(Hugepages.POPULATED_RAM);
+        assertThat(ConfigWriter.settings(d).has(DaemonSettings.HUGEPAGES)).as("the default is written as no setting")
+            .isFalse();
         assertThat(d.shutdownTimeout()).isEqualTo(Duration.ofSeconds(5));
         SubsystemConfig s = config.subsystems().get(0);
         assertThat(s.model()).isEqualTo("nvmeof4j");
@@ -279,9 +281,32 @@ class TargetConfigTest {
             + "\"max_data_transfer_kib\": 512, \"hugepages\": true, \"file_workers\": 4, "
             + "\"shutdown_timeout_ms\": 250}, ");
         DaemonSettings d = parse(json).daemon();
-        assertThat(d).isEqualTo(new DaemonSettings(3, IdleMode.BUSY, 10_000, 16L << 20, 512 << 10, true,
+        assertThat(d).isEqualTo(new DaemonSettings(3, IdleMode.BUSY, 10_000, 16L << 20, 512 << 10, Hugepages.ALL,
             Duration.ofMillis(250)).withHttpSecurity(d.httpSecurity()));
         assertThat(parse(json).ports().get(0).options().maxDataTransferSize()).isEqualTo(512 << 10);
+    }
+
+    /**
+     * {@code hugepages}: absent, populated RAM namespaces on hugepages; {@code true} pools and every RAM namespace;
+     * {@code false} nothing. Every spelling that was valid before still parses, and the writer keeps explicit values.
+     */
+    @Test
+    void shouldReadHugepagesAsDefaultAllOrNone() throws Exception {
+        for (Object[] c : new Object[][] {{"true", Hugepages.ALL}, {"\"on\"", Hugepages.ALL}, {"1", Hugepages.ALL},
+            {"false", Hugepages.NONE}, {"\"no\"", Hugepages.NONE}, {"0", Hugepages.NONE}}) {
+            DaemonSettings d = parse(withNamespaces(ramNamespace(1)).replaceFirst("\\{",
+                "{\"nvmeof4j\": {\"hugepages\": " + c[0] + "}, ")).daemon();
+            assertThat(d.hugepages()).as(c[0].toString()).isEqualTo(c[1]);
+            assertThat(ConfigWriter.settings(d).get(DaemonSettings.HUGEPAGES).asBoolean()).as(c[0].toString())
+                .isEqualTo(c[1] == Hugepages.ALL);
+        }
+        assertThat(Hugepages.POPULATED_RAM.ramChunks(true)).isTrue();
+        assertThat(Hugepages.POPULATED_RAM.ramChunks(false)).as("thin (overcommitted) namespaces").isFalse();
+        assertThat(Hugepages.POPULATED_RAM.pools()).isFalse();
+        assertThat(Hugepages.ALL.ramChunks(false)).isTrue();
+        assertThat(Hugepages.ALL.pools()).isTrue();
+        assertThat(Hugepages.NONE.ramChunks(true)).isFalse();
+        assertThat(Hugepages.NONE.pools()).isFalse();
     }
 
     @Test
