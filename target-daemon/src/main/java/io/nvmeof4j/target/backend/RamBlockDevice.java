@@ -12,8 +12,11 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * is overcommitted), by that populator's background thread, so that first writes find their chunk ready as in
  * SPDK's malloc bdev. Without population an untouched 1 GiB namespace costs a 1024-entry table. With
  * {@code hugepages} (the daemon's default for populated namespaces), chunks are 2 MiB, each one transparent hugepage
- * where the kernel allows them ({@link ChunkMemory}); the last chunk is as long as what is left of the capacity. Reads of never-written chunks return zeros. Write Zeroes and Deallocate drop every chunk
- * they cover whole and zero the bytes of partly covered ones.
+ * where the kernel allows them ({@link ChunkMemory}); the last chunk is as long as what is left of the capacity.
+ * Reads of never-written chunks return zeros. Write Zeroes and Deallocate drop every chunk they cover whole and zero
+ * the bytes of partly covered ones; a populated device tells its populator, which makes the dropped chunks again
+ * (a host's discard of the whole device, as mkfs does, would otherwise leave every first write after it to make its
+ * chunk on the reactor).
  * <p>I/O completes inline on the caller's (reactor's) thread and allocates nothing except a chunk's one-time
  * creation. Several reactors may use one device: chunks are published with a CAS, bytes are copied with absolute
  * bulk operations that never move a shared buffer's position.
@@ -41,6 +44,8 @@ public final class RamBlockDevice implements BlockDevice {
     private final int chunkShift;
     private final long chunkMask;
     private volatile boolean closed;
+    /** Told, on the dropping thread, that whole chunks were dropped (set once by a {@link RamPopulator}), or null. */
+    private volatile Runnable chunksDropped;
 
     /**
      * @param name      for logs ("subsystem nsid" or a path); may be empty
@@ -169,6 +174,7 @@ public final class RamBlockDevice implements BlockDevice {
     }
 
     private void zero(long offset, long length) {
+        boolean droppedAny = false;
         while (length > 0) {
             int chunkIndex = (int) (offset >>> chunkShift);
             int chunkOffset = (int) (offset & chunkMask);
@@ -178,6 +184,7 @@ public final class RamBlockDevice implements BlockDevice {
                 ByteBuffer dropped = chunks.getAndSet(chunkIndex, null);
                 if (dropped != null) {
                     commit(-dropped.capacity());
+                    droppedAny = true;
                 }
             } else {
                 ByteBuffer chunk = chunks.get(chunkIndex);
@@ -188,6 +195,15 @@ public final class RamBlockDevice implements BlockDevice {
             offset += n;
             length -= n;
         }
+        Runnable listener = chunksDropped;
+        if (droppedAny && listener != null) {
+            listener.run();
+        }
+    }
+
+    /** Has {@code listener} told, on the dropping thread, whenever Write Zeroes or Deallocate drop whole chunks. */
+    void onChunksDropped(Runnable listener) {
+        chunksDropped = listener;
     }
 
     private int chunkLength(int chunkIndex) {

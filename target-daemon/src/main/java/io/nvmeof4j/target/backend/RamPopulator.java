@@ -4,8 +4,10 @@ import io.nvmeof4j.jni.cpu.ReactorPinning;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * Populates RAM namespaces in the background, as SPDK's malloc bdev allocates its memory when it is created: one
@@ -18,7 +20,13 @@ import java.util.concurrent.TimeUnit;
  * <p>A device's population stops at its close (before the next chunk; the chunk being made is dropped again), and
  * quietly at the memory limit: that is no write failure, the rest of the device stays thin. One line is logged per
  * device. The daemon has one populator for its RAM namespaces (configured and live) and {@link #close}s it at its
- * own close. Used only off the data path: queueing takes a lock.
+ * own close.
+ * <p>Write Zeroes and Deallocate drop the whole chunks they cover (the memory goes back to the system); a populated
+ * device then queues itself again, so the populator makes those chunks anew and the next writes find them ready. A
+ * host's discard of the whole device (mkfs does one) would otherwise leave every later first write to make its chunk
+ * on the reactor, a whole 2 MiB hugepage on the default chunks. That queueing runs on the reactor that dropped the
+ * chunks: lock-free (a {@link ConcurrentLinkedQueue} node and an unpark), at most once per device until the
+ * populator takes it up again. Later passes log at debug level only (a host may discard often).
  */
 public final class RamPopulator implements AutoCloseable {
     static final String THREAD_NAME = "nvmeof-ram-populate";
@@ -28,9 +36,9 @@ public final class RamPopulator implements AutoCloseable {
     private static final long IDLE_WAIT_SECONDS = 10;
     private static final Logger LOG = LoggerFactory.getLogger(RamPopulator.class);
 
-    private final LinkedBlockingQueue<RamBlockDevice> queue = new LinkedBlockingQueue<>();
-    /** Started for the first queued device (guarded by this). */
-    private Thread thread;
+    private final ConcurrentLinkedQueue<Entry> queue = new ConcurrentLinkedQueue<>();
+    /** Started for the first queued device (written under this). */
+    private volatile Thread thread;
     private volatile boolean running = true;
 
     /** Queues {@code device} for population; ignored once this populator is closed. */
@@ -38,12 +46,15 @@ public final class RamPopulator implements AutoCloseable {
         if (!running) {
             return;
         }
-        queue.add(device);
         if (thread == null) {
-            thread = new Thread(ReactorPinning.housekeeping(this::run), THREAD_NAME);
-            thread.setDaemon(true);
-            thread.start();
+            Thread t = new Thread(ReactorPinning.housekeeping(this::run), THREAD_NAME);
+            t.setDaemon(true);
+            thread = t;
+            t.start();
         }
+        Entry entry = new Entry(device);
+        device.onChunksDropped(entry::queue);
+        entry.queue();
     }
 
     /**
@@ -52,7 +63,7 @@ public final class RamPopulator implements AutoCloseable {
      * Population already under way stops at the device's close instead.
      */
     public void forget(RamBlockDevice device) {
-        queue.remove(device);
+        queue.removeIf(e -> e.device == device);
     }
 
     /** Devices waiting for their turn. */
@@ -91,20 +102,23 @@ public final class RamPopulator implements AutoCloseable {
 
     private void run() {
         while (running) {
-            RamBlockDevice device;
-            try {
-                device = queue.poll(IDLE_WAIT_SECONDS, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                return; // close()
+            Entry entry = queue.poll();
+            if (entry == null) {
+                LockSupport.parkNanos(this, TimeUnit.SECONDS.toNanos(IDLE_WAIT_SECONDS)); // a queued device unparks
+                if (Thread.currentThread().isInterrupted()) {
+                    return; // close()
+                }
+                continue;
             }
-            if (device != null) {
-                populateAll(device);
-            }
+            entry.queued.set(false); // chunks dropped from here on queue the device again
+            populateAll(entry.device, entry.passes++ == 0);
         }
     }
 
-    private void populateAll(RamBlockDevice device) {
+    /** One pass over {@code device}: makes every empty chunk. The first pass logs at info level, later ones at debug. */
+    private void populateAll(RamBlockDevice device, boolean first) {
         long start = System.nanoTime();
+        long committedBefore = device.committedBytes();
         int chunks = device.chunkCount();
         for (int i = 0; i < chunks; i++) {
             if (!running || device.isClosed()) {
@@ -115,12 +129,41 @@ public final class RamPopulator implements AutoCloseable {
                 if (!running || device.isClosed()) {
                     continue; // interrupted by close(), or closed: said at the loop's check
                 }
-                LOG.warn("{}: population stopped at the memory limit at chunk {} of {}, {} MiB committed; the rest "
-                    + "stays thin", device, i, chunks, device.committedBytes() >> 20);
+                if (first) {
+                    LOG.warn("{}: population stopped at the memory limit at chunk {} of {}, {} MiB committed; the "
+                        + "rest stays thin", device, i, chunks, device.committedBytes() >> 20);
+                } else {
+                    LOG.debug("{}: making dropped chunks again stopped at the memory limit at chunk {}", device, i);
+                }
                 return;
             }
         }
-        LOG.info("{}: populated, {} MiB in {} ms", device, device.committedBytes() >> 20,
-            TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+        long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        if (first) {
+            LOG.info("{}: populated, {} MiB in {} ms", device, device.committedBytes() >> 20, millis);
+        } else {
+            LOG.debug("{}: {} MiB dropped by Write Zeroes or Deallocate made again in {} ms", device,
+                (device.committedBytes() - committedBefore) >> 20, millis);
+        }
+    }
+
+    /** A device the populator serves, and whether it waits in the queue (so drops queue it at most once a pass). */
+    private final class Entry {
+        final RamBlockDevice device;
+        final AtomicBoolean queued = new AtomicBoolean();
+        /** Passes made (the populator's thread only). */
+        int passes;
+
+        Entry(RamBlockDevice device) {
+            this.device = device;
+        }
+
+        /** Any thread, lock-free: into the queue unless it is there already, the populator closed or the device. */
+        void queue() {
+            if (running && !device.isClosed() && queued.compareAndSet(false, true)) {
+                queue.offer(this);
+                LockSupport.unpark(thread);
+            }
+        }
     }
 }
