@@ -18,9 +18,9 @@
 # Network: QEMU user-mode networking with restrict=on: the guest has no path out, not to the host, not to the
 # internet. It reaches only what is forwarded: the host's 127.0.0.1:PORT at 10.0.2.100:PORT (exported to SCRIPT as
 # $NVMEOF4J_HOST_ADDR) for each --guestfwd / NAME_PORT, one guestfwd-bridge.pl per connection (a FIN from either
-# side closes both; it keeps multi-segment capsules from waiting for delayed ACKs). libslirp refuses forwarding rules on its own address 10.0.2.2 (and restrict=on drops
-# everything else sent there), so an --env value that is exactly 10.0.2.2 (TARGET_ADDR=10.0.2.2, "the host") is
-# handed to SCRIPT as 10.0.2.100.
+# side closes both; it keeps multi-segment capsules from waiting for delayed ACKs). libslirp refuses forwarding
+# rules on its own address 10.0.2.2 (and restrict=on drops everything else sent there), so an --env value that is
+# exactly 10.0.2.2 (TARGET_ADDR=10.0.2.2, "the host") is handed to SCRIPT as 10.0.2.100.
 #   --verbose           show the kernel's boot messages (default: quiet, errors only).
 #   --keep              keep the run directory (job.sh, console.log) and print its path.
 #   --prepare           run prepare.sh first even when its output exists.

@@ -115,7 +115,7 @@ public final class RamPopulator implements AutoCloseable {
         }
     }
 
-    /** One pass over {@code device}: makes every empty chunk. The first pass logs at info level, later ones at debug. */
+    /** One pass over {@code device}: makes every empty chunk. The first pass logs at info level, later ones debug. */
     private void populateAll(RamBlockDevice device, boolean first) {
         long start = System.nanoTime();
         long committedBefore = device.committedBytes();
