@@ -300,6 +300,10 @@ class TargetConfigTest {
             assertThat(ConfigWriter.settings(d).get(DaemonSettings.HUGEPAGES).asBoolean()).as(c[0].toString())
                 .isEqualTo(c[1] == Hugepages.ALL);
         }
+        for (String bad : new String[] {"\"maybe\"", "2", "null", "[true]", "{}"}) {
+            assertRejected(withNamespaces(ramNamespace(1)).replaceFirst("\\{",
+                "{\"nvmeof4j\": {\"hugepages\": " + bad + "}, "), "nvmeof4j.hugepages");
+        }
         assertThat(Hugepages.POPULATED_RAM.ramChunks(true)).isTrue();
         assertThat(Hugepages.POPULATED_RAM.ramChunks(false)).as("thin (overcommitted) namespaces").isFalse();
         assertThat(Hugepages.POPULATED_RAM.pools()).isFalse();
