@@ -508,9 +508,11 @@ final class TcpConnection extends AbstractTransportQueue {
         }
     }
 
-    private void releaseData(TcpRequest request) {
+    /** The request's data buffer goes: back to the pool if it is the pool's; lent memory is just let go. */
+    void releaseData(TcpRequest request) {
         ByteBuffer data = request.data;
         request.data = null;
+        request.dataLent = false;
         if (request == preConnectDataOwner) {
             preConnectDataOwner = null;
         }

@@ -83,6 +83,11 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
      */
     ByteBuffer inCapsuleBuffer;
 
+    /** Where the command's data starts in {@link #data}: 0, or where a device lent it ({@link #lendData}). */
+    int dataBase;
+    /** {@link #data} is memory a device lent (a RAM chunk's view): shared by other slots, so sent a range at a time. */
+    boolean dataLent;
+
     /** H2C: bytes received so far (the DATAO the next H2CData must carry). */
     int h2cReceived;
     /** H2C: the R2T has been written, H2CData for this TTAG is now legal. */
@@ -131,6 +136,23 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
         return tag;
     }
 
+    /** A read's data can come from any memory unless a data digest must be computed over bytes that cannot change. */
+    @Override
+    public boolean takesLentData() {
+        return transfer == TRANSFER_C2H && connection.dataDigestLength == 0 && connection.group.inReactorThread();
+    }
+
+    @Override
+    public void lendData(ByteBuffer memory, int offset) {
+        if (!takesLentData()) {
+            throw new IllegalStateException(this + ": lent data it cannot take");
+        }
+        connection.releaseData(this); // the pool buffer it waited for goes back unused
+        data = memory;
+        dataBase = offset;
+        dataLent = true;
+    }
+
     // ---- slot lifecycle (reactor thread) -----------------------------------------------------------------------
 
     /** Takes a freshly received SQE (64 bytes at {@code sqeOffset} of {@code source}) into this slot: NEW. */
@@ -138,6 +160,8 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
         beginCommand(source, sqeOffset, nowNanos, sequence);
         h2cReceived = 0;
         r2tSent = false;
+        dataBase = 0;
+        dataLent = false;
         state(State.NEW);
     }
 
@@ -237,11 +261,12 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
             dataHeader.limit(pdo);
             int n = 0;
             segments[n++] = dataHeader;
-            data.limit(offset + chunk);
-            data.position(offset);
+            int start = dataBase + offset;
+            data.limit(start + chunk);
+            data.position(start);
             segments[n++] = data;
             if (ddgst > 0) {
-                dataDigest.putInt(0, c.group.crc.compute(data, offset, chunk));
+                dataDigest.putInt(0, c.group.crc.compute(data, start, chunk));
                 dataDigest.clear();
                 segments[n++] = dataDigest;
             }
@@ -249,7 +274,7 @@ final class TcpRequest extends TransportRequest<TcpRequest.State, TcpRequest> {
                 segments[n++] = prepareResponsePdu(hdgst);
             }
             offset += chunk;
-            armSegments(n);
+            armSegments(n, dataLent ? 1 : -1); // a lent chunk view may carry other slots' reads too
         }
 
         private ByteBuffer prepareResponsePdu(int headerDigestLength) {

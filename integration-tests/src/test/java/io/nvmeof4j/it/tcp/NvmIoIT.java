@@ -337,4 +337,46 @@ class NvmIoIT extends SharedTestTarget {
             }
         }
     }
+    /**
+     * Reads of a RAM namespace are sent from its chunk memory, lent (not copied) when no data digest is asked for:
+     * 48 pipelined reads of 4-128 KiB, several of the same bytes and all in one chunk, so that many sends share one
+     * chunk view, come back as written; with data digests the same reads are copied and come back alike.
+     */
+    @Test
+    void shouldSendPipelinedReadsFromLentChunkMemoryAndCopyThemWithDataDigest() throws Exception {
+        TestTarget.Namespace ns = TestTarget.A1;
+        long bytes = 1 << 20;
+        long base = region(ns, 2 * bytes);
+        long chunkAligned = ((base * ns.blockSize() + bytes - 1) & -bytes) / ns.blockSize(); // inside one 1 MiB step
+        byte[] data = Bytes.random(4242, (int) bytes);
+        var device = (io.nvmeof4j.target.backend.RamBlockDevice) target.device(ns);
+        for (boolean digest : new boolean[] {false, true}) {
+            try (Session s = new Session(0, digest, digest)) {
+                assertThat(s.io.write(1, chunkAligned, (int) (bytes / 512), data, false).status()).isEqualTo(NvmeStatus.SUCCESS);
+                SplittableRandom random = new SplittableRandom(digest ? 2 : 1);
+                int[] sizes = {4096, 16384, 65536, 131072};
+                List<long[]> extents = new ArrayList<>();
+                List<Integer> cids = new ArrayList<>();
+                long lentBefore = device.lentReads();
+                for (int i = 0; i < 48; i++) {
+                    int size = i % 8 == 7 ? (int) extents.get(i - 1)[1] * 512 : sizes[random.nextInt(sizes.length)];
+                    long at = i % 8 == 7 ? extents.get(i - 1)[0] // the same bytes as the read before, in flight together
+                        : random.nextInt((int) (bytes - size) / 512 + 1);
+                    extents.add(new long[] {at, size / 512});
+                    cids.add(s.io.submit(RawNvmeTcpHost.readCommand(1, chunkAligned + at, size / 512, 512, false)));
+                }
+                List<Completion> reads = s.io.awaitAll(cids);
+                long lent = device.lentReads() - lentBefore;
+                for (int i = 0; i < 48; i++) {
+                    int from = (int) extents.get(i)[0] * 512;
+                    int length = (int) extents.get(i)[1] * 512;
+                    assertThat(reads.get(i).status()).as("read %d, digest %s: %s", i, digest, reads.get(i))
+                        .isEqualTo(NvmeStatus.SUCCESS);
+                    assertThat(reads.get(i).data()).as("read %d (%d bytes at %d), digest %s", i, length, from, digest)
+                        .isEqualTo(java.util.Arrays.copyOfRange(data, from, from + length));
+                }
+                assertThat(lent).as("reads lent with data digest %s", digest).isEqualTo(digest ? 0 : 48);
+            }
+        }
+    }
 }

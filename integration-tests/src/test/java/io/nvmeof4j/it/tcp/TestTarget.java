@@ -172,6 +172,11 @@ final class TestTarget implements AutoCloseable {
     }
 
     /** Closes the daemon once; later calls do nothing. */
+    /** The device behind {@code ns}, as the daemon serves it. */
+    io.nvmeof4j.target.backend.BlockDevice device(Namespace ns) {
+        return daemon.model().subsystem(ns.subnqn()).namespace(ns.nsid()).device();
+    }
+
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {

@@ -44,6 +44,16 @@ public abstract class ForwardingRequest implements Request {
     }
 
     @Override
+    public boolean takesLentData() {
+        return delegate.takesLentData();
+    }
+
+    @Override
+    public void lendData(ByteBuffer memory, int offset) {
+        delegate.lendData(memory, offset);
+    }
+
+    @Override
     public long receivedNanos() {
         return delegate.receivedNanos();
     }

@@ -36,6 +36,26 @@ public interface Request {
     int dataLength();
 
     /**
+     * Whether this controller-to-host command may have its data lent instead of copied into {@link #data()}
+     * ({@link #lendData}): the transport can send from any memory (NVMe/TCP without data digest; not RDMA, whose
+     * sends need registered memory). Asked on the thread that would lend, which must be the queue's reactor thread.
+     */
+    default boolean takesLentData() {
+        return false;
+    }
+
+    /**
+     * The command's {@link #dataLength()} bytes are {@code memory}'s from {@code offset}: the transport sends them
+     * from there and gives {@link #data()} back (a RAM namespace's chunk, SPDK's zero-copy bdev read). Only when
+     * {@link #takesLentData()} said so, before {@link #complete}, on the queue's reactor thread. {@code memory} is a
+     * view only this reactor moves (position and limit), kept reachable until the bytes are sent; they are read
+     * when the socket takes them, so a write racing this read may show in it (as with any read racing a write).
+     */
+    default void lendData(ByteBuffer memory, int offset) {
+        throw new UnsupportedOperationException("this transport sends data from its own buffers only");
+    }
+
+    /**
      * {@link System#nanoTime()} by when the command capsule was received (the start of its latency): the poll
      * round's stamp ({@link io.nvmeof4j.protocol.spi.transport.RoundClock}), read when the round's first capsule was
      * taken, so at most the round's work earlier than the capsule itself.

@@ -16,6 +16,9 @@ public abstract class BlockIo {
     private long length;
     private ByteBuffer buffer;
     private boolean forceUnitAccess;
+    private boolean lendable;
+    private ByteBuffer lent;
+    private int lentOffset;
 
     // Owned by the device while the I/O waits on a reactor (ring full, a namespace's QoS budget spent, or a
     // synchronous operation handed to a worker): intrusive links ({@link BlockIoFifo}), so waiting allocates nothing
@@ -43,7 +46,43 @@ public abstract class BlockIo {
         this.length = length;
         this.buffer = buffer;
         this.forceUnitAccess = forceUnitAccess;
+        this.lendable = false;
+        this.lent = null;
         return this;
+    }
+
+    /**
+     * READ: the device may lend its own memory instead of filling {@link #buffer()} ({@link #lend}); the caller
+     * then sends from the lent memory. Set after {@link #prepare}, on a reactor thread. Returns this.
+     */
+    public BlockIo lendable(boolean mayLend) {
+        this.lendable = mayLend;
+        return this;
+    }
+
+    /** Whether the device may {@link #lend} instead of filling the buffer. */
+    public boolean mayLend() {
+        return lendable;
+    }
+
+    /**
+     * A device's answer to a {@link #mayLend lendable} READ, before it completes: the data is {@code memory}'s
+     * {@link #length()} bytes from {@code offset}, a view only the calling reactor moves; {@link #buffer()} is left
+     * untouched.
+     */
+    public void lend(ByteBuffer memory, int offset) {
+        this.lent = memory;
+        this.lentOffset = offset;
+    }
+
+    /** What the device lent for this READ, or null when it filled {@link #buffer()}. */
+    public ByteBuffer lent() {
+        return lent;
+    }
+
+    /** Where the lent data starts in {@link #lent()}. */
+    public int lentOffset() {
+        return lentOffset;
     }
 
     public Op op() {

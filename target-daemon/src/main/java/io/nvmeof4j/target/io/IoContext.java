@@ -138,7 +138,7 @@ public final class IoContext extends BlockIo implements Runnable {
         this.request = request;
         this.device = device;
         this.kind = KIND_SINGLE;
-        prepare(op, offset, length, buffer, fua);
+        prepare(op, offset, length, buffer, fua).lendable(op == Op.READ && request.takesLentData());
         submitToDevice();
     }
 
@@ -405,6 +405,14 @@ public final class IoContext extends BlockIo implements Runnable {
         }
         if (inFlightIndex >= 0) {
             rangeLock.endWrite(this);
+        }
+        ByteBuffer lentData = lent();
+        if (lentData != null) {
+            int lentOffset = lentOffset();
+            lend(null, 0); // the descriptor keeps nothing alive past its command
+            if (status == NvmeStatus.SUCCESS) {
+                done.lendData(lentData, lentOffset);
+            }
         }
         done.complete(status);
     }

@@ -1,6 +1,9 @@
 package io.nvmeof4j.target.backend;
 
 import io.nvmeof4j.protocol.command.NvmeStatus;
+import io.nvmeof4j.target.reactor.IdleMode;
+import io.nvmeof4j.target.reactor.OnReactor;
+import io.nvmeof4j.target.reactor.Reactor;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -215,6 +218,92 @@ class RamBlockDeviceTest {
         try (RamBlockDevice device = new RamBlockDevice("", GIB, 512)) {
             assertThat(device.description()).isEqualTo("ram 1 GiB");
         }
+    }
+
+    /**
+     * A lendable READ on a reactor that lies in one written chunk is lent, not copied: the view holds the bytes,
+     * the caller's buffer is untouched; each reactor gets its own view; a chunk dropped by a Deallocate stays
+     * readable through a view already lent, and the next read lends the new chunk. Anything else is copied.
+     */
+    @ParameterizedTest(name = "hugepages {0}")
+    @ValueSource(booleans = {false, true})
+    void shouldLendChunkMemoryToReadsOnAReactorAndCopyOtherwise(boolean hugepages) throws Exception {
+        int chunk = hugepages ? RamBlockDevice.HUGEPAGE_CHUNK_SIZE : CHUNK_SIZE;
+        try (RamBlockDevice device = new RamBlockDevice("", 4L * chunk, 4096, hugepages);
+             Reactor first = startedReactor("lend-1");
+             Reactor second = startedReactor("lend-2")) {
+            ByteBuffer data = SyncIo.pattern(chunk, 7);
+            assertThat(SyncIo.run(device, WRITE, chunk, chunk, data, false)).isZero();
+            long offset = chunk + 8192;
+            int length = 128 << 10;
+
+            SyncIo lent = OnReactor.call(first, () -> lendableRead(device, offset, length));
+            assertThat(lent.lent()).as("lent on a reactor").isNotNull();
+            assertThat(bytes(lent.lent(), lent.lentOffset(), length)).isEqualTo(bytes(data, 8192, length));
+            assertThat(SyncIo.allZero(lent.buffer(), 0, length)).as("the caller's buffer untouched").isTrue();
+            java.util.Set<ByteBuffer> views = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+            views.add(lent.lent());
+            for (int i = 1; i < 8; i++) {
+                long at = offset + (long) i * 4096;
+                SyncIo next = OnReactor.call(first, () -> lendableRead(device, at, 4096));
+                assertThat(bytes(next.lent(), next.lentOffset(), 4096)).isEqualTo(bytes(data, 8192 + i * 4096, 4096));
+                views.add(next.lent());
+            }
+            assertThat(views).as("8 reads of one chunk in flight together: 8 views, one gathering write").hasSize(8);
+            SyncIo ninth = OnReactor.call(first, () -> lendableRead(device, offset, 4096));
+            assertThat(ninth.lent()).as("views are reused in turn").isSameAs(lent.lent());
+            SyncIo other = OnReactor.call(second, () -> lendableRead(device, offset, length));
+            assertThat(other.lent()).isNotNull();
+            assertThat(views.contains(other.lent())).as("another reactor's own views").isFalse(); // identity
+            assertThat(device.lentReads()).isEqualTo(10);
+
+            SyncIo offReactor = lendableRead(device, offset, length);
+            assertThat(offReactor.lent()).as("off the reactors: copied").isNull();
+            assertThat(bytes(offReactor.buffer(), 0, length)).isEqualTo(bytes(data, 8192, length));
+            SyncIo spanning = OnReactor.call(first, () -> lendableRead(device, 2L * chunk - 4096, 8192));
+            assertThat(spanning.lent()).as("across two chunks: copied").isNull();
+            assertThat(bytes(spanning.buffer(), 0, 4096)).isEqualTo(bytes(data, chunk - 4096, 4096));
+            SyncIo unwritten = OnReactor.call(first, () -> lendableRead(device, 0, length));
+            assertThat(unwritten.lent()).as("a chunk never written: zeros copied").isNull();
+            SyncIo notLendable = OnReactor.call(first, () -> {
+                SyncIo io = new SyncIo();
+                io.submitAndWait(device, READ, offset, length, ByteBuffer.allocateDirect(length), false);
+                return io;
+            });
+            assertThat(notLendable.lent()).as("not offered: copied").isNull();
+            assertThat(bytes(notLendable.buffer(), 0, length)).isEqualTo(bytes(data, 8192, length));
+            assertThat(device.lentReads()).isEqualTo(10);
+
+            assertThat(SyncIo.run(device, DEALLOCATE, chunk, chunk, null, false)).isZero();
+            assertThat(bytes(lent.lent(), lent.lentOffset(), length)).as("a lent view outlives the drop")
+                .isEqualTo(bytes(data, 8192, length));
+            ByteBuffer newer = SyncIo.pattern(chunk, 8);
+            assertThat(SyncIo.run(device, WRITE, chunk, chunk, newer, false)).isZero();
+            SyncIo afterDrop = OnReactor.call(first, () -> lendableRead(device, offset, length));
+            assertThat(afterDrop.lent()).isNotNull();
+            assertThat(views.contains(afterDrop.lent())).as("views of the new chunk").isFalse();
+            assertThat(bytes(afterDrop.lent(), afterDrop.lentOffset(), length)).isEqualTo(bytes(newer, 8192, length));
+        }
+    }
+
+    private static SyncIo lendableRead(RamBlockDevice device, long offset, int length) {
+        SyncIo io = new SyncIo();
+        io.lendNext();
+        assertThat(io.submitAndWait(device, READ, offset, length, ByteBuffer.allocateDirect(length), false)).isZero();
+        return io;
+    }
+
+    private static Reactor startedReactor(String name) {
+        Reactor reactor = new Reactor(name, IdleMode.ADAPTIVE, TimeUnit.MICROSECONDS.toNanos(50));
+        reactor.add(new DataPathPressureTest.ParkingGroup());
+        reactor.start();
+        return reactor;
+    }
+
+    private static byte[] bytes(ByteBuffer b, int from, int length) {
+        byte[] out = new byte[length];
+        b.get(from, out);
+        return out;
     }
 
     static void fill(ByteBuffer b, byte value) {

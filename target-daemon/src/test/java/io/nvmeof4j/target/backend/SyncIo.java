@@ -8,15 +8,23 @@ import java.util.concurrent.TimeUnit;
 public final class SyncIo extends BlockIo {
     private volatile CompletableFuture<Integer> done;
     private volatile int completions;
+    private boolean lendNext;
 
     public static int run(BlockDevice device, Op op, long offset, long length, ByteBuffer buffer, boolean fua) {
         return new SyncIo().submitAndWait(device, op, offset, length, buffer, fua);
     }
 
+    /** The next submission offers the device to lend its memory ({@link #lendable}). */
+    public SyncIo lendNext() {
+        lendNext = true;
+        return this;
+    }
+
     public int submitAndWait(BlockDevice device, Op op, long offset, long length, ByteBuffer buffer, boolean fua) {
         done = new CompletableFuture<>();
         completions = 0;
-        prepare(op, offset, length, buffer, fua);
+        prepare(op, offset, length, buffer, fua).lendable(lendNext);
+        lendNext = false;
         device.submit(this);
         try {
             int status = done.get(10, TimeUnit.SECONDS);
