@@ -86,7 +86,7 @@ class ChunkMemoryTest {
     }
 
     /** Collects for up to 5 s until the mapped bytes are back at {@code expected} (each test leaves them so). */
-    private static void awaitMapped(long expected) throws InterruptedException {
+    static void awaitMapped(long expected) throws InterruptedException {
         for (int i = 0; i < 100 && ChunkMemory.mappedBytes() != expected; i++) {
             System.gc();
             Thread.sleep(50);

@@ -286,6 +286,28 @@ class RamBlockDeviceTest {
         }
     }
 
+    /**
+     * A reactor's views do not keep a dropped chunk: once the reads lent from it are done, a Deallocate lets its
+     * hugepage mapping go (the views would otherwise hold it for as long as the reactor lives).
+     */
+    @Test
+    void shouldLetADroppedChunkGoThoughAReactorLentReadsFromIt() throws Exception {
+        int chunk = RamBlockDevice.HUGEPAGE_CHUNK_SIZE;
+        ChunkMemoryTest.awaitMapped(0); // what earlier tests dropped is collected first
+        long before = 0;
+        try (RamBlockDevice device = new RamBlockDevice("", 2L * chunk, 4096, true);
+             Reactor reactor = startedReactor("lend-drop")) {
+            assertThat(SyncIo.run(device, WRITE, 0, 4096, SyncIo.pattern(4096, 9), false)).isZero();
+            long mapped = ChunkMemory.mappedBytes() - before;
+            for (int i = 0; i < 3 * 8; i++) { // every view of the chunk made, none of the reads kept
+                int at = i * 4096;
+                assertThat(OnReactor.call(reactor, () -> lendableRead(device, at, 4096).lent() != null)).isTrue();
+            }
+            assertThat(SyncIo.run(device, DEALLOCATE, 0, chunk, null, false)).isZero();
+            ChunkMemoryTest.awaitMapped(before + mapped - (mapped == 0 ? 0 : chunk));
+        }
+    }
+
     private static SyncIo lendableRead(RamBlockDevice device, long offset, int length) {
         SyncIo io = new SyncIo();
         io.lendNext();
