@@ -352,7 +352,8 @@ class NvmIoIT extends SharedTestTarget {
         var device = (io.nvmeof4j.target.backend.RamBlockDevice) target.device(ns);
         for (boolean digest : new boolean[] {false, true}) {
             try (Session s = new Session(0, digest, digest)) {
-                assertThat(s.io.write(1, chunkAligned, (int) (bytes / 512), data, false).status()).isEqualTo(NvmeStatus.SUCCESS);
+                assertThat(s.io.write(1, chunkAligned, (int) (bytes / 512), data, false).status())
+                    .isEqualTo(NvmeStatus.SUCCESS);
                 SplittableRandom random = new SplittableRandom(digest ? 2 : 1);
                 int[] sizes = {4096, 16384, 65536, 131072};
                 List<long[]> extents = new ArrayList<>();
@@ -360,8 +361,8 @@ class NvmIoIT extends SharedTestTarget {
                 long lentBefore = device.lentReads();
                 for (int i = 0; i < 48; i++) {
                     int size = i % 8 == 7 ? (int) extents.get(i - 1)[1] * 512 : sizes[random.nextInt(sizes.length)];
-                    long at = i % 8 == 7 ? extents.get(i - 1)[0] // the same bytes as the read before, in flight together
-                        : random.nextInt((int) (bytes - size) / 512 + 1);
+                    // every 8th: the same bytes as the read before, in flight together
+                    long at = i % 8 == 7 ? extents.get(i - 1)[0] : random.nextInt((int) (bytes - size) / 512 + 1);
                     extents.add(new long[] {at, size / 512});
                     cids.add(s.io.submit(RawNvmeTcpHost.readCommand(1, chunkAligned + at, size / 512, 512, false)));
                 }
