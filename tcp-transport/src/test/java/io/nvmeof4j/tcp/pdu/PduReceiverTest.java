@@ -111,6 +111,38 @@ class PduReceiverTest {
     }
 
     @Test
+    void shouldReadTheHeaderAloneAfterALargePayloadSoThatTheNextGoesStraightIntoItsBuffer() throws IOException {
+        for (int dataDigest : new int[] {0, 4}) {
+            start(0, dataDigest, 1 << 20);
+            byte[] a = pattern(32 << 10, 6);
+            byte[] b = pattern(32 << 10, 7);
+            byte[] small = pattern(100, 8);
+            byte[] stream = concat(dataPdu(a, false, dataDigest > 0), dataPdu(b, false, dataDigest > 0),
+                dataPdu(small, false, dataDigest > 0));
+            deliver(stream); // all of it in the socket at once, as at a queue depth
+            assertThat(role.events).containsExactly("payload " + a.length, "payload " + b.length, "payload 100");
+            assertThat(role.received.toByteArray()).isEqualTo(concat(a, b, small));
+            // The first read fills the 4 KiB receive buffer (header and the start of a); after a went straight into
+            // its buffer, each read takes a header's worth: b's start and the small payload are all that is copied.
+            assertThat(receiver.stagedPayloadBytes()).as("digest %d", dataDigest)
+                .isEqualTo(4096 - 24 + (PduReceiver.HEADER_READ_BYTES - 24 - dataDigest) + small.length);
+            close();
+            open();
+        }
+    }
+
+    @Test
+    void shouldReadTheRestOfAPayloadStraightIntoItsBufferOnceItsStartWentThere() throws IOException {
+        start(0, 0, 1 << 20);
+        byte[] large = pattern(32 << 10, 9);
+        // The header alone, most of the payload, then a tail below the direct-read threshold.
+        deliver(dataPdu(large, false, false), 24, 24 + 28_000);
+        assertThat(role.events).containsExactly("payload " + large.length);
+        assertThat(role.received.toByteArray()).isEqualTo(large);
+        assertThat(receiver.stagedPayloadBytes()).isZero();
+    }
+
+    @Test
     void shouldReportADataDigestMismatchWithBothValues() throws IOException {
         start(4, 4, 4096);
         byte[] data = pattern(512, 6);
