@@ -7,7 +7,8 @@
 #   spdk+ours   SPDK's nvmf_tgt                 driven by bin/nvmeof perf
 #   ours+ours   our daemon                      driven by bin/nvmeof perf
 # for four workloads (4 KiB random read QD1 and QD32, 4 KiB random write QD32, 128 KiB sequential read QD8), 512 MiB
-# namespaces of 4 KiB blocks, busy polling on both targets, a warm-up before every measured run. Rounds alternate
+# namespaces of 4 KiB blocks, busy polling on both targets and both load generators (ours with
+# -Dnvmeof4j.host.idle_strategy=busy), a warm-up before every measured run. Rounds alternate
 # the pairings' order so that both see the same moments of a noisy machine. Prints per workload and pairing IOPS,
 # p50/p99/p99.9 (µs), and the ratios "our target / SPDK's" (both driven by spdk_nvme_perf) and "our perf / SPDK's
 # perf" (both against SPDK's target), the median over the rounds.
@@ -275,7 +276,9 @@ run_spdk_perf() { # WORKLOAD SIZE QD LABEL
 run_our_perf() { # WORKLOAD SIZE QD LABEL [ROOT PINNING] (default: --ours-root --pinning)
     local json perf_pin perf_cpus perf_root=${5:-$ours_root}
     perf_pinning "${6:-$pinning}" "$load_cpu"
-    json=$("${perf_pin[@]}" timeout $((seconds + warmup + 120)) "$perf_root/bin/nvmeof" perf -t "$transport" \
+    # Busy polling, as spdk_nvme_perf polls (a checkout that predates the property ignores it).
+    json=$(NVMEOF4J_JAVA_OPTS="${NVMEOF4J_JAVA_OPTS:-} -Dnvmeof4j.host.idle_strategy=busy" \
+        "${perf_pin[@]}" timeout $((seconds + warmup + 120)) "$perf_root/bin/nvmeof" perf -t "$transport" \
         -a "$addr" -s "$port" -n "$nqn" --namespace-id 1 --workload "$1" --io-size "$2" --queue-depth "$3" \
         --time "$seconds" --warmup "$warmup" "${perf_cpus[@]}" --json 2>"$work/$4.err" | tail -n1)
     python3 -c 'import json, sys

@@ -70,6 +70,45 @@ class HostReactorTest {
         }
     }
 
+    /** {@code nvmeof4j.host.idle_strategy=busy}: the reactor polls without ever blocking, and still runs tasks. */
+    @Test
+    void shouldNeverBlockWhenAskedToBusyPoll() throws Exception {
+        RecordingGroup group = new RecordingGroup();
+        HostReactor reactor;
+        System.setProperty(NvmeofHost.IDLE_PROP_NAME, "busy");
+        try {
+            reactor = new HostReactor("host-reactor-busy", group, 0);
+        } finally {
+            System.clearProperty(NvmeofHost.IDLE_PROP_NAME);
+        }
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (group.polls.get() < 10_000 && System.nanoTime() - deadline < 0) {
+                Thread.sleep(5);
+            }
+            CountDownLatch ran = new CountDownLatch(1);
+            reactor.execute(ran::countDown);
+            assertThat(ran.await(5, TimeUnit.SECONDS)).isTrue();
+            assertThat(group.polls.get()).as("polls").isGreaterThanOrEqualTo(10_000);
+            assertThat(group.timeouts).as("blocks of a busy-polling reactor").isEmpty();
+        } finally {
+            reactor.close();
+        }
+    }
+
+    @Test
+    void shouldRefuseAnUnknownIdleStrategyNamingTheProperty() {
+        System.setProperty(NvmeofHost.IDLE_PROP_NAME, "sometimes");
+        try {
+            org.assertj.core.api.Assertions.assertThatThrownBy(
+                    () -> new HostReactor("host-reactor-bad", new RecordingGroup(), 0))
+                .isInstanceOf(IllegalArgumentException.class).hasMessage("nvmeof4j.host.idle_strategy: unknown idle "
+                    + "strategy 'sometimes' (expected busy or adaptive)");
+        } finally {
+            System.clearProperty(NvmeofHost.IDLE_PROP_NAME);
+        }
+    }
+
     @Test
     void shouldReadTheClockAtMostOncePerRoundHoweverManyCompletionsItStamps() throws Exception {
         AtomicLong reads = new AtomicLong();
