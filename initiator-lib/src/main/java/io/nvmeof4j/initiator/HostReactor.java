@@ -3,7 +3,7 @@ package io.nvmeof4j.initiator;
 import io.nvmeof4j.jni.cpu.ReactorPinning;
 import io.nvmeof4j.protocol.spi.host.HostPollGroup;
 import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
-import io.nvmeof4j.protocol.spi.idle.BusySpinIdleStrategy;
+import io.nvmeof4j.protocol.spi.idle.IdleMode;
 import io.nvmeof4j.protocol.spi.reactor.ReactorLoop;
 import io.nvmeof4j.protocol.spi.transport.RoundClock;
 import org.slf4j.Logger;
@@ -25,13 +25,13 @@ import java.util.concurrent.TimeUnit;
  * the round's other completions (their latency ends), the submissions their callbacks make (latency starts) and the
  * timer share that read; a command's deadline starts from the last time read, at most a round (a timer period when
  * the reactor blocked) old, which the millisecond-grained command timeout does not notice.
- * <p>With {@value #IDLE_PROP_NAME}{@code =busy} (perf's {@code --idle busy}) the reactor never blocks: it polls
- * without pause, as SPDK's perf does, one whole CPU per reactor, for load generators on a dedicated core.
+ * <p>With {@code -Dnvmeof4j.host.idle_strategy=busy} ({@link NvmeofHost#IDLE_PROP_NAME}) the reactor never
+ * blocks: it polls without pause, as SPDK's perf does, one whole CPU per reactor, for load generators on a dedicated
+ * core.
  */
 final class HostReactor implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HostReactor.class);
     static final long IDLE_SPIN_NANOS = AdaptiveIdleStrategy.SPIN_NANOS_DEFAULT;
-    static final String IDLE_PROP_NAME = NvmeofHost.IDLE_PROP_NAME;
     static final long TIMER_PERIOD_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
     private static final long STOP_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(5);
 
@@ -74,10 +74,9 @@ final class HostReactor implements AutoCloseable {
         this.group = group;
         this.clock = group.clock();
         ReactorThread[] made = new ReactorThread[1];
-        boolean busy = busyPolling();
+        IdleMode idleMode = idleMode();
         this.loop = new ReactorLoop(name, new Agent(),
-            wait -> busy ? new BusySpinIdleStrategy()
-                : AdaptiveIdleStrategy.forCurrentThread(name, wait, IDLE_SPIN_NANOS, TIMER_PERIOD_NANOS),
+            wait -> idleMode.newStrategy(name, wait, IDLE_SPIN_NANOS, TIMER_PERIOD_NANOS),
             body -> made[0] = new ReactorThread(pinning == null ? body : pinning.reactorBody(index, name, body), name,
                 slot));
         this.thread = made[0];
@@ -85,17 +84,14 @@ final class HostReactor implements AutoCloseable {
         loop.start();
     }
 
-    /** Whether {@value #IDLE_PROP_NAME} asks for busy polling; an unknown value is refused, naming the property. */
-    static boolean busyPolling() {
-        String value = System.getProperty(IDLE_PROP_NAME, AdaptiveIdleStrategy.ALIAS).trim();
-        if (value.equalsIgnoreCase(BusySpinIdleStrategy.ALIAS)) {
-            return true;
+    /** {@link NvmeofHost#IDLE_PROP_NAME}'s idle mode (adaptive when unset); an unknown one is refused, naming it. */
+    static IdleMode idleMode() {
+        String value = System.getProperty(NvmeofHost.IDLE_PROP_NAME, IdleMode.ADAPTIVE.configName()).trim();
+        try {
+            return IdleMode.fromConfigName(value);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(NvmeofHost.IDLE_PROP_NAME + ": " + e.getMessage(), e);
         }
-        if (value.equalsIgnoreCase(AdaptiveIdleStrategy.ALIAS)) {
-            return false;
-        }
-        throw new IllegalArgumentException(IDLE_PROP_NAME + ": unknown idle strategy '" + value
-            + "' (expected " + BusySpinIdleStrategy.ALIAS + " or " + AdaptiveIdleStrategy.ALIAS + ")");
     }
 
     boolean inReactorThread() {

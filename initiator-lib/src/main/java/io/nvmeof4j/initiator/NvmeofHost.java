@@ -63,13 +63,13 @@ public final class NvmeofHost implements AutoCloseable {
     /** Null unless the application gave a MeterRegistry (Micrometer is an optional dependency). */
     private HostMetrics metrics;
     private volatile boolean closed;
-    /** Null, or where the reactors pin themselves (perf's --cpus); RDMA's reactors, made later, too. */
     /**
      * System property: how the host's reactors idle, {@code adaptive} (the default: spin, then block) or {@code busy}
      * (poll without ever blocking, one whole CPU per reactor, as SPDK's perf: for a load generator on a dedicated
      * core). Read when a host is created.
      */
     public static final String IDLE_PROP_NAME = "nvmeof4j.host.idle_strategy";
+    /** Null, or where the reactors pin themselves (perf's --cpus); RDMA's reactors, made later, too. */
     private final ReactorPinning pinning;
 
     private NvmeofHost(HostIdentity identity, int reactorThreads, ReactorPinning pinning) {

@@ -9,7 +9,7 @@ import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.TransportListener;
 import io.nvmeof4j.rdma.RdmaControllerTransport;
 import io.nvmeof4j.rdma.RdmaPollGroup;
-import io.nvmeof4j.target.reactor.IdleMode;
+import io.nvmeof4j.protocol.spi.idle.IdleMode;
 import io.nvmeof4j.target.reactor.Reactor;
 import io.nvmeof4j.tcp.TcpControllerTransport;
 import io.nvmeof4j.tcp.TcpPollGroup;

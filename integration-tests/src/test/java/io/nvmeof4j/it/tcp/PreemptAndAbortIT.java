@@ -22,7 +22,7 @@ import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Port;
 import io.nvmeof4j.target.model.Subsystem;
 import io.nvmeof4j.target.model.TargetModel;
-import io.nvmeof4j.target.reactor.IdleMode;
+import io.nvmeof4j.protocol.spi.idle.IdleMode;
 import io.nvmeof4j.target.reactor.Reactor;
 import io.nvmeof4j.tcp.TcpControllerTransport;
 import org.junit.jupiter.api.AfterEach;

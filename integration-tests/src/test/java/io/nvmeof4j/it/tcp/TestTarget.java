@@ -171,12 +171,12 @@ final class TestTarget implements AutoCloseable {
         return daemon;
     }
 
-    /** Closes the daemon once; later calls do nothing. */
     /** The device behind {@code ns}, as the daemon serves it. */
     io.nvmeof4j.target.backend.BlockDevice device(Namespace ns) {
         return daemon.model().subsystem(ns.subnqn()).namespace(ns.nsid()).device();
     }
 
+    /** Closes the daemon once; later calls do nothing. */
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {

@@ -2,7 +2,7 @@ package io.nvmeof4j.target.config;
 
 import io.nvmeof4j.jni.cpu.CpuSet;
 import io.nvmeof4j.protocol.spi.ConnectionLimits;
-import io.nvmeof4j.target.reactor.IdleMode;
+import io.nvmeof4j.protocol.spi.idle.IdleMode;
 
 import java.net.InetAddress;
 import java.net.InetSocketAddress;

@@ -6,7 +6,7 @@ import io.nvmeof4j.jni.cpu.CpuSet;
 import io.nvmeof4j.protocol.spi.ConnectionLimits;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.TransportType;
-import io.nvmeof4j.target.reactor.IdleMode;
+import io.nvmeof4j.protocol.spi.idle.IdleMode;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.InvalidPathException;

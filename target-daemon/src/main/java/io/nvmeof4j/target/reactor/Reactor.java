@@ -3,6 +3,7 @@ package io.nvmeof4j.target.reactor;
 import io.nvmeof4j.jni.cpu.ReactorPinning;
 import io.nvmeof4j.protocol.spi.PollGroup;
 import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
+import io.nvmeof4j.protocol.spi.idle.IdleMode;
 import io.nvmeof4j.protocol.spi.idle.IdleStrategy;
 import io.nvmeof4j.protocol.spi.reactor.ReactorLoop;
 import io.nvmeof4j.protocol.spi.reactor.SelectorPollGroup;

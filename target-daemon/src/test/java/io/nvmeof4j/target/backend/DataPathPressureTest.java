@@ -5,7 +5,7 @@ import io.nvmeof4j.jni.bdev.BdevRegion;
 import io.nvmeof4j.protocol.buffer.OffHeapBufferPool;
 import io.nvmeof4j.protocol.command.NvmeStatus;
 import io.nvmeof4j.protocol.spi.PollGroup;
-import io.nvmeof4j.target.reactor.IdleMode;
+import io.nvmeof4j.protocol.spi.idle.IdleMode;
 import io.nvmeof4j.target.reactor.Reactor;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;

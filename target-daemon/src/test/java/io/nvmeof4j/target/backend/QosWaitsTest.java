@@ -1,7 +1,7 @@
 package io.nvmeof4j.target.backend;
 
 import io.nvmeof4j.protocol.command.NvmeStatus;
-import io.nvmeof4j.target.reactor.IdleMode;
+import io.nvmeof4j.protocol.spi.idle.IdleMode;
 import io.nvmeof4j.target.reactor.Reactor;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;

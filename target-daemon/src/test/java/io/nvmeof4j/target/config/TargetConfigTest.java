@@ -8,7 +8,7 @@ import io.nvmeof4j.protocol.spi.PortOptions;
 import io.nvmeof4j.protocol.spi.TransportAddress;
 import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.target.model.Port;
-import io.nvmeof4j.target.reactor.IdleMode;
+import io.nvmeof4j.protocol.spi.idle.IdleMode;
 import io.nvmeof4j.protocol.auth.DhchapCredentials;
 import io.nvmeof4j.protocol.auth.DhchapGroup;
 import io.nvmeof4j.protocol.auth.DhchapHash;

@@ -1,6 +1,7 @@
 package io.nvmeof4j.target.reactor;
 
 import io.nvmeof4j.protocol.spi.PollGroup;
+import io.nvmeof4j.protocol.spi.idle.IdleMode;
 import io.nvmeof4j.protocol.spi.reactor.SelectorPollGroup;
 import io.nvmeof4j.protocol.spi.reactor.WakesSelector;
 import org.junit.jupiter.api.AfterEach;

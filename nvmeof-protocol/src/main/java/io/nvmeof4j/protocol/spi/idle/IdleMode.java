@@ -1,15 +1,10 @@
-package io.nvmeof4j.target.reactor;
-
-import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
-import io.nvmeof4j.protocol.spi.idle.BusySpinIdleStrategy;
-import io.nvmeof4j.protocol.spi.idle.IdleStrategy;
-import io.nvmeof4j.protocol.spi.idle.IdleWait;
+package io.nvmeof4j.protocol.spi.idle;
 
 import java.util.Locale;
 
 /**
- * Which {@link IdleStrategy} the target's reactors use (configuration {@code idle_strategy}); the strategies
- * themselves are shared with the initiator's reactors ({@code io.nvmeof4j.protocol.spi.idle}).
+ * Which {@link IdleStrategy} a reactor uses: the target's (configuration {@code idle_strategy}) and the initiator's
+ * (system property {@code nvmeof4j.host.idle_strategy}) alike.
  */
 public enum IdleMode {
     /** {@link BusySpinIdleStrategy}: lowest latency, one full core per reactor even when idle. */
@@ -34,7 +29,7 @@ public enum IdleMode {
      * A strategy for the calling reactor thread: call it on that thread (the adaptive strategy measures the
      * contention of the thread that creates it).
      */
-    IdleStrategy newStrategy(String reactorName, IdleWait wait, long spinNanos, long maxParkNanos) {
+    public IdleStrategy newStrategy(String reactorName, IdleWait wait, long spinNanos, long maxParkNanos) {
         return this == BUSY ? new BusySpinIdleStrategy()
             : AdaptiveIdleStrategy.forCurrentThread(reactorName, wait, spinNanos, maxParkNanos);
     }
