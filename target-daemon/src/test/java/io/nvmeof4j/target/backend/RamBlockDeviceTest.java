@@ -294,17 +294,17 @@ class RamBlockDeviceTest {
     void shouldLetADroppedChunkGoThoughAReactorLentReadsFromIt() throws Exception {
         int chunk = RamBlockDevice.HUGEPAGE_CHUNK_SIZE;
         ChunkMemoryTest.awaitMapped(0); // what earlier tests dropped is collected first
-        long before = 0;
         try (RamBlockDevice device = new RamBlockDevice("", 2L * chunk, 4096, true);
              Reactor reactor = startedReactor("lend-drop")) {
             assertThat(SyncIo.run(device, WRITE, 0, 4096, SyncIo.pattern(4096, 9), false)).isZero();
-            long mapped = ChunkMemory.mappedBytes() - before;
+            org.junit.jupiter.api.Assumptions.assumeTrue(ChunkMemory.mappedBytes() == chunk,
+                "hugepage chunks are native mappings here (the bdev library loads)");
             for (int i = 0; i < 3 * 8; i++) { // every view of the chunk made, none of the reads kept
                 int at = i * 4096;
                 assertThat(OnReactor.call(reactor, () -> lendableRead(device, at, 4096).lent() != null)).isTrue();
             }
             assertThat(SyncIo.run(device, DEALLOCATE, 0, chunk, null, false)).isZero();
-            ChunkMemoryTest.awaitMapped(before + mapped - (mapped == 0 ? 0 : chunk));
+            ChunkMemoryTest.awaitMapped(0);
         }
     }
 
