@@ -31,6 +31,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.lang.management.ManagementFactory;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -72,9 +73,9 @@ final class PerfCommand extends CliCommand {
 
     /** Bound on the direct buffers of one run (every slot of every queue has its own). */
     static final long MAX_BUFFER_BYTES = 1L << 30;
-    /** The warm-up goes on while the JIT compiled for longer than this in its last second (--warmup-max). */
+    /** A warm-up second is quiet when the JIT compiled for no longer than this in it (--warmup-max). */
     static final long WARMUP_QUIET_JIT_MILLIS = 2;
-    static final int WARMUP_EXTENSION_DEFAULT = 10;
+    static final int WARMUP_EXTENSION_DEFAULT = 30;
     static final double[] PERCENTILES = {50, 90, 99, 99.9, 99.99};
     static final String[] PERCENTILE_KEYS = {"p50", "p90", "p99", "p99.9", "p99.99"};
     /** How long the host reactors get to pin themselves (--cpus). */
@@ -106,10 +107,11 @@ final class PerfCommand extends CliCommand {
     int warmupSeconds;
 
     @Option(names = "--warmup-max", paramLabel = "SECONDS",
-        description = {"Go on warming up past --warmup, a second at a time, while the JIT compiled for more than",
-            WARMUP_QUIET_JIT_MILLIS + " ms in the last second, up to this many seconds of warm-up in all (a C2",
-            "compilation shares perf's CPU with the reactor and stalls every I/O in flight). Default: --warmup + "
-                + WARMUP_EXTENSION_DEFAULT + " (none without --warmup)."})
+        description = {"Go on warming up past --warmup, a second at a time, until the JIT has compiled for no more",
+            "than " + WARMUP_QUIET_JIT_MILLIS + " ms a second over a whole Keep Alive interval (KATO/2) and one",
+            "second more, up to this many seconds of warm-up in all (a C2 compilation shares a CPU with the reactor",
+            "or the target and stalls every I/O in flight; the first Keep Alives recompile the I/O path). Default:",
+            "--warmup + " + WARMUP_EXTENSION_DEFAULT + " (none without --warmup)."})
     Integer warmupMaxSeconds;
 
     @Option(names = {"--cpus", "-c"}, paramLabel = "LIST|MASK",
@@ -285,8 +287,8 @@ final class PerfCommand extends CliCommand {
     }
 
     /**
-     * The I/Os of each worker's slow-log ring that completed in the measured run, oldest first; returns how many. Once the workers stopped
-     * (the drain's atomic counter orders their writes before this read).
+     * The I/Os of each worker's slow-log ring that completed in the measured run, oldest first; returns how many.
+     * Once the workers stopped (the drain's atomic counter orders their writes before this read).
      */
     static long writeSlowLog(Path file, PerfWorker[] workers, long measuredFromNanos, int depth) throws IOException {
         long kept = 0;
@@ -391,6 +393,8 @@ final class PerfCommand extends CliCommand {
         private Path logFile;
         /** The last second's latencies of every worker, reads and writes merged ({@link #collect}). */
         private final Histogram interval = new Histogram(1, PerfWorker.HIGHEST_TRACKABLE_NANOS, 3);
+        /** Every latency since the measured run began (since the warm-up began, until then). */
+        private final Histogram total = new Histogram(1, PerfWorker.HIGHEST_TRACKABLE_NANOS, 3);
         private final Histogram[] recycledReads;
         private final Histogram[] recycledWrites;
         private long intervalReads;
@@ -411,7 +415,13 @@ final class PerfCommand extends CliCommand {
             this.recycledWrites = new Histogram[workers.length];
         }
 
-        /** Takes every recorder's interval into {@link #interval}: one code path for warm-up and measured ticks. */
+        /**
+         * Takes every recorder's interval into {@link #interval} and {@link #total}: one code path for warm-up and
+         * measured ticks (the warm-up's total is reset when the measured run starts). Both only ever add the
+         * recorders' own histograms: adding {@code interval} (another class) into {@code total} failed a type
+         * speculation of {@code AbstractHistogram.add} at every tick, and the add then ran interpreted over its
+         * 33,792 counts, ~1 ms a second on a CPU the target may need (JFR {@code jdk.Deoptimization}).
+         */
         private void collect() {
             interval.reset();
             intervalReads = 0;
@@ -423,7 +433,18 @@ final class PerfCommand extends CliCommand {
                 intervalWrites += recycledWrites[i].getTotalCount();
                 interval.add(recycledReads[i]);
                 interval.add(recycledWrites[i]);
+                total.add(recycledReads[i]);
+                total.add(recycledWrites[i]);
             }
+        }
+
+        /**
+         * Consecutive quiet seconds that end the warm-up: a whole Keep Alive interval (KATO/2, rounded up) and one
+         * more, so that at least one Keep Alive completed in them; one without Keep Alive.
+         */
+        static int quietWarmupSeconds(Duration keepAliveTimeout) {
+            long intervalMillis = keepAliveTimeout.toMillis() / 2;
+            return intervalMillis == 0 ? 1 : (int) Math.min(60, (intervalMillis + 999) / 1000 + 1);
         }
 
         /** One progress line: IOPS of the last second, p50/p99 of {@code latency}. */
@@ -493,7 +514,6 @@ final class PerfCommand extends CliCommand {
                     reactors.add(w.callbackThread);
                 }
                 long reactorBefore = allocated(reactors);
-                Histogram total = new Histogram(1, PerfWorker.HIGHEST_TRACKABLE_NANOS, 3);
                 for (PerfWorker w : workers) {
                     w.readLatency.reset();
                     w.writeLatency.reset();
@@ -513,11 +533,18 @@ final class PerfCommand extends CliCommand {
                 long start = System.nanoTime();
                 // The warm-up's ticks do what the measured ticks do (the interval's percentiles stand in for the
                 // total's), and what they collect is dropped: the last one ends the warm-up. Past --warmup it goes
-                // on while the JIT is still busy: a compilation on perf's CPU stalls the reactor (the I/Os in
-                // flight wait a scheduler slice, ~4 ms), which a measured run should not count as I/O latency.
+                // on until the JIT has been quiet for a Keep Alive interval and a second: a compilation on the
+                // reactor's CPU (or the target's) stalls the I/Os in flight a scheduler slice (~4 ms), which a
+                // measured run should not count as I/O latency. The interval matters because each of the first
+                // Keep Alives takes a branch of the shared submit and receive path that I/O never takes (no data,
+                // a CapsuleResp after reads that end in C2HData SUCCESS): C2 compiled it out, so one Keep Alive
+                // after another makes one hot method after another not entrant, every KATO/2 for ~20 s
+                // (-Xlog:jit+compilation; docs/benchmarks.md). Quiet seconds between two Keep Alives prove nothing.
                 java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
                 boolean jitTimed = jit != null && jit.isCompilationTimeMonitoringSupported();
                 long jitMillis = jitTimed ? jit.getTotalCompilationTime() : 0;
+                int quietNeeded = quietWarmupSeconds(options.keepAliveTimeout());
+                int quiet = 0;
                 long warmupStart = start;
                 for (int tick = 1; tick <= warmupMax; tick++) {
                     long due = warmupStart + TimeUnit.SECONDS.toNanos(tick);
@@ -528,8 +555,10 @@ final class PerfCommand extends CliCommand {
                     long jitNow = jitTimed ? jit.getTotalCompilationTime() : jitMillis;
                     long compiled = jitNow - jitMillis;
                     jitMillis = jitNow;
-                    boolean last = tick == warmupMax || tick >= warmup && compiled <= WARMUP_QUIET_JIT_MILLIS;
+                    quiet = compiled <= WARMUP_QUIET_JIT_MILLIS ? quiet + 1 : 0;
+                    boolean last = tick == warmupMax || tick >= warmup && quiet >= quietNeeded;
                     if (last) {
+                        total.reset();
                         start = System.nanoTime();
                         reactorBefore = allocated(reactors);
                         result.warmupSeconds = tick;
@@ -556,7 +585,6 @@ final class PerfCommand extends CliCommand {
                         }
                     }
                     collect();
-                    total.add(interval);
                     result.reads += intervalReads;
                     result.writes += intervalWrites;
                     if (log != null) {
@@ -581,7 +609,6 @@ final class PerfCommand extends CliCommand {
                 }
                 // Completions between the last tick and the stop flag: count them too.
                 collect();
-                total.add(interval);
                 result.reads += intervalReads;
                 result.writes += intervalWrites;
                 if (log != null) {

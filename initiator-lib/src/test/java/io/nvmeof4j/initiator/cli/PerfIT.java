@@ -124,32 +124,46 @@ class PerfIT {
     }
 
     @Test
-    void shouldWarmUpPastWarmupWhileTheJitCompilesAndNoLongerThanWarmupMax() throws Exception {
+    void shouldWarmUpUntilTheJitWasQuietForAKeepAliveIntervalAndNoLongerThanWarmupMax() throws Exception {
+        // -k 2: a Keep Alive every second, so the warm-up ends after 2 quiet seconds in a row (or at 8).
         Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
-            "--workload", "randread", "--queue-depth", "8", "--warmup", "1", "--warmup-max", "4", "--time", "1",
-            "--json"));
+            "--workload", "randread", "--queue-depth", "8", "--warmup", "1", "--warmup-max", "8", "--time", "1",
+            "-k", "2", "--json"));
         assertThat(r.status()).as(r.toString()).isZero();
+        int quietNeeded = PerfCommand.Run.quietWarmupSeconds(java.time.Duration.ofSeconds(2));
+        assertThat(quietNeeded).isEqualTo(2);
         JsonNode s = new ObjectMapper().readTree(r.out());
         int warmup = s.get("warmup_s").asInt();
-        assertThat(warmup).isBetween(1, 4);
+        assertThat(warmup).isBetween(2, 8);
         Matcher jit = Pattern.compile("\\[warm-up +([0-9]+) s\\].*\\(not counted; JIT ([0-9]+) ms\\)").matcher(r.err());
         int lines = 0;
+        int quiet = 0;
         while (jit.find()) {
             lines++;
             int tick = Integer.parseInt(jit.group(1));
             long compiled = Long.parseLong(jit.group(2));
             assertThat(tick).isEqualTo(lines);
-            // Every second before the last was past --warmup only because the JIT was busy in it; the last
-            // one was quiet or the limit.
+            quiet = compiled <= PerfCommand.WARMUP_QUIET_JIT_MILLIS ? quiet + 1 : 0;
+            // Every second before the last ended a streak of quiet seconds too short; the last one ended a long
+            // enough streak, or was the limit.
             if (tick < warmup) {
-                assertThat(compiled).as(r.err()).isGreaterThan(PerfCommand.WARMUP_QUIET_JIT_MILLIS);
+                assertThat(quiet).as(r.err()).isLessThan(quietNeeded);
             }
-            if (tick == warmup && warmup < 4) {
-                assertThat(compiled).as(r.err()).isLessThanOrEqualTo(PerfCommand.WARMUP_QUIET_JIT_MILLIS);
+            if (tick == warmup && warmup < 8) {
+                assertThat(quiet).as(r.err()).isGreaterThanOrEqualTo(quietNeeded);
             }
         }
         assertThat(lines).as(r.err()).isEqualTo(warmup);
         assertThat(s.get("reads").asLong()).isEqualTo(s.get("ios").asLong()).isPositive();
+    }
+
+    @Test
+    void shouldNeedAWholeKeepAliveIntervalOfQuietSecondsAndOneMore() {
+        assertThat(PerfCommand.Run.quietWarmupSeconds(java.time.Duration.ofSeconds(5))).isEqualTo(4); // KA every 2.5 s
+        assertThat(PerfCommand.Run.quietWarmupSeconds(java.time.Duration.ofSeconds(4))).isEqualTo(3);
+        assertThat(PerfCommand.Run.quietWarmupSeconds(java.time.Duration.ofMillis(1500))).isEqualTo(2);
+        assertThat(PerfCommand.Run.quietWarmupSeconds(java.time.Duration.ZERO)).isEqualTo(1); // no Keep Alive
+        assertThat(PerfCommand.Run.quietWarmupSeconds(java.time.Duration.ofHours(1))).isEqualTo(60);
     }
 
     @Test
