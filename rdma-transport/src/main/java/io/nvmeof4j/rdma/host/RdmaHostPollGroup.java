@@ -74,17 +74,21 @@ public final class RdmaHostPollGroup implements HostPollGroup {
 
     @Override
     public void await(long timeoutNanos) {
-        core.bindReactorThread();
-        if (core.hasTasks() || flushList.size() > 0) {
-            flush();
-            return;
+        core.beginWait(); // then the volatile reads below: pairs with execute (PollGroupCore)
+        try {
+            if (core.hasTasks() || flushList.size() > 0) {
+                flush();
+                return;
+            }
+            queues.armAll();
+            if (pollQueues() > 0 || timeoutNanos <= 0 || core.hasTasks()) {
+                flush();
+                return;
+            }
+            waiter.await(timeoutNanos);
+        } finally {
+            core.endWait();
         }
-        queues.armAll();
-        if (pollQueues() > 0 || timeoutNanos <= 0 || core.hasTasks()) {
-            flush();
-            return;
-        }
-        waiter.await(timeoutNanos);
     }
 
     @Override

@@ -59,14 +59,18 @@ public final class TcpHostPollGroup implements HostPollGroup {
         return work;
     }
 
+    /** Blocks in the selector unless a task or a flush waits; what it reads while blocked is a round of its own. */
     @Override
     public void await(long timeoutNanos) {
-        core.bindReactorThread();
-        if (core.hasTasks() || flushList.size() > 0) {
-            return;
+        core.beginWait(); // then the volatile reads below: pairs with execute (PollGroupCore)
+        try {
+            if (core.hasTasks() || flushList.size() > 0) {
+                return;
+            }
+            selector.select(timeoutNanos);
+        } finally {
+            core.endWait();
         }
-        core.clock().beginRound(); // completions read while blocked: a round of their own
-        selector.select(timeoutNanos);
     }
 
     @Override

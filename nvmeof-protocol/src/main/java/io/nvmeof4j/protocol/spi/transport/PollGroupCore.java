@@ -89,10 +89,15 @@ public final class PollGroupCore {
         return reactorThread == Thread.currentThread();
     }
 
-    /** Any thread: runs {@code task} on the reactor thread during a coming poll, and wakes the reactor. */
+    /**
+     * Any thread: runs {@code task} on the reactor thread during a coming poll, and wakes the reactor if it is (about
+     * to be) blocked. A busy reactor is not woken: the wake-up would cost a system call on each side, and its
+     * selector would hand the reactor a ready wake-up descriptor, a branch its I/O rounds never take (C2 compiled it
+     * out, so every Keep Alive, a timer task, made the reactor's select path not entrant; -Xlog:jit+compilation).
+     */
     public void execute(Runnable task) {
         tasks.add(task);
-        wakeup.run();
+        wakeIfSleeping();
     }
 
     public boolean hasTasks() {

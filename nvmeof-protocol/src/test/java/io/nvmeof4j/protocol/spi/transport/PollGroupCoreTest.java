@@ -28,7 +28,19 @@ class PollGroupCoreTest {
         assertThat(core.beginPoll()).as("the next round runs it").isEqualTo(1);
         assertThat(ran).containsExactly("a", "b", "c");
         assertThat(core.beginPoll()).isZero();
-        assertThat(wakeups).as("every hand-over wakes the reactor").isEqualTo(3);
+        assertThat(wakeups).as("a reactor that is not waiting is not woken").isZero();
+    }
+
+    @Test
+    void shouldWakeAReactorOnlyWhileItWaits() {
+        core.beginWait();
+        core.execute(() -> ran.add("a"));
+        assertThat(wakeups).as("handed over while it waits: woken once").isEqualTo(1);
+        core.endWait();
+        core.execute(() -> ran.add("b"));
+        assertThat(wakeups).as("handed over while it polls: not woken").isEqualTo(1);
+        assertThat(core.beginPoll()).isEqualTo(2);
+        assertThat(ran).containsExactly("a", "b");
     }
 
     @Test
