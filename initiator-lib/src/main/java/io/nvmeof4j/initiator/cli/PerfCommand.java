@@ -419,8 +419,8 @@ final class PerfCommand extends CliCommand {
          * Takes every recorder's interval into {@link #interval} and {@link #total}: one code path for warm-up and
          * measured ticks (the warm-up's total is reset when the measured run starts). Both only ever add the
          * recorders' own histograms: adding {@code interval} (another class) into {@code total} failed a type
-         * speculation of {@code AbstractHistogram.add} at every tick, and the add then ran interpreted over its
-         * 33,792 counts, ~1 ms a second on a CPU the target may need (JFR {@code jdk.Deoptimization}).
+         * speculation of {@code AbstractHistogram.add} at every tick (JFR {@code jdk.Deoptimization} once a second),
+         * sending the add over its 33,792 counts back to the interpreter, on a CPU the target may need.
          */
         private void collect() {
             interval.reset();
@@ -538,7 +538,7 @@ final class PerfCommand extends CliCommand {
                 // measured run should not count as I/O latency. The interval matters because each of the first
                 // Keep Alives takes a branch of the shared submit and receive path that I/O never takes (no data,
                 // a CapsuleResp after reads that end in C2HData SUCCESS): C2 compiled it out, so one Keep Alive
-                // after another makes one hot method after another not entrant, every KATO/2 for ~20 s
+                // after another makes one hot method after another not entrant, every KATO/2 for 10-20 s
                 // (-Xlog:jit+compilation; docs/benchmarks.md). Quiet seconds between two Keep Alives prove nothing.
                 java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
                 boolean jitTimed = jit != null && jit.isCompilationTimeMonitoringSupported();
