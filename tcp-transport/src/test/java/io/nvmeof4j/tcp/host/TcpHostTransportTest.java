@@ -34,6 +34,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import static io.nvmeof4j.tcp.pdu.TestPdus.c2hData;
@@ -194,6 +195,36 @@ class TcpHostTransportTest {
             });
             assertThat(done.get(20, TimeUnit.SECONDS)).isZero();
         }
+    }
+
+    @Test
+    void shouldWakeAReactorBlockedInTheGroupForATaskHandedOver() throws Exception {
+        // A reactor of its own that blocks for 10 s at a time: a task handed over while it blocks must end the wait
+        // (the group raises its sleeping flag in await), not wait for the timeout.
+        TcpHostPollGroup own = transport.createPollGroup();
+        CountDownLatch ran = new CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+        Thread reactor = new Thread(() -> {
+            while (!done.get()) {
+                own.poll();
+                own.await(TimeUnit.SECONDS.toNanos(10));
+            }
+        }, "blocking-host-reactor");
+        reactor.start();
+        try {
+            Thread.sleep(200); // the reactor is blocked in await by now
+            own.execute(() -> {
+                done.set(true);
+                ran.countDown();
+            });
+            assertThat(ran.await(2, TimeUnit.SECONDS)).as("the task ran without waiting out the 10 s block").isTrue();
+        } finally {
+            done.set(true);
+            own.wakeup();
+            reactor.join(TimeUnit.SECONDS.toMillis(15));
+            own.close();
+        }
+        assertThat(reactor.isAlive()).isFalse();
     }
 
     @Test
