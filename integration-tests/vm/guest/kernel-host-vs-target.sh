@@ -272,7 +272,7 @@ check_discard() { # check_discard NAME: discard 1 MiB at 4 MiB (after filling it
 # nvme compare / copy / verify (nvme-cli 2.x) on NSID, data checked with O_DIRECT dd. Block counts given to nvme-cli
 # are 0-based (its -c and --blocks). The Linux host sends no fused commands (its passthrough takes no FUSE bits).
 check_nvm_extras() { # check_nvm_extras NAME
-    local name="$1" tmp bs ctrl_out ns_out v bad="" mcl out nsze
+    local name="$1" tmp bs ctrl_out ns_out v bad="" mcl out nsze at
     tmp="$(mktemp -d)"
     bs="$(blockdev --getss "$DEV")"
     if ! ctrl_out="$(timeout 60 nvme id-ctrl "/dev/$CTRL" 2>&1)" || ! ns_out="$(timeout 60 nvme id-ns "$DEV" -n "$NSID" 2>&1)"; then
@@ -294,8 +294,15 @@ check_nvm_extras() { # check_nvm_extras NAME
     else
         fail "$name-compare-equal" "nvme compare of the blocks just written: $out"
     fi
-    cp "$tmp/a" "$tmp/b"; printf 'X' | dd of="$tmp/b" bs=1 seek=$(( 5 * bs + 17 )) conv=notrunc status=none
-    if out="$(timeout 60 nvme compare "$DEV" -n "$NSID" -s 2048 -c 7 -z $(( 8 * bs )) -d "$tmp/b" 2>&1)"; then
+    # The byte is inverted, not overwritten with a constant: random data holds any given value 1 time in 256, and
+    # then the "changed" data would equal what was written and the compare would rightly succeed.
+    at=$(( 5 * bs + 17 ))
+    cp "$tmp/a" "$tmp/b"
+    v="$(od -An -tu1 -j "$at" -N1 "$tmp/a" | tr -d ' ')"
+    printf "\\$(printf '%03o' $(( v ^ 0xFF )))" | dd of="$tmp/b" bs=1 seek="$at" conv=notrunc status=none
+    if cmp -s "$tmp/a" "$tmp/b"; then
+        fail "$name-compare-differs" "the check's own data: inverting byte $at left the two buffers equal"
+    elif out="$(timeout 60 nvme compare "$DEV" -n "$NSID" -s 2048 -c 7 -z $(( 8 * bs )) -d "$tmp/b" 2>&1)"; then
         fail "$name-compare-differs" "nvme compare succeeded on data that differs in one byte: $out"
     elif echo "$out" | grep -qiE "miscompare|compare.?fail"; then
         pass "$name-compare-differs"
