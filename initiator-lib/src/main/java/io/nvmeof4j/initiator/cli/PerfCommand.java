@@ -257,8 +257,9 @@ final class PerfCommand extends CliCommand {
             } else {
                 printSummary(out(), result, ioBytes);
                 if (verify) {
-                    out().printf(Locale.ROOT, "Verify      : %,d writes read back and compared, %,d mismatches%n",
-                        result.verified, result.mismatches);
+                    // Every write is checked, the warm-up's too: the count is not the measured I/Os'.
+                    out().printf(Locale.ROOT, "Verify      : %,d writes read back and compared%s, %,d mismatches%n",
+                        result.verified, warmupSeconds > 0 ? " (the warm-up's included)" : "", result.mismatches);
                 }
                 if (t.multipath != null) {
                     List<PathStats> stats = t.multipath.pathStats();

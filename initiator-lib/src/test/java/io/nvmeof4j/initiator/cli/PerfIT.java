@@ -124,6 +124,23 @@ class PerfIT {
     }
 
     @Test
+    void shouldSayThatVerifyCountsTheWarmupsWritesToo() {
+        Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
+            "--workload", "randwrite", "--queue-depth", "4", "--verify", "--warmup", "1", "--warmup-max", "1",
+            "--time", "1"));
+        assertThat(r.status()).as(r.toString()).isZero();
+        Matcher verify = Pattern.compile("Verify      : ([0-9,]+) writes read back and compared \\(the warm-up's "
+            + "included\\), 0 mismatches").matcher(r.out());
+        assertThat(verify.find()).as(r.out()).isTrue();
+        assertThat(Long.parseLong(verify.group(1).replace(",", ""))).isPositive();
+
+        Cli.Outcome cold = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
+            "--workload", "randwrite", "--queue-depth", "4", "--verify", "--time", "1"));
+        assertThat(cold.status()).as(cold.toString()).isZero();
+        assertThat(cold.out()).containsPattern("Verify      : [0-9,]+ writes read back and compared, 0 mismatches");
+    }
+
+    @Test
     void shouldWarmUpUntilTheJitWasQuietForAKeepAliveIntervalAndNoLongerThanWarmupMax() throws Exception {
         // -k 2: a Keep Alive every second, so the warm-up ends after 2 quiet seconds in a row (or at 8).
         Cli.Outcome r = Cli.run(Cli.args("perf", target.ioPort, "-n", CliTarget.NQN_A, "--namespace-id", "2",
