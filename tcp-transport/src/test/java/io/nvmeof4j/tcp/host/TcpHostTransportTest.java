@@ -36,6 +36,7 @@ import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import static io.nvmeof4j.tcp.pdu.TestPdus.c2hData;
 import static io.nvmeof4j.tcp.pdu.TestPdus.le;
@@ -203,7 +204,7 @@ class TcpHostTransportTest {
         // (the group raises its sleeping flag in await), not wait for the timeout.
         TcpHostPollGroup own = transport.createPollGroup();
         CountDownLatch ran = new CountDownLatch(1);
-        java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+        AtomicBoolean done = new AtomicBoolean();
         Thread reactor = new Thread(() -> {
             while (!done.get()) {
                 own.poll();
