@@ -19,6 +19,7 @@
 #                          boot, e.g. --variant wake= --variant nowake=-Dnvmeof4j.io_uring.wake_selector=false, another
 #                          build: --variant base@/path/to/other/bin/nvmeof-target= (the guest sees the host's root
 #                          read-only), other settings: --variant spin0='%{"idle_spin_us": 0}' (instead of --ours-settings)
+#     --spdk-modes "M ..." with SPDK_DIR (below): SPDK's target in these modes, poll and/or interrupt (default both)
 #     --guest-kernel-args A more guest kernel parameters, e.g. "clocksource=tsc tsc=reliable" (run-guest.sh --kernel-args)
 #     --rounds N           run the variants N times, alternating (default 1); prints each variant's median ratio
 #     --kernel-each-round  measure the kernel target again in every round (label kernel-rN), before the variants, and
@@ -40,6 +41,12 @@
 #                          schedules them. Prints the ratios
 #                          "with competitor / without" per target.
 #
+# SPDK_DIR=/path/to/spdk (optional; an SPDK build for a CPU the guest has, e.g. --target-arch=x86-64-v3; nothing here
+# builds it): SPDK's nvmf_tgt serves the same kind of tmpfs file (an aio bdev; buffered, as tmpfs has no O_DIRECT) to
+# the same kernel host and fio, in every round after the kernel target, once per mode of --spdk-modes (default
+# "poll interrupt": its reactor busy-polling on vCPU 0, as SPDK runs, and --interrupt-mode, where it blocks in epoll as
+# ours and the kernel's workers do). Labels spdk-poll and spdk-interrupt, ratios over the kernel target like ours:
+# what a user-space target reaches in this guest at QD1, beside ours.
 # NVMEOF4J_TARGET_LAUNCHER=PATH runs another launcher than bin/nvmeof-target (same "--config FILE" command line).
 # Machine state: before every fio job the host measures its state (benchmarks/machine-state.sh: copy bandwidth, steal,
 # load; the guest's speed follows the host's, which moves 1.3-3.5x for minutes at a time), printed as "BENCH state
@@ -52,6 +59,7 @@ PROJECT="$(cd "$HERE/../.." && pwd)"
 LAUNCHER="${NVMEOF4J_TARGET_LAUNCHER:-$PROJECT/bin/nvmeof-target}"
 SUBNQN_KERNEL="nqn.2014-08.io.nvmeof4j:bench-kernel"
 SUBNQN_OURS="nqn.2014-08.io.nvmeof4j:bench"
+SUBNQN_SPDK="nqn.2014-08.io.nvmeof4j:bench-spdk"
 # workload name : rw : bs : iodepth
 WORKLOADS="4k-randread-qd1:randread:4k:1 4k-randread-qd16:randread:4k:16 128k-seqread-qd8:read:128k:8"
 COMPETITOR_WORKLOADS="4k-randread-qd1:randread:4k:1 4k-randread-qd32:randread:4k:32"
@@ -279,13 +287,53 @@ EOF
             echo "BENCH $label: our daemon exit code $?"
         fi
     }
+    # ---- 3. SPDK's nvmf_tgt (only with SPDK_DIR): the same file through an aio bdev, once per mode ----
+    run_spdk() { # run_spdk LABEL MODE (poll | interrupt)
+        local label="$1" sock="$tmpfs/spdk.sock" pid="" port=4422 dev intr=()
+        [ "$2" = interrupt ] && intr=(--interrupt-mode)
+        [ -f "$tmpfs/spdk.img" ] || fill "$tmpfs/spdk.img" "$size"
+        # Its buffer and I/O pools live in hugepages (about 300 MiB with the defaults); released after the run.
+        echo 384 > /proc/sys/vm/nr_hugepages
+        mkdir -p /dev/hugepages
+        grep -q ' /dev/hugepages ' /proc/mounts || mount -t hugetlbfs nodev /dev/hugepages
+        rm -f "$sock"
+        LD_LIBRARY_PATH="$SPDK_DIR/build/lib:$SPDK_DIR/dpdk/build/lib" "$SPDK_DIR/build/bin/nvmf_tgt" -m 0x1 -s 640 \
+            -r "$sock" "${intr[@]}" > "$res/$label-spdk.log" 2>&1 3<&- &
+        pid=$!
+        for _ in $(seq 1 1200); do [ -S "$sock" ] || ! kill -0 "$pid" 2>/dev/null && break; sleep 0.1; done
+        spdk_rpc() { timeout 60 python3 "$SPDK_DIR/scripts/rpc.py" -s "$sock" "$@" >> "$res/$label-spdk-rpc.log" 2>&1; }
+        if [ -S "$sock" ] && spdk_rpc nvmf_create_transport -t TCP -c 16384 \
+            && spdk_rpc bdev_aio_create "$tmpfs/spdk.img" aio0 4096 \
+            && spdk_rpc nvmf_create_subsystem "$SUBNQN_SPDK" -a -s SPDK00000000000001 \
+            && spdk_rpc nvmf_subsystem_add_ns "$SUBNQN_SPDK" aio0 \
+            && spdk_rpc nvmf_subsystem_add_listener "$SUBNQN_SPDK" -t tcp -f ipv4 -a 127.0.0.1 -s "$port" \
+            && dev="$(connect_dev 127.0.0.1 "$port" "$SUBNQN_SPDK")"; then
+            echo "BENCH $label: SPDK's nvmf_tgt ($2) on $dev"
+            warm "$dev" 2
+            run_jobs "$label" "$dev"
+            timeout 60 nvme disconnect -n "$SUBNQN_SPDK" >/dev/null
+        else
+            echo "BENCH $label: SPDK's nvmf_tgt ($2) did not serve; log tail:"; tail -n 5 "$res/$label-spdk.log"
+            tail -n 5 "$res/$label-spdk-rpc.log" 2>/dev/null; rc=1
+        fi
+        kill -TERM "$pid" 2>/dev/null
+        for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+        kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+        echo 0 > /proc/sys/vm/nr_hugepages
+    }
     # BENCH_VARIANTS: ";"-separated NAME|LAUNCHER|JAVA_OPTS|SETTINGS (empty: the defaults); without it one
     # variant, "ours". Each variant's figures are labelled NAME, or NAME-rN with more than one round.
-    local labels="" round name launcher opts settings label
+    local labels="" round name launcher opts settings label mode
     for round in $(seq 1 "${BENCH_ROUNDS:-1}"); do
         if [ "${BENCH_KERNEL_EACH_ROUND:-0}" = 1 ] && [ "${BENCH_ROUNDS:-1}" -gt 1 ]; then
             run_kernel "kernel-r$round"; labels="$labels kernel-r$round" # in the table: the kernel's own spread
         fi
+        for mode in ${SPDK_DIR:+${BENCH_SPDK_MODES:-poll interrupt}}; do
+            label="spdk-$mode"
+            [ "${BENCH_ROUNDS:-1}" -gt 1 ] && label="$label-r$round"
+            run_spdk "$label" "$mode"
+            labels="$labels $label"
+        done
         # fd 3, so that what run_ours starts (fio, nvme, the daemon) cannot read the list from stdin
         while IFS='|' read -r name launcher opts settings <&3; do
             label="$name"
@@ -296,9 +344,9 @@ EOF
             labels="$labels $label"
         done 3< <(tr ';' '\n' <<< "${BENCH_VARIANTS:-ours||}")
     done
-    rm -f "$tmpfs/ours.img"
+    rm -f "$tmpfs/ours.img" "$tmpfs/spdk.img"
 
-    # ---- 3. the table ----
+    # ---- 4. the table ----
     python3 - "$res" "$runtime" "$ours_where" "$backend" "$size" "$(uname -r)" "$WORKLOADS" "${BENCH_OURS_SETTINGS:-}" "$competitor" "${labels# }" <<'PY' || rc=1
 import json, os, re, statistics, sys
 res, runtime, where, backend, size, kver, workloads, settings, competitor, labels = sys.argv[1:11]
@@ -390,6 +438,7 @@ fi
 # =================================================================================================================
 OURS=guest; RUNTIME=8; WARMUP=15; SIZE=256M; TIMEOUT=900; BACKEND="file"; PREBUILD=1; SETTINGS=""; COMPETITOR=0
 KERNEL_EACH_ROUND=0; SELECTED=""; TRACE=0; SYSCALLS=0; SYSCALLS_ROUND=""; KARGS=""; VARIANTS=""; ROUNDS=1; GJO="-XX:-TieredCompilation"
+SPDK_MODES="poll interrupt"
 RESULTS="$PROJECT/integration-tests/target/bench-results/$(date +%Y%m%d-%H%M%S)"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -411,6 +460,7 @@ while [ $# -gt 0 ]; do
         --rounds) ROUNDS="$2"; shift 2 ;;
         --kernel-each-round) KERNEL_EACH_ROUND=1; shift ;;
         --guest-kernel-args) KARGS="$2"; shift 2 ;;
+        --spdk-modes) SPDK_MODES="$2"; shift 2 ;;
         --variant) # NAME[@LAUNCHER]=JAVA_OPTS[%SETTINGS_JSON]
             [[ "$2" =~ ^([A-Za-z0-9_.]+)(@([^=|;%]+))?=([^|;%]*)(%([^|;]*))?$ ]] \
                 || { echo "bad --variant $2 (NAME[@LAUNCHER]=JAVA_OPTS[%SETTINGS_JSON])" >&2; exit 2; }
@@ -420,6 +470,17 @@ while [ $# -gt 0 ]; do
     esac
 done
 case "$OURS" in guest|host) ;; *) echo "--ours must be guest or host" >&2; exit 2 ;; esac
+if [ -n "${SPDK_DIR:-}" ]; then
+    SPDK_DIR="$(readlink -f "$SPDK_DIR")"
+    for f in build/bin/nvmf_tgt scripts/rpc.py; do
+        [ -e "$SPDK_DIR/$f" ] || { echo "SPDK_DIR=$SPDK_DIR has no $f" >&2; exit 1; }
+    done
+    for m in $SPDK_MODES; do
+        case "$m" in poll|interrupt) ;; *) echo "--spdk-modes: $m is neither poll nor interrupt" >&2; exit 2 ;; esac
+    done
+    # Per round and mode: its start, the fill, a 2 s warm-up and the jobs; a bound, not the expected time.
+    TIMEOUT=$(( TIMEOUT + ROUNDS * $(wc -w <<< "$SPDK_MODES") * (3 * (RUNTIME + 30) + 120) ))
+fi
 mkdir -p "$RESULTS"
 RESULTS="$(readlink -f "$RESULTS")"
 "$HERE/prepare.sh" --quiet >/dev/null || exit 1
@@ -502,6 +563,7 @@ STATE_PID=$!
 ARGS+=(--env NVMEOF4J_MACHINE_STATE_DIR="$RESULTS/machine-state")
 [ -n "${NVMEOF4J_TARGET_LAUNCHER:-}" ] && ARGS+=(--env NVMEOF4J_TARGET_LAUNCHER="$LAUNCHER")
 [ "$OURS" = host ] && ARGS+=(--env BENCH_OURS_PORT="$PORT")
+[ -n "${SPDK_DIR:-}" ] && ARGS+=(--env SPDK_DIR="$SPDK_DIR" --env BENCH_SPDK_MODES="$SPDK_MODES")
 "$HERE/run-guest.sh" "${ARGS[@]}" "$HERE/bench-target.sh"
 RC=$?
 echo "bench-target.sh: results in $RESULTS (exit $RC)"
