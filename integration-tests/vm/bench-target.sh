@@ -32,6 +32,9 @@
 #                          completed (io_uring:io_uring_complete): where a file namespace's QD1 time goes
 #     --syscalls           count our daemon's system calls per I/O (strace -c on all its threads; it slows the daemon,
 #                          so take IOPS from a run without it): where a QD1 I/O's time goes besides the kernel's
+#     --probe              count, per job, the system calls of the target's process per I/O and its threads' CPU time
+#                          per I/O (guest/syscall-probe.sh: in-kernel counters, the target is not slowed; ours and
+#                          SPDK's, not the kernel target, which has no process)
 #     --syscalls-round R   --syscalls in round R only (of --rounds): its figures are labelled NAME-sR and left out of
 #                          the medians, so one guest boot gives both the IOPS and the system calls per I/O
 #     --competitor         shared-CPU mode (issue 16): 4 KiB random reads at QD1 and QD32, each without and then with a
@@ -126,7 +129,7 @@ guest_main() {
         done
         echo "BENCH trace $1 $2:$line"
     }
-    traced_pid="" # our daemon's pid while it serves (--syscalls)
+    traced_pid="" # our daemon's or SPDK's pid while it serves (--syscalls, --probe)
     syscalls_start() { # syscalls_start LABEL NAME: strace -c over every thread of our daemon while fio runs
         strace_pid=""
         [ "${BENCH_SYSCALLS:-0}" = 1 ] && [ -n "$traced_pid" ] || return 0
@@ -154,6 +157,35 @@ print("BENCH syscalls %s: %.1f per I/O (%s)" % (what, total / ios if ios else 0,
       ", ".join("%s %.2f" % (k, v / ios) for k, v in top)))
 PY
     }
+    probe_start() { # probe_start LABEL NAME: guest/syscall-probe.sh over the measured seconds of the coming job
+        probe_pid=""
+        [ "${BENCH_PROBE:-0}" = 1 ] && [ -n "$traced_pid" ] || return 0
+        # it waits out fio's 1 s ramp and counts runtime - 2 s
+        "$HERE/guest/syscall-probe.sh" "$traced_pid" "$1-$2" 0 "$runtime" "$res/probe-$1-$2.json" 0 \
+            > "$res/probe-$1-$2.log" 2>&1 &
+        probe_pid=$!
+    }
+    probe_stop() { # probe_stop LABEL NAME: per I/O of the job, from the probe's counts and fio's IOPS
+        [ -n "$probe_pid" ] || return 0
+        wait "$probe_pid"
+        python3 - "$res/probe-$1-$2.json" "$res/bench-$1-$2.json" "$1 $2" <<'PY'
+import json, sys
+probe, fio, what = sys.argv[1:4]
+try:
+    p = json.load(open(probe))
+    ios = json.load(open(fio))["jobs"][0]["read"]["iops"] * p["seconds"]
+except (OSError, ValueError, KeyError):
+    print("BENCH probe %s: no figures" % what); sys.exit(0)
+calls = dict(p.get("syscalls", {}))
+total = calls.pop("all", 0)
+top = sorted(calls.items(), key=lambda kv: -kv[1])[:7]
+threads = p.get("threads", {}).values()
+user = sum(t["user_s"] for t in threads) * 1e6 / ios if ios else 0
+system = sum(t["system_s"] for t in threads) * 1e6 / ios if ios else 0
+print("BENCH probe %s: %.1f system calls per I/O (%s); CPU per I/O user %.0f us, system %.0f us (%s)" % (what,
+      total / ios if ios else 0, ", ".join("%s %.2f" % (k, v / ios) for k, v in top), user, system, p.get("tool")))
+PY
+    }
     run_workloads() { # run_workloads LABEL DEV
         local label="$1" dev="$2" w name rw bs qd
         for w in $WORKLOADS; do
@@ -163,6 +195,7 @@ PY
             echo "BENCH state $label $name: $(head -n1 "$res/bench-$label-$name.state")"
             trace_start
             syscalls_start "$label" "$name"
+            probe_start "$label" "$name"
             if ! timeout $((runtime + 120)) "${pin[@]}" fio --name="$name" --filename="$dev" --ioengine=libaio --direct=1 \
                     --rw="$rw" --bs="$bs" --iodepth="$qd" --numjobs=1 --time_based --runtime="$runtime" \
                     --ramp_time=1 --norandommap --randrepeat=0 --lat_percentiles=1 --clat_percentiles=1 --output-format=json \
@@ -175,6 +208,7 @@ PY
             fi
             trace_stop "$label" "$name"
             syscalls_stop "$label" "$name"
+            probe_stop "$label" "$name"
         done
     }
     warm() { # warm DEV SECONDS
@@ -310,7 +344,9 @@ EOF
             && dev="$(connect_dev 127.0.0.1 "$port" "$SUBNQN_SPDK")"; then
             echo "BENCH $label: SPDK's nvmf_tgt ($2) on $dev"
             warm "$dev" 2
+            traced_pid="$pid"
             run_jobs "$label" "$dev"
+            traced_pid=""
             timeout 60 nvme disconnect -n "$SUBNQN_SPDK" >/dev/null
         else
             echo "BENCH $label: SPDK's nvmf_tgt ($2) did not serve; log tail:"; tail -n 5 "$res/$label-spdk.log"
@@ -438,7 +474,7 @@ fi
 # =================================================================================================================
 OURS=guest; RUNTIME=8; WARMUP=15; SIZE=256M; TIMEOUT=900; BACKEND="file"; PREBUILD=1; SETTINGS=""; COMPETITOR=0
 KERNEL_EACH_ROUND=0; SELECTED=""; TRACE=0; SYSCALLS=0; SYSCALLS_ROUND=""; KARGS=""; VARIANTS=""; ROUNDS=1; GJO="-XX:-TieredCompilation"
-SPDK_MODES="poll interrupt"
+SPDK_MODES="poll interrupt"; PROBE=0
 RESULTS="$PROJECT/integration-tests/target/bench-results/$(date +%Y%m%d-%H%M%S)"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -455,6 +491,7 @@ while [ $# -gt 0 ]; do
         --workloads) SELECTED="$2"; shift 2 ;;
         --trace) TRACE=1; shift ;;
         --syscalls) SYSCALLS=1; shift ;;
+        --probe) PROBE=1; shift ;;
         --syscalls-round) SYSCALLS=1; SYSCALLS_ROUND="$2"; shift 2 ;;
         --guest-java-opts) GJO="$2"; shift 2 ;;
         --rounds) ROUNDS="$2"; shift 2 ;;
@@ -551,7 +588,8 @@ fi
 ARGS=(--timeout "$TIMEOUT" --results "$RESULTS" ${KARGS:+--kernel-args "$KARGS"} --env BENCH_GUEST=1 --env BENCH_OURS="$OURS"
       --env BENCH_RUNTIME="$RUNTIME" --env BENCH_WARMUP="$WARMUP" --env BENCH_SIZE="$SIZE"
       --env BENCH_OURS_BACKEND="$BACKEND" --env BENCH_COMPETITOR="$COMPETITOR" --env BENCH_TRACE="$TRACE"
-      --env BENCH_SYSCALLS="$SYSCALLS" --env BENCH_ROUNDS="$ROUNDS" --env GUEST_JAVA_OPTS="$GJO"
+      --env BENCH_SYSCALLS="$SYSCALLS" --env BENCH_PROBE="$PROBE" --env BENCH_ROUNDS="$ROUNDS"
+      --env GUEST_JAVA_OPTS="$GJO"
       --env BENCH_KERNEL_EACH_ROUND="$KERNEL_EACH_ROUND")
 [ -n "$VARIANTS" ] && ARGS+=(--env BENCH_VARIANTS="$VARIANTS")
 [ -n "$SELECTED" ] && ARGS+=(--env BENCH_WORKLOADS="$SELECTED")
