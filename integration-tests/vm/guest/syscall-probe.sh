@@ -3,8 +3,7 @@
 # benchmarks/run-spdk-comparison.sh --probe next to each load generator, with the target's PID. Waits out the
 # warm-up, then for the measured seconds (less a second at each end) counts, per thread of the target, its system
 # calls (raw_syscalls:sys_enter, and the ones a verbs data path makes: write = the rxe doorbell of ibv_post_send,
-# ioctl, clock_gettime, futex, sched_yield, epoll/poll waits, read; and an NVMe/TCP one's: the socket reads and
-# writes, io_uring_enter, io_submit/io_getevents, gettid) with perf stat (in-kernel counters, the target
+# ioctl, clock_gettime, futex, sched_yield, epoll/poll waits, read) with perf stat (in-kernel counters, the target
 # is not slowed) and takes the CPU time of each thread and of the target's CPU (user, system, softirq) from /proc.
 # Falls back to strace -c -f (which slows the target, so its IOPS are then not comparable) when perf cannot count
 # tracepoints. Writes one JSON document to OUT; integration-tests/vm/bench-rdma.sh divides by the run's IOPS.
@@ -56,8 +55,7 @@ snapshot() {
 }
 
 events=raw_syscalls:sys_enter
-for e in write ioctl clock_gettime futex sched_yield epoll_wait epoll_pwait poll ppoll read nanosleep clock_nanosleep \
-         writev readv sendmsg recvmsg sendto recvfrom io_uring_enter io_submit io_getevents gettid; do
+for e in write ioctl clock_gettime futex sched_yield epoll_wait epoll_pwait poll ppoll read nanosleep clock_nanosleep; do
     [ -e "/sys/kernel/tracing/events/syscalls/sys_enter_$e" ] && events="$events,syscalls:sys_enter_$e"
 done
 tool=none
@@ -82,11 +80,14 @@ fi
 end=$(date +%s.%N)
 snapshot "$tmp/after"
 
-python3 - "$label" "$tool" "$start" "$end" "$tmp" "$out" "$(getconf CLK_TCK)" "$pid" <<'PY'
+python3 - "$label" "$tool" "$start" "$end" "$tmp" "$out" "$(getconf CLK_TCK)" "$pid" "$window" <<'PY'
 import json, os, sys
-label, tool, start, end, tmp, out, hz, pid = sys.argv[1:9]
+label, tool, start, end, tmp, out, hz, pid, window = sys.argv[1:10]
 hz = int(hz)
+# seconds: the whole probe (perf's start and end take seconds under emulation); counted_seconds: what the system call
+# counts cover (perf stat or strace for the window); the CPU times cover snapshot_seconds.
 doc = {"label": label, "tool": tool, "pid": int(pid), "seconds": round(float(end) - float(start), 3),
+       "counted_seconds": int(window),
        "clocksource": open("/sys/devices/system/clocksource/clocksource0/current_clocksource").read().strip()}
 def snap(path):
     threads, cpu, soft, when = {}, None, {}, None
