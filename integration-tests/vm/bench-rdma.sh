@@ -284,14 +284,12 @@ for run in runs:
         probe = os.path.join(work, "%s-%s-round%d.probe" % (pairing, workload, file_round))
         if os.path.exists(probe):
             p = json.load(open(probe))
-            # the system call counts cover counted_seconds, the CPU times snapshot_seconds (older probes: seconds)
-            ios = v * p.get("counted_seconds", p.get("seconds", 0))
-            cpu_ios = v * p.get("snapshot_seconds", p.get("seconds", 0))
+            rates = p.get("per_second", {}) # each count over the seconds it covers (syscall-probe.sh)
             row["probe"] = p
-            if ios > 0 and p.get("syscalls"):
-                row["per_io"] = {k: round(c / ios, 3) for k, c in p["syscalls"].items()}
-            if cpu_ios > 0 and p.get("cpu"):
-                row["cpu_us_per_io"] = {k: round(c * 1e6 / cpu_ios, 1) for k, c in p["cpu"].items()
+            if v > 0 and rates.get("syscalls"):
+                row["per_io"] = {k: round(r / v, 3) for k, r in rates["syscalls"].items()}
+            if v > 0 and rates.get("cpu"):
+                row["cpu_us_per_io"] = {k: round(r * 1e6 / v, 1) for k, r in rates["cpu"].items()
                                         if k in ("user", "system", "softirq", "idle")}
         rows.append(row)
 json.dump(rows, open(dst, "w"), indent=1)

@@ -174,20 +174,15 @@ import json, sys
 probe, fio, what = sys.argv[1:4]
 try:
     p = json.load(open(probe))
-    iops = json.load(open(fio))["jobs"][0]["read"]["iops"]
-    ios, cpu_ios = iops * p["counted_seconds"], iops * p["snapshot_seconds"] # calls and CPU times cover these
+    rates, iops = p["per_second"], json.load(open(fio))["jobs"][0]["read"]["iops"]
 except (OSError, ValueError, KeyError):
     print("BENCH probe %s: no figures" % what); sys.exit(0)
-calls = dict(p.get("syscalls", {}))
+calls = {k: v / iops for k, v in rates["syscalls"].items()} if iops else {}
 total = calls.pop("all", 0)
-top = sorted(calls.items(), key=lambda kv: -kv[1])[:7]
-threads = p.get("threads", {}).values()
-user = sum(t["user_s"] for t in threads) * 1e6 / cpu_ios if cpu_ios else 0
-system = sum(t["system_s"] for t in threads) * 1e6 / cpu_ios if cpu_ios else 0
-compiler = sum(t["run_s"] for t in threads if t["comm"].startswith("C2")) * 1e6 / cpu_ios if cpu_ios else 0
+top = ", ".join("%s %.2f" % kv for kv in sorted(calls.items(), key=lambda kv: -kv[1])[:7])
+us = {k: v * 1e6 / iops for k, v in rates["process"].items()} if iops else {}
 print("BENCH probe %s: %.1f system calls per I/O (%s); CPU per I/O user %.0f us, system %.0f us, C2 %.0f us (%s)"
-      % (what, total / ios if ios else 0, ", ".join("%s %.2f" % (k, v / ios) for k, v in top), user, system,
-         compiler, p.get("tool")))
+      % (what, total, top, us.get("user", 0), us.get("system", 0), us.get("c2_run", 0), p.get("tool")))
 PY
     }
     run_workloads() { # run_workloads LABEL DEV
@@ -238,22 +233,23 @@ PY
     # (default 180). Prints how long that took; the measured jobs then see a daemon in its steady state, as on real
     # hardware within a second of the same events.
     warm_ours() { # warm_ours LABEL DEV PID
-        local before after waited=0 hz; hz=$(getconf CLK_TCK)
+        local before after waited=0 slice=5 busy hz; hz=$(getconf CLK_TCK)
         warm "$2" "$warmup"
         warm "$2" 3 1
         sleep 7 # past the Linux host's Keep Alive period (kato 5 s, traffic-based: sent after an idle stretch)
         while [ "$waited" -lt "${BENCH_JIT_QUIET_MAX:-180}" ]; do
             before=$(c2_ticks "$3")
-            warm "$2" 5 1
+            warm "$2" "$slice" 1
             after=$(c2_ticks "$3")
-            waited=$(( waited + 5 ))
-            if [ $(( (after - before) * 100 )) -lt $(( 5 * hz * 5 )) ]; then
+            waited=$(( waited + slice ))
+            busy=$(( (after - before) * 100 / (hz * slice) )) # percent of one vCPU
+            if [ "$busy" -lt 5 ]; then
                 echo "BENCH $1: C2 quiet after ${waited} s of QD1 (${warmup} s at QD16, a Keep Alive pause)"
                 return 0
             fi
         done
-        echo "BENCH $1: C2 still compiling after ${waited} s of QD1 ($(( (after - before) * 20 / hz )) % of a" \
-            "vCPU in the last 5 s): the figures include compilation"
+        echo "BENCH $1: C2 still compiling after ${waited} s of QD1 ($busy % of a vCPU in the last ${slice} s):" \
+            "the figures include compilation"
     }
 
     # ---- 1. the Linux kernel target (again per round with --kernel-each-round) ----

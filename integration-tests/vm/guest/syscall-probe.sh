@@ -85,7 +85,8 @@ import json, os, sys
 label, tool, start, end, tmp, out, hz, pid, window = sys.argv[1:10]
 hz = int(hz)
 # seconds: the whole probe (perf's start and end take seconds under emulation); counted_seconds: what the system call
-# counts cover (perf stat or strace for the window); the CPU times cover snapshot_seconds.
+# counts cover (perf stat or strace for the window); the CPU times cover snapshot_seconds. "per_second" divides each by
+# its own span, so a reader divides by the run's IOPS for figures per I/O.
 doc = {"label": label, "tool": tool, "pid": int(pid), "seconds": round(float(end) - float(start), 3),
        "counted_seconds": int(window),
        "clocksource": open("/sys/devices/system/clocksource/clocksource0/current_clocksource").read().strip()}
@@ -152,6 +153,13 @@ if os.path.exists(os.path.join(tmp, "percpu")):
             event = f[2].split(":")[-1].replace("sys_enter_", "")
             cpu_counts["all" if event == "sys_enter" else event] = int(float(f[0]))
 doc["syscalls_on_cpu"] = cpu_counts
+span = doc["snapshot_seconds"] or 1
+doc["per_second"] = {"syscalls": {k: c / int(window) for k, c in totals.items()},
+                     "cpu": {k: v / span for k, v in doc.get("cpu", {}).items()},
+                     "process": {"user": sum(t["user_s"] for t in threads.values()) / span,
+                                 "system": sum(t["system_s"] for t in threads.values()) / span,
+                                 "c2_run": sum(t["run_s"] for t in threads.values()
+                                               if t["comm"].startswith("C2")) / span}}
 # the busiest threads first (a reactor or an SPDK poller leads)
 doc["threads"] = dict(sorted(((t, v) for t, v in threads.items() if v["run_s"] > 0 or v["syscalls"]),
                              key=lambda kv: -kv[1]["run_s"])[:8])
