@@ -108,6 +108,12 @@ final class TcpConnection extends AbstractTransportQueue {
 
     // What Connect established.
     private volatile int queueId = -1;
+    /**
+     * {@link #inCapsuleDataSize()}: a field set by Connect rather than a branch on the queue ID, so that the admin
+     * queue's capsules (a Keep Alive after an idle stretch, issue 17) do not meet a branch the I/O queues' compiled
+     * capsule path has never taken, and deoptimize it.
+     */
+    private volatile int inCapsuleDataSize = PortOptions.ADMIN_IN_CAPSULE_DATA_SIZE;
     private int sqSize;
     private boolean sqFlowControlDisabled;
     private int sqHead;
@@ -206,6 +212,7 @@ final class TcpConnection extends AbstractTransportQueue {
                 + ") without install for that queue (installed: " + slots.describeInstalled() + ")");
         }
         this.queueId = queueId;
+        this.inCapsuleDataSize = inCapsuleDataSize(queueId);
         this.sqSize = sqSize;
         this.sqFlowControlDisabled = sqFlowControlDisabled;
         this.commandLimit = sqSize;
@@ -219,8 +226,12 @@ final class TcpConnection extends AbstractTransportQueue {
     @Override
     public void install(int queueId, int sqSize) throws ConnectRefusedException {
         TcpCommandSlots.checkQueueShape(queueId, sqSize);
-        slots.install(queueId, sqSize,
-            queueId > 0 ? portOptions.inlineDataSize() : PortOptions.ADMIN_IN_CAPSULE_DATA_SIZE, receiveBufferSize);
+        slots.install(queueId, sqSize, inCapsuleDataSize(queueId), receiveBufferSize);
+    }
+
+    /** The admin queue's (and Connect's: its data is always in-capsule on TCP) 8 KiB, else the port's setting. */
+    private int inCapsuleDataSize(int queueId) {
+        return queueId > 0 ? portOptions.inlineDataSize() : PortOptions.ADMIN_IN_CAPSULE_DATA_SIZE;
     }
 
     @Override
@@ -230,8 +241,7 @@ final class TcpConnection extends AbstractTransportQueue {
 
     @Override
     public int inCapsuleDataSize() {
-        // Admin queue, and any queue before its Connect (Connect data is always in-capsule on TCP): 8 KiB.
-        return queueId > 0 ? portOptions.inlineDataSize() : PortOptions.ADMIN_IN_CAPSULE_DATA_SIZE;
+        return inCapsuleDataSize;
     }
 
     @Override

@@ -33,17 +33,24 @@ import java.util.function.LongSupplier;
  * whose next command follows its last completion after a steady gap (QD1: the host's own turn-around) thus spins
  * just over that gap instead of paying a wake-up per command: in the QEMU guest, where a wake-up costs hundreds of
  * microseconds, a fixed 300 µs spin took the file namespace's QD1 from 0.50x to 0.72x the kernel target's
- * (docs/benchmarks.md). The clock is read once per stretch for it (at its end), never per busy round. Nothing is
- * learned while a shared CPU makes the reactor block at once (below).
+ * (docs/benchmarks.md). Never a clock read per busy round for it; nothing is learned while a shared CPU makes the
+ * reactor block at once (below).
  *
  * <h2>Clock reads while spinning</h2>
- * Where the clock is a system call (the QEMU guest's HPET: a {@code clock_gettime} plus an emulated device read), a
- * read per empty round roughly doubles what a spin round costs next to the reactor's own poll, and so the time
- * between a command's arrival and the round that sees it. So a spin reads the clock every
- * {@code n}th round only: {@code n} is the number of rounds that fit in an eighth of the spin, from the round cost
- * measured between the previous two reads (1 until measured, at most {@value #MAX_SPIN_ROUNDS_PER_CLOCK_READ}). A
- * spin thus ends at most an eighth of its length late, and reads the clock about eight times however cheap its rounds
- * (the first spin after its rounds got dearer ends late once, by the rounds of the stride measured before).
+ * Where the clock is a system call (the QEMU guest's HPET, a VM whose clock source has no vDSO: a
+ * {@code clock_gettime}, in the guest plus an emulated device read), a read per empty round roughly doubles what a
+ * spin round costs next to the reactor's own poll, and so the time between a command's arrival and the round that
+ * sees it. So a spin reads the clock every {@code n}th round only: {@code n} is the number of rounds that fit in a
+ * quarter of the spin, from the round cost measured between the previous two reads (1 until measured, at most
+ * {@value #MAX_SPIN_ROUNDS_PER_CLOCK_READ}). A spin thus ends at most a quarter of its length late and reads the
+ * clock about four times, more only where its rounds are so cheap that the cap binds (the first spin after its rounds
+ * got dearer ends late once, by the rounds of the stride measured before). Where fewer than two rounds fit in a
+ * quarter (in the guest a round costs tens of microseconds), reading every round would end the spin no closer to its
+ * length than within a round past it, so {@code n} is then the rounds to the spin's end, rounded up: one read to
+ * start the spin and one to end it. Nor is a stretch that ends while spinning timed by a read: its end is the last
+ * read plus the empty rounds since, at the measured cost per round. Issue 17 had counted 8-11 clock reads per QD1 I/O
+ * on the NVMe/TCP target in the guest, most of them the idle stretch's, when the stride was an eighth of the spin, at
+ * least a round, and a stretch's end was read.
  *
  * <h2>A shared CPU</h2>
  * Spinning pays only while the reactor has its CPU to itself. When another runnable thread shares it (a cloud VM's
@@ -245,7 +252,7 @@ public final class AdaptiveIdleStrategy implements IdleStrategy {
         if (workCount > 0) {
             work += workCount;
             if (state != State.ACTIVE && maxSpinNanos > spinNanos && !contended) {
-                learnSpin(nanoClock.getAsLong() - idleStartNanos);
+                learnSpin(stretchEndNanos() - idleStartNanos);
             }
             reset();
             return;
@@ -267,7 +274,7 @@ public final class AdaptiveIdleStrategy implements IdleStrategy {
                 } else {
                     state = spinNanos == 0 ? State.YIELDING : State.SPINNING;
                     lastReadNanos = now;
-                    spinRoundsPerRead = spinRoundsPerRead();
+                    spinRoundsPerRead = spinRoundsPerRead(0);
                     spinRoundsUntilRead = spinRoundsPerRead;
                 }
                 break;
@@ -275,7 +282,7 @@ public final class AdaptiveIdleStrategy implements IdleStrategy {
                 spinRoundNanos = Math.max(1, (now - lastReadNanos) / spinRoundsPerRead);
                 lastReadNanos = now;
                 if (now - idleStartNanos < spinBudgetNanos) {
-                    spinRoundsPerRead = spinRoundsPerRead();
+                    spinRoundsPerRead = spinRoundsPerRead(now - idleStartNanos);
                     spinRoundsUntilRead = spinRoundsPerRead;
                     Thread.onSpinWait();
                     break;
@@ -309,12 +316,31 @@ public final class AdaptiveIdleStrategy implements IdleStrategy {
         }
     }
 
-    /** Empty spin rounds per clock read: as many as fit in an eighth of the spin, 1 until a round is measured. */
-    private int spinRoundsPerRead() {
+    /**
+     * When the stretch now ending saw its work: while spinning with measured rounds, the last read plus the empty
+     * rounds since and the round that found the work, without a read ("Clock reads while spinning"); else a read
+     * (after a block or a yield, which cost far more than one).
+     */
+    private long stretchEndNanos() {
+        if (state == State.SPINNING && spinRoundNanos > 0) {
+            return lastReadNanos + (spinRoundsPerRead - spinRoundsUntilRead + 1L) * spinRoundNanos;
+        }
+        return nanoClock.getAsLong();
+    }
+
+    /**
+     * Empty spin rounds until the next clock read, {@code spunNanos} into the spin: as many as fit in a quarter of
+     * the spin or, where fewer than two do, as many as it takes to reach the spin's end; 1 until a round is measured.
+     */
+    private int spinRoundsPerRead(long spunNanos) {
         if (spinRoundNanos == 0) {
             return 1;
         }
-        return (int) Math.max(1, Math.min(MAX_SPIN_ROUNDS_PER_CLOCK_READ, (spinBudgetNanos >> 3) / spinRoundNanos));
+        long rounds = (spinBudgetNanos >> 2) / spinRoundNanos;
+        if (rounds < 2) { // reading every round would end the spin no closer to its length: within a round past it
+            rounds = (spinBudgetNanos - spunNanos + spinRoundNanos - 1) / spinRoundNanos;
+        }
+        return (int) Math.max(1, Math.min(MAX_SPIN_ROUNDS_PER_CLOCK_READ, rounds));
     }
 
     /** The spin the next idle stretch starts with. Strategy thread (or tests). */

@@ -59,13 +59,22 @@ class AdaptiveIdleStrategyTest {
         return new AdaptiveIdleStrategy("test", blocks::add, spin, maxSpin, 0, MS, 8 * MS, () -> now, null);
     }
 
-    /** One idle stretch from {@code start}: empty rounds until {@code gap} (blocking once the spin is over), then work. */
-    private void stretch(AdaptiveIdleStrategy s, long start, long gap) {
-        idleAt(s, start);
-        long spinEnd = start + s.spinNanos();
-        if (spinEnd < start + gap) {
-            idleAt(s, spinEnd); // the spin is over: blocks
+    /** What an empty round costs in the stretches below. */
+    private static final long ROUND = US;
+
+    /** Empty rounds of {@link #ROUND} from {@code start} until {@code end} or until the strategy blocks. */
+    private void emptyRounds(AdaptiveIdleStrategy s, long start, long end) {
+        for (now = start; now < end && s.state() != State.PARKING; now += ROUND) {
+            s.idle(0);
         }
+    }
+
+    /**
+     * One idle stretch from {@code start}: empty rounds until {@code gap} (blocking once the spin is over, the block
+     * ending with the work), then a round with work.
+     */
+    private void stretch(AdaptiveIdleStrategy s, long start, long gap) {
+        emptyRounds(s, start, start + gap);
         now = start + gap;
         s.idle(1);
     }
@@ -78,21 +87,38 @@ class AdaptiveIdleStrategyTest {
         assertThat(s.spinNanos()).as("a quarter more than the gap").isEqualTo(250 * US);
 
         long start = now + MS;
-        idleAt(s, start);
-        idleAt(s, start + 249 * US);
+        emptyRounds(s, start, start + 250 * US);
         assertThat(s.state()).as("still spinning where it blocked before").isEqualTo(State.SPINNING);
         assertThat(blocks).hasSize(1);
-        idleAt(s, start + 250 * US);
-        assertThat(s.state()).isEqualTo(State.PARKING);
+        emptyRounds(s, now, start + 250 * US + 250 * US / 4 + ROUND);
+        assertThat(s.state()).as("blocks at most a quarter of the spin late").isEqualTo(State.PARKING);
+        assertThat(now - ROUND - start).isGreaterThanOrEqualTo(250 * US);
         assertThat(blocks).hasSize(2);
     }
 
     @Test
-    void shouldReadTheClockAboutEightTimesPerSpinWhateverItsRoundsCost() {
+    void shouldTimeAStretchCaughtWhileSpinningByItsRoundsWithoutAClockRead() {
+        long[] reads = new long[1];
+        AdaptiveIdleStrategy s = new AdaptiveIdleStrategy("test", blocks::add, SPIN, 500 * US, 0, MS, 8 * MS,
+            () -> { reads[0]++; return now; }, null);
+        stretch(s, now, 200 * US); // blocked: learns 250 us and the cost of a round
+        assertThat(s.spinNanos()).isEqualTo(250 * US);
+
+        reads[0] = 0;
+        stretch(s, now + MS, 100 * US + ROUND / 2); // the work arrives between two reads, half a round in
+        assertThat(blocks).as("caught by the spin").hasSize(1);
+        assertThat(reads[0]).as("the stretch's start and one read a quarter of the spin on; none at its end")
+            .isEqualTo(2);
+        assertThat(s.spinNanos()).as("an eighth of the way to a quarter more than the rounds counted")
+            .isEqualTo(250 * US - (250 * US - (100 * US + ROUND) * 5 / 4) / 8);
+    }
+
+    @Test
+    void shouldReadTheClockAboutFourTimesPerSpinWhateverItsRoundsCost() {
         long[] reads = new long[1];
         AdaptiveIdleStrategy s = new AdaptiveIdleStrategy("test", blocks::add, SPIN, 0, MS, 8 * MS,
             () -> { reads[0]++; return now; }, null);
-        for (long roundCost : new long[] {100, 1_000, 5_000}) { // ns per empty round
+        for (long roundCost : new long[] {200, 1_000, 5_000}) { // ns per empty round: 62 of 200 ns in a quarter
             for (int stretch = 0; stretch < 3; stretch++) { // the first measures the rounds, the others use it
                 reads[0] = 0;
                 long start = now;
@@ -106,9 +132,9 @@ class AdaptiveIdleStrategyTest {
                 assertThat(spun).as("spin of a stretch with %d ns rounds", roundCost).isGreaterThanOrEqualTo(SPIN);
                 if (stretch > 0) { // the first after rounds got dearer ends late once: by the previous stride
                     assertThat(spun).as("spin of a stretch with %d ns rounds", roundCost)
-                        .isLessThanOrEqualTo(SPIN + SPIN / 8 + roundCost);
+                        .isLessThanOrEqualTo(SPIN + SPIN / 4 + roundCost);
                     assertThat(reads[0]).as("clock reads in %d rounds of %d ns", rounds, roundCost)
-                        .isBetween(8L, 11L);
+                        .isBetween(5L, 6L);
                 }
                 s.idle(1);
                 now += MS;
@@ -118,22 +144,28 @@ class AdaptiveIdleStrategyTest {
     }
 
     @Test
-    void shouldReadTheClockEveryRoundWhileARoundCostsAnEighthOfTheSpin() {
+    void shouldCountTheRoundsToTheSpinsEndWhileFewerThanTwoFitInAQuarterOfIt() {
         long[] reads = new long[1];
         AdaptiveIdleStrategy s = new AdaptiveIdleStrategy("test", blocks::add, SPIN, 0, MS, 8 * MS,
             () -> { reads[0]++; return now; }, null);
-        for (int stretch = 0; stretch < 2; stretch++) {
-            reads[0] = 0;
-            int rounds = 0;
-            while (s.state() != State.PARKING) {
-                s.idle(0);
-                rounds++;
-                now += 10 * US;
+        for (long roundCost : new long[] {7 * US, 15 * US, 60 * US}) { // a quarter of the spin is 12.5 us
+            for (int stretch = 0; stretch < 3; stretch++) { // the first measures the rounds, the others use it
+                reads[0] = 0;
+                long start = now;
+                while (s.state() != State.PARKING) {
+                    s.idle(0);
+                    now += roundCost;
+                }
+                long spun = now - roundCost - start;
+                assertThat(spun).as("spin of a stretch with %d ns rounds", roundCost).isGreaterThanOrEqualTo(SPIN);
+                if (stretch > 0) {
+                    assertThat(spun).as("within a round past the spin").isLessThan(SPIN + roundCost);
+                    assertThat(reads[0]).as("one read to start the spin, one to end it (%d ns rounds)", roundCost)
+                        .isEqualTo(2);
+                }
+                s.idle(1);
+                now += MS;
             }
-            assertThat(reads[0]).as("a read per round: an eighth of the spin is less than a round")
-                .isEqualTo(rounds);
-            s.idle(1);
-            now += MS;
         }
     }
 
