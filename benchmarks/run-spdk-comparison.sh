@@ -146,7 +146,11 @@ for w in $all_workloads; do
     name=${w%%:*}
     if [ -z "$workloads" ] || [[ " $workloads " == *" $name "* ]]; then selected+="$w "; fi
 done
-[ -n "$selected" ] || { echo "no workload selected from: $(for w in $all_workloads; do printf '%s ' "${w%%:*}"; done)" >&2; exit 2; }
+known_workloads=$(for w in $all_workloads; do printf '%s ' "${w%%:*}"; done)
+for name in $workloads; do
+    [[ " $known_workloads" == *" $name "* ]] || { echo "unknown workload $name; known: $known_workloads" >&2; exit 2; }
+done
+[ -n "$selected" ] || { echo "no workload selected from: $known_workloads" >&2; exit 2; }
 
 target_cpus=$(seq -s, 0 $((reactors - 1)))
 load_cpu=$reactors

@@ -22,7 +22,8 @@
 #                          read-only), other settings: --variant spin0='%{"idle_spin_us": 0}' (instead of --ours-settings)
 #     --spdk-modes "M ..." with SPDK_DIR (below): SPDK's target in these modes, poll and/or interrupt (default both)
 #     --guest-kernel-args A more guest kernel parameters, e.g. "clocksource=tsc tsc=reliable" (run-guest.sh --kernel-args)
-#     --rounds N           run the variants N times, alternating (default 1); prints each variant's median ratio
+#     --rounds N           run the variants N times, every other round in reverse order, so that none always runs
+#                          first in a guest whose speed drifts (default 1); prints each variant's median ratio
 #     --kernel-each-round  measure the kernel target again in every round (label kernel-rN), before the variants, and
 #                          take each round's ratios against that round's kernel figure: on a loaded machine the guest's
 #                          speed moves 2-4x within one boot, so one kernel figure from the start misleads
@@ -276,7 +277,7 @@ PY
     }
     run_kernel kernel
 
-    # ---- 2. our target: once per variant (launcher + JVM options), the variants alternating, BENCH_ROUNDS times ----
+    # ---- 2. our target: once per variant (launcher + JVM options), BENCH_ROUNDS times, even rounds reversed ----
     run_ours() { # run_ours LABEL LAUNCHER JAVA_OPTS SETTINGS_JSON
         local label="$1" launcher="$2" settings="$4" daemon_pid="" addr port
         export NVMEOF4J_JAVA_OPTS="$3 -XX:ErrorFile=$res/hs_err_pid%p.log"
@@ -414,7 +415,7 @@ EOF
             run_ours "$label" "${launcher:-$LAUNCHER}" "${GUEST_JAVA_OPTS--XX:-TieredCompilation} $opts" \
                 "${settings:-${BENCH_OURS_SETTINGS:-}}"
             labels="$labels $label"
-        done 3< <(tr ';' '\n' <<< "${BENCH_VARIANTS:-ours||}")
+        done 3< <(tr ';' '\n' <<< "${BENCH_VARIANTS:-ours||}" | if (( round % 2 )); then cat; else tac; fi)
     done
     rm -f "$tmpfs/ours.img" "$tmpfs/spdk.img"
 
@@ -545,6 +546,13 @@ while [ $# -gt 0 ]; do
 done
 case "$OURS" in guest|host) ;; *) echo "--ours must be guest or host" >&2; exit 2 ;; esac
 [[ "$JIT_QUIET_MAX" =~ ^[0-9]+$ ]] || { echo "--jit-quiet-max: seconds, not $JIT_QUIET_MAX" >&2; exit 2; }
+for name in $SELECTED; do # refused here, not found missing from the table after the guest's boot
+    case " $WORKLOADS $COMPETITOR_WORKLOADS " in
+        *" $name:"*) ;;
+        *) echo "--workloads: unknown $name; known: $(for w in $WORKLOADS $COMPETITOR_WORKLOADS; do
+               printf '%s ' "${w%%:*}"; done | tr ' ' '\n' | sort -u | tr '\n' ' ')" >&2; exit 2 ;;
+    esac
+done
 # Our daemon's warm-up may wait up to that for C2 in every round and variant.
 TIMEOUT=$(( TIMEOUT + ROUNDS * ($(tr -cd ';' <<< "$VARIANTS" | wc -c) + 1) * (JIT_QUIET_MAX + 30) ))
 if [ -n "${SPDK_DIR:-}" ]; then
