@@ -234,7 +234,7 @@ PY
     # (default 180). Prints how long that took; the measured jobs then see a daemon in its steady state, as on real
     # hardware within a second of the same events.
     warm_ours() { # warm_ours LABEL DEV PID
-        local before after waited=0 slice=5 busy hz; hz=$(getconf CLK_TCK)
+        local before after waited=0 slice=5 busy=0 hz; hz=$(getconf CLK_TCK)
         warm "$2" "$warmup"
         warm "$2" 3 1
         sleep 7 # past the Linux host's Keep Alive period (kato 5 s, traffic-based: sent after an idle stretch)
@@ -249,8 +249,12 @@ PY
                 return 0
             fi
         done
-        echo "BENCH $1: C2 still compiling after ${waited} s of QD1 ($busy % of a vCPU in the last ${slice} s):" \
-            "the figures include compilation"
+        if [ "$waited" = 0 ]; then
+            echo "BENCH $1: not waiting for C2 (--jit-quiet-max 0): the figures may include compilation"
+        else
+            echo "BENCH $1: C2 still compiling after ${waited} s of QD1 ($busy % of a vCPU in the last ${slice} s):" \
+                "the figures include compilation"
+        fi
     }
 
     # ---- 1. the Linux kernel target (again per round with --kernel-each-round) ----
@@ -546,11 +550,12 @@ while [ $# -gt 0 ]; do
 done
 case "$OURS" in guest|host) ;; *) echo "--ours must be guest or host" >&2; exit 2 ;; esac
 [[ "$JIT_QUIET_MAX" =~ ^[0-9]+$ ]] || { echo "--jit-quiet-max: seconds, not $JIT_QUIET_MAX" >&2; exit 2; }
+known_workloads=$WORKLOADS; [ "$COMPETITOR" = 1 ] && known_workloads=$COMPETITOR_WORKLOADS
 for name in $SELECTED; do # refused here, not found missing from the table after the guest's boot
-    case " $WORKLOADS $COMPETITOR_WORKLOADS " in
+    case " $known_workloads " in
         *" $name:"*) ;;
-        *) echo "--workloads: unknown $name; known: $(for w in $WORKLOADS $COMPETITOR_WORKLOADS; do
-               printf '%s ' "${w%%:*}"; done | tr ' ' '\n' | sort -u | tr '\n' ' ')" >&2; exit 2 ;;
+        *) echo "--workloads: unknown $name; known$([ "$COMPETITOR" = 1 ] && echo ' with --competitor'):" \
+               "$(for w in $known_workloads; do printf '%s ' "${w%%:*}"; done)" >&2; exit 2 ;;
     esac
 done
 # Our daemon's warm-up may wait up to that for C2 in every round and variant.

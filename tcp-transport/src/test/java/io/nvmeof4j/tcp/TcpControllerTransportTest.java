@@ -634,6 +634,21 @@ class TcpControllerTransportTest {
         eventually("buffers released", () -> target.buffersInUse() == 0);
     }
 
+    /** An I/O queue takes the port's in-capsule size (16 KiB by default), set by its Connect; past it, refused. */
+    @Test
+    void shouldTakeThePortsInCapsuleSizeOnAnIoQueueAndRefuseMore() throws Exception {
+        try (RawHost host = target.host()) {
+            host.initializeAndConnect(NO_DIGESTS, 1, 32, false);
+            byte[] data = pattern(PortOptions.INLINE_DATA_SIZE_DEFAULT, 17);
+            host.sendCapsule(RawHost.ioSqe(0x01, 50, 0, data.length, 0x01), data); // past the admin queue's 8 KiB
+            assertResponse(host.readPdu(), 50, NvmeStatus.SUCCESS);
+            host.sendCapsule(RawHost.ioSqe(0x01, 51, 64, data.length + 4096, 0x01), pattern(data.length + 4096, 18));
+            assertResponse(host.readPdu(), 51, NvmeStatus.SGL_OFFSET_INVALID | NvmeStatus.DNR);
+            assertThat(read(host, 52, 0, data.length, 1)).as("the queue still serves").isEqualTo(data);
+        }
+        eventually("buffers released", () -> target.buffersInUse() == 0);
+    }
+
     // ---- threads, queues and lifecycle -------------------------------------------------------------------------
 
     @Test
