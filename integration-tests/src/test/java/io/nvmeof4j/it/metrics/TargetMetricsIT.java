@@ -26,7 +26,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 /**
  * After known I/O through our initiator, the daemon's {@code GET /metrics} shows exactly that I/O: timer counts
  * per op, namespace and transport, histogram buckets adding up to the count, byte counters, failures by status,
- * and the controller and queue gauges.
+ * the controller and queue gauges, and the reactor's idling gauges.
  */
 class TargetMetricsIT {
     private static final int WRITES = 300;
@@ -154,6 +154,14 @@ class TargetMetricsIT {
                     .value("nvmeof_target_pool_buffers_in_use", Map.of("reactor", "0"));
             }
             assertThat(inUse).as("pool buffers in use once idle").isZero();
+            // Adaptive idling (the default): the spin learned from the gaps lies between the configured 50 us and
+            // the 500 us it may grow to; no competitor shares the reactor's CPU for long in this test.
+            Map<String, String> reactor0 = Map.of("reactor", "0");
+            assertThat(m.value("nvmeof_target_reactor_idle_spin_seconds", reactor0)).as("learned spin (s)")
+                .isBetween(50e-6, 500e-6);
+            assertThat(m.value("nvmeof_target_reactor_wakeup_delay_seconds", reactor0)).as("wake-up run delay (s)")
+                .isBetween(0.0, 1.0);
+            assertThat(m.value("nvmeof_target_reactor_cpu_shared", reactor0)).as("CPU shared").isIn(0.0, 1.0);
         }
     }
 

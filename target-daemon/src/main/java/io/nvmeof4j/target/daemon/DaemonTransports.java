@@ -12,6 +12,7 @@ import io.nvmeof4j.jni.bdev.BdevRegion;
 import io.nvmeof4j.target.backend.BdevChannels;
 import io.nvmeof4j.target.backend.QosWaits;
 import io.nvmeof4j.protocol.spi.TransportType;
+import io.nvmeof4j.protocol.spi.idle.IdleMode;
 import io.nvmeof4j.rdma.RdmaControllerTransport;
 import io.nvmeof4j.target.config.DaemonSettings;
 import io.nvmeof4j.target.config.PortConfig;
@@ -87,6 +88,9 @@ final class DaemonTransports {
             pools.add(pool);
             if (metrics != null) {
                 metrics.bindPool(i, pool);
+                if (settings.idleStrategy() == IdleMode.ADAPTIVE) {
+                    metrics.bindIdling(i, reactor);
+                }
             }
             List<java.util.function.LongSupplier> waits = new java.util.concurrent.CopyOnWriteArrayList<>();
             bufferWaits.add(waits);

@@ -27,6 +27,14 @@ import java.time.Duration;
  *   <tr><td>{@value #QUEUE_INFLIGHT}</td><td>gauge</td><td>subsystem, cntlid, qid, transport</td>
  *       <td>commands received on the queue and not yet answered</td></tr>
  *   <tr><td>{@value #POOL_BUFFERS_IN_USE}</td><td>gauge</td><td>reactor</td><td>data buffers handed out</td></tr>
+ *   <tr><td>{@value #REACTOR_IDLE_SPIN}</td><td>gauge (seconds)</td><td>reactor</td><td>how long the reactor's
+ *       next idle stretch spins before it blocks, as learned from the gaps between commands (adaptive idling only;
+ *       docs/datapath.md "How long to spin")</td></tr>
+ *   <tr><td>{@value #REACTOR_WAKEUP_DELAY}</td><td>gauge (seconds)</td><td>reactor</td><td>run delay per block in
+ *       the last measured window: how long a woken reactor waited for its CPU (adaptive idling with schedstats;
+ *       0 until measured)</td></tr>
+ *   <tr><td>{@value #REACTOR_CPU_SHARED}</td><td>gauge (0 or 1)</td><td>reactor</td><td>1 while the run delay
+ *       shows the reactor's CPU shared with another thread (it then tries blocking at once against spinning)</td></tr>
  *   <tr><td>{@value #RESOURCE_WAITS}</td><td>counter</td><td>reactor, resource</td>
  *       <td>commands that found a fixed-size data-path resource full and waited for it (never failed):
  *       {@value #RESOURCE_IO_URING} (the reactor's ring), {@value #RESOURCE_BUFFER_POOL} (the reactor's data
@@ -62,6 +70,9 @@ public final class TargetMeterNames {
     public static final String QUEUE_PAIRS = "nvmeof.target.queue.pairs";
     public static final String QUEUE_INFLIGHT = "nvmeof.target.queue.inflight";
     public static final String POOL_BUFFERS_IN_USE = "nvmeof.target.pool.buffers.in.use";
+    public static final String REACTOR_IDLE_SPIN = "nvmeof.target.reactor.idle.spin";
+    public static final String REACTOR_WAKEUP_DELAY = "nvmeof.target.reactor.wakeup.delay";
+    public static final String REACTOR_CPU_SHARED = "nvmeof.target.reactor.cpu.shared";
     public static final String RESOURCE_WAITS = "nvmeof.target.resource.waits";
     public static final String RAM_ALLOCATION_FAILURES = "nvmeof.target.ram.allocation.failures";
     public static final String RAM_BUDGET = "nvmeof.target.ram.budget";

@@ -25,6 +25,7 @@ import io.nvmeof4j.target.controller.ControllerRegistry;
 import io.nvmeof4j.target.controller.QueueInfo;
 import io.nvmeof4j.target.model.Namespace;
 import io.nvmeof4j.target.model.Subsystem;
+import io.nvmeof4j.target.reactor.Reactor;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -262,6 +263,23 @@ public final class TargetMetrics {
     public void bindPool(int reactor, BufferPool pool) {
         Gauge.builder(POOL_BUFFERS_IN_USE, pool, BufferPool::buffersInUse).description("Data buffers handed out")
             .tag(TAG_REACTOR, Integer.toString(reactor)).strongReference(true).register(registry);
+    }
+
+    /**
+     * Gauges of an adaptive reactor's idling: the spin it learned, what a wake-up cost it in run delay, whether its
+     * CPU is shared. Read from the scrape thread (the reactor publishes them in volatile fields).
+     */
+    public void bindIdling(int index, Reactor reactor) {
+        String tag = Integer.toString(index);
+        Gauge.builder(REACTOR_IDLE_SPIN, reactor, r -> r.idleSpinNanos() / 1e9).baseUnit("seconds")
+            .description("How long the reactor's next idle stretch spins before blocking, as learned")
+            .tag(TAG_REACTOR, tag).strongReference(true).register(registry);
+        Gauge.builder(REACTOR_WAKEUP_DELAY, reactor, r -> r.wakeupCostNanos() / 1e9).baseUnit("seconds")
+            .description("Run delay per block in the last measured window: what a wake-up cost in waiting for the CPU")
+            .tag(TAG_REACTOR, tag).strongReference(true).register(registry);
+        Gauge.builder(REACTOR_CPU_SHARED, reactor, r -> r.cpuShared() ? 1 : 0)
+            .description("1 while the reactor's run delay shows its CPU shared with another thread")
+            .tag(TAG_REACTOR, tag).strongReference(true).register(registry);
     }
 
     /**

@@ -304,6 +304,16 @@ public final class Reactor implements Executor, AutoCloseable {
         return loop.wakeupCostNanos();
     }
 
+    /** True while the adaptive reactor measures its CPU as shared (whether it then blocks or spins). Any thread. */
+    public boolean cpuShared() {
+        return loop.cpuShared();
+    }
+
+    /** The spin the adaptive reactor's next idle stretch starts with, as learned (0 when it busy-polls). Any thread. */
+    public long idleSpinNanos() {
+        return loop.idleSpinNanos();
+    }
+
     /** Rounds of {@link #doWork()} so far (read from any thread: approximate). */
     public long rounds() {
         return rounds;

@@ -130,8 +130,11 @@ public final class AdaptiveIdleStrategy implements IdleStrategy {
     private final AutoCloseable runDelaySource;
 
     private State state = State.ACTIVE;
-    /** The spin of the next stretch: {@code spinNanos} up to {@code maxSpinNanos}, learned ("How long to spin"). */
-    private long spinBudgetNanos;
+    /**
+     * The spin of the next stretch: {@code spinNanos} up to {@code maxSpinNanos}, learned ("How long to spin").
+     * Volatile for the metrics' scrape thread only: written once per idle stretch, never per busy round.
+     */
+    private volatile long spinBudgetNanos;
     private long idleStartNanos;
     /** The last clock read of the idle path, and the spin rounds until the next ("Clock reads while spinning"). */
     private long lastReadNanos;
@@ -343,7 +346,7 @@ public final class AdaptiveIdleStrategy implements IdleStrategy {
         return (int) Math.max(1, Math.min(MAX_SPIN_ROUNDS_PER_CLOCK_READ, rounds));
     }
 
-    /** The spin the next idle stretch starts with. Strategy thread (or tests). */
+    /** The spin the next idle stretch starts with, as learned so far ("How long to spin"). Any thread. */
     public long spinNanos() {
         return spinBudgetNanos;
     }

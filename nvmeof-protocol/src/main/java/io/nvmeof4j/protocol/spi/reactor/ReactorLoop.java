@@ -135,6 +135,16 @@ public final class ReactorLoop {
         return idle instanceof AdaptiveIdleStrategy a ? a.wakeupCostNanos() : 0;
     }
 
+    /** True while the adaptive strategy measures the CPU as shared (whether it then blocks or spins). Any thread. */
+    public boolean cpuShared() {
+        return idle instanceof AdaptiveIdleStrategy a && a.cpuShared();
+    }
+
+    /** The spin the adaptive strategy's next idle stretch starts with, as learned (0 for any other). Any thread. */
+    public long idleSpinNanos() {
+        return idle instanceof AdaptiveIdleStrategy a ? a.spinNanos() : 0;
+    }
+
     private void run() {
         IdleStrategy strategy = null;
         try {

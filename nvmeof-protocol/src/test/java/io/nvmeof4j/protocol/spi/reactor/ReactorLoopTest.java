@@ -127,6 +127,36 @@ class ReactorLoopTest {
     }
 
     @Test
+    void shouldReportTheAdaptiveStrategysSpinAndNoneForABusyOne() throws Exception {
+        QueueAgent agent = new QueueAgent();
+        long spin = TimeUnit.MICROSECONDS.toNanos(50);
+        ReactorLoop adaptive = new ReactorLoop("adaptive-loop-test", agent,
+            wait -> AdaptiveIdleStrategy.forCurrentThread("adaptive-loop-test", wait, spin, SECOND / 100),
+            body -> new Thread(body, "adaptive-loop-test"));
+        assertThat(adaptive.idleSpinNanos()).as("before the strategy exists").isZero();
+        adaptive.start();
+        try {
+            long deadline = System.nanoTime() + 10 * SECOND;
+            while (agent.awaits.get() == 0 && System.nanoTime() - deadline < 0) {
+                Thread.sleep(1);
+            }
+            // Idle since it started (no gaps between commands to learn from): the configured spin.
+            assertThat(adaptive.idleSpinNanos()).isEqualTo(spin);
+        } finally {
+            assertThat(adaptive.stop(5 * SECOND)).isTrue();
+        }
+        ReactorLoop busy = new ReactorLoop("busy-loop-test", new QueueAgent(), wait -> new io.nvmeof4j.protocol.spi
+            .idle.BusySpinIdleStrategy(), body -> new Thread(body, "busy-loop-test"));
+        busy.start();
+        try {
+            assertThat(busy.idleSpinNanos()).isZero();
+            assertThat(busy.cpuShared()).isFalse();
+        } finally {
+            assertThat(busy.stop(5 * SECOND)).isTrue();
+        }
+    }
+
+    @Test
     void shouldEndAndCloseWhatItOwnsWhenARoundFailsUnexpectedly() throws Exception {
         QueueAgent agent = new QueueAgent();
         ReactorLoop loop = loop(agent, TimeUnit.MILLISECONDS.toNanos(10));
