@@ -23,8 +23,8 @@ final class CommandContext {
      */
     final IoContext io;
     /**
-     * The slot's metering around the command (around {@link #inFlight} on an I/O queue, around the transport's
-     * request on the admin queue); null when metrics are off.
+     * The slot's metering around the command (around {@link #inFlight} on an I/O queue, around an uncounted
+     * {@link InFlightRequest} over the transport's request on the admin queue); null when metrics are off.
      */
     final MeteredRequest metered;
 
@@ -36,6 +36,9 @@ final class CommandContext {
         if (io != null && backends != null) {
             backends.bind(io);
         }
-        this.metered = metrics ? new MeteredRequest(ioQueue ? inFlight : transportRequest) : null;
+        // The admin queue's delegate is an InFlightRequest too, never begun (nothing counts admin commands): so the
+        // calls MeteredRequest makes on its delegate meet one class on every queue, and the first Keep Alives after
+        // I/O do not trap the code the JIT compiled for the I/O queues (a recompilation each, docs/benchmarks.md).
+        this.metered = metrics ? new MeteredRequest(ioQueue ? inFlight : new InFlightRequest(transportRequest)) : null;
     }
 }
