@@ -145,10 +145,15 @@ class ReactorLoopTest {
         } finally {
             assertThat(adaptive.stop(5 * SECOND)).isTrue();
         }
-        ReactorLoop busy = new ReactorLoop("busy-loop-test", new QueueAgent(), wait -> new io.nvmeof4j.protocol.spi
+        QueueAgent busyAgent = new QueueAgent();
+        ReactorLoop busy = new ReactorLoop("busy-loop-test", busyAgent, wait -> new io.nvmeof4j.protocol.spi
             .idle.BusySpinIdleStrategy(), body -> new Thread(body, "busy-loop-test"));
         busy.start();
         try {
+            // A round has run, so the loop's strategy exists (before it, any strategy reads as none).
+            CountDownLatch ran = new CountDownLatch(1);
+            busyAgent.tasks.add(ran::countDown);
+            assertThat(ran.await(5, TimeUnit.SECONDS)).isTrue();
             assertThat(busy.idleSpinNanos()).isZero();
             assertThat(busy.cpuShared()).isFalse();
         } finally {
