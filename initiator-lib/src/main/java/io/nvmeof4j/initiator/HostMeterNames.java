@@ -24,7 +24,20 @@ import java.time.Duration;
  *       path (what the queue-depth policy compares)</td></tr>
  *   <tr><td>{@value #PATH_LIVE}</td><td>gauge</td><td>subsystem, path</td><td>1 while the path's controller is
  *       live</td></tr>
+ *   <tr><td>{@value #REACTOR_IDLE_SPIN}</td><td>gauge (seconds)</td><td>reactor</td><td>how long the reactor's
+ *       next idle stretch spins before it blocks, as learned from the gaps between commands (adaptive idling only;
+ *       docs/datapath.md "How long to spin"); at its floor under steady QD1 traffic the reactor blocks and is woken
+ *       for every completion</td></tr>
+ *   <tr><td>{@value #REACTOR_WAKEUP_DELAY}</td><td>gauge (seconds)</td><td>reactor</td><td>run delay per block in
+ *       the last measured window: how long a woken reactor waited for its CPU (adaptive idling with schedstats;
+ *       0 until measured)</td></tr>
+ *   <tr><td>{@value #REACTOR_CPU_SHARED}</td><td>gauge (0 or 1)</td><td>reactor</td><td>1 while the run delay
+ *       shows the reactor's CPU shared with another thread (it then tries blocking at once against spinning)</td></tr>
  * </table>
+ * The {@code reactor} tag is the reactor's index among the host's reactors: {@code 0..n-1} for NVMe/TCP's
+ * ({@code nvmeof-host-reactor-N}), {@code n..2n-1} for NVMe-oF/RDMA's ({@code nvmeof-host-rdma-reactor-N}, made on
+ * first use), n being the host's reactor threads. A host that busy-polls
+ * ({@code -D}{@value NvmeofHost#IDLE_PROP_NAME}{@code =busy}) has no reactor gauges, as a busy target has none.
  * A library does not force percentile histograms on its users: the timer publishes none by default. An application
  * that wants them (as the {@code nvmeof perf --metrics} tool does) says so, either with
  * {@link NvmeofHost#create(HostIdentity, int, io.micrometer.core.instrument.MeterRegistry, boolean)} or with a
@@ -39,6 +52,9 @@ public final class HostMeterNames {
     public static final String PATH_IOS = "nvmeof.host.path.ios";
     public static final String PATH_IN_FLIGHT = "nvmeof.host.path.in_flight";
     public static final String PATH_LIVE = "nvmeof.host.path.live";
+    public static final String REACTOR_IDLE_SPIN = "nvmeof.host.reactor.idle.spin";
+    public static final String REACTOR_WAKEUP_DELAY = "nvmeof.host.reactor.wakeup.delay";
+    public static final String REACTOR_CPU_SHARED = "nvmeof.host.reactor.cpu.shared";
 
     public static final String TAG_OP = "op";
     public static final String TAG_SUBSYSTEM = "subsystem";
@@ -48,6 +64,7 @@ public final class HostMeterNames {
     public static final String TAG_STATUS_NAME = "status_name";
     public static final String TAG_PATH = "path";
     public static final String TAG_OUTCOME = "outcome";
+    public static final String TAG_REACTOR = "reactor";
 
     public static final Duration LATENCY_MIN = Duration.ofNanos(1_000);
     public static final Duration LATENCY_MAX = Duration.ofSeconds(10);

@@ -2,14 +2,18 @@ package io.nvmeof4j.initiator;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.nvmeof4j.protocol.spi.host.HostStatus;
+import io.nvmeof4j.protocol.spi.idle.IdleMode;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -20,7 +24,8 @@ import static io.nvmeof4j.initiator.HostMeterNames.*;
  * The host's meters on the application's registry. Only this class and {@link NamespaceMeters} touch Micrometer,
  * and they are loaded only when the application gave a registry: Micrometer stays an optional dependency.
  * <p>Meters are resolved when a namespace is identified (connect, rescan), never per I/O; recording is an array
- * load and the meters' own lock-free updates. The timers' max window never rotates (ten-year expiry, one buffer):
+ * load and the meters' own lock-free updates; the reactors' gauges are functions the scrape reads. The timers' max
+ * window never rotates (ten-year expiry, one buffer):
  * rotating it takes a monitor on the recording thread (micrometer {@code TimeWindowMax.rotate}).
  */
 final class HostMetrics {
@@ -29,6 +34,8 @@ final class HostMetrics {
     private final MeterRegistry registry;
     private final boolean histogram;
     private final Map<String, NamespaceMeters> namespaces = new ConcurrentHashMap<>();
+    /** The reactors' idling gauges, removed when the host closes. */
+    private final List<Meter> reactorMeters = new CopyOnWriteArrayList<>();
 
     HostMetrics(MeterRegistry registry, boolean histogram, NvmeofHost host) {
         this.registry = registry;
@@ -58,6 +65,48 @@ final class HostMetrics {
                 return c != null && c.state() == ControllerState.LIVE ? 1 : 0;
             }).tags(tags).description("1 while the path's controller is live").register(registry);
         }
+    }
+
+    /**
+     * Gauges of each adaptive reactor's idling, as the target's ({@code TargetMetrics.bindIdling}): the spin it
+     * learned, what a wake-up cost it in run delay, whether its CPU is shared. The scrape thread reads them from the
+     * volatile fields the reactor's strategy publishes (0 until the reactor's thread made it); nothing per I/O.
+     * A busy-polling reactor gets none, as on the target: it never blocks, so it has no spin and no wake-up.
+     * Called once per set of reactors: the host's NVMe/TCP ones when the metrics are made, NVMe-oF/RDMA's when they
+     * are made on first use. A host never replaces a reactor (one stopped by an unexpected failure is not
+     * restarted, and its gauges keep its last values, as the target's do).
+     */
+    void reactors(List<HostReactor> reactors) {
+        for (HostReactor r : reactors) {
+            if (r.idleMode != IdleMode.ADAPTIVE) {
+                continue;
+            }
+            // Held weakly, as the host's other gauges: while it runs, a reactor's own thread keeps it reachable,
+            // and the application's registry must not keep a dropped host's reactors alive.
+            Tags tags = Tags.of(TAG_REACTOR, Integer.toString(r.slot()));
+            reactorMeters.add(Gauge.builder(REACTOR_IDLE_SPIN, r, x -> x.idleSpinNanos() / 1e9).baseUnit("seconds")
+                .description("How long the reactor's next idle stretch spins before blocking, as learned")
+                .tags(tags).register(registry));
+            reactorMeters.add(Gauge.builder(REACTOR_WAKEUP_DELAY, r, x -> x.wakeupCostNanos() / 1e9)
+                .baseUnit("seconds")
+                .description("Run delay per block in the last measured window: what a wake-up cost in waiting for"
+                    + " the CPU")
+                .tags(tags).register(registry));
+            reactorMeters.add(Gauge.builder(REACTOR_CPU_SHARED, r, x -> x.cpuShared() ? 1 : 0)
+                .description("1 while the reactor's run delay shows its CPU shared with another thread")
+                .tags(tags).register(registry));
+        }
+    }
+
+    /**
+     * The host closed: its reactors' gauges go. They would read stopped reactors, and a later host on the same
+     * registry would find its reactors' names and tags taken (Micrometer returns the meter already registered).
+     */
+    void close() {
+        for (Meter m : reactorMeters) {
+            registry.remove(m);
+        }
+        reactorMeters.clear();
     }
 
     /** The meters of one namespace of one subsystem over one transport (made once, then shared). */

@@ -38,6 +38,8 @@ final class HostReactor implements AutoCloseable {
     final HostPollGroup group;
     /** The group's round clock (reactor thread). */
     final RoundClock clock;
+    /** How the reactor idles: {@link NvmeofHost#IDLE_PROP_NAME} when it was made. */
+    final IdleMode idleMode;
     private final ReactorLoop loop;
     private final ReactorThread thread;
     /** Reactor thread only (changed through {@link #execute}). */
@@ -75,6 +77,7 @@ final class HostReactor implements AutoCloseable {
         this.clock = group.clock();
         ReactorThread[] made = new ReactorThread[1];
         IdleMode idleMode = idleMode();
+        this.idleMode = idleMode;
         this.loop = new ReactorLoop(name, new Agent(),
             wait -> idleMode.newStrategy(name, wait, IDLE_SPIN_NANOS, TIMER_PERIOD_NANOS),
             body -> made[0] = new ReactorThread(pinning == null ? body : pinning.reactorBody(index, name, body), name,
@@ -92,6 +95,26 @@ final class HostReactor implements AutoCloseable {
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(NvmeofHost.IDLE_PROP_NAME + ": " + e.getMessage(), e);
         }
+    }
+
+    /** This reactor's index among the host's reactors ({@link ReactorThread#slot}). */
+    int slot() {
+        return thread.slot;
+    }
+
+    /** The spin the adaptive strategy's next idle stretch starts with, as learned (0 for busy polling). Any thread. */
+    long idleSpinNanos() {
+        return loop.idleSpinNanos();
+    }
+
+    /** What a wake-up from blocking cost in run delay, last measured (0 when not measured). Any thread. */
+    long wakeupCostNanos() {
+        return loop.wakeupCostNanos();
+    }
+
+    /** True while the adaptive strategy measures the reactor's CPU as shared. Any thread. */
+    boolean cpuShared() {
+        return loop.cpuShared();
     }
 
     boolean inReactorThread() {

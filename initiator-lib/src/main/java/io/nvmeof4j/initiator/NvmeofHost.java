@@ -127,7 +127,8 @@ public final class NvmeofHost implements AutoCloseable {
 
     /**
      * A host that records its I/O into {@code registry} ({@link HostMeterNames}: latency timers, bytes and failures
-     * per op, subsystem, namespace and transport; connected controllers). Recording allocates nothing per I/O.
+     * per op, subsystem, namespace and transport; connected controllers; each adaptive reactor's idling, until the
+     * host closes). Recording allocates nothing per I/O.
      * The timers publish no percentile histogram (a library leaves that to the application, which may turn it on
      * with a {@code MeterFilter}, or with {@link #create(HostIdentity, int, io.micrometer.core.instrument.MeterRegistry, boolean)}).
      */
@@ -152,6 +153,7 @@ public final class NvmeofHost implements AutoCloseable {
         Objects.requireNonNull(registry, "registry");
         NvmeofHost host = new NvmeofHost(identity, reactorThreads, pinning);
         host.metrics = new HostMetrics(registry, percentileHistogram, host);
+        host.metrics.reactors(host.tcp.reactors);
         return host;
     }
 
@@ -340,6 +342,10 @@ public final class NvmeofHost implements AutoCloseable {
         if (r != null) {
             r.close();
         }
+        HostMetrics m = metrics;
+        if (m != null) {
+            m.close();
+        }
     }
 
     private void checkOpen() {
@@ -389,6 +395,10 @@ public final class NvmeofHost implements AutoCloseable {
                     throw new IllegalArgumentException("transport rdma cannot be used here: " + e, e);
                 }
                 rdma = new Fabric(transport, reactorThreads, reactorThreads, "nvmeof-host-rdma-reactor-", pinning);
+                HostMetrics m = metrics;
+                if (m != null) {
+                    m.reactors(rdma.reactors); // made after the metrics, so their gauges come now
+                }
             }
             return rdma;
         }
