@@ -13,12 +13,14 @@ import io.nvmeof4j.initiator.HostMeterNames;
 import io.nvmeof4j.initiator.NvmeofController;
 import io.nvmeof4j.initiator.NvmeofHost;
 import io.nvmeof4j.initiator.NvmeofNamespace;
+import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -106,6 +108,98 @@ class HostMetricsIT {
             assertThat(text.value("nvmeof_host_io_seconds_bucket", Map.of("op", "read", "nsid", "1", "le", "+Inf")))
                 .isEqualTo(50);
             assertThat(text.value("nvmeof_host_io_read_bytes_total", Map.of("nsid", "1"))).isEqualTo(50 * 4096.0);
+        }
+    }
+
+    /**
+     * Each adaptive reactor's idling, after I/O through each: the spin learned lies between the host's configured
+     * spin and the most the strategy may learn ({@value AdaptiveIdleStrategy#MAX_SPIN_US_PROP_NAME}), a wake-up's run
+     * delay is well under a second, the shared flag is 0 or 1. The gauges go with the host.
+     */
+    @Test
+    void shouldPublishTheIdlingOfEachAdaptiveReactor() throws Exception {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        try (MetricsTarget target = MetricsTarget.start(dir)) {
+            try (NvmeofHost host = NvmeofHost.create(HostIdentity.generate(), 2, registry);
+                 NvmeofController ctrl = host.connect(target.ioAddress(), MetricsTarget.OPEN,
+                     ConnectOptions.defaults().withIoQueues(2))) {
+                // I/O queue 1 is on reactor 0, queue 2 on reactor 1; a thread's id picks its queue (id mod 2).
+                NvmeofNamespace ns1 = ctrl.namespace(1);
+                for (Thread t : List.of(threadWithIdParity(0, () -> readBlocks(ns1)),
+                                        threadWithIdParity(1, () -> readBlocks(ns1)))) {
+                    t.start();
+                    t.join(TimeUnit.SECONDS.toMillis(30));
+                    assertThat(t.isAlive()).as("%s done", t.getName()).isFalse();
+                }
+                assertThat(registry.get(HostMeterNames.IO).tag(HostMeterNames.TAG_OP, "read")
+                    .tag(HostMeterNames.TAG_NSID, "1").timer().count()).isEqualTo(2 * 50);
+
+                PrometheusText m = new PrometheusText(registry.scrape());
+                // The host's reactors (NVMe/TCP: 0 and 1), no others: RDMA's are made on first use only.
+                assertThat(m.samples("nvmeof_host_reactor_idle_spin_seconds", s -> true))
+                    .extracting(s -> s.label("reactor")).containsExactlyInAnyOrder("0", "1");
+                double minSpin = AdaptiveIdleStrategy.SPIN_NANOS_DEFAULT / 1e9; // the host's configured spin
+                double maxSpin = Math.max(minSpin, TimeUnit.MICROSECONDS.toNanos(Long.getLong(
+                    AdaptiveIdleStrategy.MAX_SPIN_US_PROP_NAME, AdaptiveIdleStrategy.MAX_SPIN_US_DEFAULT)) / 1e9);
+                for (String reactor : List.of("0", "1")) {
+                    Map<String, String> tag = Map.of("reactor", reactor);
+                    assertThat(m.value("nvmeof_host_reactor_idle_spin_seconds", tag))
+                        .as("learned spin of reactor %s (s)", reactor).isBetween(minSpin, maxSpin);
+                    assertThat(m.value("nvmeof_host_reactor_wakeup_delay_seconds", tag))
+                        .as("wake-up run delay of reactor %s (s)", reactor).isBetween(0.0, 1.0);
+                    assertThat(m.value("nvmeof_host_reactor_cpu_shared", tag))
+                        .as("CPU of reactor %s shared", reactor).isIn(0.0, 1.0);
+                }
+            }
+            // Closed: the gauges went with the reactors (a later host on this registry registers its own).
+            assertThat(registry.find(HostMeterNames.REACTOR_IDLE_SPIN).gauges()).isEmpty();
+            assertThat(registry.find(HostMeterNames.REACTOR_WAKEUP_DELAY).gauges()).isEmpty();
+            assertThat(registry.find(HostMeterNames.REACTOR_CPU_SHARED).gauges()).isEmpty();
+        }
+    }
+
+    /** A host that busy-polls ({@code nvmeof4j.host.idle_strategy=busy}) has no idling to show: no reactor gauges. */
+    @Test
+    void shouldPublishNoIdlingGaugesForABusyPollingHost() throws Exception {
+        MeterRegistry registry = new SimpleMeterRegistry();
+        NvmeofHost busy;
+        System.setProperty(NvmeofHost.IDLE_PROP_NAME, "busy"); // read when the host makes its reactors
+        try {
+            busy = NvmeofHost.create(HostIdentity.generate(), 1, registry);
+        } finally {
+            System.clearProperty(NvmeofHost.IDLE_PROP_NAME);
+        }
+        try (MetricsTarget target = MetricsTarget.start(dir);
+             NvmeofHost host = busy;
+             NvmeofController ctrl = host.connect(target.ioAddress(), MetricsTarget.OPEN,
+                 ConnectOptions.defaults().withIoQueues(1))) {
+            readBlocks(ctrl.namespace(1));
+            assertThat(registry.get(HostMeterNames.IO).tag(HostMeterNames.TAG_OP, "read")
+                .tag(HostMeterNames.TAG_NSID, "1").timer().count()).as("reads metered").isEqualTo(50);
+            assertThat(registry.find(HostMeterNames.REACTOR_IDLE_SPIN).gauges()).isEmpty();
+            assertThat(registry.find(HostMeterNames.REACTOR_WAKEUP_DELAY).gauges()).isEmpty();
+            assertThat(registry.find(HostMeterNames.REACTOR_CPU_SHARED).gauges()).isEmpty();
+        }
+    }
+
+    /** 50 single-block reads, one at a time: a gap between commands for the reactor to idle through. */
+    private static void readBlocks(NvmeofNamespace ns) {
+        try {
+            for (int i = 0; i < 50; i++) {
+                ns.read(i, 1).get(10, TimeUnit.SECONDS);
+            }
+        } catch (Exception e) {
+            throw new AssertionError("read on " + Thread.currentThread().getName() + " failed", e);
+        }
+    }
+
+    /** An unstarted thread whose id is {@code parity} mod 2 (ids are given when a thread is made). */
+    private static Thread threadWithIdParity(int parity, Runnable body) {
+        while (true) {
+            Thread t = new Thread(body, "host-metrics-io-" + parity);
+            if (t.getId() % 2 == parity) {
+                return t;
+            }
         }
     }
 
