@@ -21,6 +21,9 @@
 #                          build: --variant base@/path/to/other/bin/nvmeof-target= (the guest sees the host's root
 #                          read-only), other settings: --variant spin0='%{"idle_spin_us": 0}' (instead of --ours-settings)
 #     --spdk-modes "M ..." with SPDK_DIR (below): SPDK's target in these modes, poll and/or interrupt (default both)
+#     --fio-cpus LIST      run every measured fio job under taskset -c LIST (both targets alike), e.g. 0 with a variant
+#                          '%{"reactor_cpus": "0"}': the host's submissions, our reactor and the kernel target's
+#                          workers (which run where the host's packets arrive) then share one vCPU, no cross-vCPU wake-up
 #     --guest-kernel-args A more guest kernel parameters, e.g. "clocksource=tsc tsc=reliable" (run-guest.sh --kernel-args)
 #     --rounds N           run the variants N times, every other round in reverse order, so that none always runs
 #                          first in a guest whose speed drifts (default 1); prints each variant's median ratio
@@ -82,6 +85,7 @@ guest_main() {
     local hostnqn="nqn.2014-08.org.nvmexpress:uuid:$hostid"
     local rc=0 competitor="${BENCH_COMPETITOR:-0}" pin=()
     if [ "$competitor" = 1 ]; then WORKLOADS="$COMPETITOR_WORKLOADS"; pin=(taskset -c 1); fi
+    if [ -n "${BENCH_FIO_CPUS:-}" ]; then pin=(taskset -c "$BENCH_FIO_CPUS"); fi
     if [ -n "${BENCH_WORKLOADS:-}" ]; then # --workloads: keep the named ones, in their order here
         local kept="" w
         for w in $WORKLOADS; do
@@ -89,7 +93,7 @@ guest_main() {
         done
         WORKLOADS="${kept# }"
     fi
-    echo "BENCH kernel $(uname -r), $(nproc) vCPUs, clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null), runtime ${runtime}s per job, namespace $size, ours in the $ours_where"
+    echo "BENCH kernel $(uname -r), $(nproc) vCPUs, clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null), runtime ${runtime}s per job, namespace $size, ours in the $ours_where${BENCH_FIO_CPUS:+, fio on CPU $BENCH_FIO_CPUS}"
 
     fill() { # fill FILE SIZE: non-zero data, so reads touch real pages on both targets
         { yes "nvmeof4j-bench-fill-0123456789abcdef" 2>/dev/null || true; } | head -c "$(numfmt --from=iec "$2")" > "$1"
@@ -514,7 +518,7 @@ fi
 # Host side
 # =================================================================================================================
 OURS=guest; RUNTIME=8; WARMUP=15; SIZE=256M; TIMEOUT=900; BACKEND="file"; PREBUILD=1; SETTINGS=""; COMPETITOR=0
-KERNEL_EACH_ROUND=0; SELECTED=""; TRACE=0; SYSCALLS=0; SYSCALLS_ROUND=""; KARGS=""; VARIANTS=""; ROUNDS=1; GJO="-XX:-TieredCompilation"
+KERNEL_EACH_ROUND=0; SELECTED=""; TRACE=0; SYSCALLS=0; SYSCALLS_ROUND=""; KARGS=""; FIO_CPUS=""; VARIANTS=""; ROUNDS=1; GJO="-XX:-TieredCompilation"
 SPDK_MODES="poll interrupt"; PROBE=0; JIT_QUIET_MAX=180
 RESULTS="$PROJECT/integration-tests/target/bench-results/$(date +%Y%m%d-%H%M%S)"
 while [ $# -gt 0 ]; do
@@ -538,6 +542,7 @@ while [ $# -gt 0 ]; do
         --rounds) ROUNDS="$2"; shift 2 ;;
         --kernel-each-round) KERNEL_EACH_ROUND=1; shift ;;
         --guest-kernel-args) KARGS="$2"; shift 2 ;;
+        --fio-cpus) FIO_CPUS="$2"; shift 2 ;;
         --spdk-modes) SPDK_MODES="$2"; shift 2 ;;
         --jit-quiet-max) JIT_QUIET_MAX="$2"; shift 2 ;;
         --variant) # NAME[@LAUNCHER]=JAVA_OPTS[%SETTINGS_JSON]
@@ -647,6 +652,7 @@ ARGS=(--timeout "$TIMEOUT" --results "$RESULTS" ${KARGS:+--kernel-args "$KARGS"}
       --env BENCH_KERNEL_EACH_ROUND="$KERNEL_EACH_ROUND")
 [ -n "$VARIANTS" ] && ARGS+=(--env BENCH_VARIANTS="$VARIANTS")
 [ -n "$SELECTED" ] && ARGS+=(--env BENCH_WORKLOADS="$SELECTED")
+[ -n "$FIO_CPUS" ] && ARGS+=(--env BENCH_FIO_CPUS="$FIO_CPUS")
 [ -n "$SYSCALLS_ROUND" ] && ARGS+=(--env BENCH_SYSCALLS_ROUND="$SYSCALLS_ROUND")
 [ -n "$SETTINGS" ] && ARGS+=(--env BENCH_OURS_SETTINGS="$SETTINGS")
 # The host's machine state on the guest's request, before each job, until this script ends (stopped in cleanup).
