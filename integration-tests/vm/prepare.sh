@@ -39,8 +39,9 @@ SELF="$(readlink -f "${BASH_SOURCE[0]}")"
 # ---------------------------------------------------------------------------------------------------------------
 # 1. Debian packages
 # ---------------------------------------------------------------------------------------------------------------
+# debootstrap: step 4's trixie root (without it a fresh machine built that root only later, inside the 6.12 test).
 PACKAGES=(qemu-system-x86 busybox-static kmod cpio nvme-cli fio iproute2 util-linux
-          rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest)
+          rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest debootstrap)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
