@@ -34,14 +34,14 @@ final class HostMetrics {
     private final MeterRegistry registry;
     private final boolean histogram;
     private final Map<String, NamespaceMeters> namespaces = new ConcurrentHashMap<>();
-    /** The reactors' idling gauges, removed when the host closes. */
-    private final List<Meter> reactorMeters = new CopyOnWriteArrayList<>();
+    /** The gauges that read this host (its controllers, its reactors' idling), removed when it closes. */
+    private final List<Meter> hostGauges = new CopyOnWriteArrayList<>();
 
     HostMetrics(MeterRegistry registry, boolean histogram, NvmeofHost host) {
         this.registry = registry;
         this.histogram = histogram;
-        Gauge.builder(CONTROLLERS, host, h -> h.controllers().size()).description("Connected controllers")
-            .register(registry);
+        hostGauges.add(Gauge.builder(CONTROLLERS, host, h -> h.controllers().size())
+            .description("Connected controllers").register(registry));
     }
 
     /**
@@ -84,29 +84,30 @@ final class HostMetrics {
             // Held weakly, as the host's other gauges: while it runs, a reactor's own thread keeps it reachable,
             // and the application's registry must not keep a dropped host's reactors alive.
             Tags tags = Tags.of(TAG_REACTOR, Integer.toString(r.slot()));
-            reactorMeters.add(Gauge.builder(REACTOR_IDLE_SPIN, r, x -> x.idleSpinNanos() / 1e9).baseUnit("seconds")
+            hostGauges.add(Gauge.builder(REACTOR_IDLE_SPIN, r, x -> x.idleSpinNanos() / 1e9).baseUnit("seconds")
                 .description("How long the reactor's next idle stretch spins before blocking, as learned")
                 .tags(tags).register(registry));
-            reactorMeters.add(Gauge.builder(REACTOR_WAKEUP_DELAY, r, x -> x.wakeupCostNanos() / 1e9)
+            hostGauges.add(Gauge.builder(REACTOR_WAKEUP_DELAY, r, x -> x.wakeupCostNanos() / 1e9)
                 .baseUnit("seconds")
                 .description("Run delay per block in the last measured window: what a wake-up cost in waiting for"
                     + " the CPU")
                 .tags(tags).register(registry));
-            reactorMeters.add(Gauge.builder(REACTOR_CPU_SHARED, r, x -> x.cpuShared() ? 1 : 0)
+            hostGauges.add(Gauge.builder(REACTOR_CPU_SHARED, r, x -> x.cpuShared() ? 1 : 0)
                 .description("1 while the reactor's run delay shows its CPU shared with another thread")
                 .tags(tags).register(registry));
         }
     }
 
     /**
-     * The host closed: its reactors' gauges go. They would read stopped reactors, and a later host on the same
-     * registry would find its reactors' names and tags taken (Micrometer returns the meter already registered).
+     * The host closed: the gauges that read it go. They would read a closed host and stopped reactors, and a later
+     * host on the same registry would find their names and tags taken (Micrometer returns the meter already
+     * registered) and never be read. The I/O meters stay: they count the application's I/O across hosts.
      */
     void close() {
-        for (Meter m : reactorMeters) {
+        for (Meter m : hostGauges) {
             registry.remove(m);
         }
-        reactorMeters.clear();
+        hostGauges.clear();
     }
 
     /** The meters of one namespace of one subsystem over one transport (made once, then shared). */

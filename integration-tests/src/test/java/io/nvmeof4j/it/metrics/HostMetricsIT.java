@@ -87,6 +87,30 @@ class HostMetricsIT {
         }
     }
 
+    /**
+     * An application that closes its host and makes another on the same registry: the controllers gauge reads the
+     * new host (the closed host's gauge, which would keep the name, is gone with it).
+     */
+    @Test
+    void shouldCountTheControllersOfANewHostOnTheSameRegistry() throws Exception {
+        MeterRegistry registry = new SimpleMeterRegistry();
+        try (MetricsTarget target = MetricsTarget.start(dir)) {
+            try (NvmeofHost first = NvmeofHost.create(HostIdentity.generate(), 1, registry);
+                 NvmeofController ctrl = first.connect(target.ioAddress(), MetricsTarget.OPEN,
+                     ConnectOptions.defaults().withIoQueues(1))) {
+                assertThat(registry.get(HostMeterNames.CONTROLLERS).gauge().value()).isEqualTo(1);
+            }
+            assertThat(registry.find(HostMeterNames.CONTROLLERS).gauges()).isEmpty();
+            try (NvmeofHost second = NvmeofHost.create(HostIdentity.generate(), 1, registry)) {
+                assertThat(registry.get(HostMeterNames.CONTROLLERS).gauge().value()).isZero();
+                try (NvmeofController ctrl = second.connect(target.ioAddress(), MetricsTarget.OPEN,
+                    ConnectOptions.defaults().withIoQueues(1))) {
+                    assertThat(registry.get(HostMeterNames.CONTROLLERS).gauge().value()).isEqualTo(1);
+                }
+            }
+        }
+    }
+
     @Test
     void shouldPublishAPercentileHistogramWhenAsked() throws Exception {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
