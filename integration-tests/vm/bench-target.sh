@@ -555,6 +555,8 @@ while [ $# -gt 0 ]; do
 done
 case "$OURS" in guest|host) ;; *) echo "--ours must be guest or host" >&2; exit 2 ;; esac
 [[ "$JIT_QUIET_MAX" =~ ^[0-9]+$ ]] || { echo "--jit-quiet-max: seconds, not $JIT_QUIET_MAX" >&2; exit 2; }
+[ -z "$FIO_CPUS" ] || [[ "$FIO_CPUS" =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] \
+    || { echo "--fio-cpus: a CPU list as taskset -c takes it (0, 0-1, 0,2), not $FIO_CPUS" >&2; exit 2; }
 known_workloads=$WORKLOADS; [ "$COMPETITOR" = 1 ] && known_workloads=$COMPETITOR_WORKLOADS
 for name in $SELECTED; do # refused here, not found missing from the table after the guest's boot
     case " $known_workloads " in
