@@ -101,7 +101,9 @@ final class HostMetrics {
     /**
      * The host closed: the gauges that read it go. They would read a closed host and stopped reactors, and a later
      * host on the same registry would find their names and tags taken (Micrometer returns the meter already
-     * registered) and never be read. The I/O meters stay: they count the application's I/O across hosts.
+     * registered) and never be read. The I/O meters stay: they count the application's I/O across hosts. (Two
+     * hosts open at once on one registry share the gauges' names: the first one's are read, and its close removes
+     * them for both; the gauges carry no tag that would tell two hosts apart.)
      */
     void close() {
         for (Meter m : hostGauges) {
