@@ -25,6 +25,9 @@
 #                                       before/after in the same rounds, one SPDK pairing per round for both)
 #                                      [--probe]  (system calls and CPU time per I/O of each target, see below)
 #                                      [--baseline DIR]  (before/after: DIR's daemon and perf against this one's)
+#                                      [--probe-kernel "FUNCTIONS"]  (with --probe: kprobe hits per packet of these
+#                                       kernel functions on every CPU; "rxe" = Soft-RoCE's task, packet, copy and
+#                                       completion functions, RXE_FUNCTIONS below)
 # With SPDK_DIR (an SPDK build configured --with-rdma, for a CPU the guest has: --target-arch=x86-64-v3 on an
 # AVX-512 host, whose DPDK otherwise refuses to start in the guest), the same guest then runs
 # benchmarks/run-spdk-comparison.sh --transport rdma on 10.0.2.15 (rxe0): SPDK's nvmf_tgt (malloc bdev) and our
@@ -35,6 +38,9 @@
 # --probe runs guest/syscall-probe.sh beside every measured run: each target's system calls (perf stat on the
 # syscall tracepoints: all, and write = Soft-RoCE's doorbell of one ibv_post_send, clock_gettime, futex, ioctl) and
 # the target CPU's user/system/softirq time, divided by the run's I/Os in a table (spdk-summary.json).
+# --probe-kernel counts how often the kernel ran each named function during the measured run, on any CPU (kprobes
+# and the kernel's own hit counts; each hit costs a trap, so such runs read low in IOPS for both targets alike), per
+# packet Soft-RoCE received: where two targets' kernel time per I/O differs while their system calls do not.
 # --baseline DIR: another checkout of this project, built on the host (e.g. `git archive <commit> | tar -x -C DIR`,
 # then `bin/nvmeof-target --version` there builds it): each round runs the SPDK comparison with DIR's daemon and perf
 # ("before") and with this checkout's ("after"), alternating which goes first, so both are compared to SPDK's
@@ -53,6 +59,12 @@
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PROJECT="$(cd "$HERE/../.." && pwd)"
+# Soft-RoCE (rdma_rxe, Linux 6.1): its tasks (run now or deferred), packets out and in, memory-region copies,
+# completions, doorbells and timeouts. Between two queue pairs of one device rxe hands packets over itself, without
+# the network stack, so nothing of UDP or the NIC is counted here.
+RXE_FUNCTIONS="rxe_run_task rxe_sched_task rxe_do_task rxe_requester rxe_completer rxe_responder rxe_xmit_packet rxe_rcv
+ rxe_icrc_generate rxe_icrc_check rxe_mr_copy lookup_mr rxe_cq_post rxe_resp_queue_pkt rxe_comp_queue_pkt
+ rxe_post_send retransmit_timer rnr_nak_timer"
 KNQN="nqn.2014-08.io.nvmeof4j:bench-rdma-kernel"
 ONQN="nqn.2014-08.io.nvmeof4j:bench-rdma"
 
@@ -63,6 +75,7 @@ guest_main() {
     local res="${RESULTS_DIR:-/tmp}" tmpfs="${NVMEOF4J_GUEST_TMPFS:-/nvmeof4j-tmpfs}" rc=0
     local hostid; hostid="$(cat /proc/sys/kernel/random/uuid)"
     local hostnqn="nqn.2014-08.org.nvmexpress:uuid:$hostid"
+    [ -n "${BENCH_PROBE_KERNEL:-}" ] && export PROBE_KERNEL_FUNCTIONS="$BENCH_PROBE_KERNEL"
     export NVMEOF4J_JAVA_OPTS="${NVMEOF4J_JAVA_OPTS:-} ${GUEST_JAVA_OPTS:--XX:TieredStopAtLevel=1} -XX:ErrorFile=$res/hs_err_pid%p.log"
     touch "$PROJECT/initiator-lib/target/lib" "$PROJECT/target-daemon/target/lib" 2>/dev/null
     echo "BENCH kernel $(uname -r), $(nproc) vCPUs, ${runtime}s per job, namespace $size (tmpfs file)"
@@ -306,6 +319,24 @@ for row in rows:
           row["workload"], row["pairing"], row["iops"], "%.2f" % ratio if ratio else "", f(pio, "all"),
           f(pio, "write"), f(pio, "clock_gettime"), f(pio, "futex"), f(pio, "ioctl"), f(cpu, "user", "%.0f"),
           f(cpu, "system", "%.0f"), f(cpu, "softirq", "%.0f")))
+# kprobe hits (--probe-kernel): one column per run, one line per function, per workload. The kprobes count only
+# during the probe's window and slow it, so its I/Os are not the run's: the hits are given per packet Soft-RoCE
+# received (rxe_rcv, when counted: per I/O a 4 KiB read is 9 packets for any target), else per I/O of the whole run.
+for workload in sorted({r["workload"] for r in rows}):
+    runs = [r for r in rows if r["workload"] == workload and "kernel_functions" in r.get("probe", {})]
+    if not runs:
+        continue
+    names = sorted({k for r in runs for k in r["probe"]["kernel_functions"]})
+    per_packet = "rxe_rcv" in names
+    print("\nkernel functions %s, %s (every CPU; runs: %s)" % ("per packet received (rxe_rcv)" if per_packet
+          else "per I/O", workload, ", ".join("%s %s r%d" % (r["variant"], r["pairing"], r["round"]) for r in runs)))
+    for name in names:
+        cells = []
+        for r in runs:
+            hits = r["probe"]["kernel_functions"]
+            base = hits.get("rxe_rcv") if per_packet else r["iops"] * r["probe"].get("counted_seconds", 0)
+            cells.append("%9.3f" % (hits.get(name, 0) / base) if base else "%9s" % "-")
+        print("%-22s %s" % (name, " ".join(cells)))
 print("BENCH SPDK summary written to %s" % dst)
 PY
     return "$prc"
@@ -339,6 +370,7 @@ while [ $# -gt 0 ]; do
         --spdk-base-java-opts) SPDK_BJO="$2"; shift 2 ;;
         --spdk-base) SPDK_BASE="$(readlink -f "$2")"; shift 2 ;;
         --probe) PROBE=1; shift ;;
+        --probe-kernel) PROBE=1; PROBE_KERNEL="$2"; [ "$2" = rxe ] && PROBE_KERNEL="$RXE_FUNCTIONS"; shift 2 ;;
         --baseline) BASELINE="$(readlink -f "$2")"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "bench-rdma.sh: unknown argument $1" >&2; exit 2 ;;
@@ -372,7 +404,8 @@ if [ -n "${SPDK_DIR:-}" ]; then
         --env BENCH_SPDK_WARMUP="${SPDK_WARMUP:-20}" --env BENCH_SPDK_ROUNDS="$rounds" --env BENCH_SPDK_BUDGET="$budget"
         --env BENCH_SPDK_WORKLOADS="${SPDK_WORKLOADS:-}" --env BENCH_SPDK_TARGET_JAVA_OPTS="${SPDK_TJO:-}"
         --env BENCH_SPDK_PAIRINGS="${SPDK_PAIRINGS:-}" --env BENCH_SPDK_BASE_JAVA_OPTS="${SPDK_BJO:-}" --env BENCH_SPDK_BASE="${SPDK_BASE:-}"
-        --env BENCH_PROBE="${PROBE:-}" --env BENCH_BASELINE="${BASELINE:-}")
+        --env BENCH_PROBE="${PROBE:-}" --env BENCH_PROBE_KERNEL="$(echo ${PROBE_KERNEL:-})"
+        --env BENCH_BASELINE="${BASELINE:-}")
 fi
 "$HERE/prepare.sh" --quiet >/dev/null || exit 1
 # Build on the host if stale (the launchers do it); never inside the guest.

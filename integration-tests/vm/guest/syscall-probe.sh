@@ -9,6 +9,7 @@
 # tracepoints. Writes one JSON document to OUT; integration-tests/vm/bench-rdma.sh divides by the run's IOPS.
 #
 #   syscall-probe.sh PID LABEL WARMUP_S SECONDS OUT [CPU]     (CPU: the target's, default 0)
+#   PROBE_KERNEL_FUNCTIONS="f1 f2 ..." in the environment: also how often the kernel ran each (see below)
 set -uo pipefail
 pid=$1 label=$2 warmup=$3 seconds=$4 out=$5 cpu=${6:-0}
 window=$(( seconds - 2 ))
@@ -58,9 +59,34 @@ events=raw_syscalls:sys_enter
 for e in write ioctl clock_gettime futex sched_yield epoll_wait epoll_pwait poll ppoll read nanosleep clock_nanosleep; do
     [ -e "/sys/kernel/tracing/events/syscalls/sys_enter_$e" ] && events="$events,syscalls:sys_enter_$e"
 done
+# PROBE_KERNEL_FUNCTIONS="rxe_requester rxe_completer ...": each a kprobe, enabled for the window only in a tracing
+# instance of its own whose buffer is off; the kernel's count of its hits (kprobe_profile) before and after the window
+# says how often the kernel ran it, on any CPU: its work per I/O for the target, such as Soft-RoCE's. (perf stat on
+# kprobe events counted a few hits per thousand in this guest.) A function with no probe point is left out and named
+# in the document's "kernel_functions_missing".
+tracing=/sys/kernel/tracing kinstance="" kmissing=""
+if [ -n "${PROBE_KERNEL_FUNCTIONS:-}" ] && [ -w "$tracing/kprobe_events" ]; then
+    kinstance="$tracing/instances/nvmeof4j-probe"
+    mkdir -p "$kinstance" 2>/dev/null && echo 0 > "$kinstance/tracing_on" || kinstance=""
+    for f in $PROBE_KERNEL_FUNCTIONS; do
+        name="${f//[^A-Za-z0-9_]/_}"
+        [ -e "$tracing/events/n4j/$name" ] || echo "p:n4j/$name $f" >> "$tracing/kprobe_events" 2>/dev/null
+        [ -e "$tracing/events/n4j/$name" ] || kmissing="$kmissing $f"
+    done
+fi
+kprobes() { # ON: 1 or 0, for every n4j kprobe in the probe's instance
+    [ -n "$kinstance" ] && [ -e "$kinstance/events/n4j/enable" ] && echo "$1" > "$kinstance/events/n4j/enable"
+}
 tool=none
 snapshot "$tmp/before"
 start=$(date +%s.%N)
+kernel=""
+if [ -n "$kinstance" ]; then
+    kprobes 1
+    ( cp "$tracing/kprobe_profile" "$tmp/kernel.before"; sleep "$window"
+      cp "$tracing/kprobe_profile" "$tmp/kernel.after" ) &
+    kernel=$!
+fi
 percpu=""
 if [ -e /sys/kernel/tracing/events/raw_syscalls ] && command -v perf >/dev/null; then
     # every system call made on the target's CPU, whichever thread (the per-thread count may miss a thread)
@@ -77,12 +103,13 @@ elif command -v strace >/dev/null; then
     [ -s "$tmp/strace" ] && tool=strace
 fi
 [ -n "$percpu" ] && wait "$percpu"
+[ -n "$kernel" ] && { wait "$kernel"; kprobes 0; }
 end=$(date +%s.%N)
 snapshot "$tmp/after"
 
-python3 - "$label" "$tool" "$start" "$end" "$tmp" "$out" "$(getconf CLK_TCK)" "$pid" "$window" <<'PY'
+python3 - "$label" "$tool" "$start" "$end" "$tmp" "$out" "$(getconf CLK_TCK)" "$pid" "$window" "$kmissing" <<'PY'
 import json, os, sys
-label, tool, start, end, tmp, out, hz, pid, window = sys.argv[1:10]
+label, tool, start, end, tmp, out, hz, pid, window, kmissing = sys.argv[1:11]
 hz = int(hz)
 # seconds: the whole probe (perf's start and end take seconds under emulation); counted_seconds: what the system call
 # counts cover (perf stat or strace for the window); the CPU times cover snapshot_seconds. "per_second" divides each by
@@ -153,8 +180,21 @@ if os.path.exists(os.path.join(tmp, "percpu")):
             event = f[2].split(":")[-1].replace("sys_enter_", "")
             cpu_counts["all" if event == "sys_enter" else event] = int(float(f[0]))
 doc["syscalls_on_cpu"] = cpu_counts
+# kprobe hits over the window: kprobe_profile's lines are "EVENT HITS MISSES" (n4j's events, others' too)
+kernel = {}
+def profile(path):
+    return {f[0]: int(f[1]) for f in (l.split() for l in open(path)) if len(f) == 3} if os.path.exists(path) else {}
+before, after = profile(os.path.join(tmp, "kernel.before")), profile(os.path.join(tmp, "kernel.after"))
+names = {f.replace(".", "_") for f in os.environ.get("PROBE_KERNEL_FUNCTIONS", "").split()}
+for name, hits in after.items():
+    if name in names:
+        kernel[name] = hits - before.get(name, 0)
+if kernel or kmissing.strip():
+    doc["kernel_functions"] = kernel
+    doc["kernel_functions_missing"] = kmissing.split()
 span = doc["snapshot_seconds"] or 1
 doc["per_second"] = {"syscalls": {k: c / int(window) for k, c in totals.items()},
+                     "kernel_functions": {k: c / int(window) for k, c in kernel.items()},
                      "cpu": {k: v / span for k, v in doc.get("cpu", {}).items()},
                      "process": {"user": sum(t["user_s"] for t in threads.values()) / span,
                                  "system": sum(t["system_s"] for t in threads.values()) / span,
