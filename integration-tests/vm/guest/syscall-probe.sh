@@ -17,7 +17,8 @@ window=$(( seconds - 2 ))
 sleep "$(( warmup + 1 ))"
 kill -0 "$pid" 2>/dev/null || { echo "{\"label\": \"$label\", \"error\": \"target $pid gone\"}" > "$out"; exit 0; }
 tmp=$(mktemp -d /tmp/syscall-probe.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+kinstance=""
+trap 'kprobes 0 2>/dev/null; rm -rf "$tmp"' EXIT # the kprobes off even when the probe is stopped early
 # off the target's CPU, so that what is counted there is the target's (and the kernel's work for it)
 taskset -cp "$(( cpu == 0 ? 1 : 0 ))" $$ > /dev/null 2>&1
 
