@@ -63,8 +63,8 @@ done
 # PROBE_KERNEL_FUNCTIONS="rxe_requester rxe_completer ...": each a kprobe, enabled for the window only in a tracing
 # instance of its own whose buffer is off; the kernel's count of its hits (kprobe_profile) before and after the window
 # says how often the kernel ran it, on any CPU: its work per I/O for the target, such as Soft-RoCE's. (perf stat on
-# kprobe events counted a few hits per thousand in this guest.) A function with no probe point is left out and named
-# in the document's "kernel_functions_missing".
+# kprobe events counted about one hit in ten thousand in this guest.) A function with no probe point is left out
+# and named in the document's "kernel_functions_missing".
 tracing=/sys/kernel/tracing kinstance="" kmissing=""
 if [ -n "${PROBE_KERNEL_FUNCTIONS:-}" ] && [ -w "$tracing/kprobe_events" ]; then
     kinstance="$tracing/instances/nvmeof4j-probe"
