@@ -315,7 +315,7 @@ for round in $(seq 1 "$rounds"); do
         for attempt in 1 2; do
             if [ "$load" = spdk ] && { [ "$attempt" = 1 ] || [ "$tgt" = spdk ]; }; then
                 line=$(run_spdk_perf write 131072 8 "$pairing-fill")
-            elif [ "$load" = base ] || [ "$tgt" = base ]; then
+            elif [ "$load" = base ] || { [ "$load" = spdk ] && [ "$tgt" = base ]; }; then
                 line=$(run_our_perf write 131072 8 "$pairing-fill" "$base_root" "$base_pinning")
             else line=$(run_our_perf write 131072 8 "$pairing-fill"); fi
             [ "${line%% *}" = 0 ] || break
