@@ -370,7 +370,11 @@ while [ $# -gt 0 ]; do
         --spdk-base-java-opts) SPDK_BJO="$2"; shift 2 ;;
         --spdk-base) SPDK_BASE="$(readlink -f "$2")"; shift 2 ;;
         --probe) PROBE=1; shift ;;
-        --probe-kernel) PROBE=1; PROBE_KERNEL="$2"; [ "$2" = rxe ] && PROBE_KERNEL="$RXE_FUNCTIONS"; shift 2 ;;
+        --probe-kernel) PROBE=1; PROBE_KERNEL="$2"; [ "$2" = rxe ] && PROBE_KERNEL="$RXE_FUNCTIONS"
+            # kernel symbols only: each becomes a line of the guest's kprobe_events
+            [[ "$PROBE_KERNEL" =~ ^[[:space:]]*[A-Za-z_][A-Za-z0-9_.]*([[:space:]]+[A-Za-z_][A-Za-z0-9_.]*)*[[:space:]]*$ ]] \
+                || { echo "--probe-kernel: rxe or kernel function names, not $2" >&2; exit 2; }
+            PROBE_KERNEL="$(tr -s '[:space:]' ' ' <<< "$PROBE_KERNEL")"; shift 2 ;;
         --baseline) BASELINE="$(readlink -f "$2")"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "bench-rdma.sh: unknown argument $1" >&2; exit 2 ;;
@@ -404,9 +408,11 @@ if [ -n "${SPDK_DIR:-}" ]; then
         --env BENCH_SPDK_WARMUP="${SPDK_WARMUP:-20}" --env BENCH_SPDK_ROUNDS="$rounds" --env BENCH_SPDK_BUDGET="$budget"
         --env BENCH_SPDK_WORKLOADS="${SPDK_WORKLOADS:-}" --env BENCH_SPDK_TARGET_JAVA_OPTS="${SPDK_TJO:-}"
         --env BENCH_SPDK_PAIRINGS="${SPDK_PAIRINGS:-}" --env BENCH_SPDK_BASE_JAVA_OPTS="${SPDK_BJO:-}" --env BENCH_SPDK_BASE="${SPDK_BASE:-}"
-        --env BENCH_PROBE="${PROBE:-}" --env BENCH_PROBE_KERNEL="$(echo ${PROBE_KERNEL:-})"
+        --env BENCH_PROBE="${PROBE:-}" --env BENCH_PROBE_KERNEL="${PROBE_KERNEL:-}"
         --env BENCH_BASELINE="${BASELINE:-}")
 fi
+[ -z "${PROBE:-}" ] || [ -n "${SPDK_DIR:-}" ] \
+    || { echo "--probe and --probe-kernel measure the SPDK part: set SPDK_DIR" >&2; exit 1; }
 "$HERE/prepare.sh" --quiet >/dev/null || exit 1
 # Build on the host if stale (the launchers do it); never inside the guest.
 "$PROJECT/bin/nvmeof" help perf > "$RESULTS/cli-help.txt" 2>&1 || { echo "bin/nvmeof failed" >&2; exit 1; }
