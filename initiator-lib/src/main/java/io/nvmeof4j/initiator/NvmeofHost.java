@@ -10,6 +10,7 @@ import io.nvmeof4j.protocol.spi.TransportType;
 import io.nvmeof4j.protocol.spi.host.HostTransport;
 import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
 import io.nvmeof4j.rdma.host.RdmaHostTransport;
+import io.nvmeof4j.tcp.SocketSelector;
 import io.nvmeof4j.tcp.host.TcpHostTransport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -88,7 +89,8 @@ public final class NvmeofHost implements AutoCloseable {
 
     /**
      * Reads the JVM options a host uses ({@code -Dnvmeof4j.reactor.*},
-     * {@value MultipathController#ROUND_ROBIN_PER_IO_PROP_NAME}), refusing a malformed or out-of-range one with an
+     * {@value MultipathController#ROUND_ROBIN_PER_IO_PROP_NAME},
+     * {@value SocketSelector#DIRECT_READ_SOCKETS_PROP_NAME}), refusing a malformed or out-of-range one with an
      * {@link IllegalArgumentException} that names it ({@link io.nvmeof4j.protocol.spi.JvmOptions}). Every host runs it
      * when made, so the refusal reaches the caller rather than a reactor thread; the {@code nvmeof} CLI runs it first
      * to report a usage error.
@@ -96,6 +98,7 @@ public final class NvmeofHost implements AutoCloseable {
     public static void checkJvmOptions() {
         AdaptiveIdleStrategy.checkJvmOptions();
         MultipathController.roundRobinPerIoFromProperty();
+        SocketSelector.directReadSocketsFromProperty();
     }
 
     /** A host with the persisted default identity ({@link HostIdentity#defaultIdentity()}). */

@@ -54,7 +54,7 @@ import static io.nvmeof4j.protocol.tcp.TermReqPdu.FES_PDU_SEQUENCE_ERROR;
  * Response capsules, R2Ts, C2HData with their responses ({@link TcpRequest}), ICResp and TermReq
  * ({@link ControlPduJob}) go through the engine's send queue, flushed once per reactor round.
  */
-final class TcpConnection extends AbstractTransportQueue {
+final class TcpConnection extends AbstractTransportQueue implements SocketSelector.ReadableSocket {
     private static final Logger LOG = LoggerFactory.getLogger(TcpConnection.class);
     /**
      * What one peer can make us say over and over (protocol errors, TermReqs, closes of queues that never
@@ -271,12 +271,17 @@ final class TcpConnection extends AbstractTransportQueue {
 
     // ---- receive -----------------------------------------------------------------------------------------------
 
-    /** The socket is readable: the TLS handshake first on a TLS port, then PDUs. */
-    void onReadable() {
+    /**
+     * The socket is readable, or may be (a direct read): the TLS handshake first on a TLS port, then PDUs. Returns
+     * whether PDU bytes came (the handshake's are not counted: a peer that stalls it must not keep the reactor
+     * spinning).
+     */
+    @Override
+    public boolean onReadable() {
         if (lifecycle == AWAITING_TLS && !advanceTls()) {
-            return;
+            return false;
         }
-        receiver.onReadable();
+        return receiver.onReadable();
     }
 
     /** Whether ICReq was answered (PDUs other than ICReq may follow). */

@@ -28,7 +28,8 @@ import java.util.function.LongSupplier;
  * The NVMe/TCP share of one reactor: a {@link SocketSelector} and the connections registered with it, the reactor's
  * data buffer pool, and the hand-over points other threads use (SPDK's poll group).
  * <p>{@link #poll()} does one round without blocking: control tasks (new connections, disconnects), ready sockets
- * (through {@code selectNow} with a reused consumer, so no selected-key set and no iterator garbage), completions
+ * (through {@code selectNow} with a reused consumer, so no selected-key set and no iterator garbage; busy sockets
+ * read directly between epoll rounds, see {@link SocketSelector}), completions
  * handed over by other threads, commands waiting for pool buffers, and pending sends. Nothing in a round allocates
  * once connections are set up.
  * <p>Control tasks, the reactor binding and the wake-up flag are the shared {@link PollGroupCore}; completions from

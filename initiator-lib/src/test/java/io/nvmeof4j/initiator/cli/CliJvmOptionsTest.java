@@ -3,6 +3,7 @@ package io.nvmeof4j.initiator.cli;
 import io.nvmeof4j.initiator.MultipathController;
 import io.nvmeof4j.initiator.NvmeofHost;
 import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
+import io.nvmeof4j.tcp.SocketSelector;
 import org.junit.jupiter.api.Test;
 
 import java.net.InetAddress;
@@ -20,7 +21,8 @@ class CliJvmOptionsTest {
             port = s.getLocalPort(); // closed again: a connect would be refused (exit 4), not a usage error
         }
         String[][] bad = {{AdaptiveIdleStrategy.MAX_YIELDS_PROP_NAME, "-1", "must be 0 or more (up to 2147483647)"},
-            {MultipathController.ROUND_ROBIN_PER_IO_PROP_NAME, "treu", "must be true or false"}};
+            {MultipathController.ROUND_ROBIN_PER_IO_PROP_NAME, "treu", "must be true or false"},
+            {SocketSelector.DIRECT_READ_SOCKETS_PROP_NAME, "-1", "must be 0..64"}};
         for (String[] option : bad) {
             System.setProperty(option[0], option[1]);
             try {

@@ -6,6 +6,7 @@ import io.nvmeof4j.rdma.RdmaPollGroup;
 import io.nvmeof4j.target.backend.BdevChannels;
 import io.nvmeof4j.target.backend.UringBlockDevice;
 import io.nvmeof4j.target.controller.PreemptAndAbort;
+import io.nvmeof4j.tcp.SocketSelector;
 import io.nvmeof4j.tcp.TcpTransportOptions;
 
 /**
@@ -27,6 +28,7 @@ final class DaemonJvmOptions {
     static void check() throws ConfigException {
         try {
             TcpTransportOptions.defaults();
+            SocketSelector.directReadSocketsFromProperty();
             AdaptiveIdleStrategy.checkJvmOptions();
             BdevChannels.entriesFromProperty();
             BdevChannels.wakeSelectorFromProperty();

@@ -5,6 +5,7 @@ import io.nvmeof4j.rdma.RdmaPollGroup;
 import io.nvmeof4j.target.backend.BdevChannels;
 import io.nvmeof4j.target.backend.UringBlockDevice;
 import io.nvmeof4j.target.controller.PreemptAndAbort;
+import io.nvmeof4j.tcp.SocketSelector;
 import io.nvmeof4j.tcp.TcpTransportOptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -24,6 +25,7 @@ class DaemonJvmOptionsTest {
         {TcpTransportOptions.C2H_DATA_PDU_SIZE_PROP_NAME, "128K", "not a whole number", "65536"},
         {TcpTransportOptions.RECEIVE_BUFFER_SIZE_PROP_NAME, "64k", "not a whole number", "131072"},
         {TcpTransportOptions.SOCKET_BUFFER_SIZE_PROP_NAME, "-1", "must be 0 or more", "2097152"},
+        {SocketSelector.DIRECT_READ_SOCKETS_PROP_NAME, "65", "must be 0..64", "0"},
         {AdaptiveIdleStrategy.MAX_SPIN_US_PROP_NAME, "-5", "must be 0..1000000", "0"},
         {AdaptiveIdleStrategy.MAX_YIELDS_PROP_NAME, "two", "not a whole number", "2"},
         {AdaptiveIdleStrategy.ADAPT_TO_CONTENTION_PROP_NAME, "treu", "must be true or false", "FALSE"},
@@ -68,6 +70,7 @@ class DaemonJvmOptionsTest {
             assertThat(PreemptAndAbort.timeoutMillis()).isEqualTo(500);
             assertThat(UringBlockDevice.discardCommandFromProperty()).isTrue();
             assertThat(RdmaPollGroup.wakeSelectorFromProperty()).isFalse();
+            assertThat(SocketSelector.directReadSocketsFromProperty()).isZero();
             assertThat(TcpTransportOptions.defaults()).isEqualTo(new TcpTransportOptions(1048576, 65536, 131072,
                 2097152));
         } finally {

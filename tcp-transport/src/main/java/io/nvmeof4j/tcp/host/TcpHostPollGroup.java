@@ -18,9 +18,10 @@ import java.util.List;
 /**
  * The NVMe/TCP host share of one host reactor thread: a {@link SocketSelector} with the queues registered on it.
  * {@link #poll()} runs control tasks, reads ready sockets (selectNow with a reused consumer: no selected-key set,
- * no iterator garbage), which parses PDUs and runs completion callbacks, then flushes every queue that has PDUs to
- * send, with gathering writes. Commands submitted on this thread between polls are sent by the next poll's flush
- * (or by {@link #flush()} when the caller wants them out at once). Nothing allocates once queues are set up.
+ * no iterator garbage; busy sockets are read directly between epoll rounds, see {@link SocketSelector}), which
+ * parses PDUs and runs completion callbacks, then flushes every queue that has PDUs to send, with gathering writes.
+ * Commands submitted on this thread between polls are sent by the next poll's flush (or by {@link #flush()} when the
+ * caller wants them out at once). Nothing allocates once queues are set up.
  */
 public final class TcpHostPollGroup implements HostPollGroup {
     private static final Logger LOG = LoggerFactory.getLogger(TcpHostPollGroup.class);

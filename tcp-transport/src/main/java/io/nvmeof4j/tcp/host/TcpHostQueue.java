@@ -16,6 +16,7 @@ import io.nvmeof4j.protocol.tcp.PduFlyweight;
 import io.nvmeof4j.protocol.tcp.PduType;
 import io.nvmeof4j.protocol.tcp.R2TPdu;
 import io.nvmeof4j.protocol.tcp.TermReqPdu;
+import io.nvmeof4j.tcp.SocketSelector;
 import io.nvmeof4j.tcp.pdu.PduReceiver;
 import io.nvmeof4j.tcp.pdu.PduSendQueue;
 import io.nvmeof4j.tcp.tls.TcpStream;
@@ -50,7 +51,7 @@ import static io.nvmeof4j.protocol.tcp.PduFlyweight.FLAG_SUCCESS;
  * commands complete with {@link HostStatus#HOST_PATH_ERROR}, then the listener hears the reason.
  */
 final class TcpHostQueue extends AbstractHostQueue<TcpHostCommand>
-    implements PduReceiver.Handler, PduSendQueue.Owner {
+    implements PduReceiver.Handler, PduSendQueue.Owner, SocketSelector.ReadableSocket {
     private static final Logger LOG = LoggerFactory.getLogger(TcpHostQueue.class);
 
     private static final int RECEIVE_BUFFER_SIZE = 64 * 1024;
@@ -177,10 +178,9 @@ final class TcpHostQueue extends AbstractHostQueue<TcpHostCommand>
 
     // ---- receive -----------------------------------------------------------------------------------------------
 
-    void onReadable() {
-        if (isOpen()) {
-            receiver.onReadable();
-        }
+    @Override
+    public boolean onReadable() {
+        return isOpen() && receiver.onReadable();
     }
 
     @Override

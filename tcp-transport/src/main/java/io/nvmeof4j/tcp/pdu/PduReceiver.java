@@ -131,21 +131,24 @@ public final class PduReceiver {
 
     // ---- reading -----------------------------------------------------------------------------------------------
 
-    /** The socket is readable: read and parse within a budget. */
-    public void onReadable() {
+    /**
+     * The socket is readable (or may be: a direct read finds out): read and parse within a budget. Returns whether
+     * any bytes came.
+     */
+    public boolean onReadable() {
         if (state == DRAIN) {
-            drainInput();
-            return;
+            return drainInput();
         }
+        boolean received = false;
         for (int reads = 0; ; reads++) {
             if (!process()) {
-                return; // stopped
+                return received; // stopped
             }
             if (reads == READ_BUDGET) {
                 if (stream.hasBufferedInput()) {
                     handler.readLater();
                 }
-                return; // budget spent (the selector is level-triggered and will call again)
+                return received; // budget spent (the selector is level-triggered and will call again)
             }
             int wanted;
             int n;
@@ -170,12 +173,13 @@ public final class PduReceiver {
                 }
             }
             if (n <= 0) {
-                return; // nothing more for now, or the stream ended
+                return received; // nothing more for now, or the stream ended
             }
+            received = true;
             if (n < wanted) {
                 // The socket is drained: parse what came and save the read that would only say EAGAIN.
                 process();
-                return;
+                return true;
             }
         }
     }
@@ -462,13 +466,16 @@ public final class PduReceiver {
         drainInput();
     }
 
-    private void drainInput() {
+    private boolean drainInput() {
+        boolean received = false;
         for (int reads = 0; reads < READ_BUDGET; reads++) {
             buffer.clear();
             if (read(buffer) <= 0) {
-                return;
+                return received;
             }
+            received = true;
         }
+        return received;
     }
 
     /** One read from the stream; -1 once the handler has heard that the stream ended. */
