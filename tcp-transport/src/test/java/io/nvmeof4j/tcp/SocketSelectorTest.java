@@ -65,11 +65,7 @@ class SocketSelectorTest {
     @Test
     void shouldReadADirectSocketsNewBytesInTheNextRound() throws IOException {
         SocketSelector selector = selector();
-        Socket socket = socket(selector);
-        send(socket, 1);
-        roundsUntilWork(selector);
-        socket.onReadable();
-        readyKeys.clear();
+        Socket socket = directSocket(selector);
 
         send(socket, 5);
         assertThat(roundsUntilWork(selector)).isEqualTo(1);
@@ -81,16 +77,12 @@ class SocketSelectorTest {
     @Test
     void shouldKeepReadingASocketThatBroughtBytesSinceTheLastEpollRoundAndDropOneThatDidNot() throws IOException {
         SocketSelector selector = selector();
-        Socket socket = socket(selector);
-        send(socket, 1);
-        roundsUntilWork(selector); // epoll round 0: the socket joins
-        socket.onReadable();
+        Socket socket = directSocket(selector); // epoll round 0: the socket joins
         send(socket, 1);
         assertThat(roundsUntilWork(selector)).isEqualTo(1); // a direct round brings the byte
         while (socket.reads < SocketSelector.EPOLL_EVERY) {
             selector.selectNow(); // the other direct rounds of the window
         }
-        readyKeys.clear();
 
         assertThat(selector.selectNow()).isZero(); // the epoll round: nothing ready, the socket stays
         assertThat(selector.selectNow()).isZero();
@@ -123,11 +115,7 @@ class SocketSelectorTest {
     @Test
     void shouldAskEpollWhileADirectSocketWaitsForOpWrite() throws IOException {
         SocketSelector selector = selector();
-        Socket socket = socket(selector);
-        send(socket, 1);
-        roundsUntilWork(selector);
-        socket.onReadable();
-        readyKeys.clear();
+        Socket socket = directSocket(selector);
 
         socket.key.interestOps(SelectionKey.OP_READ | SelectionKey.OP_WRITE);
         assertThat(selector.selectNow()).isEqualTo(1); // an empty socket is writable
@@ -195,6 +183,16 @@ class SocketSelectorTest {
             selector.nioSelector().selectedKeys().clear();
         }
         selector.nioSelector().selectedKeys().clear();
+    }
+
+    /** A socket that an epoll round found readable (its byte read as the poll group's consumer reads it). */
+    private Socket directSocket(SocketSelector selector) throws IOException {
+        Socket socket = socket(selector);
+        send(socket, 1);
+        roundsUntilWork(selector);
+        socket.onReadable();
+        readyKeys.clear();
+        return socket;
     }
 
     private static void send(Socket socket, int bytes) throws IOException {

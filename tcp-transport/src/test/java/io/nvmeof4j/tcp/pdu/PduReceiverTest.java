@@ -81,6 +81,23 @@ class PduReceiverTest {
     }
 
     @Test
+    void shouldSayWhetherAReadBroughtBytes() throws IOException {
+        start(0, 0, 4096);
+        assertThat(receiver.onReadable()).as("an empty socket (a direct read that finds nothing)").isFalse();
+
+        byte[] pdu = dataPdu(pattern(100, 5), false, false);
+        pair.send(pdu, 0, pdu.length);
+        assertThat(pair.awaitReadable(5_000)).as("bytes arrived").isTrue();
+        assertThat(receiver.onReadable()).isTrue();
+        for (int rounds = 0; rounds < 100 && pair.awaitReadable(20); rounds++) {
+            receiver.onReadable(); // the PDU may arrive in parts
+        }
+
+        assertThat(receiver.onReadable()).isFalse();
+        assertThat(role.events).containsExactly("payload 100");
+    }
+
+    @Test
     void shouldFrameTheSameStreamWhateverTheSplit() throws IOException {
         start(4, 4, 1 << 20);
         byte[] a = pattern(100, 3);
@@ -213,7 +230,7 @@ class PduReceiverTest {
         receiver.drain();
         pair.send(pattern(5000, 11), 0, 5000); // what a peer still sends after our TermReq is dropped
         pair.awaitReadable(5_000);
-        receiver.onReadable();
+        assertThat(receiver.onReadable()).as("dropped bytes count as bytes").isTrue();
         pair.far.close();
         for (int spins = 0; spins < 100 && role.events.isEmpty(); spins++) {
             pair.awaitReadable(5_000);
