@@ -423,13 +423,18 @@ final class PerfCommand extends CliCommand {
          * speculation of {@code AbstractHistogram.add} at every tick (JFR {@code jdk.Deoptimization} once a second),
          * sending the add over its 33,792 counts back to the interpreter, on a CPU the target may need.
          */
-        private void collect() {
+        private long collect() {
+            // The swaps first, back to back, then the time: an I/O completes in this interval or the next, and the
+            // time returned is where the next begins (the slow log's measured run starts there too).
+            for (int i = 0; i < workers.length; i++) {
+                recycledReads[i] = workers[i].readLatency.getIntervalHistogram(recycledReads[i]);
+                recycledWrites[i] = workers[i].writeLatency.getIntervalHistogram(recycledWrites[i]);
+            }
+            long swapped = System.nanoTime();
             interval.reset();
             intervalReads = 0;
             intervalWrites = 0;
             for (int i = 0; i < workers.length; i++) {
-                recycledReads[i] = workers[i].readLatency.getIntervalHistogram(recycledReads[i]);
-                recycledWrites[i] = workers[i].writeLatency.getIntervalHistogram(recycledWrites[i]);
                 intervalReads += recycledReads[i].getTotalCount();
                 intervalWrites += recycledWrites[i].getTotalCount();
                 interval.add(recycledReads[i]);
@@ -437,6 +442,7 @@ final class PerfCommand extends CliCommand {
                 total.add(recycledReads[i]);
                 total.add(recycledWrites[i]);
             }
+            return swapped;
         }
 
         /**
@@ -530,8 +536,9 @@ final class PerfCommand extends CliCommand {
                     log.setBaseTime(nowMs);
                     log.outputLegend();
                 }
-                go.countDown();
+                // Before the I/Os start: with no warm-up every completion is measured (and in the slow log).
                 long start = System.nanoTime();
+                go.countDown();
                 // The warm-up's ticks do what the measured ticks do (the interval's percentiles stand in for the
                 // total's), and what they collect is dropped: the last one ends the warm-up. Past --warmup it goes
                 // on until the JIT has been quiet for a Keep Alive interval and a second: a compilation on the
@@ -552,7 +559,7 @@ final class PerfCommand extends CliCommand {
                     for (long left = due - System.nanoTime(); left > 0; left = due - System.nanoTime()) {
                         LockSupport.parkNanos(left);
                     }
-                    collect();
+                    long swapped = collect();
                     long jitNow = jitTimed ? jit.getTotalCompilationTime() : jitMillis;
                     long compiled = jitNow - jitMillis;
                     jitMillis = jitNow;
@@ -560,7 +567,7 @@ final class PerfCommand extends CliCommand {
                     boolean last = tick == warmupMax || tick >= warmup && quiet >= quietNeeded;
                     if (last) {
                         total.reset();
-                        start = System.nanoTime();
+                        start = swapped;
                         reactorBefore = allocated(reactors);
                         result.warmupSeconds = tick;
                     }
