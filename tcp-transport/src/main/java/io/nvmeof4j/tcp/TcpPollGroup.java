@@ -10,6 +10,7 @@ import io.nvmeof4j.protocol.spi.transport.PollGroupCore;
 import io.nvmeof4j.protocol.spi.transport.RoundClock;
 import io.nvmeof4j.protocol.spi.reactor.SelectorPollGroup;
 import io.nvmeof4j.protocol.tcp.Crc32cDigest;
+import io.nvmeof4j.tcp.pdu.PduSendQueue;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -45,15 +46,12 @@ import java.util.function.LongSupplier;
 public final class TcpPollGroup implements SelectorPollGroup {
     private static final Logger LOG = LoggerFactory.getLogger(TcpPollGroup.class);
 
-    /** Buffers in one gathering write: several complete responses, or one multi-part data PDU. */
-    private static final int IOV_LENGTH = 64;
-
     final TcpControllerTransport transport;
     final BufferPool pool;
     final TcpTransportOptions options;
     /** Shared by the group's connections: everything here runs on the reactor thread. */
     final Crc32cDigest crc = new Crc32cDigest();
-    final ByteBuffer[] iov = new ByteBuffer[IOV_LENGTH];
+    final ByteBuffer[] iov = new ByteBuffer[PduSendQueue.IOV_LENGTH];
     /** The SGL rules' flyweight result, used by the group's connections one command at a time. */
     final DataMapping dataMapping = DataMapping.forTcp();
 

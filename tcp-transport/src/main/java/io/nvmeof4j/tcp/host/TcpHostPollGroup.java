@@ -6,6 +6,7 @@ import io.nvmeof4j.protocol.spi.transport.PollGroupCore;
 import io.nvmeof4j.protocol.spi.transport.RoundClock;
 import io.nvmeof4j.protocol.tcp.Crc32cDigest;
 import io.nvmeof4j.tcp.SocketSelector;
+import io.nvmeof4j.tcp.pdu.PduSendQueue;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,10 +26,9 @@ import java.util.List;
  */
 public final class TcpHostPollGroup implements HostPollGroup {
     private static final Logger LOG = LoggerFactory.getLogger(TcpHostPollGroup.class);
-    private static final int IOV_LENGTH = 64;
 
     final Crc32cDigest crc = new Crc32cDigest();
-    final ByteBuffer[] iov = new ByteBuffer[IOV_LENGTH];
+    final ByteBuffer[] iov = new ByteBuffer[PduSendQueue.IOV_LENGTH];
 
     private final SocketSelector selector = new SocketSelector("NVMe/TCP host poll group", this::onKeyReady);
     private final PollGroupCore core;

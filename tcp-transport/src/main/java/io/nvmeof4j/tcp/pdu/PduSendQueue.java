@@ -15,6 +15,11 @@ import java.nio.ByteBuffer;
 public final class PduSendQueue {
     /** Gathering writes per flush before other connections get their turn. */
     static final int WRITE_BUDGET = 16;
+    /**
+     * Byte ranges in one gathering write (the length of a poll group's {@code iov}): a queue depth of 32 in one
+     * system call, read responses (header, data, response capsule) and in-capsule writes (capsule, data) alike.
+     */
+    public static final int IOV_LENGTH = 128;
 
     /** What the connection that owns the queue does for it. */
     public interface Owner {
@@ -70,6 +75,7 @@ public final class PduSendQueue {
      * Writes queued PDUs until the socket is full, nothing is left, or the budget is spent; returns the work done.
      *
      * @param iov the reactor's scratch array for gathering writes, at least {@link PduSendJob#MAX_SEGMENTS} long
+     *            ({@link #IOV_LENGTH}); a write takes as many whole jobs' ranges as it holds
      */
     public int flush(TcpStream stream, ByteBuffer[] iov) {
         if (closed) {
@@ -88,7 +94,7 @@ public final class PduSendQueue {
         for (int round = 0; round < WRITE_BUDGET && head != null; round++) {
             int count = 0;
             long total = 0;
-            for (PduSendJob job = head; job != null && count + PduSendJob.MAX_SEGMENTS <= iov.length; job = job.next) {
+            for (PduSendJob job = head; job != null && count + job.count - job.index <= iov.length; job = job.next) {
                 ByteBuffer shared = job.pendingSharedBuffer();
                 if (shared != null && contains(iov, count, shared)) {
                     break; // one position per buffer: this range goes in the next write

@@ -24,7 +24,7 @@ class PduSendQueueTest {
     private Owner owner;
     private PduSendQueue queue;
     private TcpStream stream;
-    private final ByteBuffer[] iov = new ByteBuffer[64];
+    private final ByteBuffer[] iov = new ByteBuffer[PduSendQueue.IOV_LENGTH];
     private final List<String> events = new ArrayList<>();
 
     @BeforeEach
@@ -58,6 +58,39 @@ class PduSendQueueTest {
             "job5 sent", "job6 sent", "job7 sent", "job8 sent", "job9 sent");
         assertThat(queue.isEmpty()).isTrue();
         assertThat(iov).as("no buffer kept reachable").containsOnlyNulls();
+    }
+
+    @Test
+    void shouldSendAQueueDepthOf32InOneWriteWhateverItsJobsRangesAre() throws IOException {
+        // 32 read responses (C2HData header, data, response capsule): one write, as 32 commands are one convoy.
+        ByteArrayOutputStream expected = new ByteArrayOutputStream();
+        for (int i = 0; i < 32; i++) {
+            byte[][] ranges = {pattern(24, i), pattern(512, 100 + i), pattern(24, 200 + i)};
+            queue.enqueue(new Job("read" + i, ByteBuffer.wrap(ranges[0]), ByteBuffer.wrap(ranges[1]),
+                ByteBuffer.wrap(ranges[2])));
+            for (byte[] r : ranges) {
+                expected.writeBytes(r);
+            }
+        }
+        assertThat(queue.flush(stream, iov)).as("writes").isEqualTo(1);
+        assertThat(readFar(expected.size())).isEqualTo(expected.toByteArray());
+        // 32 writes with their data in the capsule fill an array of 64 exactly: a job is taken when its own ranges
+        // fit, not only when the most any job could have (4) does (that sent 31, then 1).
+        ByteBuffer[] exact = new ByteBuffer[64];
+        for (int i = 0; i < 32; i++) {
+            queue.enqueue(new Job("write" + i, ByteBuffer.wrap(pattern(72, i)), ByteBuffer.wrap(pattern(512, i))));
+        }
+        assertThat(queue.flush(stream, exact)).as("writes").isEqualTo(1);
+        assertThat(readFar(32 * (72 + 512)).length).isEqualTo(32 * (72 + 512));
+        assertThat(queue.isEmpty()).isTrue();
+        assertThat(exact).containsOnlyNulls();
+        // One range more than the array holds: the job that does not fit goes in the next write.
+        for (int i = 0; i < 22; i++) {
+            queue.enqueue(new Job("read" + i, ByteBuffer.wrap(pattern(24, i)), ByteBuffer.wrap(pattern(512, i)),
+                ByteBuffer.wrap(pattern(24, i))));
+        }
+        assertThat(queue.flush(stream, exact)).as("writes of 66 ranges, 64 at a time").isEqualTo(2);
+        assertThat(readFar(22 * (24 + 512 + 24)).length).isEqualTo(22 * (24 + 512 + 24));
     }
 
     @Test
