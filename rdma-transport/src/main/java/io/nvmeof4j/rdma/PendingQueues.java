@@ -19,12 +19,6 @@ final class PendingQueues {
 
     /** How long the CM thread waits for an event while a queue awaits its Connect: the connect timeout's grain. */
     static final long SWEEP_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
-    /**
-     * How long it waits with none pending (a connect request, or the transport's shutdown, wakes it earlier): the
-     * 200 ms grain cost a wake-up 5 times a second on the JVM's housekeeping CPU, beside a busy host poller in the
-     * benchmarks (issue 17).
-     */
-    static final long IDLE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
 
     private final PendingConnections pending;
     private final List<Tracked> tracked = new ArrayList<>();
@@ -63,9 +57,12 @@ final class PendingQueues {
         pending.expire(nowNanos);
     }
 
-    /** How long the CM thread may wait for its next event before {@link #sweep} is due. */
+    /**
+     * How long the CM thread may wait for its next event before {@link #sweep} is due: with none pending, the port's
+     * idle wait (a connect request, or the transport's shutdown, wakes it earlier).
+     */
     long eventWaitNanos() {
-        return tracked.isEmpty() && pending.count() == 0 ? IDLE_WAIT_NANOS : SWEEP_WAIT_NANOS;
+        return tracked.isEmpty() && pending.count() == 0 ? PendingConnections.IDLE_WAIT_NANOS : SWEEP_WAIT_NANOS;
     }
 
     /** Pending queues of the port now. */

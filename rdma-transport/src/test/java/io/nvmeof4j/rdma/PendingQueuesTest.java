@@ -120,7 +120,7 @@ class PendingQueuesTest {
         assertThat(connects.queue().isGone()).as("the connected queue outlives the timeout").isFalse();
         assertThat(pending.count()).isZero();
         pending.sweep(start + TIMEOUT_NANOS); // the next sweep forgets the timed-out queue
-        assertThat(pending.eventWaitNanos()).as("nothing to time out").isEqualTo(PendingQueues.IDLE_WAIT_NANOS);
+        assertThat(pending.eventWaitNanos()).as("nothing to time out").isEqualTo(PendingConnections.IDLE_WAIT_NANOS);
     }
 
     @Test
@@ -146,7 +146,8 @@ class PendingQueuesTest {
     @Test
     void shouldWaitTheSweepGrainOnlyWhileAQueueAwaitsItsConnect() throws Exception {
         PendingQueues pending = new PendingQueues(new PendingConnections(new ConnectionLimits(8, 8, TIMEOUT_NANOS)));
-        assertThat(pending.eventWaitNanos()).as("a port with no connection").isEqualTo(PendingQueues.IDLE_WAIT_NANOS);
+        assertThat(pending.eventWaitNanos()).as("a port with no connection")
+            .isEqualTo(PendingConnections.IDLE_WAIT_NANOS);
         long now = System.nanoTime();
         PendingConnections.Entry admitted = pending.admit(host(15), now);
         assertThat(pending.eventWaitNanos()).as("admitted, not yet tracked").isEqualTo(PendingQueues.SWEEP_WAIT_NANOS);
@@ -156,8 +157,8 @@ class PendingQueuesTest {
         a.queue().disconnect("host disconnected");
         group.poll();
         pending.sweep(now);
-        assertThat(pending.eventWaitNanos()).as("the queue went away").isEqualTo(PendingQueues.IDLE_WAIT_NANOS);
-        assertThat(PendingQueues.IDLE_WAIT_NANOS).as("still a bounded wait")
+        assertThat(pending.eventWaitNanos()).as("the queue went away").isEqualTo(PendingConnections.IDLE_WAIT_NANOS);
+        assertThat(PendingConnections.IDLE_WAIT_NANOS).as("still a bounded wait")
             .isGreaterThan(PendingQueues.SWEEP_WAIT_NANOS).isLessThanOrEqualTo(TimeUnit.SECONDS.toNanos(10));
     }
 

@@ -34,7 +34,8 @@ import java.util.concurrent.atomic.LongAdder;
  * <p>Pre-Connect limits ({@link ConnectionLimits}): every accepted socket is pending until its Fabrics Connect
  * succeeds. A peer address at its limit has the new socket closed at once; at the port's limit the oldest pending
  * connection is closed to make room; a connection still pending after the connect timeout is closed. The acceptor
- * waits in accept() at most {@link #SWEEP_INTERVAL_MILLIS} so it can close the expired ones. Each refusal is
+ * waits in accept() until the oldest pending connection's deadline, so it closes each at its time, and with none
+ * pending for {@link PendingConnections#IDLE_WAIT_NANOS}: an idle port's acceptor stays asleep. Each refusal is
  * counted ({@link QueueHandlerFactory#onConnectionRefused}) and logged rate-limited per peer address.
  * <p>accept() failing (EMFILE, ENFILE, ENOBUFS) backs off exponentially from 10 ms to 1 s, logging one line a second
  * without a stack trace: the kernel keeps the connections queued in the backlog meanwhile.
@@ -44,8 +45,6 @@ final class TcpListener extends AbstractTransportListener {
     /** Refusals and accept failures: one line per peer address (or per port) a second. */
     static final RateLimitedLog REFUSALS = new RateLimitedLog(LOG);
     private static final long JOIN_TIMEOUT_MILLIS = 5_000;
-    /** Longest wait in accept() before the acceptor looks for pending connections past their timeout. */
-    static final int SWEEP_INTERVAL_MILLIS = 100;
     private static final long ACCEPT_BACKOFF_MIN_MILLIS = 10;
     private static final long ACCEPT_BACKOFF_MAX_MILLIS = 1_000;
 
@@ -54,6 +53,7 @@ final class TcpListener extends AbstractTransportListener {
     private final List<TcpPollGroup> groups;
     private final PendingConnections pending;
     private final Thread acceptor;
+    private volatile int acceptWaitMillis;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final LongAdder acceptFailures = new LongAdder();
     private int nextGroup;
@@ -120,15 +120,14 @@ final class TcpListener extends AbstractTransportListener {
 
     private void acceptUntilClosed() throws SocketException {
         ServerSocket socket = server.socket();
-        socket.setSoTimeout(SWEEP_INTERVAL_MILLIS);
         long backoffMillis = 0;
-        long nextSweep = System.nanoTime();
         while (!closed.get()) {
             long now = System.nanoTime();
-            if (now - nextSweep >= 0) {
-                pending.expire(now);
-                nextSweep = now + TimeUnit.MILLISECONDS.toNanos(SWEEP_INTERVAL_MILLIS);
-            }
+            pending.expire(now);
+            // Every wake-up of this thread preempts whatever runs on the housekeeping CPU, a busy host poller on a
+            // small machine: it wakes for a connection or a deadline only (issue 17; a 100 ms grain was 10 a second).
+            acceptWaitMillis = acceptWaitMillis(pending.nanosToNextExpiry(now));
+            socket.setSoTimeout(acceptWaitMillis);
             SocketChannel channel;
             try {
                 channel = socket.accept().getChannel();
@@ -158,6 +157,16 @@ final class TcpListener extends AbstractTransportListener {
             }
             admit(channel);
         }
+    }
+
+    /** accept()'s timeout for a wait of {@code nanos}: whole milliseconds, rounded up, at least 1 (0 is forever). */
+    static int acceptWaitMillis(long nanos) {
+        return (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(nanos + 999_999));
+    }
+
+    /** How long the acceptor's current accept() waits at most (for tests). */
+    int acceptWaitMillis() {
+        return acceptWaitMillis;
     }
 
     private void admit(SocketChannel channel) {

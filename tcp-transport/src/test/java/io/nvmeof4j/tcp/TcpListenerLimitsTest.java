@@ -1,6 +1,7 @@
 package io.nvmeof4j.tcp;
 
 import io.nvmeof4j.protocol.spi.ConnectionLimits;
+import io.nvmeof4j.protocol.spi.PendingConnections;
 import io.nvmeof4j.protocol.spi.PortOptions;
 import org.junit.jupiter.api.Test;
 
@@ -18,6 +19,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /** The listener's pre-Connect limits and its accept() failure handling, with real sockets on 127.0.0.1. */
 class TcpListenerLimitsTest {
+    private static final long IDLE_WAIT_MILLIS = TimeUnit.NANOSECONDS.toMillis(PendingConnections.IDLE_WAIT_NANOS);
 
     @Test
     void shouldBackOffInsteadOfSpinningWhenAcceptRunsOutOfFileDescriptors() throws Exception {
@@ -95,13 +97,19 @@ class TcpListenerLimitsTest {
             TcpListener listener = (TcpListener) target.listener;
             connected.initializeAndConnect(0, 0, 32, false);
             long start = System.nanoTime();
+            TargetFixture.eventually("an idle acceptor waiting for the idle wait, not a sweep grain",
+                () -> listener.acceptWaitMillis() == IDLE_WAIT_MILLIS);
             RawHost icReqOnly = target.host();
+            TargetFixture.eventually("the acceptor waiting for the new connection's deadline",
+                () -> listener.acceptWaitMillis() <= 1_000);
             icReqOnly.initialize(0, 0);
             assertThat(icReqOnly.closedByTarget()).as("ICReq-only connection closed").isTrue();
             assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).as("ms to the close")
                 .isBetween(900L, 3_000L);
             assertThat(listener.pendingCount()).isZero();
             assertThat(target.handlers.refusals()).containsExactly("CONNECT_TIMEOUT");
+            TargetFixture.eventually("the acceptor back to its idle wait",
+                () -> listener.acceptWaitMillis() == IDLE_WAIT_MILLIS);
             // The connected queue outlives the timeout.
             Thread.sleep(400);
             assertThat(target.groups.get(0).connectionCount()).isEqualTo(1);

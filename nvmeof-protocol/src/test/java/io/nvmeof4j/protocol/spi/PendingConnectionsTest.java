@@ -76,6 +76,25 @@ class PendingConnectionsTest {
     }
 
     @Test
+    void shouldSayWhenTheNextExpiryIsDue() throws Exception {
+        PendingConnections pending = new PendingConnections(new ConnectionLimits(10, 10, TIMEOUT));
+        assertThat(pending.nanosToNextExpiry(0)).as("none pending").isEqualTo(PendingConnections.IDLE_WAIT_NANOS);
+        PendingConnections.Entry first = pending.admit(host(2), 100);
+        pending.admit(host(3), 300);
+        assertThat(pending.nanosToNextExpiry(100)).as("the oldest's deadline").isEqualTo(TIMEOUT);
+        assertThat(pending.nanosToNextExpiry(TIMEOUT + 150)).as("past it: due now").isZero();
+        first.release();
+        assertThat(pending.nanosToNextExpiry(200)).as("the next oldest").isEqualTo(TIMEOUT + 100);
+        pending.expire(TIMEOUT + 300);
+        assertThat(pending.nanosToNextExpiry(TIMEOUT + 300)).as("all gone")
+            .isEqualTo(PendingConnections.IDLE_WAIT_NANOS);
+        PendingConnections slow = new PendingConnections(new ConnectionLimits(10, 10, TimeUnit.HOURS.toNanos(1)));
+        slow.admit(host(2), 0);
+        assertThat(slow.nanosToNextExpiry(0)).as("never longer than the idle wait")
+            .isEqualTo(PendingConnections.IDLE_WAIT_NANOS);
+    }
+
+    @Test
     void shouldCountAReleaseOnce() throws Exception {
         PendingConnections pending = new PendingConnections(new ConnectionLimits(10, 2, TIMEOUT));
         PendingConnections.Entry e = pending.admit(host(2), 0);
