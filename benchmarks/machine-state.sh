@@ -19,13 +19,20 @@
 #   benchmarks/machine-state.sh [--state FILE]   probe here (or, with NVMEOF4J_MACHINE_STATE_DIR set, ask the host)
 #   benchmarks/machine-state.sh --serve DIR PID  answer requests in DIR until PID ends (the host, for a QEMU guest)
 #   benchmarks/machine-state.sh --ask DIR LABEL  ask the host serving DIR for a probe (in the guest), up to 30 s
+#   benchmarks/machine-state.sh --others DELAY SECONDS   during a measured run (started beside it): after DELAY
+#                   seconds, the CPU time over SECONDS of every process but the two busiest (the target and the load
+#                   generator, each polling a CPU), as a share of all CPUs' time, and the three that took most:
+#                   "others=2.3% (process_api 180ms, kdamond.0 21ms, kworker/0:1 1ms)". On this VM the environment's
+#                   own agent (process_api, ~0.2% idle) at times takes a CPU for 90 ms at a stretch (seen with the
+#                   Linux scheduler's sched_switch events on the target's CPU), which no probe before the run sees
 #   benchmarks/machine-state.sh --classify [THRESHOLD]   reads "KEY<TAB>PROBE-LINE" lines, prints "KEY<TAB>STATE<TAB>
 #                   NOTE" for each, STATE one of
 #                     slow     copy128k or copy64m below THRESHOLD (default 0.8) x the best of that figure over all
 #                              the lines (the run's fastest probe)
 #                     busy     else, runnable at least 1 above the lowest runnable of the lines: on average one more
 #                              task wanted a CPU than in the run's least contended probe (another worker's build or
-#                              guest: seen here with a target at half its IOPS while the copy figures were fine)
+#                              guest: seen here with a target at half its IOPS while the copy figures were fine);
+#                              or others (a line's --others figure, appended to it) at least 1% of the CPUs' time
 #                     fast     neither;  unknown: a line without the figures
 #                   Feed it probes taken alike (e.g. each with the target running): copy64m is ~20% lower beside a
 #                   busy-polling target than on an idle machine.
@@ -132,29 +139,60 @@ serve() { # DIR PID: polls DIR five times a second; each NAME.req becomes NAME.l
     done
 }
 
+others() { # DELAY SECONDS
+    timeout $(( ${1%.*} + ${2%.*} + 20 )) python3 - "$1" "$2" <<'PY'
+import os, sys, time
+
+def cpu_times():  # process id -> (name, user + system ticks of all its threads); one read per process, cheap
+    per = {}
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open("/proc/%s/stat" % pid) as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            name, fields = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+            per[pid] = (name, int(fields[11]) + int(fields[12]))
+    return per
+
+time.sleep(float(sys.argv[1]))
+before, start = cpu_times(), time.monotonic()
+time.sleep(float(sys.argv[2]))
+after, span = cpu_times(), time.monotonic() - start
+tick, me = os.sysconf("SC_CLK_TCK"), str(os.getpid())
+ran = sorted(((t - before[p][1]) / tick, name, p) for p, (name, t) in after.items() if p in before and p != me)[::-1]
+others = ran[2:]  # the two busiest are the target and the load generator
+share = 100.0 * sum(s for s, _, _ in others) / (span * os.cpu_count())
+print("others=%.1f%% (%s)" % (share, ", ".join("%s %.0fms" % (name, s * 1000) for s, name, _ in others[:3])))
+PY
+}
+
 classify() { # THRESHOLD
     python3 -c '
 import re, sys
 threshold, rows, best = float(sys.argv[1]), [], {}
 for line in sys.stdin:
     key, _, probe = line.rstrip("\n").partition("\t")
-    figures = {k: float(v) for k, v in re.findall(r"\b(copy128k|copy64m|runnable)=([0-9.]+)", probe)}
+    figures = {k: float(v) for k, v in re.findall(r"\b(copy128k|copy64m|runnable|others)=([0-9.]+)", probe)}
     rows.append((key, figures))
     for k, v in figures.items():
-        best[k] = min(best.get(k, v), v) if k == "runnable" else max(best.get(k, 0.0), v)
+        best[k] = min(best.get(k, v), v) if k in ("runnable", "others") else max(best.get(k, 0.0), v)
 for key, f in rows:
     if not all(k in f for k in ("copy128k", "copy64m", "runnable")):
         print("%s\tunknown\tno probe" % key)
         continue
     copy = min(f["copy128k"] / best["copy128k"], f["copy64m"] / best["copy64m"])
-    state = "slow" if copy < threshold else "busy" if f["runnable"] >= best["runnable"] + 1 else "fast"
-    print("%s\t%s\tcopy %.2f of the best, runnable %.1f (least %.1f)" % (key, state, copy, f["runnable"],
-          best["runnable"]))
+    busy = f["runnable"] >= best["runnable"] + 1 or f.get("others", 0.0) >= 1.0
+    state = "slow" if copy < threshold else "busy" if busy else "fast"
+    print("%s\t%s\tcopy %.2f of the best, runnable %.1f (least %.1f)%s" % (key, state, copy, f["runnable"],
+          best["runnable"], ", others %.1f%%" % f["others"] if "others" in f else ""))
 ' "$1"
 }
 
 case "${1:-}" in
     --classify) classify "${2:-0.8}" ;;
+    --others) [ $# = 3 ] || { echo "usage: machine-state.sh --others DELAY SECONDS" >&2; exit 2; }; others "$2" "$3" ;;
     --serve) [ $# = 3 ] || { echo "usage: machine-state.sh --serve DIR PID" >&2; exit 2; }; serve "$2" "$3" ;;
     --ask) [ $# = 3 ] || { echo "usage: machine-state.sh --ask DIR LABEL" >&2; exit 2; }; ask "$2" "$3" ;;
     --state|"")

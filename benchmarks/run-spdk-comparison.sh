@@ -45,7 +45,9 @@
 # a run in that state and one outside it means nothing. The line is printed after the run's figures and kept as
 # WORK/LABEL.state. At the end each run is called (machine-state.sh --classify, a list of "state round ..." lines)
 # "slow" when copy128k or copy64m was below --slow-below x the best of that figure over this invocation's runs, else
-# "busy" when its runnable was at least 1 above the runs' lowest (another process competed for the CPUs), else "fast";
+# "busy" when its runnable was at least 1 above the runs' lowest (another process competed for the CPUs) or when,
+# during the measured seconds, processes other than the target and the load generator took 1% or more of the CPUs'
+# time (machine-state.sh --others, printed after the probe: "others=2.3% (process_api 180ms, ...)"), else "fast";
 # the summary gives each median twice: over all rounds, and over the "fast rounds" only, those in which every run the
 # median or ratio takes was fast (with how many of the rounds that was). The probes at start and end (no target
 # running, so copy64m is higher) are printed but not compared. In the QEMU guest the probe asks the host.
@@ -166,6 +168,12 @@ spdk_sock=/tmp/nvmeof4j-spdk-comparison-$$.sock
 huge=(--no-huge -s "$spdk_mem")
 if [ "$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)" -ge "$spdk_mem" ] 2>/dev/null && grep -q ' hugetlbfs ' /proc/mounts; then
     huge=(-s "$spdk_mem")
+fi
+if [ "${huge[0]}" = --no-huge ] && [ -n "${SPDK_DIR:-}" ]; then
+    echo "warning: SPDK's target and perf run without hugepages (--no-huge): fewer than $spdk_mem free 2 MiB pages" \
+        "or no hugetlbfs mounted. Not the configuration of the README's figures: runs so had our perf's p99.9 against" \
+        "SPDK's target at 1.1-1.4 ms (docs/benchmarks.md). To reserve them: mountpoint -q /dev/hugepages ||" \
+        "mount -t hugetlbfs nodev /dev/hugepages; echo $((spdk_mem + 64)) > /proc/sys/vm/nr_hugepages" >&2
 fi
 # SPDK perf's -r and the transport names of each side.
 spdk_trtype=TCP; [ "$transport" = rdma ] && spdk_trtype=RDMA
@@ -326,6 +334,10 @@ for round in $(seq 1 "$rounds"); do
             label="$pairing-$name-round$round"
             state=$(machine_state "$label")
             states[$name/$pairing/$round]=$state; state_keys+=("$name/$pairing/$round")
+            # The other processes' share of the CPUs over the measured seconds (machine-state.sh --others).
+            taskset -c "$load_cpu" "$root/benchmarks/machine-state.sh" --others "$warmup.5" "$((seconds - 1))" \
+                > "$work/$label.others" 2>&1 &
+            others_pid=$!
             probe_pid=""
             if [ -n "$probe" ]; then
                 "$probe" "$target_pid" "$label" "$warmup" "$seconds" "$work/$label.probe" > "$work/$label.probe.log" 2>&1 &
@@ -338,6 +350,9 @@ for round in $(seq 1 "$rounds"); do
                 for _ in $(seq 1 300); do kill -0 "$probe_pid" 2>/dev/null || break; sleep 0.1; done
                 kill "$probe_pid" 2>/dev/null || true; wait "$probe_pid" 2>/dev/null || true
             fi
+            wait "$others_pid" 2>/dev/null || true # bounded: its own timeout
+            state="$state $(head -n1 "$work/$label.others")"
+            states[$name/$pairing/$round]=$state
             result[$name/$pairing/$round]=$line
             # shellcheck disable=SC2086 # $line: the four figures
             printf 'round %d %-10s %-18s IOPS %12.0f  p50 %9.1f  p99 %9.1f  p99.9 %9.1f us  %s\n' "$round" "$pairing" \
@@ -360,7 +375,8 @@ done < <(for key in "${state_keys[@]}"; do printf '%s\t%s\n' "$key" "${states[$k
 
 echo
 echo "medians over $rounds round(s); ratios per round in brackets; \"fast rounds\": only rounds whose runs were all" \
-    "fast (copy bandwidth >= $slow_below x the best probe's, runnable < the least + 1)"
+    "fast (copy bandwidth >= $slow_below x the best probe's, runnable < the least + 1," \
+    "other processes < 1% of the CPUs)"
 for w in $selected; do
     name=${w%%:*}
     args=()
