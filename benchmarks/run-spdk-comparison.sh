@@ -46,7 +46,7 @@
 # WORK/LABEL.state. At the end each run is called (machine-state.sh --classify, a list of "state round ..." lines)
 # "slow" when copy128k or copy64m was below --slow-below x the best of that figure over this invocation's runs, else
 # "busy" when its runnable was at least 1 above the runs' lowest (another process competed for the CPUs) or when,
-# during the measured seconds, processes other than the target and the load generator took 1% or more of the CPUs'
+# during the measured seconds, processes other than the target and the load generator took 1.5% or more of the CPUs'
 # time (machine-state.sh --others, printed after the probe: "others=2.3% (process_api 180ms, ...)"), else "fast";
 # the summary gives each median twice: over all rounds, and over the "fast rounds" only, those in which every run the
 # median or ratio takes was fast (with how many of the rounds that was). The probes at start and end (no target
@@ -376,7 +376,7 @@ done < <(for key in "${state_keys[@]}"; do printf '%s\t%s\n' "$key" "${states[$k
 echo
 echo "medians over $rounds round(s); ratios per round in brackets; \"fast rounds\": only rounds whose runs were all" \
     "fast (copy bandwidth >= $slow_below x the best probe's, runnable < the least + 1," \
-    "other processes < 1% of the CPUs)"
+    "other processes < 1.5% of the CPUs)"
 for w in $selected; do
     name=${w%%:*}
     args=()

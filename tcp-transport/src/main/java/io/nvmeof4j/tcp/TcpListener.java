@@ -101,6 +101,9 @@ final class TcpListener extends AbstractTransportListener {
             try {
                 acceptUntilClosed();
             } catch (SocketException | RuntimeException | LinkageError | OutOfMemoryError e) {
+                if (closed.get() || !server.isOpen()) {
+                    return; // closed meanwhile (setSoTimeout on a closed socket throws): not a failure
+                }
                 acceptFailures.increment();
                 try {
                     REFUSALS.warnFrom(this, "NVMe/TCP acceptor on {} failed: {}; continuing in {} ms", address, e,
@@ -126,7 +129,7 @@ final class TcpListener extends AbstractTransportListener {
             pending.expire(now);
             // Every wake-up of this thread preempts whatever runs on the housekeeping CPU, a busy host poller on a
             // small machine: it wakes for a connection or a deadline only (issue 17; a 100 ms grain was 10 a second).
-            acceptWaitMillis = acceptWaitMillis(pending.nanosToNextExpiry(now));
+            acceptWaitMillis = timeoutMillis(pending.nanosToNextExpiry(now));
             socket.setSoTimeout(acceptWaitMillis);
             SocketChannel channel;
             try {
@@ -160,7 +163,7 @@ final class TcpListener extends AbstractTransportListener {
     }
 
     /** accept()'s timeout for a wait of {@code nanos}: whole milliseconds, rounded up, at least 1 (0 is forever). */
-    static int acceptWaitMillis(long nanos) {
+    private static int timeoutMillis(long nanos) {
         return (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(nanos + 999_999));
     }
 
