@@ -23,7 +23,7 @@
 #                   seconds, the CPU time over SECONDS of every process but the two busiest (the target and the load
 #                   generator, each polling a CPU), as a share of all CPUs' time, and the three that took most:
 #                   "others=2.3% (process_api 180ms, kdamond.0 21ms, kworker/0:1 1ms)". On this VM ordinary runs
-#                   show 0.4-0.9% (the environment's agent process_api, the kernel's kdamond.0 and rcu_preempt), but
+#                   show 0.4-1.2% (the environment's agent process_api, the kernel's kdamond.0 and rcu_preempt), but
 #                   the agent at times takes a CPU for 90 ms at a stretch (seen in the scheduler's sched_switch
 #                   events on the target's CPU), which no probe before the run sees. Per process user + system
 #                   ticks (1/100 s), one /proc read per process at each end

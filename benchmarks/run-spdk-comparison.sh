@@ -335,8 +335,8 @@ for round in $(seq 1 "$rounds"); do
             state=$(machine_state "$label")
             states[$name/$pairing/$round]=$state; state_keys+=("$name/$pairing/$round")
             # The other processes' share of the CPUs over the measured seconds (machine-state.sh --others).
-            taskset -c "$load_cpu" "$root/benchmarks/machine-state.sh" --others "$warmup.5" "$((seconds - 1))" \
-                > "$work/$label.others" 2>&1 &
+            taskset -c "$load_cpu" "$root/benchmarks/machine-state.sh" --others "$warmup" \
+                "$((seconds > 2 ? seconds - 1 : 1))" > "$work/$label.others" 2>&1 &
             others_pid=$!
             probe_pid=""
             if [ -n "$probe" ]; then
