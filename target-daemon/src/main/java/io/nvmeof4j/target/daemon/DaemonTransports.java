@@ -88,6 +88,7 @@ final class DaemonTransports {
             pools.add(pool);
             if (metrics != null) {
                 metrics.bindPool(i, pool);
+                metrics.bindRunDelay(i, reactor);
                 if (settings.idleStrategy() == IdleMode.ADAPTIVE) {
                     metrics.bindIdling(i, reactor);
                 }

@@ -35,6 +35,9 @@ import java.time.Duration;
  *       0 until measured)</td></tr>
  *   <tr><td>{@value #REACTOR_CPU_SHARED}</td><td>gauge (0 or 1)</td><td>reactor</td><td>1 while the run delay
  *       shows the reactor's CPU shared with another thread (it then tries blocking at once against spinning)</td></tr>
+ *   <tr><td>{@value #REACTOR_RUN_DELAY}</td><td>counter (seconds)</td><td>reactor</td><td>how long the reactor's
+ *       thread was runnable but waiting for its CPU (schedstat): other tasks on its CPU, and with adaptive idling its
+ *       wake-ups; every reactor</td></tr>
  *   <tr><td>{@value #RESOURCE_WAITS}</td><td>counter</td><td>reactor, resource</td>
  *       <td>commands that found a fixed-size data-path resource full and waited for it (never failed):
  *       {@value #RESOURCE_IO_URING} (the reactor's ring), {@value #RESOURCE_BUFFER_POOL} (the reactor's data
@@ -73,6 +76,7 @@ public final class TargetMeterNames {
     public static final String REACTOR_IDLE_SPIN = "nvmeof.target.reactor.idle.spin";
     public static final String REACTOR_WAKEUP_DELAY = "nvmeof.target.reactor.wakeup.delay";
     public static final String REACTOR_CPU_SHARED = "nvmeof.target.reactor.cpu.shared";
+    public static final String REACTOR_RUN_DELAY = "nvmeof.target.reactor.run.delay";
     public static final String RESOURCE_WAITS = "nvmeof.target.resource.waits";
     public static final String RAM_ALLOCATION_FAILURES = "nvmeof.target.ram.allocation.failures";
     public static final String RAM_BUDGET = "nvmeof.target.ram.budget";

@@ -283,6 +283,17 @@ public final class TargetMetrics {
     }
 
     /**
+     * Counter of the time a reactor's thread waited for its CPU while runnable ({@link Reactor#runDelayNanos()}, read
+     * from the thread's schedstat file by the scrape): stretches in which something else ran on a reactor's CPU.
+     */
+    public void bindRunDelay(int index, Reactor reactor) {
+        FunctionCounter.builder(REACTOR_RUN_DELAY, reactor, r -> Math.max(0, r.runDelayNanos()) / 1e9)
+            .baseUnit("seconds")
+            .description("Time the reactor's thread was runnable but waiting for its CPU (another task had it)")
+            .tag(TAG_REACTOR, Integer.toString(index)).register(registry);
+    }
+
+    /**
      * Counter of the commands that waited for {@code resource} ({@link TargetMeterNames#RESOURCE_IO_URING}, ...) on
      * a reactor; {@code waits} reads the owner's running count (scrape thread).
      */

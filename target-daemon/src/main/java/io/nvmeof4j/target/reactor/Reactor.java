@@ -5,6 +5,7 @@ import io.nvmeof4j.protocol.spi.PollGroup;
 import io.nvmeof4j.protocol.spi.idle.AdaptiveIdleStrategy;
 import io.nvmeof4j.protocol.spi.idle.IdleMode;
 import io.nvmeof4j.protocol.spi.idle.IdleStrategy;
+import io.nvmeof4j.protocol.spi.idle.SchedStat;
 import io.nvmeof4j.protocol.spi.reactor.ReactorLoop;
 import io.nvmeof4j.protocol.spi.reactor.SelectorPollGroup;
 import io.nvmeof4j.protocol.spi.reactor.WakesSelector;
@@ -13,6 +14,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.nio.channels.Selector;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -102,6 +104,9 @@ public final class Reactor implements Executor, AutoCloseable {
 
     private final String name;
     private final IdleMode idleMode;
+    /** The reactor thread's schedstat file, set as the thread starts (null until then or where unavailable). */
+    private volatile Path schedStatFile;
+    private volatile long lastRunDelayNanos = -1;
     private final ManyToOneConcurrentArrayQueue<Runnable> tasks = new ManyToOneConcurrentArrayQueue<>(TASK_QUEUE_CAPACITY);
     private final List<AutoCloseable> owned = new ArrayList<>();
     private final ReactorLoop loop;
@@ -281,6 +286,29 @@ public final class Reactor implements Executor, AutoCloseable {
             super(body, name);
             this.reactor = reactor;
         }
+
+        @Override
+        public void run() {
+            reactor.schedStatFile = SchedStat.threadFile();
+            super.run();
+        }
+    }
+
+    /**
+     * How long the reactor's thread has been runnable but waiting for its CPU, in all (the kernel's schedstat): what
+     * other tasks on its CPU took from it, and, with adaptive idling, what its wake-ups waited. A busy reactor pinned
+     * to its own CPU should see none; each stretch it does see holds every I/O it has in flight. -1 where the kernel
+     * does not offer it; after the thread ended, the last value read. Any thread; reads a /proc file (allocates):
+     * for a metrics scrape, not the data path.
+     */
+    public long runDelayNanos() {
+        Path file = schedStatFile;
+        long value = file == null ? -1 : SchedStat.runDelayNanosOf(file);
+        if (value >= 0) {
+            lastRunDelayNanos = value;
+            return value;
+        }
+        return lastRunDelayNanos;
     }
 
     public boolean isReactorThread() {

@@ -130,6 +130,34 @@ class ReactorTest {
     }
 
     @Test
+    void shouldCountTheTimeItsThreadWaitedForACpu() throws Exception {
+        Reactor reactor = reactor("reactor-run-delay", IdleMode.BUSY).add(new FakeGroup("g"));
+        assertThat(reactor.runDelayNanos()).as("not started").isEqualTo(-1);
+        reactor.start();
+        await("the thread's schedstat file", () -> reactor.runDelayNanos() >= 0);
+        long before = reactor.runDelayNanos();
+        // More busy threads than CPUs for a while: the busy reactor has to wait for a CPU now and then.
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        List<Thread> hogs = new ArrayList<>();
+        for (int i = 0; i <= Runtime.getRuntime().availableProcessors(); i++) {
+            Thread t = new Thread(() -> {
+                while (System.nanoTime() - until < 0 && reactor.runDelayNanos() <= before) {
+                    Thread.onSpinWait();
+                }
+            }, "run-delay-hog-" + i);
+            t.start();
+            hogs.add(t);
+        }
+        for (Thread t : hogs) {
+            t.join(10_000);
+        }
+        assertThat(reactor.runDelayNanos()).as("run delay after competing for the CPUs").isGreaterThan(before);
+        reactor.stop(STOP);
+        assertThat(reactor.runDelayNanos()).as("the last value, once the thread has ended")
+            .isGreaterThan(before);
+    }
+
+    @Test
     void shouldBlockInTheFirstGroupWhenIdleAndWakeOnExecute() throws Exception {
         FakeGroup first = new FakeGroup("first");
         FakeGroup second = new FakeGroup("second");
