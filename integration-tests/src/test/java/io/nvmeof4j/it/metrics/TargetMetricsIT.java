@@ -162,9 +162,9 @@ class TargetMetricsIT {
             assertThat(m.value("nvmeof_target_reactor_wakeup_delay_seconds", reactor0)).as("wake-up run delay (s)")
                 .isBetween(0.0, 1.0);
             assertThat(m.value("nvmeof_target_reactor_cpu_shared", reactor0)).as("CPU shared").isIn(0.0, 1.0);
-            // Every reactor: the time its thread waited for its CPU (schedstat), a counter that only grows.
+            // Every reactor: the time its thread waited for its CPU (schedstat). value() fails unless reactor 0 has
+            // exactly one sample; a later scrape never reads less. That it grows under contention is ReactorTest's.
             double runDelay = m.value("nvmeof_target_reactor_run_delay_seconds_total", reactor0);
-            assertThat(runDelay).as("run delay (s)").isNotNegative();
             assertThat(new PrometheusText(target.http.get("/metrics").body())
                 .value("nvmeof_target_reactor_run_delay_seconds_total", reactor0)).isGreaterThanOrEqualTo(runDelay);
         }
